@@ -1,0 +1,13 @@
+//! Reduce to rank 0 along a binomial tree, then broadcast along one. Always applies;
+//! the fallback when a forced algorithm cannot run.
+//!
+//! Cost = 2⌈log₂p⌉·(α + n·β) + ⌈log₂p⌉·n·γ
+
+use crate::collectives::{broadcast, reduce, Step};
+use crate::Result;
+
+pub(crate) fn run(s: &mut Step<'_>, buf: &mut [u8], f: &dyn Fn(&mut [u8], &[u8])) -> Result<()> {
+    let send = buf.to_vec();
+    reduce::binomial_tree::run(s, &send, buf, 0, f)?;
+    broadcast::binomial_tree::run(s, buf, 0)
+}

@@ -1,0 +1,227 @@
+//! Names of collectives and algorithms, and the choice of algorithm: forced per call,
+//! forced by configuration, or looked up in `tuning.json`; an algorithm that cannot apply
+//! falls back to one that always works.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+use crate::{Error, Result};
+
+macro_rules! named_enum {
+    ($(#[$m:meta])* $name:ident, $what:literal { $($(#[$vm:meta])* $v:ident = $s:literal),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum $name { $($(#[$vm])* $v),* }
+        impl $name {
+            /// Every value.
+            pub const ALL: &'static [$name] = &[$($name::$v),*];
+            /// The snake_case name used in config and `tuning.json`.
+            pub fn name(self) -> &'static str { match self { $($name::$v => $s),* } }
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { f.write_str(self.name()) }
+        }
+        impl FromStr for $name {
+            type Err = Error;
+            fn from_str(s: &str) -> Result<Self> {
+                $name::ALL.iter().copied().find(|v| v.name() == s).ok_or_else(|| {
+                    let names: Vec<&str> = $name::ALL.iter().map(|v| v.name()).collect();
+                    let hint = names.iter().min_by_key(|n| edit_distance(n, s)).filter(|n| edit_distance(n, s) <= 3);
+                    Error::Config(match hint {
+                        Some(h) => format!("unknown {} {s:?}; did you mean {h:?}?", $what),
+                        None => format!("unknown {} {s:?}; expected one of {}", $what, names.join(", ")),
+                    })
+                })
+            }
+        }
+    };
+}
+
+named_enum!(
+    /// A collective operation.
+    Collective, "collective" {
+        /// barrier
+        Barrier = "barrier",
+        /// broadcast
+        Broadcast = "broadcast",
+        /// reduce to a root
+        Reduce = "reduce",
+        /// allreduce
+        Allreduce = "allreduce",
+        /// gather(v)
+        Gather = "gather",
+        /// scatter(v)
+        Scatter = "scatter",
+        /// allgather(v)
+        Allgather = "allgather",
+        /// alltoall(v)
+        Alltoall = "alltoall",
+        /// reduce_scatter
+        ReduceScatter = "reduce_scatter",
+    }
+);
+
+named_enum!(
+    /// A collective algorithm. Which collectives each serves is in [`Algorithm::serves`].
+    Algorithm, "algorithm" {
+        /// Dissemination barrier: ⌈log₂p⌉ rounds of empty messages.
+        Dissemination = "dissemination",
+        /// Binomial tree (broadcast, reduce).
+        BinomialTree = "binomial_tree",
+        /// Scatter then ring allgather (van de Geijn broadcast).
+        ScatterAllgather = "scatter_allgather",
+        /// Recursive doubling (allreduce; allgather on powers of two).
+        RecursiveDoubling = "recursive_doubling",
+        /// Ring: reduce-scatter then allgather (allreduce), or p−1 neighbour steps.
+        Ring = "ring",
+        /// Rabenseifner: recursive-halving reduce-scatter, recursive-doubling allgather.
+        Rabenseifner = "rabenseifner",
+        /// Reduce to rank 0 then broadcast: works for everything.
+        ReduceBroadcast = "reduce_broadcast",
+        /// Bruck allgather: ⌈log₂p⌉ steps, any p.
+        Bruck = "bruck",
+        /// Pairwise exchange alltoall: p−1 steps.
+        Pairwise = "pairwise",
+        /// Root talks to every rank directly (gather, scatter), or all pairs at once (alltoall).
+        Linear = "linear",
+    }
+);
+
+impl Algorithm {
+    /// Whether this algorithm implements `c`.
+    pub fn serves(self, c: Collective) -> bool {
+        use Algorithm as A;
+        use Collective as C;
+        matches!(
+            (c, self),
+            (C::Barrier, A::Dissemination)
+                | (C::Broadcast, A::BinomialTree | A::ScatterAllgather)
+                | (C::Reduce, A::BinomialTree)
+                | (C::Allreduce, A::RecursiveDoubling | A::Ring | A::Rabenseifner | A::ReduceBroadcast)
+                | (C::Gather, A::Linear)
+                | (C::Scatter, A::Linear)
+                | (C::Allgather, A::Ring | A::RecursiveDoubling | A::Bruck)
+                | (C::Alltoall, A::Pairwise | A::Linear)
+                | (C::ReduceScatter, A::Ring | A::ReduceBroadcast)
+        )
+    }
+
+    /// Whether it can run with `ranks` ranks and equal (`uniform`) per-rank sizes.
+    fn applies(self, c: Collective, ranks: usize, uniform: bool) -> bool {
+        match (c, self) {
+            (Collective::Allgather, Algorithm::RecursiveDoubling) => ranks.is_power_of_two() && uniform,
+            (Collective::Allgather, Algorithm::Bruck) => uniform,
+            _ => self.serves(c),
+        }
+    }
+}
+
+/// The algorithm that always applies, used when a forced one cannot.
+fn fallback(c: Collective) -> Algorithm {
+    match c {
+        Collective::Barrier => Algorithm::Dissemination,
+        Collective::Broadcast | Collective::Reduce => Algorithm::BinomialTree,
+        Collective::Allreduce => Algorithm::ReduceBroadcast,
+        Collective::Gather | Collective::Scatter => Algorithm::Linear,
+        Collective::Allgather => Algorithm::Ring,
+        Collective::Alltoall => Algorithm::Pairwise,
+        Collective::ReduceScatter => Algorithm::ReduceBroadcast,
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Rule {
+    max_ranks: Option<usize>,
+    max_bytes: Option<usize>,
+    algorithm: String,
+}
+
+fn table() -> &'static Vec<(Collective, Vec<(Rule, Algorithm)>)> {
+    static TABLE: OnceLock<Vec<(Collective, Vec<(Rule, Algorithm)>)>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let raw: std::collections::BTreeMap<String, serde_json::Value> =
+            serde_json::from_str(include_str!("tuning.json")).expect("tuning.json is valid JSON");
+        raw.into_iter()
+            .filter(|(k, _)| !k.starts_with('_'))
+            .map(|(k, v)| {
+                let c: Collective = k.parse().expect("tuning.json names a known collective");
+                let rules: Vec<Rule> = serde_json::from_value(v).expect("tuning.json rules are well-formed");
+                let rules = rules
+                    .into_iter()
+                    .map(|r| {
+                        let a: Algorithm = r.algorithm.parse().expect("tuning.json names a known algorithm");
+                        assert!(a.serves(c), "tuning.json: {a} does not implement {c}");
+                        (r, a)
+                    })
+                    .collect();
+                (c, rules)
+            })
+            .collect()
+    })
+}
+
+/// Picks the algorithm for one call: `forced` (per call, else by config) if it applies,
+/// else the first matching rule of the table, else the fallback.
+pub(crate) fn choose(c: Collective, forced: Option<Algorithm>, ranks: usize, bytes: usize, uniform: bool) -> Algorithm {
+    if let Some(a) = forced {
+        if a.applies(c, ranks, uniform) {
+            return a;
+        }
+        tracing::debug!("{a} cannot run {c} on {ranks} ranks; using {}", fallback(c));
+        return fallback(c);
+    }
+    table()
+        .iter()
+        .find(|(tc, _)| *tc == c)
+        .and_then(|(_, rules)| {
+            rules.iter().find(|(r, a)| {
+                r.max_ranks.map_or(true, |m| ranks <= m) && r.max_bytes.map_or(true, |m| bytes <= m) && a.applies(c, ranks, uniform)
+            })
+        })
+        .map_or_else(|| fallback(c), |(_, a)| *a)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur.push((prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_loads_and_every_collective_has_a_choice() {
+        for &c in Collective::ALL {
+            for ranks in 1..=8 {
+                for bytes in [0, 8, 1 << 20, 1 << 26] {
+                    assert!(choose(c, None, ranks, bytes, true).serves(c));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn forced_algorithm_falls_back_when_it_cannot_apply() {
+        assert_eq!(choose(Collective::Allgather, Some(Algorithm::RecursiveDoubling), 3, 8, true), Algorithm::Ring);
+        assert_eq!(choose(Collective::Allgather, Some(Algorithm::RecursiveDoubling), 4, 8, true), Algorithm::RecursiveDoubling);
+        assert_eq!(choose(Collective::Allreduce, Some(Algorithm::Bruck), 4, 8, true), Algorithm::ReduceBroadcast);
+    }
+
+    #[test]
+    fn misspelled_names_get_a_suggestion() {
+        let e = "rabenseifer".parse::<Algorithm>().unwrap_err().to_string();
+        assert!(e.contains("did you mean \"rabenseifner\""), "{e}");
+    }
+}

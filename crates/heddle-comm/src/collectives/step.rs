@@ -1,0 +1,54 @@
+//! A collective in progress: rank mapping, its own message context, and one engine
+//! exchange per algorithm step.
+
+use std::sync::MutexGuard;
+use std::time::Duration;
+
+use crate::engine::{Engine, RecvOp, SendOp, Sink};
+use crate::Result;
+
+/// The state an algorithm works through. Ranks here are communicator ranks.
+pub(crate) struct Step<'c> {
+    pub(crate) engine: MutexGuard<'c, Engine>,
+    pub(crate) members: &'c [usize],
+    pub(crate) rank: usize,
+    pub(crate) edge: u32,
+    pub(crate) tag: u32,
+    pub(crate) timeout: Duration,
+    pub(crate) op: &'static str,
+}
+
+impl Step<'_> {
+    /// Communicator size.
+    pub(crate) fn size(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Sends and receives together; ranks are communicator ranks.
+    pub(crate) fn exchange(&mut self, sends: &[(usize, &[u8])], recvs: Vec<(usize, Sink<'_>)>) -> Result<()> {
+        let s: Vec<SendOp<'_>> =
+            sends.iter().map(|&(to, data)| SendOp { peer: self.members[to], edge: self.edge, tag: self.tag, data }).collect();
+        let mut r: Vec<RecvOp<'_>> =
+            recvs.into_iter().map(|(from, sink)| RecvOp::new(self.members[from], self.edge, self.tag, sink)).collect();
+        self.engine.exchange(&s, &mut r, self.op, self.timeout)
+    }
+
+    /// One send and one receive, without allocating.
+    pub(crate) fn sendrecv(&mut self, to: usize, data: &[u8], from: usize, sink: Sink<'_>) -> Result<()> {
+        let s = [SendOp { peer: self.members[to], edge: self.edge, tag: self.tag, data }];
+        let mut r = [RecvOp::new(self.members[from], self.edge, self.tag, sink)];
+        self.engine.exchange(&s, &mut r, self.op, self.timeout)
+    }
+
+    /// One send.
+    pub(crate) fn send(&mut self, to: usize, data: &[u8]) -> Result<()> {
+        let s = [SendOp { peer: self.members[to], edge: self.edge, tag: self.tag, data }];
+        self.engine.exchange(&s, &mut [], self.op, self.timeout)
+    }
+
+    /// One receive.
+    pub(crate) fn recv(&mut self, from: usize, sink: Sink<'_>) -> Result<()> {
+        let mut r = [RecvOp::new(self.members[from], self.edge, self.tag, sink)];
+        self.engine.exchange(&[], &mut r, self.op, self.timeout)
+    }
+}

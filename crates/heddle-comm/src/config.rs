@@ -1,0 +1,118 @@
+//! Communication settings: buffer size, credit window, timeouts, transport, forced algorithms.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::collectives::{Algorithm, Collective};
+use crate::{Error, Result};
+
+/// Which transport to use between workers on the same host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportChoice {
+    /// Shared memory on the same host, TCP across hosts.
+    Auto,
+    /// Shared memory for same-host peers (TCP across hosts still).
+    Shm,
+    /// TCP for every peer.
+    Tcp,
+}
+
+impl FromStr for TransportChoice {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "auto" | "" => Ok(TransportChoice::Auto),
+            "shm" => Ok(TransportChoice::Shm),
+            "tcp" => Ok(TransportChoice::Tcp),
+            other => Err(Error::Config(format!("HEDDLE_TRANSPORT={other:?} is not one of auto, shm, tcp"))),
+        }
+    }
+}
+
+/// Settings of one worker's communication engine.
+#[derive(Debug, Clone)]
+pub struct CommConfig {
+    /// Bytes of one transport buffer, frame header included (`HEDDLE_BUFFER_BYTES`).
+    pub buffer_bytes: usize,
+    /// Buffers a receiver grants each sender: its credit window (`HEDDLE_WINDOW`).
+    pub window: usize,
+    /// Longest wait of any blocking call (`HEDDLE_TIMEOUT_S`).
+    pub timeout: Duration,
+    /// Transport between same-host workers (`HEDDLE_TRANSPORT`).
+    pub transport: TransportChoice,
+    /// Algorithms forced per collective (`HEDDLE_ALGORITHMS=allreduce=ring,broadcast=binomial_tree`).
+    pub algorithms: BTreeMap<Collective, Algorithm>,
+}
+
+impl Default for CommConfig {
+    fn default() -> Self {
+        CommConfig {
+            buffer_bytes: 64 << 10,
+            window: 16,
+            timeout: Duration::from_secs(300),
+            transport: TransportChoice::Auto,
+            algorithms: BTreeMap::new(),
+        }
+    }
+}
+
+impl CommConfig {
+    /// Defaults overridden by the `HEDDLE_*` variables named on each field.
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the variable whose value does not parse.
+    pub fn from_env() -> Result<CommConfig> {
+        let mut c = CommConfig::default();
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        if let Some(v) = var("HEDDLE_BUFFER_BYTES") {
+            c.buffer_bytes = parse_num("HEDDLE_BUFFER_BYTES", &v)?;
+        }
+        if let Some(v) = var("HEDDLE_WINDOW") {
+            c.window = parse_num("HEDDLE_WINDOW", &v)?;
+        }
+        if let Some(v) = var("HEDDLE_TIMEOUT_S") {
+            let s: f64 = v.parse().map_err(|_| Error::Config(format!("HEDDLE_TIMEOUT_S={v:?} is not a number of seconds")))?;
+            c.timeout = Duration::from_secs_f64(s.max(0.001));
+        }
+        if let Some(v) = var("HEDDLE_TRANSPORT") {
+            c.transport = v.parse()?;
+        }
+        if let Some(v) = var("HEDDLE_ALGORITHMS") {
+            for item in v.split(',').filter(|s| !s.trim().is_empty()) {
+                let (coll, algo) = item.split_once('=').ok_or_else(|| {
+                    Error::Config(format!("HEDDLE_ALGORITHMS entry {item:?} is not COLLECTIVE=ALGORITHM"))
+                })?;
+                c.algorithms.insert(coll.trim().parse()?, algo.trim().parse()?);
+            }
+        }
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Checks the values are usable.
+    ///
+    /// # Errors
+    /// [`Error::Config`] explaining the bad value.
+    pub fn validate(&self) -> Result<()> {
+        if self.buffer_bytes < 1024 || self.buffer_bytes % 64 != 0 {
+            return Err(Error::Config(format!(
+                "buffer_bytes {} must be a multiple of 64 and at least 1024",
+                self.buffer_bytes
+            )));
+        }
+        if self.window < 2 {
+            return Err(Error::Config(format!("window {} must be at least 2 buffers", self.window)));
+        }
+        Ok(())
+    }
+
+    /// Payload bytes one buffer carries after the frame header.
+    pub fn fragment_payload(&self) -> usize {
+        self.buffer_bytes - heddle_wire::HEADER_LEN
+    }
+}
+
+fn parse_num(name: &str, v: &str) -> Result<usize> {
+    v.parse().map_err(|_| Error::Config(format!("{name}={v:?} is not a whole number")))
+}

@@ -1,0 +1,358 @@
+//! The progress engine of one worker: moves fragments over every link from the calling
+//! thread, matches incoming messages to posted receives, and keeps early arrivals.
+//!
+//! Work is expressed as an *exchange*: a set of sends and receives that complete together
+//! (one step of a collective algorithm, or a single send/recv). The caller's thread polls
+//! the links (spin, then yield, then short sleeps) until the exchange completes, a peer is
+//! lost, or nothing has moved for the configured timeout.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use heddle_wire::{Flags, Header, Kind};
+
+use crate::transport::{Link, Polled};
+use crate::{Error, Result};
+
+/// Where the bytes of a received message go.
+pub(crate) enum Sink<'a> {
+    /// Copied into a buffer at least as long as the message.
+    Copy(&'a mut [u8]),
+    /// Folded into a buffer exactly as long as the message, fragment by fragment.
+    Reduce(&'a mut [u8], &'a dyn Fn(&mut [u8], &[u8])),
+    /// Appended to a vector that is cleared first (any length).
+    Grow(&'a mut Vec<u8>),
+}
+
+/// One message to send to a peer (world rank).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SendOp<'a> {
+    pub(crate) peer: usize,
+    pub(crate) edge: u32,
+    pub(crate) tag: u32,
+    pub(crate) data: &'a [u8],
+}
+
+/// One message to receive from a peer (world rank).
+pub(crate) struct RecvOp<'a> {
+    pub(crate) peer: usize,
+    pub(crate) edge: u32,
+    pub(crate) tag: u32,
+    pub(crate) sink: Sink<'a>,
+    /// Set to the message length once it starts arriving.
+    pub(crate) len: u64,
+}
+
+impl<'a> RecvOp<'a> {
+    pub(crate) fn new(peer: usize, edge: u32, tag: u32, sink: Sink<'a>) -> RecvOp<'a> {
+        RecvOp { peer, edge, tag, sink, len: 0 }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RecvState {
+    Waiting,
+    Active,
+    Done,
+}
+
+#[derive(Debug)]
+enum Incoming {
+    Posted(usize),
+    Stored { edge: u32, tag: u32, data: Vec<u8> },
+}
+
+#[derive(Debug, Default)]
+struct Inbound {
+    current: Option<Incoming>,
+    offset: u64,
+    msg_len: u64,
+}
+
+type MatchKey = (usize, u32, u32);
+
+/// One worker's links and message-matching state.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    rank: usize,
+    links: Vec<Link>,
+    inbound: Vec<Inbound>,
+    unexpected: HashMap<MatchKey, VecDeque<Vec<u8>>>,
+    unexpected_bytes: Vec<u64>,
+    unexpected_limit: u64,
+    fragment: usize,
+    sequence: Vec<u64>,
+    recv_state: Vec<RecvState>,
+    send_offset: Vec<usize>,
+}
+
+const SEND_DONE: usize = usize::MAX;
+
+impl Engine {
+    /// An engine for world rank `rank` over `links` (indexed by world rank; the entry for
+    /// `rank` itself is a loopback link).
+    pub(crate) fn new(rank: usize, links: Vec<Link>, fragment: usize, window: usize) -> Engine {
+        let n = links.len();
+        Engine {
+            rank,
+            links,
+            inbound: (0..n).map(|_| Inbound::default()).collect(),
+            unexpected: HashMap::new(),
+            unexpected_bytes: vec![0; n],
+            unexpected_limit: (window * (fragment + heddle_wire::HEADER_LEN)) as u64,
+            fragment,
+            sequence: vec![0; n],
+            recv_state: Vec::new(),
+            send_offset: Vec::new(),
+        }
+    }
+
+    /// Number of links using TCP.
+    pub(crate) fn tcp_links(&self) -> usize {
+        self.links.iter().filter(|l| l.is_tcp()).count()
+    }
+
+    /// Runs `sends` and `recvs` to completion. Messages to one peer leave in the order
+    /// given; a receive matches the oldest message with its (peer, edge, tag).
+    ///
+    /// # Errors
+    /// [`Error::PeerLost`], [`Error::Wire`], [`Error::Truncated`], or [`Error::Timeout`]
+    /// when nothing moved for `timeout`.
+    pub(crate) fn exchange(&mut self, sends: &[SendOp<'_>], recvs: &mut [RecvOp<'_>], op: &'static str, timeout: Duration) -> Result<()> {
+        let mut state = std::mem::take(&mut self.recv_state);
+        let mut offsets = std::mem::take(&mut self.send_offset);
+        state.clear();
+        state.resize(recvs.len(), RecvState::Waiting);
+        offsets.clear();
+        offsets.resize(sends.len(), 0);
+        let r = self.run(sends, recvs, &mut state, &mut offsets, op, timeout);
+        self.recv_state = state;
+        self.send_offset = offsets;
+        r
+    }
+
+    fn run(
+        &mut self,
+        sends: &[SendOp<'_>],
+        recvs: &mut [RecvOp<'_>],
+        state: &mut [RecvState],
+        offsets: &mut [usize],
+        op: &'static str,
+        timeout: Duration,
+    ) -> Result<()> {
+        for s in sends {
+            if s.peer >= self.links.len() {
+                return Err(Error::InvalidArgument(format!("send to rank {} in a world of {}", s.peer, self.links.len())));
+            }
+        }
+        for (i, r) in recvs.iter_mut().enumerate() {
+            if r.peer >= self.links.len() {
+                return Err(Error::InvalidArgument(format!("receive from rank {} in a world of {}", r.peer, self.links.len())));
+            }
+            let key = (r.peer, r.edge, r.tag);
+            if let Some(msg) = self.unexpected.get_mut(&key).and_then(VecDeque::pop_front) {
+                self.unexpected_bytes[r.peer] -= msg.len() as u64;
+                deliver_whole(r, &msg)?;
+                state[i] = RecvState::Done;
+            }
+        }
+        let mut idle: u32 = 0;
+        let mut idle_since = None::<Instant>;
+        let mut last_alive_check = None::<Instant>;
+        loop {
+            let mut progressed = self.push_sends(sends, offsets)?;
+            for peer in 0..self.links.len() {
+                loop {
+                    let polled = self.poll_one(peer, recvs, state)?;
+                    match polled {
+                        Polled::Consumed => progressed = true,
+                        Polled::Empty | Polled::Refused => break,
+                    }
+                }
+            }
+            if offsets.iter().all(|&o| o == SEND_DONE) && state.iter().all(|&s| s == RecvState::Done) {
+                return Ok(());
+            }
+            if progressed {
+                idle = 0;
+                idle_since = None;
+                continue;
+            }
+            idle = idle.saturating_add(1);
+            if idle < 512 {
+                std::hint::spin_loop();
+                continue;
+            }
+            if idle < 8192 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(20));
+            }
+            if idle % 64 != 0 {
+                continue;
+            }
+            let now = Instant::now();
+            let since = *idle_since.get_or_insert(now);
+            if last_alive_check.map_or(true, |t| now - t > Duration::from_millis(100)) {
+                last_alive_check = Some(now);
+                for peer in self.waiting_on(sends, offsets, recvs, state) {
+                    self.links[peer].check_alive(peer)?;
+                }
+            }
+            if now - since >= timeout {
+                let detail = self.describe_wait(sends, offsets, recvs, state);
+                return Err(Error::Timeout { op, waited: now - since, detail });
+            }
+        }
+    }
+
+    fn push_sends(&mut self, sends: &[SendOp<'_>], offsets: &mut [usize]) -> Result<bool> {
+        let mut progressed = false;
+        for i in 0..sends.len() {
+            if offsets[i] == SEND_DONE || (0..i).any(|j| sends[j].peer == sends[i].peer && offsets[j] != SEND_DONE) {
+                continue;
+            }
+            let s = &sends[i];
+            let len = s.data.len();
+            let last_index = if len == 0 { 0 } else { (len - 1) / self.fragment } as u64;
+            loop {
+                let off = offsets[i];
+                let n = self.fragment.min(len - off);
+                let index = (off / self.fragment) as u64;
+                let header = Header {
+                    kind: Kind::Data,
+                    flags: Flags::for_fragment(index, last_index),
+                    codec: heddle_wire::Codec::Raw,
+                    key_len: 0,
+                    edge: s.edge,
+                    tag: s.tag,
+                    source: self.rank as u32,
+                    target: s.peer as u32,
+                    sequence: self.sequence[s.peer],
+                    msg_len: len as u64,
+                    frag_len: n as u32,
+                };
+                if !self.links[s.peer].try_send(&header, &s.data[off..off + n])? {
+                    break;
+                }
+                progressed = true;
+                if index == last_index {
+                    offsets[i] = SEND_DONE;
+                    self.sequence[s.peer] += 1;
+                    break;
+                }
+                offsets[i] = off + n;
+            }
+        }
+        Ok(progressed)
+    }
+
+    fn poll_one(&mut self, peer: usize, recvs: &mut [RecvOp<'_>], state: &mut [RecvState]) -> Result<Polled> {
+        let Engine { links, inbound, unexpected, unexpected_bytes, unexpected_limit, .. } = self;
+        let inb = &mut inbound[peer];
+        let mut handler = |h: &Header, payload: &[u8]| -> Result<bool> {
+            let bad = |what: &'static str| Error::Wire { rank: peer, source: heddle_wire::Error::Inconsistent(what) };
+            if h.flags.is_first() {
+                if inb.current.is_some() {
+                    return Err(bad("a new message started before the previous one ended"));
+                }
+                let posted = (0..recvs.len()).find(|&i| {
+                    state[i] == RecvState::Waiting && recvs[i].peer == peer && recvs[i].edge == h.edge && recvs[i].tag == h.tag
+                });
+                match posted {
+                    Some(i) => {
+                        start_sink(&mut recvs[i], peer, h.msg_len)?;
+                        state[i] = RecvState::Active;
+                        inb.current = Some(Incoming::Posted(i));
+                    }
+                    None => {
+                        let held = unexpected_bytes[peer];
+                        if held > 0 && held + h.msg_len > *unexpected_limit {
+                            return Ok(false);
+                        }
+                        unexpected_bytes[peer] += h.msg_len;
+                        let data = Vec::with_capacity(h.msg_len as usize);
+                        inb.current = Some(Incoming::Stored { edge: h.edge, tag: h.tag, data });
+                    }
+                }
+                inb.offset = 0;
+                inb.msg_len = h.msg_len;
+            }
+            let off = inb.offset;
+            if h.msg_len != inb.msg_len || off + payload.len() as u64 > inb.msg_len {
+                return Err(bad("fragment lengths disagree with the message length"));
+            }
+            match inb.current.as_mut() {
+                None => return Err(bad("a middle fragment arrived with no message in progress")),
+                Some(Incoming::Posted(i)) => write_sink(&mut recvs[*i].sink, off as usize, payload),
+                Some(Incoming::Stored { data, .. }) => data.extend_from_slice(payload),
+            }
+            inb.offset += payload.len() as u64;
+            if h.flags.is_last() {
+                if inb.offset != inb.msg_len {
+                    return Err(bad("last fragment ended before the message length"));
+                }
+                match inb.current.take() {
+                    Some(Incoming::Posted(i)) => state[i] = RecvState::Done,
+                    Some(Incoming::Stored { edge, tag, data }) => {
+                        let waiting = (0..recvs.len())
+                            .find(|&i| state[i] == RecvState::Waiting && recvs[i].peer == peer && recvs[i].edge == edge && recvs[i].tag == tag);
+                        match waiting {
+                            Some(i) => {
+                                unexpected_bytes[peer] -= data.len() as u64;
+                                deliver_whole(&mut recvs[i], &data)?;
+                                state[i] = RecvState::Done;
+                            }
+                            None => unexpected.entry((peer, edge, tag)).or_default().push_back(data),
+                        }
+                    }
+                    None => {}
+                }
+            }
+            Ok(true)
+        };
+        links[peer].poll(&mut handler)
+    }
+
+    fn waiting_on(&self, sends: &[SendOp<'_>], offsets: &[usize], recvs: &[RecvOp<'_>], state: &[RecvState]) -> Vec<usize> {
+        let mut peers: Vec<usize> = sends.iter().zip(offsets).filter(|(_, &o)| o != SEND_DONE).map(|(s, _)| s.peer).collect();
+        peers.extend(recvs.iter().zip(state).filter(|(_, &s)| s != RecvState::Done).map(|(r, _)| r.peer));
+        peers.sort_unstable();
+        peers.dedup();
+        peers
+    }
+
+    fn describe_wait(&self, sends: &[SendOp<'_>], offsets: &[usize], recvs: &[RecvOp<'_>], state: &[RecvState]) -> String {
+        let to: Vec<usize> = sends.iter().zip(offsets).filter(|(_, &o)| o != SEND_DONE).map(|(s, _)| s.peer).collect();
+        let from: Vec<usize> = recvs.iter().zip(state).filter(|(_, &s)| s != RecvState::Done).map(|(r, _)| r.peer).collect();
+        format!("rank {} still sending to ranks {to:?} and receiving from ranks {from:?}", self.rank)
+    }
+}
+
+fn start_sink(r: &mut RecvOp<'_>, peer: usize, msg_len: u64) -> Result<()> {
+    r.len = msg_len;
+    match &mut r.sink {
+        Sink::Copy(buf) if msg_len > buf.len() as u64 => Err(Error::Truncated { rank: peer, got: msg_len, capacity: buf.len() }),
+        Sink::Reduce(buf, _) if msg_len != buf.len() as u64 => Err(Error::Truncated { rank: peer, got: msg_len, capacity: buf.len() }),
+        Sink::Grow(v) => {
+            v.clear();
+            v.reserve(msg_len as usize);
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn write_sink(sink: &mut Sink<'_>, off: usize, payload: &[u8]) {
+    match sink {
+        Sink::Copy(buf) => buf[off..off + payload.len()].copy_from_slice(payload),
+        Sink::Reduce(buf, f) => f(&mut buf[off..off + payload.len()], payload),
+        Sink::Grow(v) => v.extend_from_slice(payload),
+    }
+}
+
+fn deliver_whole(r: &mut RecvOp<'_>, msg: &[u8]) -> Result<()> {
+    start_sink(r, r.peer, msg.len() as u64)?;
+    write_sink(&mut r.sink, 0, msg);
+    Ok(())
+}

@@ -1,0 +1,73 @@
+//! The one error type of `heddle-comm`.
+
+use std::time::Duration;
+
+/// Everything that can go wrong while communicating.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system call failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A peer sent bytes that are not a valid frame; its connection is closed.
+    #[error("malformed frame from rank {rank}: {source}")]
+    Wire {
+        /// Sending rank.
+        rank: usize,
+        /// What was wrong.
+        #[source]
+        source: heddle_wire::Error,
+    },
+    /// A peer closed its connection or its process is gone.
+    #[error("rank {rank} is gone ({detail}); the job cannot continue")]
+    PeerLost {
+        /// The lost rank (world numbering).
+        rank: usize,
+        /// How we noticed.
+        detail: String,
+    },
+    /// An operation did not complete in time.
+    #[error("{op} timed out after {waited:?} ({detail}); raise HEDDLE_TIMEOUT_S if peers are legitimately slow")]
+    Timeout {
+        /// The operation.
+        op: &'static str,
+        /// How long it waited.
+        waited: Duration,
+        /// What it was waiting for.
+        detail: String,
+    },
+    /// A received message does not fit the receive buffer.
+    #[error("message of {got} bytes from rank {rank} does not fit the {capacity}-byte receive buffer")]
+    Truncated {
+        /// Sending rank.
+        rank: usize,
+        /// Bytes in the message.
+        got: u64,
+        /// Bytes the buffer holds.
+        capacity: usize,
+    },
+    /// The caller passed arguments that cannot be right.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A configuration value is wrong.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// An object could not be (de)serialized.
+    #[error("serialization: {0}")]
+    Serialization(#[from] bincode::Error),
+}
+
+impl Error {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Error {
+        Error::Io { context: context.into(), source }
+    }
+}
+
+/// Result alias for this crate.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,120 @@
+//! Collectives on serializable values (bincode): sizes travel first, then the bytes.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::{Communicator, Result};
+
+fn decode<D: DeserializeOwned>(bytes: &[u8]) -> Result<D> {
+    Ok(bincode::deserialize(bytes)?)
+}
+
+impl Communicator {
+    /// Broadcasts `value` from `root` (other ranks pass `None`) and returns it everywhere.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] if the root passes `None`; serialization and
+    /// communication errors.
+    pub fn broadcast_object<T: Serialize + DeserializeOwned>(&self, value: Option<&T>, root: usize) -> Result<T> {
+        let mut bytes = match (self.rank() == root, value) {
+            (true, Some(v)) => bincode::serialize(v)?,
+            (true, None) => return Err(crate::Error::InvalidArgument("broadcast_object: the root must pass a value".into())),
+            _ => Vec::new(),
+        };
+        let mut len = [bytes.len() as u64];
+        self.broadcast(&mut len, root)?;
+        bytes.resize(len[0] as usize, 0);
+        self.broadcast(&mut bytes, root)?;
+        decode(&bytes)
+    }
+
+    /// Gathers every rank's value at `root` (in rank order); `None` elsewhere.
+    ///
+    /// # Errors
+    /// Serialization and communication errors.
+    pub fn gather_object<T: Serialize + DeserializeOwned>(&self, value: &T, root: usize) -> Result<Option<Vec<T>>> {
+        let bytes = bincode::serialize(value)?;
+        let mut lens = vec![0u64; if self.rank() == root { self.size() } else { 0 }];
+        self.gather(&[bytes.len() as u64], &mut lens, root)?;
+        if self.rank() != root {
+            let counts = vec![0; self.size()];
+            let mut counts = counts;
+            counts[self.rank()] = bytes.len();
+            return self.gatherv(&bytes, &mut [], &counts, root).map(|_| None);
+        }
+        let counts: Vec<usize> = lens.iter().map(|&l| l as usize).collect();
+        let mut all = vec![0u8; counts.iter().sum()];
+        self.gatherv(&bytes, &mut all, &counts, root)?;
+        split_decode(&all, &counts).map(Some)
+    }
+
+    /// Every rank receives every rank's value, in rank order.
+    ///
+    /// # Errors
+    /// Serialization and communication errors.
+    pub fn allgather_object<T: Serialize + DeserializeOwned>(&self, value: &T) -> Result<Vec<T>> {
+        let bytes = bincode::serialize(value)?;
+        let mut lens = vec![0u64; self.size()];
+        self.allgather(&[bytes.len() as u64], &mut lens)?;
+        let counts: Vec<usize> = lens.iter().map(|&l| l as usize).collect();
+        let mut all = vec![0u8; counts.iter().sum()];
+        self.allgatherv(&bytes, &mut all, &counts)?;
+        split_decode(&all, &counts)
+    }
+
+    /// Scatters `values` (one per rank, given at `root`; `None` elsewhere).
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] if the root does not pass exactly `size()` values.
+    pub fn scatter_object<T: Serialize + DeserializeOwned>(&self, values: Option<&[T]>, root: usize) -> Result<T> {
+        let (bytes, counts) = if self.rank() == root {
+            let vs = values.filter(|v| v.len() == self.size()).ok_or_else(|| {
+                crate::Error::InvalidArgument(format!("scatter_object: the root must pass {} values", self.size()))
+            })?;
+            let parts = vs.iter().map(bincode::serialize).collect::<std::result::Result<Vec<_>, _>>()?;
+            (parts.iter().map(|p| p.len() as u64).collect::<Vec<_>>(), parts.concat())
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let (lens, bytes) = (bytes, counts);
+        let mut my_len = [0u64];
+        self.scatter(&lens, &mut my_len, root)?;
+        let counts: Vec<usize> = if self.rank() == root { lens.iter().map(|&l| l as usize).collect() } else { vec![0; self.size()] };
+        let mut mine = vec![0u8; my_len[0] as usize];
+        let mut counts = counts;
+        counts[self.rank()] = mine.len();
+        self.scatterv(&bytes, &counts, &mut mine, root)?;
+        decode(&mine)
+    }
+
+    /// Rank i's `values[j]` goes to rank j, which receives them in rank order.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] unless exactly `size()` values are given.
+    pub fn alltoall_object<T: Serialize + DeserializeOwned>(&self, values: &[T]) -> Result<Vec<T>> {
+        if values.len() != self.size() {
+            return Err(crate::Error::InvalidArgument(format!("alltoall_object: {} values for {} ranks", values.len(), self.size())));
+        }
+        let parts = values.iter().map(bincode::serialize).collect::<std::result::Result<Vec<_>, _>>()?;
+        let send_lens: Vec<u64> = parts.iter().map(|p| p.len() as u64).collect();
+        let mut recv_lens = vec![0u64; self.size()];
+        self.alltoall(&send_lens, &mut recv_lens)?;
+        let sc: Vec<usize> = send_lens.iter().map(|&l| l as usize).collect();
+        let rc: Vec<usize> = recv_lens.iter().map(|&l| l as usize).collect();
+        let mut all = vec![0u8; rc.iter().sum()];
+        self.alltoallv(&parts.concat(), &sc, &mut all, &rc)?;
+        split_decode(&all, &rc)
+    }
+}
+
+fn split_decode<T: DeserializeOwned>(all: &[u8], counts: &[usize]) -> Result<Vec<T>> {
+    let mut off = 0;
+    counts
+        .iter()
+        .map(|&c| {
+            let v = decode(&all[off..off + c]);
+            off += c;
+            v
+        })
+        .collect()
+}

@@ -1,0 +1,197 @@
+//! A TCP connection to one peer: non-blocking, framed, with credit-based flow control.
+//!
+//! The sender starts with `window` credits and spends one per data frame; the receiver
+//! grants them back in `Credit` frames once it has consumed half a window, so it never
+//! holds more than `window` unconsumed data frames from this peer.
+
+use std::io::{ErrorKind, IoSlice, Read, Write};
+use std::net::TcpStream;
+
+use heddle_wire::{Codec, Frame, FrameRef, Header, Kind, Limits, HEADER_LEN};
+
+use super::Polled;
+use crate::{Error, Result};
+
+/// One peer's TCP link.
+#[derive(Debug)]
+pub(crate) struct TcpLink {
+    stream: TcpStream,
+    peer: usize,
+    limits: Limits,
+    window: usize,
+    credits: usize,
+    consumed_ungranted: usize,
+    out: Vec<u8>,
+    out_pos: usize,
+    inb: Vec<u8>,
+    in_start: usize,
+    in_end: usize,
+}
+
+impl TcpLink {
+    /// Wraps a connected, authenticated stream.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the socket options cannot be set.
+    pub(crate) fn new(stream: TcpStream, peer: usize, buffer_bytes: usize, window: usize) -> Result<TcpLink> {
+        let ctx = |what: &str| format!("{what} on the connection to rank {peer}");
+        stream.set_nodelay(true).map_err(|e| Error::io(ctx("setting TCP_NODELAY"), e))?;
+        stream.set_nonblocking(true).map_err(|e| Error::io(ctx("setting non-blocking mode"), e))?;
+        Ok(TcpLink {
+            stream,
+            peer,
+            limits: Limits { max_frame_payload: (buffer_bytes - HEADER_LEN) as u32, ..Limits::default() },
+            window,
+            credits: window,
+            consumed_ungranted: 0,
+            out: Vec::new(),
+            out_pos: 0,
+            inb: vec![0; 4 * buffer_bytes],
+            in_start: 0,
+            in_end: 0,
+        })
+    }
+
+    fn lost(&self, detail: impl Into<String>) -> Error {
+        Error::PeerLost { rank: self.peer, detail: detail.into() }
+    }
+
+    /// Pushes staged bytes; returns whether none remain.
+    pub(crate) fn flush(&mut self) -> Result<bool> {
+        while self.out_pos < self.out.len() {
+            match self.stream.write(&self.out[self.out_pos..]) {
+                Ok(0) => return Err(self.lost("connection closed while sending")),
+                Ok(n) => self.out_pos += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.lost(format!("send failed: {e}"))),
+            }
+        }
+        self.out.clear();
+        self.out_pos = 0;
+        Ok(true)
+    }
+
+    /// Sends one data frame if there is credit and the socket takes it.
+    pub(crate) fn try_send(&mut self, header: &Header, payload: &[u8]) -> Result<bool> {
+        if self.credits == 0 || !self.flush()? {
+            return Ok(false);
+        }
+        let hdr = header.to_bytes();
+        let total = HEADER_LEN + payload.len();
+        let mut written = 0;
+        loop {
+            let r = if written < HEADER_LEN {
+                self.stream.write_vectored(&[IoSlice::new(&hdr[written..]), IoSlice::new(payload)])
+            } else {
+                self.stream.write(&payload[written - HEADER_LEN..])
+            };
+            match r {
+                Ok(0) => return Err(self.lost("connection closed while sending")),
+                Ok(n) => {
+                    written += n;
+                    if written == total {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    if written == 0 {
+                        return Ok(false);
+                    }
+                    // Stage the rest; flow control bounds this to one buffer.
+                    if written < HEADER_LEN {
+                        self.out.extend_from_slice(&hdr[written..]);
+                        self.out.extend_from_slice(payload);
+                    } else {
+                        self.out.extend_from_slice(&payload[written - HEADER_LEN..]);
+                    }
+                    break;
+                }
+                Err(e) => return Err(self.lost(format!("send failed: {e}"))),
+            }
+        }
+        self.credits -= 1;
+        Ok(true)
+    }
+
+    fn fill(&mut self) -> Result<bool> {
+        if self.in_start > 0 && self.in_start == self.in_end {
+            self.in_start = 0;
+            self.in_end = 0;
+        }
+        if self.inb.len() - self.in_end < self.inb.len() / 2 {
+            self.inb.copy_within(self.in_start..self.in_end, 0);
+            self.in_end -= self.in_start;
+            self.in_start = 0;
+        }
+        loop {
+            match self.stream.read(&mut self.inb[self.in_end..]) {
+                Ok(0) => return Err(self.lost("connection closed by peer")),
+                Ok(n) => {
+                    self.in_end += n;
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.lost(format!("receive failed: {e}"))),
+            }
+        }
+    }
+
+    /// Offers the next complete data frame to `f` (consumed if it returns true).
+    pub(crate) fn poll(&mut self, f: &mut dyn FnMut(&Header, &[u8]) -> Result<bool>) -> Result<Polled> {
+        self.flush()?;
+        let mut read_once = false;
+        loop {
+            let buf = &self.inb[self.in_start..self.in_end];
+            match FrameRef::decode(buf, &self.limits) {
+                Ok((frame, used)) => match frame.header.kind {
+                    Kind::Credit => {
+                        let n = frame.payload.get(..4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                        let n = n.ok_or_else(|| Error::Wire {
+                            rank: self.peer,
+                            source: heddle_wire::Error::Inconsistent("credit frame without a count"),
+                        })?;
+                        self.credits += n as usize;
+                        self.in_start += used;
+                    }
+                    Kind::Data => {
+                        if !f(&frame.header, frame.payload)? {
+                            return Ok(Polled::Refused);
+                        }
+                        self.in_start += used;
+                        self.consumed_ungranted += 1;
+                        if self.consumed_ungranted * 2 >= self.window {
+                            self.grant()?;
+                        }
+                        return Ok(Polled::Consumed);
+                    }
+                    other => {
+                        return Err(Error::Wire {
+                            rank: self.peer,
+                            source: heddle_wire::Error::Inconsistent(match other {
+                                Kind::EndOfStream => "unexpected end-of-stream frame on a peer link",
+                                _ => "unexpected frame kind on a peer link",
+                            }),
+                        })
+                    }
+                },
+                Err(heddle_wire::Error::Truncated { .. }) => {
+                    if read_once || !self.fill()? {
+                        return Ok(Polled::Empty);
+                    }
+                    read_once = true;
+                }
+                Err(source) => return Err(Error::Wire { rank: self.peer, source }),
+            }
+        }
+    }
+
+    fn grant(&mut self) -> Result<()> {
+        let n = std::mem::take(&mut self.consumed_ungranted) as u32;
+        let frame = Frame::data(Header::new(Kind::Credit), Codec::Raw, n.to_le_bytes().to_vec());
+        frame.encode(&mut self.out);
+        self.flush().map(drop)
+    }
+}

@@ -1,0 +1,114 @@
+//! Building a world: the links of one worker (in-process, shared memory, TCP) assembled
+//! into an engine and its world communicator.
+
+use std::net::TcpStream;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use crate::comm::Shared;
+use crate::engine::Engine;
+use crate::transport::shm::{RingShape, ShmSegment};
+use crate::transport::{self, Link};
+use crate::{CommConfig, Communicator, Error, Result};
+
+/// Assembles the links of world rank `rank` of `size`, then builds its [`Communicator`].
+/// The runtime uses this after bootstrap; tests use [`local_world`].
+#[derive(Debug)]
+pub struct WorldBuilder {
+    rank: usize,
+    links: Vec<Option<Link>>,
+    config: CommConfig,
+}
+
+impl WorldBuilder {
+    /// Starts a world of `size` ranks for this process's `rank`.
+    ///
+    /// # Errors
+    /// [`Error::Config`] if the configuration is invalid or `rank >= size`.
+    pub fn new(rank: usize, size: usize, config: CommConfig) -> Result<WorldBuilder> {
+        config.validate()?;
+        if rank >= size {
+            return Err(Error::Config(format!("rank {rank} is not below the world size {size}")));
+        }
+        let mut links: Vec<Option<Link>> = (0..size).map(|_| None).collect();
+        links[rank] = Some(transport::loopback(rank, config.window, config.buffer_bytes));
+        Ok(WorldBuilder { rank, links, config })
+    }
+
+    /// The ring geometry every segment of this job uses.
+    pub fn ring_shape(&self) -> RingShape {
+        RingShape { world: self.links.len(), slots: self.config.window, slot_bytes: self.config.buffer_bytes }
+    }
+
+    /// Creates this worker's shared-memory segment at `path` (peers on this host will
+    /// write into it; unlink it once they are connected).
+    ///
+    /// # Errors
+    /// As [`ShmSegment::create`].
+    pub fn create_segment(&self, path: &Path) -> Result<ShmSegment> {
+        ShmSegment::create(path, self.ring_shape())
+    }
+
+    /// Connects to same-host `peer` through its segment at `peer_path`.
+    ///
+    /// # Errors
+    /// If the peer's segment cannot be mapped or has another geometry.
+    pub fn add_shm(&mut self, peer: usize, own: &ShmSegment, peer_path: &Path) -> Result<()> {
+        let shape = self.ring_shape();
+        self.links[peer] = Some(transport::shm_link(own, peer_path, shape, self.rank, peer)?);
+        Ok(())
+    }
+
+    /// Uses an authenticated TCP stream for `peer`.
+    ///
+    /// # Errors
+    /// If socket options cannot be set.
+    pub fn add_tcp(&mut self, peer: usize, stream: TcpStream) -> Result<()> {
+        self.links[peer] = Some(transport::tcp_link(stream, peer, self.config.buffer_bytes, self.config.window)?);
+        Ok(())
+    }
+
+    /// Builds the world communicator.
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the ranks without a link.
+    pub fn build(self) -> Result<Communicator> {
+        let missing: Vec<usize> = self.links.iter().enumerate().filter(|(_, l)| l.is_none()).map(|(i, _)| i).collect();
+        if !missing.is_empty() {
+            return Err(Error::Config(format!("no link to ranks {missing:?}")));
+        }
+        let size = self.links.len();
+        let links = self.links.into_iter().flatten().collect();
+        let engine = Engine::new(self.rank, links, self.config.fragment_payload(), self.config.window);
+        let shared = Arc::new(Shared { engine: Mutex::new(engine), config: self.config });
+        Ok(Communicator::world(shared, self.rank, size))
+    }
+}
+
+/// A world of `size` ranks inside this process, linked by in-memory rings; hand one
+/// communicator to each thread.
+///
+/// # Errors
+/// [`Error::Config`] for an invalid configuration or `size == 0`.
+pub fn local_world(size: usize, config: CommConfig) -> Result<Vec<Communicator>> {
+    if size == 0 {
+        return Err(Error::Config("a world needs at least one rank".into()));
+    }
+    let mut builders = (0..size).map(|r| WorldBuilder::new(r, size, config.clone())).collect::<Result<Vec<_>>>()?;
+    for a in 0..size {
+        for b in a + 1..size {
+            let (la, lb) = transport::heap_pair(a, b, config.window, config.buffer_bytes);
+            builders[a].links[b] = Some(la);
+            builders[b].links[a] = Some(lb);
+        }
+    }
+    builders.into_iter().map(WorldBuilder::build).collect()
+}
+
+/// A world of one rank (a program started without a launcher).
+///
+/// # Errors
+/// [`Error::Config`] for an invalid configuration.
+pub fn solo(config: CommConfig) -> Result<Communicator> {
+    WorldBuilder::new(0, 1, config)?.build()
+}
