@@ -1,1 +1,93 @@
-fn main() {}
+//! The `heddle` command: `heddle run` launches jobs, `heddle bench` measures Heddle
+//! against its peers.
+
+mod bench;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use heddle_runtime::{run_local, LaunchSpec};
+
+/// Heddle: MPI-class collectives and big-data dataflow in one runtime.
+#[derive(Debug, Parser)]
+#[command(name = "heddle", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Run PROGRAM as N workers on this machine: heddle run -n 4 -- PROGRAM ARGS...
+    Run(RunArgs),
+    /// Benchmarks that run Heddle and a peer system side by side.
+    #[command(subcommand)]
+    Bench(BenchCmd),
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCmd {
+    /// Collective latency and bandwidth against Open MPI (mpi4py).
+    Collectives(bench::BenchCollectivesArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// Number of workers.
+    #[arg(short = 'n', long = "workers", default_value_t = 1)]
+    workers: usize,
+    /// Seconds workers have to join before the job fails.
+    #[arg(long, default_value_t = 60.0)]
+    init_timeout: f64,
+    /// Transport between workers on this host: auto, shm or tcp (sets HEDDLE_TRANSPORT).
+    #[arg(long)]
+    transport: Option<String>,
+    /// Address the job master listens on (for workers on other hosts use a routable one).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    master_bind: SocketAddr,
+    /// Seconds between SIGTERM and SIGKILL when stopping workers.
+    #[arg(long, default_value_t = 2.0)]
+    kill_grace: f64,
+    /// The program and its arguments.
+    #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true)]
+    command: Vec<String>,
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("HEDDLE_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Cmd::Run(args) => run(args),
+        Cmd::Bench(BenchCmd::Collectives(args)) => bench::bench_collectives(&args).unwrap_or_else(|e| {
+            eprintln!("heddle bench: {e}");
+            1
+        }),
+    };
+    std::process::exit(code);
+}
+
+fn run(args: RunArgs) -> i32 {
+    let mut spec = LaunchSpec::new(args.workers, args.command);
+    spec.init_timeout = Duration::from_secs_f64(args.init_timeout.max(0.01));
+    spec.master_bind = args.master_bind;
+    spec.kill_grace = Duration::from_secs_f64(args.kill_grace.max(0.0));
+    if let Some(t) = args.transport {
+        if let Err(e) = t.parse::<heddle_comm::TransportChoice>() {
+            eprintln!("heddle run: {e}");
+            return 2;
+        }
+        spec.env.push(("HEDDLE_TRANSPORT".into(), t));
+    }
+    match run_local(&spec) {
+        Ok(outcome) => outcome.exit_code(),
+        Err(e) => {
+            eprintln!("heddle run: {e}");
+            1
+        }
+    }
+}

@@ -160,17 +160,8 @@ impl Engine {
         let mut idle_since = None::<Instant>;
         let mut last_alive_check = None::<Instant>;
         loop {
-            let mut progressed = self.push_sends(sends, offsets)?;
-            for peer in 0..self.links.len() {
-                loop {
-                    let polled = self.poll_one(peer, recvs, state)?;
-                    match polled {
-                        Polled::Consumed => progressed = true,
-                        Polled::Empty | Polled::Refused => break,
-                    }
-                }
-            }
-            if offsets.iter().all(|&o| o == SEND_DONE) && state.iter().all(|&s| s == RecvState::Done) {
+            let progressed = self.progress(sends, recvs, state, offsets)?;
+            if self.complete(sends, offsets, state) {
                 return Ok(());
             }
             if progressed {
@@ -195,15 +186,51 @@ impl Engine {
             let since = *idle_since.get_or_insert(now);
             if last_alive_check.map_or(true, |t| now - t > Duration::from_millis(100)) {
                 last_alive_check = Some(now);
-                for peer in self.waiting_on(sends, offsets, recvs, state) {
-                    self.links[peer].check_alive(peer)?;
-                }
+                self.check_peers(sends, recvs, state, offsets, op)?;
             }
             if now - since >= timeout {
                 let detail = self.describe_wait(sends, offsets, recvs, state);
                 return Err(Error::Timeout { op, waited: now - since, detail });
             }
         }
+    }
+
+    /// One pass over every link: push what credit allows, take what has arrived.
+    fn progress(&mut self, sends: &[SendOp<'_>], recvs: &mut [RecvOp<'_>], state: &mut [RecvState], offsets: &mut [usize]) -> Result<bool> {
+        let mut progressed = self.push_sends(sends, offsets)?;
+        for peer in 0..self.links.len() {
+            while self.poll_one(peer, recvs, state)? == Polled::Consumed {
+                progressed = true;
+            }
+        }
+        Ok(progressed)
+    }
+
+    /// Whether every send has fully left this process and every receive is complete.
+    fn complete(&mut self, sends: &[SendOp<'_>], offsets: &[usize], state: &[RecvState]) -> bool {
+        offsets.iter().all(|&o| o == SEND_DONE)
+            && state.iter().all(|&s| s == RecvState::Done)
+            && sends.iter().all(|s| self.links[s.peer].flushed())
+    }
+
+    /// Fails if a peer this exchange still needs is gone. A peer may write its last
+    /// frames and exit between our last poll and this check, so a dead peer is only
+    /// fatal if one more pass over the links still leaves us waiting on it.
+    fn check_peers(&mut self, sends: &[SendOp<'_>], recvs: &mut [RecvOp<'_>], state: &mut [RecvState], offsets: &mut [usize], op: &'static str) -> Result<()> {
+        for peer in self.waiting_on(sends, offsets, recvs, state) {
+            if let Err(e) = self.links[peer].check_alive(peer) {
+                self.progress(sends, recvs, state, offsets)?;
+                if self.waiting_on(sends, offsets, recvs, state).contains(&peer) {
+                    return Err(match e {
+                        Error::PeerLost { rank, detail } => {
+                            Error::PeerLost { rank, detail: format!("{detail}, during {op}: {}", self.describe_wait(sends, offsets, recvs, state)) }
+                        }
+                        other => other,
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     fn push_sends(&mut self, sends: &[SendOp<'_>], offsets: &mut [usize]) -> Result<bool> {

@@ -1,1 +1,33 @@
-//! placeholder
+//! Heddle: one runtime for MPI-style collectives and big-data dataflow.
+//!
+//! This facade re-exports the layers. Start a job with `heddle run -n 4 -- PROGRAM`; in
+//! the program, [`init`] joins the job and returns the world [`Communicator`]:
+//!
+//! ```
+//! let world = heddle::init().unwrap(); // without a launcher: a world of one
+//! let mut x = [world.rank() as f64];
+//! world.allreduce(&mut x, heddle::Op::Sum).unwrap();
+//! assert_eq!(world.size(), 1);
+//! ```
+
+pub use heddle_comm::{
+    local_world, solo, Algorithm, CallOptions, Collective, CommConfig, Communicator, CustomOp, Element, Op, TransportChoice,
+};
+pub use heddle_runtime::WorkerEnv;
+
+/// Re-export of the communication crate.
+pub use heddle_comm as comm;
+/// Re-export of the runtime crate.
+pub use heddle_runtime as runtime;
+/// Re-export of the wire-format crate.
+pub use heddle_wire as wire;
+
+/// Joins the job this process belongs to (from `HEDDLE_*` or launcher variables) and
+/// returns the world communicator; a world of one without a launcher.
+///
+/// # Errors
+/// A bad environment or configuration, or a job that cannot start (see
+/// [`heddle_runtime::Error`]).
+pub fn init() -> Result<Communicator, heddle_runtime::Error> {
+    heddle_runtime::init()
+}

@@ -64,8 +64,16 @@ impl Link {
             Link::Ring { pid: Some(pid), .. } if !shm::process_alive(*pid) => {
                 Err(crate::Error::PeerLost { rank, detail: format!("its process {pid} exited") })
             }
-            Link::Tcp(t) => t.flush().map(drop),
+            Link::Tcp(t) => t.check_alive(),
             _ => Ok(()),
+        }
+    }
+
+    /// Whether everything sent so far has left this process (pushes staged bytes).
+    pub(crate) fn flushed(&mut self) -> bool {
+        match self {
+            Link::Ring { .. } => true,
+            Link::Tcp(t) => t.flush(),
         }
     }
 

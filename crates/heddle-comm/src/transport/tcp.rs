@@ -26,6 +26,7 @@ pub(crate) struct TcpLink {
     inb: Vec<u8>,
     in_start: usize,
     in_end: usize,
+    closed: Option<String>,
 }
 
 impl TcpLink {
@@ -49,6 +50,7 @@ impl TcpLink {
             inb: vec![0; 4 * buffer_bytes],
             in_start: 0,
             in_end: 0,
+            closed: None,
         })
     }
 
@@ -56,25 +58,45 @@ impl TcpLink {
         Error::PeerLost { rank: self.peer, detail: detail.into() }
     }
 
+    /// Records that the peer is gone. It is an error only for an exchange that still
+    /// needs this peer (see [`TcpLink::check_alive`]): a peer that finished may exit.
+    fn close(&mut self, why: String) {
+        self.closed.get_or_insert(why);
+        self.out.clear();
+        self.out_pos = 0;
+    }
+
+    /// Fails if the connection has closed.
+    pub(crate) fn check_alive(&mut self) -> Result<()> {
+        self.flush();
+        match &self.closed {
+            Some(why) => Err(self.lost(why.clone())),
+            None => Ok(()),
+        }
+    }
+
     /// Pushes staged bytes; returns whether none remain.
-    pub(crate) fn flush(&mut self) -> Result<bool> {
+    pub(crate) fn flush(&mut self) -> bool {
         while self.out_pos < self.out.len() {
             match self.stream.write(&self.out[self.out_pos..]) {
-                Ok(0) => return Err(self.lost("connection closed while sending")),
+                Ok(0) => self.close("connection closed while sending".into()),
                 Ok(n) => self.out_pos += n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return Err(self.lost(format!("send failed: {e}"))),
+                Err(e) => self.close(format!("send failed: {e}")),
             }
         }
         self.out.clear();
         self.out_pos = 0;
-        Ok(true)
+        true
     }
 
     /// Sends one data frame if there is credit and the socket takes it.
     pub(crate) fn try_send(&mut self, header: &Header, payload: &[u8]) -> Result<bool> {
-        if self.credits == 0 || !self.flush()? {
+        if let Some(why) = &self.closed {
+            return Err(self.lost(why.clone()));
+        }
+        if self.credits == 0 || !self.flush() {
             return Ok(false);
         }
         let hdr = header.to_bytes();
@@ -127,21 +149,27 @@ impl TcpLink {
         }
         loop {
             match self.stream.read(&mut self.inb[self.in_end..]) {
-                Ok(0) => return Err(self.lost("connection closed by peer")),
+                Ok(0) => {
+                    self.close("connection closed by peer".into());
+                    return Ok(false);
+                }
                 Ok(n) => {
                     self.in_end += n;
                     return Ok(true);
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return Err(self.lost(format!("receive failed: {e}"))),
+                Err(e) => {
+                    self.close(format!("receive failed: {e}"));
+                    return Ok(false);
+                }
             }
         }
     }
 
     /// Offers the next complete data frame to `f` (consumed if it returns true).
     pub(crate) fn poll(&mut self, f: &mut dyn FnMut(&Header, &[u8]) -> Result<bool>) -> Result<Polled> {
-        self.flush()?;
+        self.flush();
         let mut read_once = false;
         loop {
             let buf = &self.inb[self.in_start..self.in_end];
@@ -178,7 +206,7 @@ impl TcpLink {
                     }
                 },
                 Err(heddle_wire::Error::Truncated { .. }) => {
-                    if read_once || !self.fill()? {
+                    if read_once || self.closed.is_some() || !self.fill()? {
                         return Ok(Polled::Empty);
                     }
                     read_once = true;
@@ -191,7 +219,10 @@ impl TcpLink {
     fn grant(&mut self) -> Result<()> {
         let n = std::mem::take(&mut self.consumed_ungranted) as u32;
         let frame = Frame::data(Header::new(Kind::Credit), Codec::Raw, n.to_le_bytes().to_vec());
-        frame.encode(&mut self.out);
-        self.flush().map(drop)
+        if self.closed.is_none() {
+            frame.encode(&mut self.out);
+            self.flush();
+        }
+        Ok(())
     }
 }

@@ -1,0 +1,237 @@
+//! Worker bootstrap: register with the job master, receive the peer table, connect to
+//! every peer (shared memory on the same host, TCP otherwise, each TCP link
+//! authenticated with the job token), wait for the start signal, then watch the master.
+
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use heddle_comm::transport::shm::ShmSegment;
+use heddle_comm::{CommConfig, Communicator, TransportChoice, WorldBuilder};
+
+use crate::control::{self, Control, PeerInfo};
+use crate::{Error, Result, WorkerEnv};
+
+/// Joins the job described by the environment and returns the world communicator.
+/// Without a launcher this is a world of one.
+///
+/// # Errors
+/// [`Error::Env`] for a bad environment; [`Error::Refused`], [`Error::Timeout`],
+/// [`Error::Auth`] or I/O errors when the job cannot start.
+pub fn init() -> Result<Communicator> {
+    init_with(&WorkerEnv::from_env()?, CommConfig::from_env()?)
+}
+
+/// [`init`] with an explicit environment and configuration.
+///
+/// # Errors
+/// As [`init`].
+pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
+    let Some(master) = env.master.as_deref() else {
+        return Ok(heddle_comm::solo(config)?);
+    };
+    let token = env.token.as_deref().ok_or_else(|| Error::Env("HEDDLE_JOB_TOKEN is not set".into()))?;
+    let deadline = Instant::now() + env.init_timeout;
+    let mut ms = connect_retrying(master, deadline)?;
+    let local_ip = ms.local_addr().map_err(|e| Error::io("reading the local address", e))?.ip();
+    set_deadline(&ms, deadline)?;
+    let Control::Challenge { nonce } = control::recv(&mut ms)? else {
+        return Err(Error::Protocol("the master did not send a challenge".into()));
+    };
+
+    let tcp_only = config.transport == TransportChoice::Tcp;
+    let mut builder = WorldBuilder::new(env.rank, env.size, config)?;
+    let listener = TcpListener::bind(SocketAddr::new(local_ip, 0)).map_err(|e| Error::io(format!("binding a peer listener on {local_ip}"), e))?;
+    let tcp_addr = listener.local_addr().map_err(|e| Error::io("reading the listener address", e))?;
+    let segment = if tcp_only { None } else { create_segment(&builder, token, env.rank) };
+    let me = PeerInfo {
+        rank: env.rank,
+        host: host_id(),
+        pid: std::process::id(),
+        tcp_addr: tcp_addr.to_string(),
+        shm_path: segment.as_ref().map(|s| s.path().display().to_string()),
+        tcp_only,
+    };
+    let mac = control::mac(token, &format!("register|{nonce}"));
+    control::send(&mut ms, &Control::Register { peer: me.clone(), world_size: env.size, mac })?;
+    let peers = match control::recv(&mut ms).map_err(|e| waiting_error(e, "the peer table", env))? {
+        Control::Table { peers } => peers,
+        Control::Refused { reason } | Control::Abort { reason } => return Err(Error::Refused(reason)),
+        other => return Err(Error::Protocol(format!("expected the peer table, got {other:?}"))),
+    };
+    if peers.len() != env.size || peers.iter().enumerate().any(|(i, p)| p.rank != i) {
+        return Err(Error::Protocol("the peer table does not list every rank once".into()));
+    }
+
+    let use_shm = |p: &PeerInfo| p.host == me.host && !p.tcp_only && !me.tcp_only && p.shm_path.is_some() && segment.is_some();
+    let expected: Vec<usize> = peers.iter().filter(|p| p.rank > env.rank && !use_shm(p)).map(|p| p.rank).collect();
+    let acceptor = {
+        let token = token.to_string();
+        std::thread::spawn(move || accept_peers(&listener, &token, expected, deadline))
+    };
+    for p in peers.iter().filter(|p| p.rank != env.rank) {
+        if use_shm(p) {
+            let (own, path) = (segment.as_ref().expect("checked by use_shm"), p.shm_path.as_deref().unwrap_or_default());
+            builder.add_shm(p.rank, own, Path::new(path))?;
+        } else if p.rank < env.rank {
+            builder.add_tcp(p.rank, connect_peer(p, env.rank, token, deadline)?)?;
+        }
+    }
+    for (rank, stream) in acceptor.join().map_err(|_| Error::Protocol("the peer acceptor panicked".into()))?? {
+        builder.add_tcp(rank, stream)?;
+    }
+    control::send(&mut ms, &Control::Ready)?;
+    match control::recv(&mut ms).map_err(|e| waiting_error(e, "the start signal", env))? {
+        Control::Go => {}
+        Control::Abort { reason } | Control::Refused { reason } => return Err(Error::Refused(reason)),
+        other => return Err(Error::Protocol(format!("expected the start signal, got {other:?}"))),
+    }
+    drop(segment); // every peer has mapped it: remove the name from /dev/shm
+    let comm = builder.build()?;
+    watch_master(ms, env.rank);
+    Ok(comm)
+}
+
+fn waiting_error(e: Error, what: &str, env: &WorkerEnv) -> Error {
+    match e {
+        Error::Io { source, .. } if matches!(source.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => Error::Timeout(format!(
+            "rank {} timed out after {:?} waiting for {what}: not every worker of {} joined (raise HEDDLE_INIT_TIMEOUT_S if they start slowly)",
+            env.rank, env.init_timeout, env.size
+        )),
+        other => other,
+    }
+}
+
+fn set_deadline(s: &TcpStream, deadline: Instant) -> Result<()> {
+    let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+    s.set_read_timeout(Some(left)).map_err(|e| Error::io("setting a read timeout", e))
+}
+
+fn connect_retrying(addr: &str, deadline: Instant) -> Result<TcpStream> {
+    let target: SocketAddr = addr
+        .to_socket_addrs()
+        .map_err(|e| Error::Env(format!("HEDDLE_MASTER={addr:?} is not a reachable host:port ({e})")))?
+        .next()
+        .ok_or_else(|| Error::Env(format!("HEDDLE_MASTER={addr:?} resolves to no address")))?;
+    let mut pause = Duration::from_millis(10);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match TcpStream::connect_timeout(&target, left.max(Duration::from_millis(1))) {
+            Ok(s) => return Ok(s),
+            Err(e) if left.is_zero() => return Err(Error::Timeout(format!("cannot reach the job master at {addr}: {e}"))),
+            Err(_) => {
+                std::thread::sleep(pause.min(left));
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
+        }
+    }
+}
+
+fn create_segment(builder: &WorldBuilder, token: &str, rank: usize) -> Option<ShmSegment> {
+    let dir = Path::new("/dev/shm");
+    if !dir.is_dir() {
+        return None;
+    }
+    let job = &control::mac(token, "shm")[..12];
+    let path: PathBuf = dir.join(format!("heddle-{job}-{rank}"));
+    let _ = std::fs::remove_file(&path);
+    match builder.create_segment(&path) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            tracing::warn!("shared memory unavailable, using TCP: {e}");
+            None
+        }
+    }
+}
+
+/// This host's identity: `HEDDLE_HOST_ID`, else the hostname.
+fn host_id() -> String {
+    if let Ok(h) = std::env::var("HEDDLE_HOST_ID") {
+        if !h.is_empty() {
+            return h;
+        }
+    }
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if r != 0 {
+        return "localhost".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+fn connect_peer(p: &PeerInfo, my_rank: usize, token: &str, deadline: Instant) -> Result<TcpStream> {
+    let mut s = connect_retrying(&p.tcp_addr, deadline)?;
+    set_deadline(&s, deadline)?;
+    let Control::Challenge { nonce } = control::recv(&mut s)? else {
+        return Err(Error::Protocol(format!("rank {} did not send a challenge", p.rank)));
+    };
+    let mac = control::mac(token, &format!("peer|{nonce}|{my_rank}"));
+    control::send(&mut s, &Control::PeerHello { rank: my_rank, mac })?;
+    match control::recv(&mut s)? {
+        Control::Accepted => Ok(s),
+        Control::Refused { reason } => Err(Error::Auth(format!("rank {} refused us: {reason}", p.rank))),
+        other => Err(Error::Protocol(format!("rank {} answered {other:?}", p.rank))),
+    }
+}
+
+fn accept_peers(listener: &TcpListener, token: &str, mut expected: Vec<usize>, deadline: Instant) -> Result<Vec<(usize, TcpStream)>> {
+    listener.set_nonblocking(true).map_err(|e| Error::io("configuring the peer listener", e))?;
+    let mut out = Vec::new();
+    while !expected.is_empty() {
+        match listener.accept() {
+            Ok((mut s, from)) => {
+                s.set_nonblocking(false).map_err(|e| Error::io("configuring a peer socket", e))?;
+                set_deadline(&s, deadline)?;
+                let nonce = control::nonce();
+                control::send(&mut s, &Control::Challenge { nonce: nonce.clone() })?;
+                match control::recv(&mut s) {
+                    Ok(Control::PeerHello { rank, mac })
+                        if expected.contains(&rank) && control::verify(token, &format!("peer|{nonce}|{rank}"), &mac) =>
+                    {
+                        control::send(&mut s, &Control::Accepted)?;
+                        expected.retain(|&r| r != rank);
+                        out.push((rank, s));
+                    }
+                    Ok(_) => {
+                        tracing::warn!("refused a peer connection from {from}: bad token or unexpected rank");
+                        let _ = control::send(&mut s, &Control::Refused { reason: "bad job token or unexpected rank".into() });
+                    }
+                    Err(e) => tracing::warn!("dropped a peer connection from {from}: {e}"),
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if Instant::now() >= deadline {
+                    return Err(Error::Timeout(format!("timed out waiting for ranks {expected:?} to connect")));
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(e) => return Err(Error::io("accepting a peer connection", e)),
+        }
+    }
+    Ok(out)
+}
+
+/// Exits this process if the master connection closes: the launcher is gone, so the
+/// job is over and this worker must not linger.
+fn watch_master(mut ms: TcpStream, rank: usize) {
+    let _ = ms.set_read_timeout(None);
+    let spawned = std::thread::Builder::new().name("heddle-master-watch".into()).spawn(move || {
+        let mut buf = [0u8; 512];
+        loop {
+            match ms.read(&mut buf) {
+                Ok(0) | Err(_) => {
+                    eprintln!("heddle: rank {rank}: lost the job master; exiting");
+                    std::process::exit(70);
+                }
+                Ok(_) => {}
+            }
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot watch the job master: {e}");
+    }
+}
+

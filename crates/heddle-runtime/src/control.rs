@@ -1,0 +1,146 @@
+//! Control messages between workers and the job master (and between workers while they
+//! connect): JSON payloads in wire frames of kind `Control`, plus HMAC proofs of the job
+//! token so the token itself never crosses the network.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+use heddle_wire::{Codec, Frame, Header, Kind, Limits};
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+
+use crate::{Error, Result};
+
+/// A worker's entry in the peer table.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PeerInfo {
+    /// World rank.
+    pub rank: usize,
+    /// Host identity; equal ids may use shared memory.
+    pub host: String,
+    /// Process id.
+    pub pid: u32,
+    /// Address of its TCP listener.
+    pub tcp_addr: String,
+    /// Its shared-memory segment, if it made one.
+    pub shm_path: Option<String>,
+    /// Whether it insists on TCP for every peer.
+    pub tcp_only: bool,
+}
+
+/// Every control message.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Control {
+    /// Sent by whoever accepts a connection: prove you know the token.
+    Challenge {
+        /// Random hex nonce.
+        nonce: String,
+    },
+    /// A worker joins the job.
+    Register {
+        /// This worker's entry.
+        peer: PeerInfo,
+        /// World size the worker was told.
+        world_size: usize,
+        /// HMAC-SHA256(token, "register|" + nonce), hex.
+        mac: String,
+    },
+    /// A worker connects to another worker.
+    PeerHello {
+        /// Connecting rank.
+        rank: usize,
+        /// HMAC-SHA256(token, "peer|" + nonce + "|" + rank), hex.
+        mac: String,
+    },
+    /// The proof was accepted.
+    Accepted,
+    /// The registration was refused.
+    Refused {
+        /// Why.
+        reason: String,
+    },
+    /// Everyone registered: the full table, in rank order.
+    Table {
+        /// One entry per rank.
+        peers: Vec<PeerInfo>,
+    },
+    /// A worker has connected to all its peers.
+    Ready,
+    /// Everyone is connected: start.
+    Go,
+    /// The job cannot start.
+    Abort {
+        /// Why.
+        reason: String,
+    },
+}
+
+const CONTROL_LIMIT: Limits = Limits { max_frame_payload: 4 << 20, max_message: 4 << 20 };
+
+/// Writes one control message.
+///
+/// # Errors
+/// [`Error::Io`] if the write fails.
+pub fn send(stream: &mut TcpStream, msg: &Control) -> Result<()> {
+    let json = serde_json::to_vec(msg).map_err(|e| Error::Protocol(format!("cannot encode control message: {e}")))?;
+    let frame = Frame::data(Header::new(Kind::Control), Codec::Json, json);
+    frame.write_to(stream).map_err(|e| Error::io("sending a control message", e))?;
+    stream.flush().map_err(|e| Error::io("sending a control message", e))
+}
+
+/// Reads one control message (respecting the stream's read timeout).
+///
+/// # Errors
+/// [`Error::Io`] on a closed or timed-out stream; [`Error::Protocol`] on a malformed one.
+pub fn recv(stream: &mut impl Read) -> Result<Control> {
+    let frame = Frame::read_from(stream, &CONTROL_LIMIT).map_err(|e| Error::io("reading a control message", e))?;
+    if frame.header.kind != Kind::Control {
+        return Err(Error::Protocol(format!("expected a control frame, got {:?}", frame.header.kind)));
+    }
+    serde_json::from_slice(&frame.payload).map_err(|e| Error::Protocol(format!("malformed control message: {e}")))
+}
+
+/// A fresh random nonce, hex.
+pub fn nonce() -> String {
+    hex::encode(rand::random::<[u8; 16]>())
+}
+
+/// HMAC-SHA256 of `message` under `token`, hex.
+pub fn mac(token: &str, message: &str) -> String {
+    let mut m = Hmac::<Sha256>::new_from_slice(token.as_bytes()).expect("HMAC takes keys of any length");
+    m.update(message.as_bytes());
+    hex::encode(m.finalize().into_bytes())
+}
+
+/// Checks `proof` against HMAC(token, message) in constant time.
+pub fn verify(token: &str, message: &str, proof: &str) -> bool {
+    let Ok(bytes) = hex::decode(proof) else { return false };
+    let mut m = Hmac::<Sha256>::new_from_slice(token.as_bytes()).expect("HMAC takes keys of any length");
+    m.update(message.as_bytes());
+    m.verify_slice(&bytes).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mac_verifies_only_with_the_right_token() {
+        let p = mac("secret", "register|abc");
+        assert!(verify("secret", "register|abc", &p));
+        assert!(!verify("other", "register|abc", &p));
+        assert!(!verify("secret", "register|abd", &p));
+        assert!(!verify("secret", "register|abc", "zz"));
+    }
+
+    #[test]
+    fn control_roundtrip() {
+        let msg = Control::Abort { reason: "x".into() };
+        let json = serde_json::to_string(&msg).unwrap();
+        assert_eq!(json, r#"{"type":"abort","reason":"x"}"#);
+        let frame = Frame::data(Header::new(Kind::Control), Codec::Json, json.into_bytes()).encode_to_vec();
+        assert_eq!(recv(&mut &frame[..]).unwrap(), msg);
+    }
+}

@@ -1,0 +1,102 @@
+//! Where a worker learns its place in the job: `HEDDLE_*` variables set by `heddle run`,
+//! or the rank and size variables of mpirun, PMI, Slurm and Kubernetes Indexed Jobs.
+
+use std::time::Duration;
+
+use crate::{Error, Result};
+
+/// A worker's identity in its job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerEnv {
+    /// World rank.
+    pub rank: usize,
+    /// World size.
+    pub size: usize,
+    /// `host:port` of the job master (absent for a world of one).
+    pub master: Option<String>,
+    /// The per-job secret (`HEDDLE_JOB_TOKEN`).
+    pub token: Option<String>,
+    /// How long to wait for every worker to join (`HEDDLE_INIT_TIMEOUT_S`, default 60).
+    pub init_timeout: Duration,
+}
+
+const RANK_VARS: &[&str] = &["HEDDLE_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "JOB_COMPLETION_INDEX"];
+const SIZE_VARS: &[&str] = &["HEDDLE_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"];
+
+impl WorkerEnv {
+    /// Reads the process environment.
+    ///
+    /// # Errors
+    /// [`Error::Env`] naming a variable that does not parse or a missing master address.
+    pub fn from_env() -> Result<WorkerEnv> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Reads variables through `get` (for tests).
+    ///
+    /// # Errors
+    /// As [`WorkerEnv::from_env`].
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<WorkerEnv> {
+        let first = |names: &[&str]| -> Result<Option<usize>> {
+            for n in names {
+                if let Some(v) = get(n).filter(|v| !v.is_empty()) {
+                    return v.trim().parse().map(Some).map_err(|_| Error::Env(format!("{n}={v:?} is not a whole number")));
+                }
+            }
+            Ok(None)
+        };
+        let rank = first(RANK_VARS)?.unwrap_or(0);
+        let size = first(SIZE_VARS)?.unwrap_or(1);
+        if size == 0 || rank >= size {
+            return Err(Error::Env(format!("rank {rank} is not below the world size {size}")));
+        }
+        let master = get("HEDDLE_MASTER").filter(|v| !v.is_empty());
+        if size > 1 && master.is_none() {
+            return Err(Error::Env(format!(
+                "this is rank {rank} of {size} but HEDDLE_MASTER is not set; start the job with `heddle run -n {size} -- PROGRAM`"
+            )));
+        }
+        let init_timeout = match get("HEDDLE_INIT_TIMEOUT_S").filter(|v| !v.is_empty()) {
+            Some(v) => {
+                let s: f64 = v.parse().map_err(|_| Error::Env(format!("HEDDLE_INIT_TIMEOUT_S={v:?} is not a number of seconds")))?;
+                Duration::from_secs_f64(s.max(0.01))
+            }
+            None => Duration::from_secs(60),
+        };
+        Ok(WorkerEnv { rank, size, master, token: get("HEDDLE_JOB_TOKEN"), init_timeout })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Result<WorkerEnv> {
+        let pairs: Vec<(String, String)> = pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        WorkerEnv::from_lookup(|k| pairs.iter().find(|(a, _)| a == k).map(|(_, b)| b.clone()))
+    }
+
+    #[test]
+    fn no_launcher_is_a_world_of_one() {
+        let e = env(&[]).unwrap();
+        assert_eq!((e.rank, e.size, e.master), (0, 1, None));
+    }
+
+    #[test]
+    fn other_launchers_set_rank_and_size() {
+        let e = env(&[("OMPI_COMM_WORLD_RANK", "2"), ("OMPI_COMM_WORLD_SIZE", "4"), ("HEDDLE_MASTER", "h:1")]).unwrap();
+        assert_eq!((e.rank, e.size), (2, 4));
+        let e = env(&[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "3"), ("HEDDLE_MASTER", "h:1")]).unwrap();
+        assert_eq!((e.rank, e.size), (1, 3));
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let e = env(&[("HEDDLE_RANK", "x")]).unwrap_err().to_string();
+        assert!(e.contains("HEDDLE_RANK=\"x\""), "{e}");
+        let e = env(&[("HEDDLE_RANK", "1"), ("HEDDLE_WORLD_SIZE", "2")]).unwrap_err().to_string();
+        assert!(e.contains("HEDDLE_MASTER is not set"), "{e}");
+        let e = env(&[("HEDDLE_RANK", "3"), ("HEDDLE_WORLD_SIZE", "2")]).unwrap_err().to_string();
+        assert!(e.contains("not below"), "{e}");
+    }
+}

@@ -1,0 +1,277 @@
+//! The local launcher behind `heddle run -n N -- PROGRAM ARGS...`: starts the job master
+//! in this process and N workers on this machine, prefixes their output with their rank,
+//! and stops them all when one fails, on Ctrl-C, or when this process dies.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::SocketAddr;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use crate::master::{JobMaster, MasterConfig};
+use crate::{Error, Result};
+
+/// What to launch.
+#[derive(Debug, Clone)]
+pub struct LaunchSpec {
+    /// Number of workers.
+    pub workers: usize,
+    /// Program and its arguments.
+    pub command: Vec<String>,
+    /// Extra environment for every worker.
+    pub env: Vec<(String, String)>,
+    /// How long workers have to join.
+    pub init_timeout: Duration,
+    /// Where the master listens.
+    pub master_bind: SocketAddr,
+    /// Grace period between SIGTERM and SIGKILL when stopping workers.
+    pub kill_grace: Duration,
+}
+
+impl LaunchSpec {
+    /// `workers` copies of `command` with default settings.
+    pub fn new(workers: usize, command: Vec<String>) -> LaunchSpec {
+        LaunchSpec {
+            workers,
+            command,
+            env: Vec::new(),
+            init_timeout: Duration::from_secs(60),
+            master_bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            kill_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobOutcome {
+    /// Every worker exited with status 0.
+    Success,
+    /// A worker failed first; the others were stopped.
+    WorkerFailed {
+        /// Its rank.
+        rank: usize,
+        /// Its exit status or signal, in words.
+        status: String,
+        /// The exit code `heddle run` should return.
+        code: i32,
+    },
+    /// The launcher was interrupted (SIGINT / SIGTERM / SIGHUP).
+    Interrupted {
+        /// The signal number.
+        signal: i32,
+    },
+}
+
+impl JobOutcome {
+    /// Exit code for the launching process.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            JobOutcome::Success => 0,
+            JobOutcome::WorkerFailed { code, .. } => *code,
+            JobOutcome::Interrupted { signal } => 128 + signal,
+        }
+    }
+}
+
+/// Runs a job to completion.
+///
+/// # Errors
+/// [`Error::Spawn`] if a worker cannot be started (the others are stopped first);
+/// [`Error::Io`] if the master cannot start.
+pub fn run_local(spec: &LaunchSpec) -> Result<JobOutcome> {
+    if spec.workers == 0 {
+        return Err(Error::Env("-n must be at least 1".into()));
+    }
+    let program = spec.command.first().ok_or_else(|| Error::Env("no program given: heddle run -n N -- PROGRAM ARGS...".into()))?;
+    let signal = Arc::new(AtomicUsize::new(0));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        let flag = signal.clone();
+        // SAFETY: the handler only stores to an atomic.
+        unsafe { signal_hook::low_level::register(sig, move || flag.store(sig as usize, Ordering::SeqCst)) }
+            .map_err(|e| Error::io("installing signal handlers", e))?;
+    }
+    let token = hex::encode(rand::random::<[u8; 32]>());
+    let master = JobMaster::start(MasterConfig {
+        world_size: spec.workers,
+        token: token.clone(),
+        init_timeout: spec.init_timeout,
+        bind: spec.master_bind,
+    })?;
+    let mut workers: Vec<Worker> = Vec::with_capacity(spec.workers);
+    let (out_tx, out_rx) = mpsc::channel::<()>();
+    for rank in 0..spec.workers {
+        let mut cmd = Command::new(program);
+        cmd.args(&spec.command[1..])
+            .env("HEDDLE_RANK", rank.to_string())
+            .env("HEDDLE_WORLD_SIZE", spec.workers.to_string())
+            .env("HEDDLE_MASTER", master.addr().to_string())
+            .env("HEDDLE_JOB_TOKEN", &token)
+            .env("HEDDLE_INIT_TIMEOUT_S", spec.init_timeout.as_secs_f64().to_string())
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::setpgid(0, 0);
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() != parent {
+                    libc::_exit(137);
+                }
+                Ok(())
+            });
+        }
+        match cmd.spawn() {
+            Ok(mut child) => {
+                forward(child.stdout.take(), rank, false, out_tx.clone());
+                forward(child.stderr.take(), rank, true, out_tx.clone());
+                workers.push(Worker { rank, child, status: None });
+            }
+            Err(source) => {
+                stop_all(&mut workers, spec.kill_grace);
+                return Err(Error::Spawn { program: program.clone(), source });
+            }
+        }
+    }
+    drop(out_tx);
+    let outcome = supervise(&mut workers, &signal, spec.kill_grace);
+    // Output readers end when the last holder of each pipe exits.
+    let drain_until = Instant::now() + Duration::from_secs(2);
+    while out_rx.recv_timeout(drain_until.saturating_duration_since(Instant::now())).is_ok() {}
+    master.shutdown();
+    Ok(outcome)
+}
+
+struct Worker {
+    rank: usize,
+    child: Child,
+    status: Option<ExitStatus>,
+}
+
+fn supervise(workers: &mut [Worker], signal: &AtomicUsize, grace: Duration) -> JobOutcome {
+    loop {
+        let sig = signal.load(Ordering::SeqCst);
+        if sig != 0 {
+            eprintln!("heddle: interrupted by signal {sig}; stopping {} workers", workers.len());
+            stop_all(workers, grace);
+            return JobOutcome::Interrupted { signal: sig as i32 };
+        }
+        let mut failed = None;
+        for w in workers.iter_mut().filter(|w| w.status.is_none()) {
+            if let Ok(Some(st)) = w.child.try_wait() {
+                w.status = Some(st);
+                if !st.success() && failed.is_none() {
+                    failed = Some((w.rank, st));
+                }
+            }
+        }
+        if let Some((rank, st)) = failed {
+            let others = workers.iter().filter(|w| w.status.is_none()).count();
+            let (status, code) = describe(st);
+            eprintln!("heddle: rank {rank} {status}; stopping the other {others} workers");
+            stop_all(workers, grace);
+            return JobOutcome::WorkerFailed { rank, status, code };
+        }
+        if workers.iter().all(|w| w.status.is_some()) {
+            return JobOutcome::Success;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Words and exit code for a worker's status.
+fn describe(st: ExitStatus) -> (String, i32) {
+    if let Some(code) = st.code() {
+        (format!("exited with status {code}"), code)
+    } else {
+        let sig = st.signal().unwrap_or(0);
+        (format!("was killed by signal {sig} ({})", signal_name(sig)), 128 + sig)
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => "signal",
+    }
+}
+
+/// SIGTERM to every live worker's process group, then SIGKILL after `grace`.
+fn stop_all(workers: &mut [Worker], grace: Duration) {
+    let signal_groups = |workers: &[Worker], sig: libc::c_int| {
+        for w in workers.iter().filter(|w| w.status.is_none()) {
+            // SAFETY: plain kill(2) on the worker's own process group.
+            unsafe { libc::kill(-(w.child.id() as libc::pid_t), sig) };
+        }
+    };
+    signal_groups(workers, libc::SIGTERM);
+    let until = Instant::now() + grace;
+    while Instant::now() < until && reap(workers) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    signal_groups(workers, libc::SIGKILL);
+    for w in workers.iter_mut() {
+        // Also the group of an already-reaped worker: its children must not outlive it.
+        // SAFETY: as above.
+        unsafe { libc::kill(-(w.child.id() as libc::pid_t), libc::SIGKILL) };
+        if w.status.is_none() {
+            w.status = w.child.wait().ok();
+        }
+    }
+}
+
+/// Collects exited workers; returns whether any is still running.
+fn reap(workers: &mut [Worker]) -> bool {
+    let mut alive = false;
+    for w in workers.iter_mut().filter(|w| w.status.is_none()) {
+        match w.child.try_wait() {
+            Ok(Some(st)) => w.status = Some(st),
+            _ => alive = true,
+        }
+    }
+    alive
+}
+
+/// Copies a worker's output line by line with a `[rank] ` prefix.
+fn forward(pipe: Option<impl Read + Send + 'static>, rank: usize, is_err: bool, done: mpsc::Sender<()>) {
+    let Some(pipe) = pipe else { return };
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(pipe);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if !line.ends_with(b"\n") {
+                        line.push(b'\n');
+                    }
+                    let mut prefixed = format!("[{rank}] ").into_bytes();
+                    prefixed.extend_from_slice(&line);
+                    // A closed terminal must not stop the job: drop output it cannot take.
+                    let _ = if is_err {
+                        std::io::stderr().lock().write_all(&prefixed)
+                    } else {
+                        std::io::stdout().lock().write_all(&prefixed)
+                    };
+                }
+            }
+        }
+        let _ = done.send(());
+    });
+}

@@ -1,0 +1,200 @@
+//! The job master: admits workers that prove they hold the job token, hands out the peer
+//! table once all have joined, releases them together once all are connected, and then
+//! stays off the data path (its open connections tell workers the job is alive).
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::control::{self, Control, PeerInfo};
+use crate::{Error, Result};
+
+/// How the master is set up.
+#[derive(Debug, Clone)]
+pub struct MasterConfig {
+    /// Number of workers expected.
+    pub world_size: usize,
+    /// The job token workers must prove they know.
+    pub token: String,
+    /// How long workers have to register and connect.
+    pub init_timeout: Duration,
+    /// Where to listen (`127.0.0.1:0` for a local job).
+    pub bind: SocketAddr,
+}
+
+/// A running job master (a thread of the launching process).
+#[derive(Debug)]
+pub struct JobMaster {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl JobMaster {
+    /// Binds and starts serving.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the address cannot be bound.
+    pub fn start(config: MasterConfig) -> Result<JobMaster> {
+        let listener = TcpListener::bind(config.bind).map_err(|e| Error::io(format!("binding the job master to {}", config.bind), e))?;
+        let addr = listener.local_addr().map_err(|e| Error::io("reading the master address", e))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("heddle-master".into())
+            .spawn(move || serve(listener, config, stop2))
+            .map_err(|e| Error::io("starting the job master thread", e))?;
+        Ok(JobMaster { addr, stop, thread: Some(thread) })
+    }
+
+    /// The address workers connect to (`HEDDLE_MASTER`).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops serving and closes every worker connection.
+    pub fn shutdown(mut self) {
+        self.stop_now();
+    }
+
+    fn stop_now(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for JobMaster {
+    fn drop(&mut self) {
+        self.stop_now();
+    }
+}
+
+struct Joined {
+    stream: TcpStream,
+    peer: PeerInfo,
+}
+
+fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>) {
+    let (tx, rx) = mpsc::channel::<Joined>();
+    let started = Arc::new(AtomicBool::new(false));
+    let acceptor = {
+        let (config, stop, started) = (config.clone(), stop.clone(), started.clone());
+        std::thread::spawn(move || accept_loop(listener, &config, &stop, &started, tx))
+    };
+    let deadline = Instant::now() + config.init_timeout;
+    let mut joined: Vec<Option<Joined>> = (0..config.world_size).map(|_| None).collect();
+    let outcome = (|| -> std::result::Result<(), String> {
+        while joined.iter().any(Option::is_none) {
+            if stop.load(Ordering::SeqCst) {
+                return Err("the job was stopped".into());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let missing: Vec<usize> = (0..joined.len()).filter(|&r| joined[r].is_none()).collect();
+                return Err(format!("timed out after {:?} waiting for ranks {missing:?} to join", config.init_timeout));
+            }
+            if let Ok(j) = rx.recv_timeout(left.min(Duration::from_millis(50))) {
+                let r = j.peer.rank;
+                if joined[r].is_some() {
+                    tracing::warn!("refused a second registration for rank {r}");
+                    let mut s = j.stream;
+                    let _ = control::send(&mut s, &Control::Refused { reason: format!("rank {r} is already registered") });
+                } else {
+                    joined[r] = Some(j);
+                }
+            }
+        }
+        let peers: Vec<PeerInfo> = joined.iter().flatten().map(|j| j.peer.clone()).collect();
+        for j in joined.iter_mut().flatten() {
+            control::send(&mut j.stream, &Control::Table { peers: peers.clone() }).map_err(|e| e.to_string())?;
+        }
+        for j in joined.iter_mut().flatten() {
+            let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+            let _ = j.stream.set_read_timeout(Some(left));
+            match control::recv(&mut j.stream) {
+                Ok(Control::Ready) => {}
+                Ok(other) => return Err(format!("rank {} sent {other:?} instead of ready", j.peer.rank)),
+                Err(e) => return Err(format!("rank {} did not connect to its peers in time: {e}", j.peer.rank)),
+            }
+        }
+        for j in joined.iter_mut().flatten() {
+            control::send(&mut j.stream, &Control::Go).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    })();
+    started.store(true, Ordering::SeqCst);
+    if let Err(reason) = outcome {
+        tracing::error!("job start failed: {reason}");
+        for j in joined.iter_mut().flatten() {
+            let _ = control::send(&mut j.stream, &Control::Abort { reason: reason.clone() });
+        }
+    }
+    // Keep the connections open: workers treat their closing as the job's end.
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(joined);
+    let _ = acceptor.join();
+}
+
+fn accept_loop(listener: TcpListener, config: &MasterConfig, stop: &AtomicBool, started: &AtomicBool, tx: mpsc::Sender<Joined>) {
+    if listener.set_nonblocking(true).is_err() {
+        return;
+    }
+    while !stop.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((stream, from)) => {
+                if started.load(Ordering::SeqCst) {
+                    tracing::warn!("refused a connection from {from}: the job has already started");
+                    let mut s = stream;
+                    let _ = control::send(&mut s, &Control::Refused { reason: "the job has already started".into() });
+                    continue;
+                }
+                let (config, tx) = (config.clone(), tx.clone());
+                std::thread::spawn(move || match admit(stream, &config) {
+                    Ok(j) => {
+                        let _ = tx.send(j);
+                    }
+                    Err(reason) => tracing::warn!("refused registration from {from}: {reason}"),
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+/// Challenges one connection and checks its registration.
+fn admit(mut stream: TcpStream, config: &MasterConfig) -> std::result::Result<Joined, String> {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let nonce = control::nonce();
+    control::send(&mut stream, &Control::Challenge { nonce: nonce.clone() }).map_err(|e| e.to_string())?;
+    let msg = control::recv(&mut stream).map_err(|e| e.to_string())?;
+    let Control::Register { peer, world_size, mac } = msg else {
+        return Err(format!("expected a registration, got {msg:?}"));
+    };
+    let problem = if !control::verify(&config.token, &format!("register|{nonce}"), &mac) {
+        Some("bad job token (HEDDLE_JOB_TOKEN does not match this job)".to_string())
+    } else if world_size != config.world_size {
+        Some(format!("world size {world_size} differs from the job's {}", config.world_size))
+    } else if peer.rank >= config.world_size {
+        Some(format!("rank {} is outside the world of {}", peer.rank, config.world_size))
+    } else {
+        None
+    };
+    if let Some(reason) = problem {
+        let _ = control::send(&mut stream, &Control::Refused { reason: reason.clone() });
+        return Err(format!("rank {}: {reason}", peer.rank));
+    }
+    let _ = stream.set_read_timeout(None);
+    Ok(Joined { stream, peer })
+}
