@@ -145,6 +145,18 @@ mod tests {
     }
 
     #[test]
+    fn largest_declarable_frame_is_truncated_not_wrapped() {
+        // On a 32-bit target 48 + 65535 + u32::MAX used to wrap to 65582, pass the length
+        // check, and panic slicing the key.
+        let limits = Limits { max_frame_payload: u32::MAX, max_message: u64::MAX };
+        let mut h = Header::new(Kind::Data);
+        (h.flags, h.key_len, h.frag_len, h.msg_len) = (Flags::FIRST, u16::MAX, u32::MAX, u64::MAX);
+        let mut buf = h.to_bytes().to_vec();
+        buf.resize(70_000, 0);
+        assert!(matches!(FrameRef::decode(&buf, &limits), Err(Error::Truncated { available: 70_000, .. })));
+    }
+
+    #[test]
     fn oversized_frame_is_refused_before_allocation() {
         let mut h = Header::new(Kind::Data);
         h.frag_len = u32::MAX;

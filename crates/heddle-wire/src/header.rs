@@ -108,8 +108,12 @@ impl Header {
     }
 
     /// Bytes of the whole frame: header, key and payload.
+    ///
+    /// Saturates at `usize::MAX` where `usize` is 32 bits wide and the sum does not fit
+    /// (possible only with `Limits::max_frame_payload` near `u32::MAX`); no buffer can hold
+    /// such a frame, so decoding reports it as truncated instead of wrapping around.
     pub fn frame_len(&self) -> usize {
-        HEADER_LEN + self.key_len as usize + self.frag_len as usize
+        HEADER_LEN.saturating_add(usize::from(self.key_len)).saturating_add(self.frag_len as usize)
     }
 
     /// Writes the header into the first [`HEADER_LEN`] bytes of `out`.
