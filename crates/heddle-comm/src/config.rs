@@ -43,6 +43,10 @@ pub struct CommConfig {
     pub transport: TransportChoice,
     /// Algorithms forced per collective (`HEDDLE_ALGORITHMS=allreduce=ring,broadcast=binomial_tree`).
     pub algorithms: BTreeMap<Collective, Algorithm>,
+    /// Idle polls before a waiting thread starts yielding the CPU (`HEDDLE_SPIN_POLLS`).
+    /// `None` picks by load: spin long when this host has a core per worker, yield
+    /// almost at once when workers outnumber cores (as Open MPI does when oversubscribed).
+    pub spin_polls: Option<u32>,
 }
 
 impl Default for CommConfig {
@@ -53,6 +57,7 @@ impl Default for CommConfig {
             timeout: Duration::from_secs(300),
             transport: TransportChoice::Auto,
             algorithms: BTreeMap::new(),
+            spin_polls: None,
         }
     }
 }
@@ -74,6 +79,9 @@ impl CommConfig {
         if let Some(v) = var("HEDDLE_TIMEOUT_S") {
             let s: f64 = v.parse().map_err(|_| Error::Config(format!("HEDDLE_TIMEOUT_S={v:?} is not a number of seconds")))?;
             c.timeout = Duration::from_secs_f64(s.max(0.001));
+        }
+        if let Some(v) = var("HEDDLE_SPIN_POLLS") {
+            c.spin_polls = Some(parse_num("HEDDLE_SPIN_POLLS", &v)?.min(u32::MAX as usize) as u32);
         }
         if let Some(v) = var("HEDDLE_TRANSPORT") {
             c.transport = v.parse()?;
@@ -105,6 +113,18 @@ impl CommConfig {
             return Err(Error::Config(format!("window {} must be at least 2 buffers", self.window)));
         }
         Ok(())
+    }
+
+    /// Idle polls before yielding, for `local_workers` busy workers on this host.
+    pub fn spin_polls_for(&self, local_workers: usize) -> u32 {
+        self.spin_polls.unwrap_or_else(|| {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            if local_workers <= cores {
+                200_000
+            } else {
+                64
+            }
+        })
     }
 
     /// Payload bytes one buffer carries after the frame header.

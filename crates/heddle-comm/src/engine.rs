@@ -84,6 +84,7 @@ pub(crate) struct Engine {
     sequence: Vec<u64>,
     recv_state: Vec<RecvState>,
     send_offset: Vec<usize>,
+    spin_polls: u32,
 }
 
 const SEND_DONE: usize = usize::MAX;
@@ -91,7 +92,7 @@ const SEND_DONE: usize = usize::MAX;
 impl Engine {
     /// An engine for world rank `rank` over `links` (indexed by world rank; the entry for
     /// `rank` itself is a loopback link).
-    pub(crate) fn new(rank: usize, links: Vec<Link>, fragment: usize, window: usize) -> Engine {
+    pub(crate) fn new(rank: usize, links: Vec<Link>, fragment: usize, window: usize, spin_polls: u32) -> Engine {
         let n = links.len();
         Engine {
             rank,
@@ -104,6 +105,7 @@ impl Engine {
             sequence: vec![0; n],
             recv_state: Vec::new(),
             send_offset: Vec::new(),
+            spin_polls,
         }
     }
 
@@ -170,11 +172,11 @@ impl Engine {
                 continue;
             }
             idle = idle.saturating_add(1);
-            if idle < 512 {
+            if idle < self.spin_polls {
                 std::hint::spin_loop();
                 continue;
             }
-            if idle < 8192 {
+            if idle < self.spin_polls.saturating_add(8192) {
                 std::thread::yield_now();
             } else {
                 std::thread::sleep(Duration::from_micros(20));

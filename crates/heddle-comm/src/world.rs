@@ -18,6 +18,7 @@ pub struct WorldBuilder {
     rank: usize,
     links: Vec<Option<Link>>,
     config: CommConfig,
+    local_workers: usize,
 }
 
 impl WorldBuilder {
@@ -32,7 +33,7 @@ impl WorldBuilder {
         }
         let mut links: Vec<Option<Link>> = (0..size).map(|_| None).collect();
         links[rank] = Some(transport::loopback(rank, config.window, config.buffer_bytes));
-        Ok(WorldBuilder { rank, links, config })
+        Ok(WorldBuilder { rank, links, config, local_workers: size })
     }
 
     /// The ring geometry every segment of this job uses.
@@ -68,6 +69,11 @@ impl WorldBuilder {
         Ok(())
     }
 
+    /// Tells how many workers of the job share this host (sets how long idle waits spin).
+    pub fn set_local_workers(&mut self, n: usize) {
+        self.local_workers = n.max(1);
+    }
+
     /// Builds the world communicator.
     ///
     /// # Errors
@@ -79,7 +85,8 @@ impl WorldBuilder {
         }
         let size = self.links.len();
         let links = self.links.into_iter().flatten().collect();
-        let engine = Engine::new(self.rank, links, self.config.fragment_payload(), self.config.window);
+        let spin = self.config.spin_polls_for(self.local_workers);
+        let engine = Engine::new(self.rank, links, self.config.fragment_payload(), self.config.window, spin);
         let shared = Arc::new(Shared { engine: Mutex::new(engine), config: self.config });
         Ok(Communicator::world(shared, self.rank, size))
     }

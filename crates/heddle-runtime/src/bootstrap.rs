@@ -64,6 +64,7 @@ pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
         return Err(Error::Protocol("the peer table does not list every rank once".into()));
     }
 
+    builder.set_local_workers(peers.iter().filter(|p| p.host == me.host).count());
     let use_shm = |p: &PeerInfo| p.host == me.host && !p.tcp_only && !me.tcp_only && p.shm_path.is_some() && segment.is_some();
     let expected: Vec<usize> = peers.iter().filter(|p| p.rank > env.rank && !use_shm(p)).map(|p| p.rank).collect();
     let acceptor = {

@@ -129,7 +129,9 @@ fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>) {
     })();
     started.store(true, Ordering::SeqCst);
     if let Err(reason) = outcome {
-        tracing::error!("job start failed: {reason}");
+        if !stop.load(Ordering::SeqCst) {
+            tracing::error!("job start failed: {reason}");
+        }
         for j in joined.iter_mut().flatten() {
             let _ = control::send(&mut j.stream, &Control::Abort { reason: reason.clone() });
         }

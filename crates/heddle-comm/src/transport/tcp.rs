@@ -176,10 +176,9 @@ impl TcpLink {
             match FrameRef::decode(buf, &self.limits) {
                 Ok((frame, used)) => match frame.header.kind {
                     Kind::Credit => {
-                        let n = frame.payload.get(..4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-                        let n = n.ok_or_else(|| Error::Wire {
+                        let n = <[u8; 4]>::try_from(frame.payload).map(u32::from_le_bytes).map_err(|_| Error::Wire {
                             rank: self.peer,
-                            source: heddle_wire::Error::Inconsistent("credit frame without a count"),
+                            source: heddle_wire::Error::Inconsistent("a credit payload must be exactly 4 bytes"),
                         })?;
                         self.credits += n as usize;
                         self.in_start += used;
