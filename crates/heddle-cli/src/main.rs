@@ -59,6 +59,7 @@ fn main() {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("HEDDLE_LOG").unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
         .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let code = match cli.command {

@@ -184,8 +184,14 @@ impl Bench<'_> {
     }
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = Args::parse();
+fn main() {
+    if let Err(e) = run(Args::parse()) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     let comm = heddle::init()?;
     let mut b = Bench { comm: &comm, args: &args, all_ok: true };

@@ -25,8 +25,14 @@ fn check(comm: &Communicator, name: &str, ok: bool, verbose: bool, results: &mut
     results.push((name.to_string(), ok));
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = Args::parse();
+fn main() {
+    if let Err(e) = run(Args::parse()) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     let comm = heddle::init()?;
     let (r, p, n) = (comm.rank(), comm.size(), args.elements);

@@ -1,0 +1,215 @@
+//! `heddle run` with real worker processes: success over shared memory and TCP, and every
+//! failure case — a worker's exit code or signal, peers that never join, a wrong job
+//! token, Ctrl-C, a killed launcher — each checked for leftover processes.
+//!
+//! Needs the `heddle` crate's examples in the same target directory (`cargo test
+//! --workspace` and `make test` build them).
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn heddle() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_heddle"))
+}
+
+fn example(name: &str) -> String {
+    let p = heddle().parent().expect("target dir").join("examples").join(name);
+    assert!(p.exists(), "{} is missing: build the examples first (cargo test --workspace or make test)", p.display());
+    p.display().to_string()
+}
+
+/// A unique marker put in every worker's environment, to find survivors in /proc.
+fn marker(test: &str) -> String {
+    format!("{test}-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos())
+}
+
+fn command(mark: &str, args: &[&str]) -> Command {
+    let mut c = Command::new(heddle());
+    c.args(args).env("HEDDLE_TEST_MARK", mark).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c
+}
+
+/// Runs `heddle` to completion (killing it after a minute) and returns its output and
+/// how long it took.
+fn run(mark: &str, args: &[&str]) -> (Output, Duration) {
+    let start = Instant::now();
+    let child = command(mark, args).spawn().expect("spawn heddle");
+    (wait_bounded(child, Duration::from_secs(60)), start.elapsed())
+}
+
+fn wait_bounded(mut child: Child, limit: Duration) -> Output {
+    let until = Instant::now() + limit;
+    while child.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > until {
+            let _ = child.kill();
+            panic!("heddle did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Processes whose environment carries `mark` (workers and anything they started).
+fn survivors(mark: &str) -> Vec<u32> {
+    let needle = format!("HEDDLE_TEST_MARK={mark}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(env) = std::fs::read(entry.path().join("environ")) else { continue };
+        let zombie = std::fs::read_to_string(entry.path().join("stat")).map(|s| s.contains(") Z ")).unwrap_or(false);
+        if !zombie && env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn assert_no_survivors(mark: &str) {
+    let until = Instant::now() + Duration::from_secs(3);
+    loop {
+        let left = survivors(mark);
+        if left.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < until, "worker processes survived heddle run: {left:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn collectives_demo_over_shm_and_tcp() {
+    let demo = example("collectives");
+    for transport in ["shm", "tcp"] {
+        for n in [2usize, 3, 4] {
+            for elements in ["7", "100000"] {
+                let mark = marker("demo");
+                let (out, _) = run(&mark, &["run", "-n", &n.to_string(), "--transport", transport, "--", &demo, "--elements", elements]);
+                let stdout = text(&out.stdout);
+                assert!(out.status.success(), "{transport} n={n}: {stdout}\n{}", text(&out.stderr));
+                let json = stdout.lines().find(|l| l.starts_with("[0] {\"example\"")).expect("summary line");
+                assert!(json.contains("\"ok\": true"), "{json}");
+                let tcp = if transport == "tcp" { n - 1 } else { 0 };
+                assert!(json.contains(&format!("\"tcp_peers\": {tcp}")), "{transport}: {json}");
+                assert_no_survivors(&mark);
+            }
+        }
+    }
+}
+
+#[test]
+fn output_lines_carry_the_rank() {
+    let mark = marker("prefix");
+    let (out, _) = run(&mark, &["run", "-n", "3", "--", &example("worker_faults"), "--sleep", "0"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for r in 0..3 {
+        assert!(stdout.lines().any(|l| l == format!("[{r}] rank {r} of 3 joined")), "{stdout}");
+    }
+}
+
+#[test]
+fn a_failing_worker_stops_the_others_with_its_status() {
+    let mark = marker("exit");
+    let (out, took) = run(&mark, &["run", "-n", "4", "--", &example("worker_faults"), "--fail-rank", "2", "--exit-code", "3"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("heddle: rank 2 exited with status 3"), "{stderr}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert_no_survivors(&mark);
+}
+
+#[test]
+fn a_worker_killed_by_a_signal_is_named() {
+    let mark = marker("signal");
+    let (out, took) = run(&mark, &["run", "-n", "3", "--", &example("worker_faults"), "--fail-rank", "1", "--signal", "9"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + 9), "{stderr}");
+    assert!(stderr.contains("heddle: rank 1 was killed by signal 9 (SIGKILL)"), "{stderr}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert_no_survivors(&mark);
+}
+
+#[test]
+fn peers_that_never_join_time_out_clearly() {
+    let mark = marker("join");
+    let args = ["run", "-n", "3", "--init-timeout", "1.5", "--", &example("worker_faults"), "--fail-rank", "2", "--never-join", "60"];
+    let (out, took) = run(&mark, &args);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("timed out after 1.5s waiting for ranks [2] to join"), "{stderr}");
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    assert_no_survivors(&mark);
+}
+
+#[test]
+fn a_wrong_job_token_is_refused_with_a_reason() {
+    let mark = marker("token");
+    let script = format!(
+        "if [ \"$HEDDLE_RANK\" = 1 ]; then HEDDLE_JOB_TOKEN=forged exec {0}; else exec {0}; fi",
+        example("collectives")
+    );
+    let (out, _) = run(&mark, &["run", "-n", "2", "--init-timeout", "3", "--", "sh", "-c", &script]);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("refused registration") && stderr.contains("bad job token"), "{stderr}");
+    assert!(stderr.contains("[1] error: the job master refused: bad job token"), "{stderr}");
+    assert_no_survivors(&mark);
+}
+
+#[test]
+fn ctrl_c_stops_every_worker() {
+    let mark = marker("sigint");
+    let child = command(&mark, &["run", "-n", "3", "--", &example("worker_faults"), "--sleep", "60"]).spawn().expect("spawn");
+    let until = Instant::now() + Duration::from_secs(20);
+    while survivors(&mark).len() < 3 {
+        assert!(Instant::now() < until, "workers did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc_kill(child.id() as i32, 2) };
+    let out = wait_bounded(child, Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("interrupted by signal 2"), "{}", text(&out.stderr));
+    assert_no_survivors(&mark);
+}
+
+#[test]
+fn workers_do_not_outlive_a_killed_launcher() {
+    let mark = marker("sigkill");
+    let mut child = command(&mark, &["run", "-n", "2", "--", &example("worker_faults"), "--sleep", "60"]).spawn().expect("spawn");
+    let until = Instant::now() + Duration::from_secs(20);
+    while survivors(&mark).len() < 2 {
+        assert!(Instant::now() < until, "workers did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("SIGKILL the launcher");
+    let _ = child.wait();
+    assert_no_survivors(&mark);
+}
+
+#[test]
+fn a_missing_program_is_a_clear_error() {
+    let mark = marker("missing");
+    let (out, _) = run(&mark, &["run", "-n", "2", "--", "/nonexistent/program"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("cannot start \"/nonexistent/program\""), "{}", text(&out.stderr));
+}
+
+#[test]
+fn without_a_launcher_a_program_is_a_world_of_one() {
+    let out = Command::new(example("collectives")).args(["--elements", "10"]).output().expect("run");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("\"ok\": true, \"job_s\""), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("\"ranks\": 1"));
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
