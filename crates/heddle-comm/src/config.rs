@@ -122,7 +122,7 @@ impl CommConfig {
             if local_workers <= cores {
                 200_000
             } else {
-                64
+                16
             }
         })
     }

@@ -88,6 +88,8 @@ pub(crate) struct Engine {
 }
 
 const SEND_DONE: usize = usize::MAX;
+/// Quiet time after which a waiting thread sleeps between polls instead of yielding.
+const DROWSY_AFTER: Duration = Duration::from_millis(20);
 
 impl Engine {
     /// An engine for world rank `rank` over `links` (indexed by world rank; the entry for
@@ -158,8 +160,11 @@ impl Engine {
                 state[i] = RecvState::Done;
             }
         }
+        // Waiting: spin (lowest latency), then yield the core (oversubscribed hosts), and
+        // after a long quiet spell sleep briefly so an idle worker does not burn a core.
         let mut idle: u32 = 0;
         let mut idle_since = None::<Instant>;
+        let mut drowsy = false;
         let mut last_alive_check = None::<Instant>;
         loop {
             let progressed = self.progress(sends, recvs, state, offsets)?;
@@ -169,6 +174,7 @@ impl Engine {
             if progressed {
                 idle = 0;
                 idle_since = None;
+                drowsy = false;
                 continue;
             }
             idle = idle.saturating_add(1);
@@ -176,16 +182,17 @@ impl Engine {
                 std::hint::spin_loop();
                 continue;
             }
-            if idle < self.spin_polls.saturating_add(8192) {
-                std::thread::yield_now();
+            if drowsy {
+                std::thread::sleep(Duration::from_micros(50));
             } else {
-                std::thread::sleep(Duration::from_micros(20));
+                std::thread::yield_now();
             }
             if idle % 64 != 0 {
                 continue;
             }
             let now = Instant::now();
             let since = *idle_since.get_or_insert(now);
+            drowsy = now - since > DROWSY_AFTER;
             if last_alive_check.map_or(true, |t| now - t > Duration::from_millis(100)) {
                 last_alive_check = Some(now);
                 self.check_peers(sends, recvs, state, offsets, op)?;
