@@ -52,8 +52,10 @@ pub struct CommConfig {
 impl Default for CommConfig {
     fn default() -> Self {
         CommConfig {
-            buffer_bytes: 64 << 10,
-            window: 16,
+            // 8 x 32 KiB = 256 KiB per ring stays in a core's L2; measured with
+            // `heddle bench collectives` against 16 x 64 KiB, it doubled 16 MiB bandwidth.
+            buffer_bytes: 32 << 10,
+            window: 8,
             timeout: Duration::from_secs(300),
             transport: TransportChoice::Auto,
             algorithms: BTreeMap::new(),

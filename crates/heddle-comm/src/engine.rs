@@ -302,8 +302,14 @@ impl Engine {
                         inb.current = Some(Incoming::Posted(i));
                     }
                     None => {
-                        let held = unexpected_bytes[peer];
-                        if held > 0 && held + h.msg_len > *unexpected_limit {
+                        // An early message is copied aside only while that stays within the
+                        // window's worth of bytes; a larger one waits in the link (the sender
+                        // stalls on credit) until its receive is posted, so a receiver that
+                        // runs behind costs no extra copy. Exception: a receive we are waiting
+                        // for from this same peer may be queued behind it, so take it then.
+                        let fits = unexpected_bytes[peer] + h.msg_len <= *unexpected_limit;
+                        let blocking = (0..recvs.len()).any(|i| state[i] == RecvState::Waiting && recvs[i].peer == peer);
+                        if !fits && !blocking {
                             return Ok(false);
                         }
                         unexpected_bytes[peer] += h.msg_len;

@@ -267,6 +267,30 @@ fn point_to_point_tags_order_and_sizes() {
 }
 
 #[test]
+fn large_messages_received_out_of_order() {
+    // Far larger than the unexpected-message budget of the small configuration.
+    for config in configs() {
+        world(2, config, |c| {
+            let big = contribution(0, 100_000);
+            if c.rank() == 0 {
+                c.send(&big, 1, 1).unwrap();
+                c.send(&[5i64], 1, 2).unwrap();
+                c.send(&big[..50_000], 1, 3).unwrap();
+            } else {
+                let mut small = [0i64; 1];
+                c.recv(&mut small, 0, 2).unwrap();
+                assert_eq!(small, [5]);
+                let mut half = vec![0i64; 50_000];
+                let mut all = vec![0i64; 100_000];
+                c.recv(&mut half, 0, 3).unwrap();
+                c.recv(&mut all, 0, 1).unwrap();
+                assert_eq!((&half[..], &all[..]), (&big[..50_000], &big[..]));
+            }
+        });
+    }
+}
+
+#[test]
 fn truncated_receive_is_an_error() {
     world(2, CommConfig::default(), |c| {
         if c.rank() == 0 {
