@@ -73,6 +73,10 @@ fn main() {
 }
 
 fn run(args: RunArgs) -> i32 {
+    if let Err(e) = heddle_runtime::check_known_keys(std::env::vars_os().filter_map(|(k, _)| k.into_string().ok())) {
+        eprintln!("heddle run: {e}");
+        return 2;
+    }
     let mut spec = LaunchSpec::new(args.workers, args.command);
     spec.init_timeout = Duration::from_secs_f64(args.init_timeout.max(0.01));
     spec.master_bind = args.master_bind;

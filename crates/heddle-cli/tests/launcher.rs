@@ -26,7 +26,7 @@ fn marker(test: &str) -> String {
 
 fn command(mark: &str, args: &[&str]) -> Command {
     let mut c = Command::new(heddle());
-    c.args(args).env("HEDDLE_TEST_MARK", mark).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c.args(args).env("HDTEST_MARK", mark).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     c
 }
 
@@ -52,7 +52,7 @@ fn wait_bounded(mut child: Child, limit: Duration) -> Output {
 
 /// Processes whose environment carries `mark` (workers and anything they started).
 fn survivors(mark: &str) -> Vec<u32> {
-    let needle = format!("HEDDLE_TEST_MARK={mark}");
+    let needle = format!("HDTEST_MARK={mark}");
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };

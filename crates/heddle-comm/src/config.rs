@@ -65,6 +65,10 @@ impl Default for CommConfig {
 }
 
 impl CommConfig {
+    /// The environment variables [`CommConfig::from_env`] reads.
+    pub const ENV_KEYS: &'static [&'static str] =
+        &["HEDDLE_BUFFER_BYTES", "HEDDLE_WINDOW", "HEDDLE_TIMEOUT_S", "HEDDLE_TRANSPORT", "HEDDLE_ALGORITHMS", "HEDDLE_SPIN_POLLS"];
+
     /// Defaults overridden by the `HEDDLE_*` variables named on each field.
     ///
     /// # Errors
@@ -133,6 +137,30 @@ impl CommConfig {
     pub fn fragment_payload(&self) -> usize {
         self.buffer_bytes - heddle_wire::HEADER_LEN
     }
+}
+
+/// The candidate closest to `word` by edit distance, if it is a plausible misspelling.
+///
+/// ```
+/// assert_eq!(heddle_comm::closest("HEDDLE_WINDWO", &["HEDDLE_WINDOW", "HEDDLE_RANK"]), Some("HEDDLE_WINDOW"));
+/// assert_eq!(heddle_comm::closest("XYZ", &["HEDDLE_WINDOW"]), None);
+/// ```
+pub fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let limit = (word.chars().count() / 4).clamp(1, 3);
+    candidates.iter().map(|c| (edit_distance(c, word), *c)).filter(|(d, _)| *d <= limit).min().map(|(_, c)| c)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur.push((prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
 }
 
 fn parse_num(name: &str, v: &str) -> Result<usize> {

@@ -36,7 +36,7 @@ mod world;
 
 pub use collectives::{Algorithm, CallOptions, Collective};
 pub use comm::Communicator;
-pub use config::{CommConfig, TransportChoice};
+pub use config::{closest, CommConfig, TransportChoice};
 pub use element::{CustomOp, Element, Op};
 pub use error::{Error, Result};
 pub use world::{local_world, solo, WorldBuilder};

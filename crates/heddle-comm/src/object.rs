@@ -37,8 +37,8 @@ impl Communicator {
         let mut lens = vec![0u64; if self.rank() == root { self.size() } else { 0 }];
         self.gather(&[bytes.len() as u64], &mut lens, root)?;
         if self.rank() != root {
-            let counts = vec![0; self.size()];
-            let mut counts = counts;
+            // Only the root reads counts; ours must still match our buffer.
+            let mut counts = vec![0; self.size()];
             counts[self.rank()] = bytes.len();
             return self.gatherv(&bytes, &mut [], &counts, root).map(|_| None);
         }
@@ -67,7 +67,7 @@ impl Communicator {
     /// # Errors
     /// [`crate::Error::InvalidArgument`] if the root does not pass exactly `size()` values.
     pub fn scatter_object<T: Serialize + DeserializeOwned>(&self, values: Option<&[T]>, root: usize) -> Result<T> {
-        let (bytes, counts) = if self.rank() == root {
+        let (lens, packed) = if self.rank() == root {
             let vs = values.filter(|v| v.len() == self.size()).ok_or_else(|| {
                 crate::Error::InvalidArgument(format!("scatter_object: the root must pass {} values", self.size()))
             })?;
@@ -76,14 +76,13 @@ impl Communicator {
         } else {
             (Vec::new(), Vec::new())
         };
-        let (lens, bytes) = (bytes, counts);
         let mut my_len = [0u64];
         self.scatter(&lens, &mut my_len, root)?;
-        let counts: Vec<usize> = if self.rank() == root { lens.iter().map(|&l| l as usize).collect() } else { vec![0; self.size()] };
         let mut mine = vec![0u8; my_len[0] as usize];
-        let mut counts = counts;
+        // Only the root reads counts; ours must still match our buffer.
+        let mut counts: Vec<usize> = if self.rank() == root { lens.iter().map(|&l| l as usize).collect() } else { vec![0; self.size()] };
         counts[self.rank()] = mine.len();
-        self.scatterv(&bytes, &counts, &mut mine, root)?;
+        self.scatterv(&packed, &counts, &mut mine, root)?;
         decode(&mine)
     }
 

@@ -20,6 +20,7 @@ use crate::{Error, Result, WorkerEnv};
 /// [`Error::Env`] for a bad environment; [`Error::Refused`], [`Error::Timeout`],
 /// [`Error::Auth`] or I/O errors when the job cannot start.
 pub fn init() -> Result<Communicator> {
+    crate::env::check_known_keys(std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()))?;
     init_with(&WorkerEnv::from_env()?, CommConfig::from_env()?)
 }
 

@@ -20,6 +20,34 @@ pub struct WorkerEnv {
     pub init_timeout: Duration,
 }
 
+/// Every `HEDDLE_*` variable a worker reads (with [`heddle_comm::CommConfig::ENV_KEYS`]).
+const RUNTIME_KEYS: &[&str] = &[
+    "HEDDLE_RANK",
+    "HEDDLE_WORLD_SIZE",
+    "HEDDLE_MASTER",
+    "HEDDLE_JOB_TOKEN",
+    "HEDDLE_INIT_TIMEOUT_S",
+    "HEDDLE_HOST_ID",
+    "HEDDLE_LOG",
+];
+
+/// Rejects a `HEDDLE_*` variable nobody reads: a misspelled setting must not be ignored.
+///
+/// # Errors
+/// [`Error::Env`] naming the variable and, when one is close, the setting it resembles.
+pub fn check_known_keys(keys: impl IntoIterator<Item = String>) -> Result<()> {
+    let known: Vec<&str> = RUNTIME_KEYS.iter().chain(heddle_comm::CommConfig::ENV_KEYS).copied().collect();
+    for k in keys.into_iter().filter(|k| k.starts_with("HEDDLE_")) {
+        if !known.contains(&k.as_str()) {
+            return Err(Error::Env(match heddle_comm::closest(&k, &known) {
+                Some(s) => format!("unknown setting {k}; did you mean {s}?"),
+                None => format!("unknown setting {k}; known settings: {}", known.join(", ")),
+            }));
+        }
+    }
+    Ok(())
+}
+
 const RANK_VARS: &[&str] = &["HEDDLE_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "JOB_COMPLETION_INDEX"];
 const SIZE_VARS: &[&str] = &["HEDDLE_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"];
 
@@ -88,6 +116,15 @@ mod tests {
         assert_eq!((e.rank, e.size), (2, 4));
         let e = env(&[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "3"), ("HEDDLE_MASTER", "h:1")]).unwrap();
         assert_eq!((e.rank, e.size), (1, 3));
+    }
+
+    #[test]
+    fn misspelled_settings_are_refused_with_a_suggestion() {
+        assert!(check_known_keys(["HEDDLE_RANK".to_string(), "PATH".to_string(), "HEDDLE_WINDOW".to_string()]).is_ok());
+        let e = check_known_keys(["HEDDLE_TIMOUT_S".to_string()]).unwrap_err().to_string();
+        assert!(e.contains("unknown setting HEDDLE_TIMOUT_S; did you mean HEDDLE_TIMEOUT_S?"), "{e}");
+        let e = check_known_keys(["HEDDLE_FROBNICATE".to_string()]).unwrap_err().to_string();
+        assert!(e.contains("known settings: HEDDLE_RANK"), "{e}");
     }
 
     #[test]

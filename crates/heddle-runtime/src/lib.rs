@@ -15,7 +15,7 @@ mod launcher;
 mod master;
 
 pub use bootstrap::{init, init_with};
-pub use env::WorkerEnv;
+pub use env::{check_known_keys, WorkerEnv};
 pub use error::{Error, Result};
 pub use launcher::{run_local, JobOutcome, LaunchSpec};
 pub use master::{JobMaster, MasterConfig};

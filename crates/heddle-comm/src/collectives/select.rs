@@ -29,7 +29,7 @@ macro_rules! named_enum {
             fn from_str(s: &str) -> Result<Self> {
                 $name::ALL.iter().copied().find(|v| v.name() == s).ok_or_else(|| {
                     let names: Vec<&str> = $name::ALL.iter().map(|v| v.name()).collect();
-                    let hint = names.iter().min_by_key(|n| edit_distance(n, s)).filter(|n| edit_distance(n, s) <= 3);
+                    let hint = crate::config::closest(s, &names);
                     Error::Config(match hint {
                         Some(h) => format!("unknown {} {s:?}; did you mean {h:?}?", $what),
                         None => format!("unknown {} {s:?}; expected one of {}", $what, names.join(", ")),
@@ -139,8 +139,11 @@ struct Rule {
     algorithm: String,
 }
 
-fn table() -> &'static Vec<(Collective, Vec<(Rule, Algorithm)>)> {
-    static TABLE: OnceLock<Vec<(Collective, Vec<(Rule, Algorithm)>)>> = OnceLock::new();
+/// Each collective's rules, in order, with their parsed algorithms.
+type Table = Vec<(Collective, Vec<(Rule, Algorithm)>)>;
+
+fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
     TABLE.get_or_init(|| {
         let raw: std::collections::BTreeMap<String, serde_json::Value> =
             serde_json::from_str(include_str!("tuning.json")).expect("tuning.json is valid JSON");
@@ -182,19 +185,6 @@ pub(crate) fn choose(c: Collective, forced: Option<Algorithm>, ranks: usize, byt
             })
         })
         .map_or_else(|| fallback(c), |(_, a)| *a)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur.push((prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]
