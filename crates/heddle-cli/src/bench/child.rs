@@ -54,8 +54,11 @@ pub(super) fn run_captured(
     let mut lines = Vec::new();
     let mut timed_out = false;
     let status = loop {
-        if let Ok(line) = rx.recv_timeout(Duration::from_millis(50)) {
-            lines.push(line);
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(line) => lines.push(line),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // Stdout closed but the process has not exited yet: poll without spinning.
+            Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(Duration::from_millis(50)),
         }
         if let Some(status) = child.try_wait()? {
             break status;
