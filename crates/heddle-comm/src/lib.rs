@@ -26,11 +26,13 @@
 
 mod collectives;
 mod comm;
+pub mod dataflow;
 mod config;
 mod element;
 mod engine;
 mod error;
 mod object;
+pub mod spill;
 pub mod transport;
 mod world;
 

@@ -1,0 +1,1 @@
+//! Dataflow operations between sets of tasks (Twister:Net): streaming and batch.

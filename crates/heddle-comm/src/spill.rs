@@ -1,0 +1,1 @@
+//! External sorting with disk spill for batch dataflow operations.
