@@ -17,6 +17,12 @@ pub(crate) struct Shared {
     pub(crate) config: CommConfig,
 }
 
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Engine> {
+        self.engine.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
 /// A group of ranks that exchange messages and run collectives together, with MPI
 /// semantics: every member calls the same collectives in the same order.
 ///
@@ -87,7 +93,12 @@ impl Communicator {
         self.lock().tcp_links()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Engine> {
+    /// The engine and configuration this communicator's worker shares.
+    pub(crate) fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Engine> {
         self.shared.engine.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
@@ -252,11 +263,11 @@ impl Communicator {
     }
 }
 
-/// A 31-bit context id for a split, the same on every member (FNV-1a of its inputs).
+/// A 30-bit context id for a split, the same on every member (FNV-1a of its inputs).
 fn derive_context(parent: u32, seq: u32, color: u32) -> u32 {
     let mut h: u32 = 0x811c_9dc5;
     for b in parent.to_le_bytes().into_iter().chain(seq.to_le_bytes()).chain(color.to_le_bytes()) {
         h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
     }
-    (h & !COLLECTIVE_EDGE).max(1)
+    (h & !(COLLECTIVE_EDGE | crate::DATAFLOW_EDGE)).max(1)
 }

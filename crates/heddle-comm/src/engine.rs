@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use heddle_wire::{Flags, Header, Kind};
 
+use crate::channels::{Channels, DATAFLOW_EDGE};
 use crate::transport::{Link, Polled};
 use crate::{Error, Result};
 
@@ -85,11 +86,63 @@ pub(crate) struct Engine {
     recv_state: Vec<RecvState>,
     send_offset: Vec<usize>,
     spin_polls: u32,
+    /// Dataflow edges (driven by the same progress passes as the BSP exchanges).
+    pub(crate) channels: Channels,
 }
 
 const SEND_DONE: usize = usize::MAX;
 /// Quiet time after which a waiting thread sleeps between polls instead of yielding.
 const DROWSY_AFTER: Duration = Duration::from_millis(20);
+/// How often a waiting thread checks that the peers it needs are alive.
+const ALIVE_CHECK_EVERY: Duration = Duration::from_millis(100);
+
+/// The state of a wait for progress: spin (lowest latency), then yield the core
+/// (oversubscribed hosts), and after a long quiet spell sleep briefly so an idle worker
+/// does not burn a core. Reset it whenever a pass makes progress.
+#[derive(Debug, Default)]
+pub(crate) struct Idle {
+    polls: u32,
+    since: Option<Instant>,
+    drowsy: bool,
+    last_check: Option<Instant>,
+}
+
+impl Idle {
+    /// Waits once; every 64 polls past the spin phase returns the time, for checks.
+    fn wait(&mut self, spin_polls: u32) -> Option<Instant> {
+        self.polls = self.polls.saturating_add(1);
+        if self.polls < spin_polls {
+            std::hint::spin_loop();
+            return None;
+        }
+        if self.drowsy {
+            std::thread::sleep(Duration::from_micros(50));
+        } else {
+            std::thread::yield_now();
+        }
+        if self.polls % 64 != 0 {
+            return None;
+        }
+        let now = Instant::now();
+        let since = *self.since.get_or_insert(now);
+        self.drowsy = now - since > DROWSY_AFTER;
+        Some(now)
+    }
+
+    /// Whether it is time to check peers' liveness again.
+    fn check_due(&mut self, now: Instant) -> bool {
+        let due = self.last_check.map_or(true, |t| now - t > ALIVE_CHECK_EVERY);
+        if due {
+            self.last_check = Some(now);
+        }
+        due
+    }
+
+    /// How long nothing has moved.
+    fn waited(&self, now: Instant) -> Duration {
+        self.since.map_or(Duration::ZERO, |s| now - s)
+    }
+}
 
 impl Engine {
     /// An engine for world rank `rank` over `links` (indexed by world rank; the entry for
@@ -108,7 +161,40 @@ impl Engine {
             recv_state: Vec::new(),
             send_offset: Vec::new(),
             spin_polls,
+            channels: Channels::new(rank, n, fragment),
         }
+    }
+
+    /// The world size.
+    pub(crate) fn peers(&self) -> usize {
+        self.links.len()
+    }
+
+    /// One non-blocking pass for the dataflow channels; returns whether anything moved.
+    ///
+    /// # Errors
+    /// A lost peer or a malformed frame.
+    pub(crate) fn poll_channels(&mut self) -> Result<bool> {
+        self.progress(&[], &mut [], &mut [], &mut [])
+    }
+
+    /// Waits (spin, yield, sleep) after a pass that moved nothing; fails when `peers` (the
+    /// workers the caller still needs) are gone or nothing moved for `timeout`.
+    ///
+    /// # Errors
+    /// [`Error::PeerLost`] or [`Error::Timeout`].
+    pub(crate) fn idle(&mut self, idle: &mut Idle, peers: &[usize], timeout: Duration, op: &'static str, what: &dyn Fn() -> String) -> Result<()> {
+        let Some(now) = idle.wait(self.spin_polls) else { return Ok(()) };
+        if idle.check_due(now) {
+            for &p in peers {
+                self.links[p].check_alive(p)?;
+            }
+        }
+        let waited = idle.waited(now);
+        if waited >= timeout {
+            return Err(Error::Timeout { op, waited, detail: what() });
+        }
+        Ok(())
     }
 
     /// Number of links using TCP.
@@ -160,46 +246,24 @@ impl Engine {
                 state[i] = RecvState::Done;
             }
         }
-        // Waiting: spin (lowest latency), then yield the core (oversubscribed hosts), and
-        // after a long quiet spell sleep briefly so an idle worker does not burn a core.
-        let mut idle: u32 = 0;
-        let mut idle_since = None::<Instant>;
-        let mut drowsy = false;
-        let mut last_alive_check = None::<Instant>;
+        let mut idle = Idle::default();
         loop {
             let progressed = self.progress(sends, recvs, state, offsets)?;
             if self.complete(sends, offsets, state) {
                 return Ok(());
             }
             if progressed {
-                idle = 0;
-                idle_since = None;
-                drowsy = false;
+                idle = Idle::default();
                 continue;
             }
-            idle = idle.saturating_add(1);
-            if idle < self.spin_polls {
-                std::hint::spin_loop();
-                continue;
-            }
-            if drowsy {
-                std::thread::sleep(Duration::from_micros(50));
-            } else {
-                std::thread::yield_now();
-            }
-            if idle % 64 != 0 {
-                continue;
-            }
-            let now = Instant::now();
-            let since = *idle_since.get_or_insert(now);
-            drowsy = now - since > DROWSY_AFTER;
-            if last_alive_check.map_or(true, |t| now - t > Duration::from_millis(100)) {
-                last_alive_check = Some(now);
+            let Some(now) = idle.wait(self.spin_polls) else { continue };
+            if idle.check_due(now) {
                 self.check_peers(sends, recvs, state, offsets, op)?;
             }
-            if now - since >= timeout {
+            let waited = idle.waited(now);
+            if waited >= timeout {
                 let detail = self.describe_wait(sends, offsets, recvs, state);
-                return Err(Error::Timeout { op, waited: now - since, detail });
+                return Err(Error::Timeout { op, waited, detail });
             }
         }
     }
@@ -207,6 +271,7 @@ impl Engine {
     /// One pass over every link: push what credit allows, take what has arrived.
     fn progress(&mut self, sends: &[SendOp<'_>], recvs: &mut [RecvOp<'_>], state: &mut [RecvState], offsets: &mut [usize]) -> Result<bool> {
         let mut progressed = self.push_sends(sends, offsets)?;
+        progressed |= self.channels.push(&mut self.links)?;
         for peer in 0..self.links.len() {
             while self.poll_one(peer, recvs, state)? == Polled::Consumed {
                 progressed = true;
@@ -284,9 +349,12 @@ impl Engine {
     }
 
     fn poll_one(&mut self, peer: usize, recvs: &mut [RecvOp<'_>], state: &mut [RecvState]) -> Result<Polled> {
-        let Engine { links, inbound, unexpected, unexpected_bytes, unexpected_limit, .. } = self;
+        let Engine { links, inbound, unexpected, unexpected_bytes, unexpected_limit, channels, .. } = self;
         let inb = &mut inbound[peer];
         let mut handler = |h: &Header, payload: &[u8]| -> Result<bool> {
+            if h.kind != Kind::Data || h.edge & DATAFLOW_EDGE != 0 {
+                return channels.on_frame(peer, h, payload).map(|()| true);
+            }
             let bad = |what: &'static str| Error::Wire { rank: peer, source: heddle_wire::Error::Inconsistent(what) };
             if h.flags.is_first() {
                 if inb.current.is_some() {

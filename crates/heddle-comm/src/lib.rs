@@ -24,6 +24,7 @@
 //! });
 //! ```
 
+mod channels;
 mod collectives;
 mod comm;
 pub mod dataflow;
@@ -37,6 +38,7 @@ pub mod transport;
 mod world;
 
 pub use collectives::{Algorithm, CallOptions, Collective};
+pub use channels::{Delivered, DATAFLOW_EDGE};
 pub use comm::Communicator;
 pub use config::{closest, CommConfig, TransportChoice};
 pub use element::{CustomOp, Element, Op};

@@ -91,12 +91,13 @@ impl TcpLink {
         true
     }
 
-    /// Sends one data frame if there is credit and the socket takes it.
+    /// Sends one frame if there is credit (credit frames need none) and the socket takes it.
     pub(crate) fn try_send(&mut self, header: &Header, payload: &[u8]) -> Result<bool> {
         if let Some(why) = &self.closed {
             return Err(self.lost(why.clone()));
         }
-        if self.credits == 0 || !self.flush() {
+        let needs_credit = header.kind != Kind::Credit;
+        if (needs_credit && self.credits == 0) || !self.flush() {
             return Ok(false);
         }
         let hdr = header.to_bytes();
@@ -133,7 +134,9 @@ impl TcpLink {
                 Err(e) => return Err(self.lost(format!("send failed: {e}"))),
             }
         }
-        self.credits -= 1;
+        if needs_credit {
+            self.credits -= 1;
+        }
         Ok(true)
     }
 
@@ -175,7 +178,9 @@ impl TcpLink {
             let buf = &self.inb[self.in_start..self.in_end];
             match FrameRef::decode(buf, &self.limits) {
                 Ok((frame, used)) => match frame.header.kind {
-                    Kind::Credit => {
+                    // Edge 0 grants this connection's buffers; other credits belong to
+                    // dataflow edges and go up with the data.
+                    Kind::Credit if frame.header.edge == 0 => {
                         let n = <[u8; 4]>::try_from(frame.payload).map(u32::from_le_bytes).map_err(|_| Error::Wire {
                             rank: self.peer,
                             source: heddle_wire::Error::Inconsistent("a credit payload must be exactly 4 bytes"),
@@ -183,25 +188,18 @@ impl TcpLink {
                         self.credits += n as usize;
                         self.in_start += used;
                     }
-                    Kind::Data => {
+                    kind => {
                         if !f(&frame.header, frame.payload)? {
                             return Ok(Polled::Refused);
                         }
                         self.in_start += used;
-                        self.consumed_ungranted += 1;
-                        if self.consumed_ungranted * 2 >= self.window {
-                            self.grant()?;
+                        if kind != Kind::Credit {
+                            self.consumed_ungranted += 1;
+                            if self.consumed_ungranted * 2 >= self.window {
+                                self.grant()?;
+                            }
                         }
                         return Ok(Polled::Consumed);
-                    }
-                    other => {
-                        return Err(Error::Wire {
-                            rank: self.peer,
-                            source: heddle_wire::Error::Inconsistent(match other {
-                                Kind::EndOfStream => "unexpected end-of-stream frame on a peer link",
-                                _ => "unexpected frame kind on a peer link",
-                            }),
-                        })
                     }
                 },
                 Err(heddle_wire::Error::Truncated { .. }) => {

@@ -1,0 +1,351 @@
+//! The machinery every dataflow operation shares: packing records into per-target
+//! messages, sending them under the edge's credit, ordering end-of-stream and barriers
+//! after data, and aligning barriers at each target.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use heddle_wire::Kind;
+
+use super::spec::{EdgeSpec, Mode, Options, TaskId};
+use crate::channels::{Delivered, Envelope, DATAFLOW_EDGE};
+use crate::comm::Shared;
+use crate::engine::Idle;
+use crate::{Communicator, Error, Result};
+
+/// What a target's receive side hands its operation, in order.
+#[derive(Debug)]
+pub(crate) enum Incoming {
+    /// A message of packed records from `source`.
+    Records { source: TaskId, payload: Vec<u8> },
+    /// `source` has finished (everything it sent came before this).
+    SourceEnded(TaskId),
+    /// A barrier every live source has sent.
+    Barrier(u64),
+    /// Every source has finished.
+    End,
+}
+
+#[derive(Debug)]
+struct Msg {
+    env: Envelope,
+    data: Vec<u8>,
+}
+
+#[derive(Debug, Default)]
+struct TargetState {
+    ended: HashSet<TaskId>,
+    ready: VecDeque<Incoming>,
+    /// Barrier being aligned and the sources that have sent it.
+    aligning: Option<(u64, HashSet<TaskId>)>,
+    /// Messages from sources already past the barrier being aligned.
+    held: VecDeque<Delivered>,
+    ended_all: bool,
+}
+
+/// Shared state of one operation on one worker.
+#[derive(Debug)]
+pub(crate) struct Core {
+    shared: Arc<Shared>,
+    edge: u32,
+    pub(crate) spec: EdgeSpec,
+    pub(crate) mode: Mode,
+    batch_bytes: usize,
+    timeout: Duration,
+    local_sources: HashSet<TaskId>,
+    pub(crate) local_targets: Vec<TaskId>,
+    finished: HashSet<TaskId>,
+    batches: HashMap<(TaskId, TaskId), Vec<u8>>,
+    pending: Vec<VecDeque<Msg>>,
+    pending_bytes: Vec<usize>,
+    sequence: HashMap<(TaskId, TaskId), u64>,
+    targets: HashMap<TaskId, TargetState>,
+    /// Workers that run sources: the ones a target may still wait for.
+    source_workers: Vec<usize>,
+    ready_bytes: usize,
+    idle: Idle,
+}
+
+impl Core {
+    /// Opens the edge on this worker.
+    pub(crate) fn new(comm: &Communicator, spec: EdgeSpec, opts: &Options) -> Result<Core> {
+        if spec.edge >= DATAFLOW_EDGE {
+            return Err(Error::InvalidArgument(format!("edge id {} must be below 2^30", spec.edge)));
+        }
+        if spec.sources.is_empty() || spec.targets.is_empty() {
+            return Err(Error::InvalidArgument("an operation needs at least one source and one target".into()));
+        }
+        let rank = comm.world_rank(comm.rank());
+        let mut source_workers = Vec::new();
+        for &t in &spec.sources {
+            source_workers.push(spec.placement.worker(t)?);
+        }
+        for &t in &spec.targets {
+            let w = spec.placement.worker(t)?;
+            if w >= comm.size() {
+                return Err(Error::InvalidArgument(format!("task {t} is placed on worker {w} of a world of {}", comm.size())));
+            }
+        }
+        source_workers.sort_unstable();
+        source_workers.dedup();
+        let window = (opts.budget_bytes / source_workers.len() as u64).max(1);
+        let edge = spec.edge | DATAFLOW_EDGE;
+        let shared = comm.shared();
+        shared.lock().channels.open(edge, window)?;
+        let local = |tasks: &[TaskId]| -> Vec<TaskId> {
+            tasks.iter().copied().filter(|&t| spec.placement.worker(t).ok() == Some(rank)).collect()
+        };
+        let local_targets = local(&spec.targets);
+        let peers = shared.lock().peers();
+        Ok(Core {
+            edge,
+            mode: opts.mode,
+            batch_bytes: opts.batch_bytes.max(1),
+            timeout: opts.timeout.unwrap_or(shared.config.timeout),
+            local_sources: local(&spec.sources).into_iter().collect(),
+            targets: local_targets.iter().map(|&t| (t, TargetState::default())).collect(),
+            local_targets,
+            finished: HashSet::new(),
+            batches: HashMap::new(),
+            pending: (0..peers).map(|_| VecDeque::new()).collect(),
+            pending_bytes: vec![0; peers],
+            sequence: HashMap::new(),
+            source_workers,
+            ready_bytes: 0,
+            idle: Idle::default(),
+            shared,
+            spec,
+        })
+    }
+
+    /// Checks `source` may still offer on this worker.
+    pub(crate) fn check_source(&self, source: TaskId) -> Result<()> {
+        if !self.local_sources.contains(&source) {
+            return Err(Error::InvalidArgument(format!("task {source} is not a source of edge {} on this worker", self.spec.edge)));
+        }
+        if self.finished.contains(&source) {
+            return Err(Error::InvalidArgument(format!("source {source} of edge {} has already finished", self.spec.edge)));
+        }
+        Ok(())
+    }
+
+    fn worker(&self, task: TaskId) -> usize {
+        self.spec.placement.worker(task).expect("placement validated in Core::new")
+    }
+
+    /// Whether records for `targets` can be taken now (their workers' queues have room).
+    pub(crate) fn has_room(&self, targets: &[TaskId]) -> bool {
+        targets.iter().all(|&t| self.pending_bytes[self.worker(t)] < self.batch_bytes * 4)
+    }
+
+    /// Appends one encoded record for `target`; flushes the batch when it is full.
+    pub(crate) fn push_record(&mut self, source: TaskId, target: TaskId, record: &[u8]) {
+        let buf = self.batches.entry((source, target)).or_default();
+        buf.extend_from_slice(&(record.len() as u32).to_le_bytes());
+        buf.extend_from_slice(record);
+        if buf.len() >= self.batch_bytes {
+            let data = std::mem::take(buf);
+            self.queue(Kind::Data, source, target, data);
+        }
+    }
+
+    fn queue(&mut self, kind: Kind, source: TaskId, target: TaskId, data: Vec<u8>) {
+        let seq = self.sequence.entry((source, target)).or_insert(0);
+        let sequence = *seq;
+        *seq += 1;
+        let w = self.worker(target);
+        self.pending_bytes[w] += data.len();
+        self.pending[w].push_back(Msg { env: Envelope { kind, source, target, sequence }, data });
+    }
+
+    /// Queues every partly filled batch of `source` (or of all sources).
+    pub(crate) fn flush(&mut self, source: Option<TaskId>) {
+        let keys: Vec<(TaskId, TaskId)> = self.batches.keys().copied().filter(|(s, _)| source.map_or(true, |x| x == *s)).collect();
+        for (s, t) in keys {
+            if let Some(data) = self.batches.remove(&(s, t)).filter(|d| !d.is_empty()) {
+                self.queue(Kind::Data, s, t, data);
+            }
+        }
+    }
+
+    /// Ends `source`: its data, then end-of-stream to every target.
+    pub(crate) fn finish(&mut self, source: TaskId) -> Result<()> {
+        self.check_source(source)?;
+        self.flush(Some(source));
+        for t in self.spec.targets.clone() {
+            self.queue(Kind::EndOfStream, source, t, Vec::new());
+        }
+        self.finished.insert(source);
+        Ok(())
+    }
+
+    /// Barrier `id` from `source` to every target, after its data.
+    pub(crate) fn barrier(&mut self, source: TaskId, id: u64) -> Result<()> {
+        self.check_source(source)?;
+        self.flush(Some(source));
+        for t in self.spec.targets.clone() {
+            let w = self.worker(t);
+            let env = Envelope { kind: Kind::Barrier, source, target: t, sequence: id };
+            self.pending[w].push_back(Msg { env, data: Vec::new() });
+        }
+        Ok(())
+    }
+
+    /// Sends queued messages as credit allows and takes arrived ones while the targets'
+    /// ready queues are short (`eager`: take everything, for operations that fold
+    /// records into their state at once).
+    pub(crate) fn progress(&mut self, eager: bool) -> Result<bool> {
+        if self.mode == Mode::Streaming {
+            self.flush(None);
+        }
+        let mut moved = false;
+        let shared = self.shared.clone();
+        let mut engine = shared.lock();
+        for w in 0..self.pending.len() {
+            while let Some(m) = self.pending[w].pop_front() {
+                let len = m.data.len();
+                match engine.channels.try_send(w, self.edge, m.env, m.data) {
+                    Ok(()) => {
+                        self.pending_bytes[w] -= len;
+                        moved = true;
+                    }
+                    Err(data) => {
+                        self.pending[w].push_front(Msg { data, ..m });
+                        break;
+                    }
+                }
+            }
+        }
+        moved |= engine.poll_channels()?;
+        while eager || self.ready_bytes < self.batch_bytes {
+            let Some(d) = engine.channels.recv(self.edge) else { break };
+            moved = true;
+            self.deliver(d)?;
+        }
+        Ok(moved)
+    }
+
+    fn deliver(&mut self, d: Delivered) -> Result<()> {
+        let sources = self.spec.sources.len();
+        let ts = self.targets.get_mut(&d.target).ok_or_else(|| {
+            Error::InvalidArgument(format!("a message for task {} arrived at a worker that does not run it", d.target))
+        })?;
+        if let Some((_, arrived)) = &ts.aligning {
+            if arrived.contains(&d.source) {
+                ts.held.push_back(d);
+                return Ok(());
+            }
+        }
+        match d.kind {
+            Kind::Barrier => match &mut ts.aligning {
+                Some((id, arrived)) if *id == d.sequence => {
+                    arrived.insert(d.source);
+                }
+                Some((id, _)) => {
+                    return Err(Error::InvalidArgument(format!("barrier {} arrived while aligning barrier {id}", d.sequence)));
+                }
+                None => ts.aligning = Some((d.sequence, HashSet::from([d.source]))),
+            },
+            Kind::EndOfStream => {
+                ts.ended.insert(d.source);
+                ts.ready.push_back(Incoming::SourceEnded(d.source));
+            }
+            _ => {
+                self.ready_bytes += d.payload.len();
+                ts.ready.push_back(Incoming::Records { source: d.source, payload: d.payload });
+            }
+        }
+        // Alignment completes once every source that has not ended has sent the barrier.
+        let aligned = ts.aligning.as_ref().is_some_and(|(_, a)| a.len() + ts.ended.iter().filter(|s| !a.contains(s)).count() >= sources);
+        if aligned {
+            let (id, _) = ts.aligning.take().expect("checked");
+            ts.ready.push_back(Incoming::Barrier(id));
+            let held: Vec<Delivered> = ts.held.drain(..).collect();
+            for h in held {
+                self.deliver(h)?;
+            }
+            return Ok(());
+        }
+        let ts = self.targets.get_mut(&d.target).expect("checked above");
+        if !ts.ended_all && ts.ended.len() == sources && ts.aligning.is_none() {
+            ts.ended_all = true;
+            ts.ready.push_back(Incoming::End);
+        }
+        Ok(())
+    }
+
+    /// The next incoming item for `target`, pulling from the edge if needed.
+    pub(crate) fn next(&mut self, target: TaskId) -> Option<Incoming> {
+        if self.targets.get(&target).is_some_and(|t| t.ready.is_empty()) {
+            // A failure here resurfaces from the next progress call.
+            let _ = self.progress(false);
+        }
+        let item = self.targets.get_mut(&target)?.ready.pop_front()?;
+        if let Incoming::Records { payload, .. } = &item {
+            self.ready_bytes -= payload.len();
+        }
+        Some(item)
+    }
+
+    /// Whether every local target has received the end of every source, and every
+    /// message of this worker has left it (a worker that stops driving the engine
+    /// earlier would strand messages other workers still wait for).
+    pub(crate) fn is_done(&self) -> bool {
+        self.targets.values().all(|t| t.ended_all && t.ready.is_empty())
+            && self.pending.iter().all(VecDeque::is_empty)
+            && self.batches.values().all(Vec::is_empty)
+            && !self.shared.lock().channels.sending(self.edge)
+    }
+
+    /// Waits after a pass that moved nothing.
+    pub(crate) fn wait(&mut self) -> Result<()> {
+        let edge = self.spec.edge;
+        let pending: Vec<usize> = self.pending.iter().map(VecDeque::len).collect();
+        let waiting: Vec<(TaskId, usize, usize)> =
+            self.targets.iter().map(|(t, s)| (*t, s.ended.len(), s.ready.len())).collect();
+        let mut engine = self.shared.lock();
+        let sending = engine.channels.sending(self.edge);
+        let detail = || {
+            format!(
+                "edge {edge}: messages queued per worker {pending:?}, in flight: {sending}; \
+                 (target, sources ended, messages ready) {waiting:?} of {} sources",
+                self.spec.sources.len()
+            )
+        };
+        engine.idle(&mut self.idle, &self.source_workers, self.timeout, "dataflow operation", &detail)
+    }
+
+    /// Resets the wait state after progress.
+    pub(crate) fn moved(&mut self) {
+        self.idle = Idle::default();
+    }
+
+    /// Bytes held in the edge's receive buffer now, and at most so far.
+    pub(crate) fn buffered(&self) -> (u64, u64) {
+        self.shared.lock().channels.buffered(self.edge)
+    }
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        self.shared.lock().channels.close(self.edge);
+    }
+}
+
+/// Iterates the records packed in a message.
+pub(crate) fn records(payload: &[u8]) -> impl Iterator<Item = Result<&[u8]>> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        if at >= payload.len() {
+            return None;
+        }
+        let Some(len) = payload.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize) else {
+            at = payload.len();
+            return Some(Err(Error::InvalidArgument("a record header is cut short".into())));
+        };
+        let rec = payload.get(at + 4..at + 4 + len);
+        at += 4 + len;
+        Some(rec.ok_or_else(|| Error::InvalidArgument("a record is cut short".into())))
+    })
+}

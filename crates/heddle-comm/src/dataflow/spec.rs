@@ -1,0 +1,103 @@
+//! Describing an operation: its edge, source and target tasks, where tasks live, mode and
+//! memory budget.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use crate::{Error, Result};
+
+/// A task's id, unique within a job.
+pub type TaskId = u32;
+
+/// Streaming or batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Unbounded: records are delivered as they come; results are running values.
+    Streaming,
+    /// Bounded: sources finish; combiners reduce before sending; targets get final results.
+    Batch,
+}
+
+/// Which worker (world rank) runs each task. Every worker must use the same placement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    worker: HashMap<TaskId, usize>,
+}
+
+impl Placement {
+    /// Tasks `0..tasks` dealt round-robin over `workers` workers.
+    pub fn round_robin(tasks: u32, workers: usize) -> Placement {
+        Placement { worker: (0..tasks).map(|t| (t, t as usize % workers.max(1))).collect() }
+    }
+
+    /// An explicit task → worker map.
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (TaskId, usize)>) -> Placement {
+        Placement { worker: pairs.into_iter().collect() }
+    }
+
+    /// The worker running `task`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a task the placement does not know.
+    pub fn worker(&self, task: TaskId) -> Result<usize> {
+        self.worker.get(&task).copied().ok_or_else(|| Error::InvalidArgument(format!("task {task} has no worker in the placement")))
+    }
+}
+
+/// The tasks an operation connects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EdgeSpec {
+    /// Edge id, unique per operation within a job (below 2^30).
+    pub edge: u32,
+    /// Source task ids.
+    pub sources: Vec<TaskId>,
+    /// Target task ids.
+    pub targets: Vec<TaskId>,
+    /// Where every task runs.
+    pub placement: Placement,
+}
+
+impl EdgeSpec {
+    /// An edge from `sources` to `targets`.
+    pub fn new(edge: u32, sources: Vec<TaskId>, targets: Vec<TaskId>, placement: Placement) -> EdgeSpec {
+        EdgeSpec { edge, sources, targets, placement }
+    }
+}
+
+/// How an operation runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Streaming or batch.
+    pub mode: Mode,
+    /// Bytes of received messages an operation may hold per receiving worker; split
+    /// evenly into credit windows among the workers that send to it.
+    pub budget_bytes: u64,
+    /// Records to one target are packed into messages of about this many bytes.
+    pub batch_bytes: usize,
+    /// Longest wait without progress (None: the communicator's timeout).
+    pub timeout: Option<Duration>,
+}
+
+impl Options {
+    /// Batch mode with default sizes.
+    pub fn batch() -> Options {
+        Options { mode: Mode::Batch, ..Options::streaming() }
+    }
+
+    /// Streaming mode with default sizes.
+    pub fn streaming() -> Options {
+        Options { mode: Mode::Streaming, budget_bytes: 8 << 20, batch_bytes: 32 << 10, timeout: None }
+    }
+
+    /// Sets the receive budget.
+    pub fn budget(mut self, bytes: u64) -> Options {
+        self.budget_bytes = bytes;
+        self
+    }
+
+    /// Sets the message size records are packed into.
+    pub fn batch_size(mut self, bytes: usize) -> Options {
+        self.batch_bytes = bytes;
+        self
+    }
+}

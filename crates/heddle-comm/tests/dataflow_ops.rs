@@ -1,0 +1,366 @@
+//! Every dataflow operation × both modes × 1–4 workers × 1–3 tasks per worker, with
+//! skewed keys, empty inputs, a source that sends nothing and values larger than a
+//! buffer, checked against naive references computed from all inputs at once.
+
+use std::collections::{BTreeMap, HashMap};
+
+use heddle_comm::dataflow::{
+    drive, EdgeSpec, Event, Gather, KeyedGather, KeyedReduce, Mode, Offer, Operation, Options, Partition,
+    Placement, Reduce, TaskId,
+};
+use heddle_comm::{local_world, CommConfig, Communicator};
+
+/// A task layout: `per` sources per worker and as many targets, disjoint or the same tasks.
+#[derive(Debug, Clone)]
+struct Layout {
+    workers: usize,
+    sources: Vec<TaskId>,
+    targets: Vec<TaskId>,
+    placement: Placement,
+}
+
+fn layouts() -> Vec<Layout> {
+    let mut out = Vec::new();
+    for workers in 1..=4usize {
+        for per in 1..=3u32 {
+            let n = workers as u32 * per;
+            for overlap in [false, true] {
+                let sources: Vec<TaskId> = (0..n).collect();
+                let targets: Vec<TaskId> = if overlap { sources.clone() } else { (n..2 * n).collect() };
+                out.push(Layout { workers, sources, targets, placement: Placement::round_robin(2 * n, workers) });
+            }
+        }
+    }
+    out
+}
+
+/// Runs `make`'s operation on every worker with each source's input from `input`, and
+/// returns every target's events.
+fn run<O: Operation>(
+    layout: &Layout,
+    edge: u32,
+    make: impl Fn(&Communicator, EdgeSpec) -> O + Sync,
+    input: impl Fn(TaskId) -> Vec<O::In> + Sync,
+) -> BTreeMap<TaskId, Vec<Event<O::Out>>>
+where
+    O::Out: Send,
+{
+    let comms = local_world(layout.workers, CommConfig::default()).unwrap();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = comms
+            .iter()
+            .map(|c| {
+                let (make, input) = (&make, &input);
+                s.spawn(move || {
+                    let spec = EdgeSpec::new(edge, layout.sources.clone(), layout.targets.clone(), layout.placement.clone());
+                    let mut op = make(c, spec);
+                    let mine: Vec<(TaskId, Vec<O::In>)> = layout
+                        .sources
+                        .iter()
+                        .filter(|&&t| layout.placement.worker(t).unwrap() == c.rank())
+                        .map(|&t| (t, input(t)))
+                        .collect();
+                    drive(&mut op, mine).unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("worker panicked")).collect()
+    })
+}
+
+fn data<T>(events: &[Event<T>]) -> Vec<&T> {
+    assert!(matches!(events.last(), Some(Event::End)), "a target did not end");
+    assert_eq!(events.iter().filter(|e| matches!(e, Event::End)).count(), 1, "End must come exactly once");
+    events.iter().filter_map(|e| if let Event::Data(d) = e { Some(d) } else { None }).collect()
+}
+
+/// Source 0 sends nothing; source s sends `5 * s + (s % 3) * 40` records.
+fn count(s: TaskId) -> u64 {
+    if s == 0 {
+        0
+    } else {
+        u64::from(5 * s + (s % 3) * 40)
+    }
+}
+
+fn numbers(s: TaskId) -> Vec<u64> {
+    (0..count(s)).map(|i| u64::from(s) * 100_000 + i).collect()
+}
+
+/// Skewed: most records carry key 0.
+fn pairs(s: TaskId) -> Vec<(u32, i64)> {
+    (0..count(s)).map(|i| (if i % 4 == 0 { (i % 13) as u32 } else { 0 }, i as i64 - i64::from(s))).collect()
+}
+
+/// Both modes; a stuck operation fails the test within seconds instead of hanging.
+fn modes() -> [Options; 2] {
+    let t = Some(std::time::Duration::from_secs(10));
+    [Options { timeout: t, ..Options::batch() }, Options { timeout: t, ..Options::streaming() }]
+}
+
+#[test]
+fn partition_direct_broadcast() {
+    for layout in layouts() {
+        for opts in modes() {
+            let n_t = layout.targets.len();
+            let got = run(&layout, 1, |c, spec| Partition::new(c, spec, opts.clone(), |x: &u64| (*x % 7) as usize).unwrap(), numbers);
+            for (i, &t) in layout.targets.iter().enumerate() {
+                let mut have: Vec<u64> = data(&got[&t]).into_iter().copied().collect();
+                let mut want: Vec<u64> = layout.sources.iter().flat_map(|&s| numbers(s)).filter(|x| (*x % 7) as usize % n_t == i).collect();
+                // Records of one source keep their order.
+                for s in &layout.sources {
+                    let from_s: Vec<u64> = have.iter().copied().filter(|x| x / 100_000 == u64::from(*s)).collect();
+                    assert!(from_s.windows(2).all(|w| w[0] < w[1]), "order from source {s} lost");
+                }
+                have.sort_unstable();
+                want.sort_unstable();
+                assert_eq!(have, want, "partition {layout:?} {:?}", opts.mode);
+            }
+            let got = run(&layout, 2, |c, spec| Partition::direct(c, spec, opts.clone()).unwrap(), numbers);
+            for (i, &t) in layout.targets.iter().enumerate() {
+                let have: Vec<u64> = data(&got[&t]).into_iter().copied().collect();
+                assert_eq!(have, numbers(layout.sources[i]), "direct {layout:?}");
+            }
+            let got = run(&layout, 3, |c, spec| Partition::broadcast(c, spec, opts.clone()).unwrap(), numbers);
+            let mut want: Vec<u64> = layout.sources.iter().flat_map(|&s| numbers(s)).collect();
+            want.sort_unstable();
+            for t in &layout.targets {
+                let mut have: Vec<u64> = data(&got[t]).into_iter().copied().collect();
+                have.sort_unstable();
+                assert_eq!(have, want, "broadcast {layout:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn gather_and_allgather() {
+    for layout in layouts() {
+        for opts in modes() {
+            let got = run(&layout, 4, |c, spec| Gather::new(c, spec, opts.clone()).unwrap(), numbers);
+            let mut want: Vec<(TaskId, u64)> = layout.sources.iter().flat_map(|&s| numbers(s).into_iter().map(move |x| (s, x))).collect();
+            want.sort_unstable();
+            for t in &layout.targets {
+                let have: Vec<(TaskId, u64)> = data(&got[t]).into_iter().copied().collect();
+                if opts.mode == Mode::Batch {
+                    assert_eq!(have, want, "batch gather is grouped by source in order {layout:?}");
+                } else {
+                    let mut sorted = have.clone();
+                    sorted.sort_unstable();
+                    assert_eq!(sorted, want, "gather {layout:?}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn reduce_and_allreduce() {
+    for layout in layouts() {
+        for opts in modes() {
+            let got = run(&layout, 5, |c, spec| Reduce::new(c, spec, opts.clone(), |a: u64, b: u64| a + b).unwrap(), numbers);
+            let total: u64 = layout.sources.iter().flat_map(|&s| numbers(s)).sum();
+            let any = layout.sources.iter().any(|&s| count(s) > 0);
+            for t in &layout.targets {
+                let have = data(&got[t]);
+                match opts.mode {
+                    Mode::Batch => assert_eq!(have, if any { vec![&total] } else { vec![] }, "batch reduce {layout:?}"),
+                    // Streaming: the i-th outputs combine the i-th records; together they are the total.
+                    Mode::Streaming => assert_eq!(have.into_iter().sum::<u64>(), total, "streaming reduce {layout:?}"),
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn keyed_reduce_with_skew() {
+    for layout in layouts() {
+        for opts in modes() {
+            let got = run(&layout, 6, |c, spec| KeyedReduce::new(c, spec, opts.clone(), |a: i64, b: i64| a + b).unwrap(), pairs);
+            let mut want: BTreeMap<u32, i64> = BTreeMap::new();
+            for s in &layout.sources {
+                for (k, v) in pairs(*s) {
+                    *want.entry(k).or_default() += v;
+                }
+            }
+            let mut have: BTreeMap<u32, i64> = BTreeMap::new();
+            let mut owner: HashMap<u32, TaskId> = HashMap::new();
+            for (t, events) in &got {
+                for &(k, v) in data(events) {
+                    // Each key lives on one target; streaming emits running totals, the last is final.
+                    assert_eq!(*owner.entry(k).or_insert(*t), *t, "key {k} reached two targets");
+                    have.insert(k, v);
+                }
+            }
+            assert_eq!(have, want, "keyed_reduce {layout:?} {:?}", opts.mode);
+        }
+    }
+}
+
+#[test]
+fn keyed_gather_groups_every_value() {
+    for layout in layouts() {
+        for opts in modes() {
+            let got = run(&layout, 7, |c, spec| KeyedGather::new(c, spec, opts.clone()).unwrap(), pairs);
+            let mut want: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
+            for s in &layout.sources {
+                for (k, v) in pairs(*s) {
+                    want.entry(k).or_default().push(v);
+                }
+            }
+            let mut have: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
+            for events in got.values() {
+                let groups = data(events);
+                if opts.mode == Mode::Batch {
+                    assert!(groups.windows(2).all(|w| w[0].0 < w[1].0), "batch groups come once each, in key order");
+                }
+                for (k, vs) in groups {
+                    have.entry(*k).or_default().extend(vs);
+                }
+            }
+            for vs in have.values_mut().chain(want.values_mut()) {
+                vs.sort_unstable();
+            }
+            assert_eq!(have, want, "keyed_gather {layout:?} {:?}", opts.mode);
+        }
+    }
+}
+
+#[test]
+fn values_larger_than_a_buffer() {
+    let layout = Layout { workers: 3, sources: vec![0, 1, 2], targets: vec![3, 4], placement: Placement::round_robin(5, 3) };
+    let blob = |s: TaskId| -> Vec<Vec<u8>> { (0..4).map(|i| vec![(s * 10 + i) as u8; 100_000 + i as usize]).collect() };
+    for opts in modes() {
+        let got = run(&layout, 8, |c, spec| Partition::broadcast(c, spec, opts.clone().batch_size(16 << 10)).unwrap(), blob);
+        let mut want: Vec<Vec<u8>> = layout.sources.iter().flat_map(|&s| blob(s)).collect();
+        want.sort();
+        for t in &layout.targets {
+            let mut have: Vec<Vec<u8>> = data(&got[t]).into_iter().cloned().collect();
+            have.sort();
+            assert_eq!(have, want);
+        }
+    }
+}
+
+#[test]
+fn a_slow_consumer_stays_within_budget_and_loses_nothing() {
+    const BUDGET: u64 = 64 << 10;
+    let comms = local_world(2, CommConfig::default()).unwrap();
+    let records = 3000u64;
+    std::thread::scope(|s| {
+        for c in &comms {
+            s.spawn(move || {
+                let spec = EdgeSpec::new(9, vec![0], vec![1], Placement::from_pairs([(0, 0), (1, 1)]));
+                let opts = Options::streaming().budget(BUDGET).batch_size(4 << 10);
+                let mut op = Partition::new(c, spec, opts, |_: &Vec<u8>| 0).unwrap();
+                if c.rank() == 0 {
+                    let mut full = 0;
+                    for i in 0..records {
+                        let mut item = vec![(i % 251) as u8; 1000];
+                        item[..8].copy_from_slice(&i.to_le_bytes());
+                        loop {
+                            match op.offer(0, item).unwrap() {
+                                Offer::Accepted => break,
+                                Offer::Full(back) => {
+                                    full += 1;
+                                    item = back;
+                                    if !op.progress().unwrap() {
+                                        op.wait().unwrap();
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    op.finish(0).unwrap();
+                    while !op.is_done() {
+                        if !op.progress().unwrap() {
+                            op.wait().unwrap();
+                        }
+                    }
+                    assert!(full > 0, "the slow consumer never pushed back");
+                } else {
+                    let mut next = 0u64;
+                    loop {
+                        op.progress().unwrap();
+                        match op.poll(1) {
+                            Some(Event::Data(item)) => {
+                                assert_eq!(u64::from_le_bytes(item[..8].try_into().unwrap()), next, "records lost or reordered");
+                                next += 1;
+                                if next % 100 == 0 {
+                                    std::thread::sleep(std::time::Duration::from_millis(2));
+                                }
+                            }
+                            Some(Event::End) => break,
+                            Some(Event::Barrier(_)) => unreachable!(),
+                            None => op.wait().unwrap(),
+                        }
+                    }
+                    assert_eq!(next, records);
+                    let (_, peak) = op.buffered_bytes();
+                    assert!(peak > 0 && peak <= BUDGET, "peak buffered {peak} bytes exceeds the budget {BUDGET}");
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn barriers_are_aligned_and_ordered_after_data() {
+    // Three sources on two workers; each sends a different number of records before and
+    // after barrier 7; one target must see every pre-barrier record, then the barrier,
+    // then only post-barrier records.
+    let comms = local_world(2, CommConfig::default()).unwrap();
+    let placement = Placement::from_pairs([(0, 0), (1, 1), (2, 1), (3, 0)]);
+    let out: Vec<Vec<Event<(u32, u32, bool)>>> = std::thread::scope(|s| {
+        let hs: Vec<_> = comms
+            .iter()
+            .map(|c| {
+                let placement = placement.clone();
+                s.spawn(move || {
+                    let spec = EdgeSpec::new(10, vec![0, 1, 2], vec![3], placement.clone());
+                    let mut op = Gather::new(c, spec, Options::streaming().batch_size(64)).unwrap();
+                    let mine: Vec<u32> = [0u32, 1, 2].into_iter().filter(|&t| placement.worker(t).unwrap() == c.rank()).collect();
+                    for &src in &mine {
+                        for i in 0..(20 + src * 30) {
+                            assert_eq!(op.offer(src, (src, i, false)).unwrap(), Offer::Accepted);
+                            op.progress().unwrap();
+                        }
+                        op.barrier(src, 7).unwrap();
+                        for i in 0..(10 + src) {
+                            assert_eq!(op.offer(src, (src, i, true)).unwrap(), Offer::Accepted);
+                        }
+                        op.finish(src).unwrap();
+                    }
+                    let mut events = Vec::new();
+                    loop {
+                        let moved = op.progress().unwrap();
+                        while let Some(e) = op.poll(3) {
+                            events.push(e);
+                        }
+                        if op.is_done() {
+                            break;
+                        }
+                        if !moved {
+                            op.wait().unwrap();
+                        }
+                    }
+                    events.into_iter().map(|e| match e {
+                        Event::Data((_, r)) => Event::Data(r),
+                        Event::Barrier(b) => Event::Barrier(b),
+                        Event::End => Event::End,
+                    }).collect()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let events = &out[0];
+    let at = events.iter().position(|e| *e == Event::Barrier(7)).expect("barrier delivered");
+    assert_eq!(events.iter().filter(|e| matches!(e, Event::Barrier(_))).count(), 1);
+    assert!(events[..at].iter().all(|e| matches!(e, Event::Data((_, _, false)))), "post-barrier data overtook the barrier");
+    assert!(events[at + 1..].iter().all(|e| matches!(e, Event::Data((_, _, true)) | Event::End)));
+    let before = events[..at].len();
+    assert_eq!(before, 20 + 50 + 80, "every pre-barrier record arrives before the barrier");
+    assert_eq!(events.len() - at - 2, 10 + 11 + 12);
+}
