@@ -364,3 +364,52 @@ fn barriers_are_aligned_and_ordered_after_data() {
     assert_eq!(before, 20 + 50 + 80, "every pre-barrier record arrives before the barrier");
     assert_eq!(events.len() - at - 2, 10 + 11 + 12);
 }
+
+#[test]
+fn keyed_gather_spills_to_disk_with_a_tiny_budget() {
+    let dir = std::env::temp_dir().join(format!("heddle-df-spill-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let layout = Layout { workers: 3, sources: vec![0, 1, 2, 3, 4, 5], targets: vec![6, 7], placement: Placement::round_robin(8, 3) };
+    let big = |s: TaskId| -> Vec<(u32, String)> { (0..400u32).map(|i| ((i * 7 + s) % 37, format!("{s}-{i}-{}", "x".repeat((i % 50) as usize)))).collect() };
+    let spilled = std::sync::atomic::AtomicU64::new(0);
+    let comms = local_world(layout.workers, CommConfig::default()).unwrap();
+    let got: BTreeMap<TaskId, Vec<Event<(u32, Vec<String>)>>> = std::thread::scope(|s| {
+        let hs: Vec<_> = comms
+            .iter()
+            .map(|c| {
+                let (layout, dir, spilled) = (&layout, &dir, &spilled);
+                s.spawn(move || {
+                    let spec = EdgeSpec::new(11, layout.sources.clone(), layout.targets.clone(), layout.placement.clone());
+                    let opts = Options::batch().spill(1024, vec![dir.clone()]);
+                    let mut op = KeyedGather::new(c, spec, opts).unwrap();
+                    let mine = layout.sources.iter().filter(|&&t| layout.placement.worker(t).unwrap() == c.rank()).map(|&t| (t, big(t))).collect();
+                    let out = drive(&mut op, mine).unwrap();
+                    spilled.fetch_add(op.spilled_bytes(), std::sync::atomic::Ordering::SeqCst);
+                    out
+                })
+            })
+            .collect();
+        hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    assert!(spilled.into_inner() > 0, "a 1 KiB budget must spill");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "spill files left behind");
+    let mut want: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for s in &layout.sources {
+        for (k, v) in big(*s) {
+            want.entry(k).or_default().push(v);
+        }
+    }
+    let mut have: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for events in got.values() {
+        let groups = data(events);
+        assert!(groups.windows(2).all(|w| w[0].0 < w[1].0), "groups in key order");
+        for (k, vs) in groups {
+            have.entry(*k).or_default().extend(vs.iter().cloned());
+        }
+    }
+    for vs in have.values_mut().chain(want.values_mut()) {
+        vs.sort();
+    }
+    assert_eq!(have, want);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,15 +1,18 @@
 //! Keyed gather (group by key): records `(key, value)` are routed by a hash of the key;
 //! in batch mode each target emits every key once, in key order, with all its values
-//! (in arrival order per source); in streaming mode each record is delivered as it
-//! arrives, as a group of one.
+//! (in arrival order per source), holding at most the spill budget in memory and sorted
+//! runs on disk beyond it; in streaming mode each record is delivered as it arrives, as
+//! a group of one.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
+use std::marker::PhantomData;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::codec::{decode_all, encode, key_hash};
-use super::core::{Core, Incoming};
+use super::codec::{decode, encode, key_hash};
+use super::core::{records, Core, Incoming};
+use crate::spill::{KeyOrder, SpillSorter};
 use super::{EdgeSpec, Event, Mode, Offer, Operation, Options, TaskId};
 use crate::{Communicator, Error, Result};
 
@@ -18,9 +21,11 @@ type Groups<K, V> = VecDeque<Event<(K, Vec<V>)>>;
 /// See the module docs.
 pub struct KeyedGather<K, V> {
     core: Core,
-    groups: HashMap<TaskId, BTreeMap<K, Vec<V>>>,
+    sorters: HashMap<TaskId, SpillSorter>,
+    spilled: u64,
     out: HashMap<TaskId, Groups<K, V>>,
     error: Option<Error>,
+    _kv: PhantomData<fn() -> (K, V)>,
 }
 
 impl<K, V> std::fmt::Debug for KeyedGather<K, V> {
@@ -29,35 +34,58 @@ impl<K, V> std::fmt::Debug for KeyedGather<K, V> {
     }
 }
 
-impl<K: Serialize + DeserializeOwned + Ord, V: Serialize + DeserializeOwned> KeyedGather<K, V> {
+impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned> KeyedGather<K, V> {
     /// A keyed gather.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a bad edge specification.
+    /// [`Error::InvalidArgument`] for a bad edge specification or spill directory.
     pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options) -> Result<Self> {
         let core = Core::new(comm, spec, &opts)?;
-        let groups = core.local_targets.iter().map(|&t| (t, BTreeMap::new())).collect();
+        let mut sorters = HashMap::new();
+        if opts.mode == Mode::Batch {
+            for &t in &core.local_targets {
+                sorters.insert(t, SpillSorter::new(opts.spill.clone(), Some(key_order::<K>()))?);
+            }
+        }
         let out = core.local_targets.iter().map(|&t| (t, VecDeque::new())).collect();
-        Ok(KeyedGather { core, groups, out, error: None })
+        Ok(KeyedGather { core, sorters, spilled: 0, out, error: None, _kv: PhantomData })
+    }
+
+    /// Bytes this worker's targets have spilled to disk so far.
+    pub fn spilled_bytes(&self) -> u64 {
+        self.spilled + self.sorters.values().map(SpillSorter::spilled_bytes).sum::<u64>()
     }
 
     fn take(&mut self, target: TaskId, incoming: Incoming) -> Result<()> {
-        let groups = self.groups.get_mut(&target).expect("local target");
         let out = self.out.get_mut(&target).expect("local target");
         match incoming {
             Incoming::Records { payload, .. } => {
-                for (k, v) in decode_all::<(K, V)>(&payload)? {
-                    if self.core.mode == Mode::Batch {
-                        groups.entry(k).or_default().push(v);
-                    } else {
-                        out.push_back(Event::Data((k, vec![v])));
+                for rec in records(&payload) {
+                    let rec = rec?;
+                    match self.sorters.get_mut(&target) {
+                        // Keep the encoded key and value: they are decoded once, when emitted.
+                        Some(sorter) => {
+                            let key_len = key_length::<K>(rec)?;
+                            sorter.push(rec[..key_len].to_vec(), rec[key_len..].to_vec())?;
+                        }
+                        None => {
+                            let (k, v) = decode::<(K, V)>(rec)?;
+                            out.push_back(Event::Data((k, vec![v])));
+                        }
                     }
                 }
             }
             Incoming::SourceEnded(_) => {}
             Incoming::Barrier(id) => out.push_back(Event::Barrier(id)),
             Incoming::End => {
-                out.extend(std::mem::take(groups).into_iter().map(Event::Data));
+                if let Some(sorter) = self.sorters.remove(&target) {
+                    self.spilled += sorter.spilled_bytes();
+                    for group in sorter.finish()?.group_by_key() {
+                        let (k, vs) = group?;
+                        let values = vs.iter().map(|v| decode::<V>(v)).collect::<Result<Vec<V>>>()?;
+                        out.push_back(Event::Data((decode::<K>(&k)?, values)));
+                    }
+                }
                 out.push_back(Event::End);
             }
         }
@@ -65,7 +93,24 @@ impl<K: Serialize + DeserializeOwned + Ord, V: Serialize + DeserializeOwned> Key
     }
 }
 
-impl<K: Serialize + DeserializeOwned + Ord, V: Serialize + DeserializeOwned> Operation for KeyedGather<K, V> {
+/// Orders encoded keys by decoding them (`Ord` of `K`); undecodable keys sort last.
+pub(crate) fn key_order<K: DeserializeOwned + Ord + 'static>() -> KeyOrder {
+    std::sync::Arc::new(|a: &[u8], b: &[u8]| match (decode::<K>(a), decode::<K>(b)) {
+        (Ok(x), Ok(y)) => x.cmp(&y),
+        (Ok(_), Err(_)) => std::cmp::Ordering::Less,
+        (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
+        (Err(_), Err(_)) => a.cmp(b),
+    })
+}
+
+/// Length of the encoded key at the start of an encoded `(K, V)` record.
+pub(crate) fn key_length<K: DeserializeOwned>(record: &[u8]) -> Result<usize> {
+    let mut cursor = std::io::Cursor::new(record);
+    let _: K = bincode::deserialize_from(&mut cursor)?;
+    Ok(cursor.position() as usize)
+}
+
+impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned> Operation for KeyedGather<K, V> {
     type In = (K, V);
     type Out = (K, Vec<V>);
 

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use crate::spill::SpillConfig;
 use crate::{Error, Result};
 
 /// A task's id, unique within a job.
@@ -76,6 +77,10 @@ pub struct Options {
     pub batch_bytes: usize,
     /// Longest wait without progress (None: the communicator's timeout).
     pub timeout: Option<Duration>,
+    /// Batch operations that hold records (keyed gather, sort, join) keep up to
+    /// `spill.budget_bytes` in memory per target and spill sorted runs to `spill.dirs`
+    /// beyond it.
+    pub spill: SpillConfig,
 }
 
 impl Options {
@@ -86,12 +91,18 @@ impl Options {
 
     /// Streaming mode with default sizes.
     pub fn streaming() -> Options {
-        Options { mode: Mode::Streaming, budget_bytes: 8 << 20, batch_bytes: 32 << 10, timeout: None }
+        Options { mode: Mode::Streaming, budget_bytes: 8 << 20, batch_bytes: 32 << 10, timeout: None, spill: SpillConfig::default() }
     }
 
     /// Sets the receive budget.
     pub fn budget(mut self, bytes: u64) -> Options {
         self.budget_bytes = bytes;
+        self
+    }
+
+    /// Sets the memory budget per target for held records, and where to spill beyond it.
+    pub fn spill(mut self, budget_bytes: usize, dirs: Vec<std::path::PathBuf>) -> Options {
+        self.spill = SpillConfig { dirs, budget_bytes };
         self
     }
 
