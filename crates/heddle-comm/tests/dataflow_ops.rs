@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use heddle_comm::dataflow::{
-    drive, EdgeSpec, Event, Gather, KeyedGather, KeyedReduce, Mode, Offer, Operation, Options, Partition,
-    Placement, Reduce, TaskId,
+    drive, EdgeSpec, Event, Gather, Join, JoinAlgorithm, JoinKind, Joined, KeyedGather, KeyedReduce, Mode, Offer, Operation,
+    Options, Partition, Placement, Reduce, Side, Sort, TaskId,
 };
 use heddle_comm::{local_world, CommConfig, Communicator};
 
@@ -373,7 +373,8 @@ fn keyed_gather_spills_to_disk_with_a_tiny_budget() {
     let big = |s: TaskId| -> Vec<(u32, String)> { (0..400u32).map(|i| ((i * 7 + s) % 37, format!("{s}-{i}-{}", "x".repeat((i % 50) as usize)))).collect() };
     let spilled = std::sync::atomic::AtomicU64::new(0);
     let comms = local_world(layout.workers, CommConfig::default()).unwrap();
-    let got: BTreeMap<TaskId, Vec<Event<(u32, Vec<String>)>>> = std::thread::scope(|s| {
+    type Groups = BTreeMap<TaskId, Vec<Event<(u32, Vec<String>)>>>;
+    let got: Groups = std::thread::scope(|s| {
         let hs: Vec<_> = comms
             .iter()
             .map(|c| {
@@ -412,4 +413,88 @@ fn keyed_gather_spills_to_disk_with_a_tiny_budget() {
     }
     assert_eq!(have, want);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn keyed(s: TaskId) -> Vec<(u64, u32)> {
+    (0..count(s) as u32).map(|i| ((u64::from(i) * 2_654_435_761 + u64::from(s) * 97) % 1000, s * 1000 + i)).collect()
+}
+
+#[test]
+fn sort_orders_each_range_and_all_of_them() {
+    for layout in layouts() {
+        let sample: Vec<u64> = layout.sources.iter().flat_map(|&s| keyed(s)).map(|(k, _)| k).step_by(3).collect();
+        let splitters = Sort::<u64, u32>::splitters_from_sample(sample, layout.targets.len());
+        let splitters: Vec<u64> = (0..layout.targets.len() - 1).map(|i| splitters.get(i).copied().unwrap_or(u64::MAX)).collect();
+        for budget in [64 << 20, 256] {
+            let opts = Options::batch().spill(budget, vec![std::env::temp_dir()]);
+            let got = run(&layout, 12, |c, spec| Sort::new(c, spec, opts.clone(), splitters.clone()).unwrap(), keyed);
+            let mut all = Vec::new();
+            for t in &layout.targets {
+                let part: Vec<(u64, u32)> = data(&got[t]).into_iter().copied().collect();
+                assert!(part.windows(2).all(|w| w[0].0 <= w[1].0), "a target's output is not sorted {layout:?}");
+                if let (Some(last), Some(first)) = (all.last(), part.first()) {
+                    let (prev, _): &(u64, u32) = last;
+                    assert!(*prev <= first.0, "ranges overlap between targets");
+                }
+                all.extend(part);
+            }
+            let mut want: Vec<(u64, u32)> = layout.sources.iter().flat_map(|&s| keyed(s)).collect();
+            want.sort_unstable();
+            all.sort_unstable();
+            assert_eq!(all, want, "sort {layout:?} budget {budget}");
+        }
+    }
+}
+
+fn join_reference(left: &[(u64, u32)], right: &[(u64, u32)], kind: JoinKind) -> Vec<Joined<u64, u32, u32>> {
+    let mut rows = Vec::new();
+    for &(k, l) in left {
+        for &(k2, r) in right {
+            if k == k2 {
+                rows.push((k, Some(l), Some(r)));
+            }
+        }
+    }
+    if matches!(kind, JoinKind::Left | JoinKind::Full) {
+        rows.extend(left.iter().filter(|(k, _)| !right.iter().any(|(k2, _)| k2 == k)).map(|&(k, l)| (k, Some(l), None)));
+    }
+    if matches!(kind, JoinKind::Right | JoinKind::Full) {
+        rows.extend(right.iter().filter(|(k, _)| !left.iter().any(|(k2, _)| k2 == k)).map(|&(k, r)| (k, None, Some(r))));
+    }
+    rows.sort_unstable();
+    rows
+}
+
+#[test]
+fn join_every_kind_algorithm_and_mode() {
+    let side = |s: TaskId| -> Vec<(u64, u32)> { (0..count(s) as u32).map(|i| (u64::from((i * 7 + s) % 23), s * 1000 + i)).collect() };
+    for layout in layouts().into_iter().filter(|l| l.sources.len() >= 2) {
+        let half = layout.sources.len() / 2;
+        let left_sources: Vec<TaskId> = layout.sources[..half].to_vec();
+        let left: Vec<(u64, u32)> = left_sources.iter().flat_map(|&s| side(s)).collect();
+        let right: Vec<(u64, u32)> = layout.sources[half..].iter().flat_map(|&s| side(s)).collect();
+        for kind in [JoinKind::Inner, JoinKind::Left, JoinKind::Right, JoinKind::Full] {
+            let want = join_reference(&left, &right, kind);
+            for (algorithm, opts) in [
+                (JoinAlgorithm::Hash, Options::batch()),
+                (JoinAlgorithm::Hash, Options::streaming()),
+                (JoinAlgorithm::SortMerge, Options::batch().spill(512, vec![std::env::temp_dir()])),
+            ] {
+                let input = |s: TaskId| -> Vec<(u64, Side<u32, u32>)> {
+                    side(s).into_iter().map(|(k, v)| (k, if left_sources.contains(&s) { Side::Left(v) } else { Side::Right(v) })).collect()
+                };
+                let got = run(&layout, 13, |c, spec| Join::new(c, spec, left_sources.clone(), opts.clone(), kind, algorithm).unwrap(), input);
+                let mut have: Vec<Joined<u64, u32, u32>> = Vec::new();
+                for events in got.values() {
+                    let rows = data(events);
+                    if opts.mode == Mode::Batch {
+                        assert!(rows.windows(2).all(|w| w[0].0 <= w[1].0), "batch join rows come in key order");
+                    }
+                    have.extend(rows.into_iter().copied());
+                }
+                have.sort_unstable();
+                assert_eq!(have, want, "{kind:?} {algorithm:?} {:?} {layout:?}", opts.mode);
+            }
+        }
+    }
 }

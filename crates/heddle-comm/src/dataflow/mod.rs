@@ -33,18 +33,22 @@ mod codec;
 mod core;
 mod drive;
 mod gather;
+mod join;
 mod keyed_gather;
 mod keyed_reduce;
 mod partition;
 mod reduce;
+mod sort;
 mod spec;
 
 pub use drive::drive;
 pub use gather::Gather;
+pub use join::{Join, JoinAlgorithm, JoinKind, Joined, Side};
 pub use keyed_gather::KeyedGather;
 pub use keyed_reduce::KeyedReduce;
 pub use partition::Partition;
 pub use reduce::Reduce;
+pub use sort::Sort;
 pub use spec::{EdgeSpec, Mode, Options, Placement, TaskId};
 
 use crate::Result;

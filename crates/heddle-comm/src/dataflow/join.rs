@@ -1,0 +1,287 @@
+//! Join: two inputs keyed alike — the records of the left sources and of the right
+//! sources — meet at the target their key hashes to. Inner, left, right and full outer
+//! joins. The hash algorithm keeps both sides in memory per key; in streaming mode it
+//! emits each match as soon as its second half arrives (a symmetric hash join) and the
+//! unmatched rows of outer joins at the end. The sort-merge algorithm (batch mode only)
+//! sorts both sides by key with disk spill and merges them at the end; batch results come
+//! in key order either way.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::codec::{decode, encode, key_hash};
+use super::core::{records, Core, Incoming};
+use super::keyed_gather::{key_length, key_order};
+use super::{EdgeSpec, Event, Mode, Offer, Operation, Options, TaskId};
+use crate::spill::SpillSorter;
+use crate::{Communicator, Error, Result};
+
+/// Which rows a join keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinKind {
+    /// Only keys on both sides.
+    Inner,
+    /// Every left row, with `None` where no right row matches.
+    Left,
+    /// Every right row, with `None` where no left row matches.
+    Right,
+    /// Every row of both sides.
+    Full,
+}
+
+/// How a join is computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinAlgorithm {
+    /// In-memory hash tables per key (streaming or batch).
+    Hash,
+    /// External sort of both sides, then a merge (batch only; spills to disk).
+    SortMerge,
+}
+
+/// One input record of a join.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Side<L, R> {
+    /// From a left source.
+    Left(L),
+    /// From a right source.
+    Right(R),
+}
+
+/// A joined row: key, left value, right value.
+pub type Joined<K, L, R> = (K, Option<L>, Option<R>);
+
+#[derive(Debug)]
+struct Sides<L, R> {
+    left: Vec<L>,
+    right: Vec<R>,
+    left_matched: Vec<bool>,
+    right_matched: Vec<bool>,
+}
+
+impl<L, R> Default for Sides<L, R> {
+    fn default() -> Self {
+        Sides { left: Vec::new(), right: Vec::new(), left_matched: Vec::new(), right_matched: Vec::new() }
+    }
+}
+
+enum Held<K, L, R> {
+    Hash(HashMap<Vec<u8>, (K, Sides<L, R>)>),
+    Sorted(SpillSorter),
+}
+
+/// See the module docs.
+pub struct Join<K, L, R> {
+    core: Core,
+    left_sources: HashSet<TaskId>,
+    kind: JoinKind,
+    held: HashMap<TaskId, Held<K, L, R>>,
+    out: HashMap<TaskId, VecDeque<Event<Joined<K, L, R>>>>,
+    error: Option<Error>,
+}
+
+impl<K, L, R> std::fmt::Debug for Join<K, L, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Join").field("edge", &self.core.spec.edge).field("kind", &self.kind).finish_non_exhaustive()
+    }
+}
+
+impl<K, L, R> Join<K, L, R>
+where
+    K: Serialize + DeserializeOwned + Ord + Clone + 'static,
+    L: Serialize + DeserializeOwned + Clone,
+    R: Serialize + DeserializeOwned + Clone,
+{
+    /// A join whose sources `left_sources` (a subset of `spec.sources`) offer
+    /// `Side::Left` records and whose other sources offer `Side::Right` records.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for left sources outside the edge, sort-merge in
+    /// streaming mode, or a bad edge specification or spill directory.
+    pub fn new(comm: &Communicator, spec: EdgeSpec, left_sources: Vec<TaskId>, opts: Options, kind: JoinKind, algorithm: JoinAlgorithm) -> Result<Self> {
+        if let Some(s) = left_sources.iter().find(|s| !spec.sources.contains(s)) {
+            return Err(Error::InvalidArgument(format!("left source {s} is not a source of the edge")));
+        }
+        if algorithm == JoinAlgorithm::SortMerge && opts.mode == Mode::Streaming {
+            return Err(Error::InvalidArgument("a sort-merge join needs batch mode; use JoinAlgorithm::Hash for streams".into()));
+        }
+        let core = Core::new(comm, spec, &opts)?;
+        let mut held = HashMap::new();
+        for &t in &core.local_targets {
+            let h = match algorithm {
+                JoinAlgorithm::Hash => Held::Hash(HashMap::new()),
+                JoinAlgorithm::SortMerge => Held::Sorted(SpillSorter::new(opts.spill.clone(), Some(key_order::<K>()))?),
+            };
+            held.insert(t, h);
+        }
+        let out = core.local_targets.iter().map(|&t| (t, VecDeque::new())).collect();
+        Ok(Join { core, left_sources: left_sources.into_iter().collect(), kind, held, out, error: None })
+    }
+
+    fn take(&mut self, target: TaskId, incoming: Incoming) -> Result<()> {
+        let streaming = self.core.mode == Mode::Streaming;
+        let out = self.out.get_mut(&target).expect("local target");
+        let held = self.held.get_mut(&target).expect("local target");
+        match incoming {
+            Incoming::Records { payload, .. } => {
+                for rec in records(&payload) {
+                    let rec = rec?;
+                    let key_len = key_length::<K>(rec)?;
+                    match held {
+                        Held::Sorted(sorter) => sorter.push(rec[..key_len].to_vec(), rec[key_len..].to_vec())?,
+                        Held::Hash(map) => {
+                            let (k, side) = decode::<(K, Side<L, R>)>(rec)?;
+                            let (_, sides) = map.entry(rec[..key_len].to_vec()).or_insert_with(|| (k.clone(), Sides::default()));
+                            add(sides, side, streaming.then_some((&k, &mut *out)));
+                        }
+                    }
+                }
+            }
+            Incoming::SourceEnded(_) => {}
+            Incoming::Barrier(id) => out.push_back(Event::Barrier(id)),
+            Incoming::End => {
+                let rows = match std::mem::replace(held, Held::Hash(HashMap::new())) {
+                    Held::Hash(map) => {
+                        let sorted: BTreeMap<K, Sides<L, R>> = map.into_values().collect();
+                        sorted.into_iter().flat_map(|(k, s)| finish_key(k, s, self.kind, streaming)).collect::<Vec<_>>()
+                    }
+                    Held::Sorted(sorter) => {
+                        let mut rows = Vec::new();
+                        for group in sorter.finish()?.group_by_key() {
+                            let (k, vs) = group?;
+                            let mut sides = Sides::default();
+                            for v in vs {
+                                add::<K, L, R>(&mut sides, decode::<Side<L, R>>(&v)?, None);
+                            }
+                            rows.extend(finish_key(decode::<K>(&k)?, sides, self.kind, false));
+                        }
+                        rows
+                    }
+                };
+                out.extend(rows.into_iter().map(Event::Data));
+                out.push_back(Event::End);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Stores one side's value and marks the rows it matches; in streaming mode (`emit`)
+/// emits those matches at once.
+fn add<K: Clone, L: Clone, R: Clone>(s: &mut Sides<L, R>, side: Side<L, R>, mut emit: Option<(&K, &mut VecDeque<Event<Joined<K, L, R>>>)>) {
+    match side {
+        Side::Left(l) => {
+            for (r, m) in s.right.iter().zip(s.right_matched.iter_mut()) {
+                *m = true;
+                if let Some((k, out)) = emit.as_mut() {
+                    out.push_back(Event::Data(((*k).clone(), Some(l.clone()), Some(r.clone()))));
+                }
+            }
+            s.left_matched.push(!s.right.is_empty());
+            s.left.push(l);
+        }
+        Side::Right(r) => {
+            for (l, m) in s.left.iter().zip(s.left_matched.iter_mut()) {
+                *m = true;
+                if let Some((k, out)) = emit.as_mut() {
+                    out.push_back(Event::Data(((*k).clone(), Some(l.clone()), Some(r.clone()))));
+                }
+            }
+            s.right_matched.push(!s.left.is_empty());
+            s.right.push(r);
+        }
+    }
+}
+
+/// The rows of one key at the end: all matches (unless already emitted while
+/// streaming) and the unmatched rows the join kind keeps.
+fn finish_key<K: Clone, L: Clone, R: Clone>(k: K, s: Sides<L, R>, kind: JoinKind, streamed: bool) -> Vec<Joined<K, L, R>> {
+    let mut rows = Vec::new();
+    if !streamed {
+        for l in &s.left {
+            for r in &s.right {
+                rows.push((k.clone(), Some(l.clone()), Some(r.clone())));
+            }
+        }
+    }
+    if matches!(kind, JoinKind::Left | JoinKind::Full) {
+        let unmatched = s.left.iter().zip(&s.left_matched).filter(|(_, &m)| !m);
+        rows.extend(unmatched.map(|(l, _)| (k.clone(), Some(l.clone()), None)));
+    }
+    if matches!(kind, JoinKind::Right | JoinKind::Full) {
+        let unmatched = s.right.iter().zip(&s.right_matched).filter(|(_, &m)| !m);
+        rows.extend(unmatched.map(|(r, _)| (k.clone(), None, Some(r.clone()))));
+    }
+    rows
+}
+
+impl<K, L, R> Operation for Join<K, L, R>
+where
+    K: Serialize + DeserializeOwned + Ord + Clone + 'static,
+    L: Serialize + DeserializeOwned + Clone,
+    R: Serialize + DeserializeOwned + Clone,
+{
+    type In = (K, Side<L, R>);
+    type Out = Joined<K, L, R>;
+
+    fn offer(&mut self, source: TaskId, item: (K, Side<L, R>)) -> Result<Offer<(K, Side<L, R>)>> {
+        self.core.check_source(source)?;
+        let is_left = matches!(item.1, Side::Left(_));
+        if is_left != self.left_sources.contains(&source) {
+            return Err(Error::InvalidArgument(format!("source {source} offered a record of the wrong side of the join")));
+        }
+        let key = encode(&item.0)?;
+        let targets = &self.core.spec.targets;
+        let target = targets[(key_hash(&key) % targets.len() as u64) as usize];
+        if !self.core.has_room(&[target]) {
+            return Ok(Offer::Full(item));
+        }
+        self.core.push_record(source, target, &encode(&item)?);
+        Ok(Offer::Accepted)
+    }
+
+    fn finish(&mut self, source: TaskId) -> Result<()> {
+        self.core.finish(source)
+    }
+
+    fn barrier(&mut self, source: TaskId, id: u64) -> Result<()> {
+        self.core.barrier(source, id)
+    }
+
+    fn progress(&mut self) -> Result<bool> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        let moved = self.core.progress(self.core.mode == Mode::Batch)?;
+        if moved {
+            self.core.moved();
+        }
+        Ok(moved)
+    }
+
+    fn poll(&mut self, target: TaskId) -> Option<Event<Joined<K, L, R>>> {
+        loop {
+            if let Some(e) = self.out.get_mut(&target)?.pop_front() {
+                return Some(e);
+            }
+            let incoming = self.core.next(target)?;
+            if let Err(e) = self.take(target, incoming) {
+                self.error = Some(e);
+                return None;
+            }
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        self.core.is_done() && self.out.values().all(VecDeque::is_empty)
+    }
+
+    fn local_targets(&self) -> Vec<TaskId> {
+        self.core.local_targets.clone()
+    }
+
+    fn wait(&mut self) -> Result<()> {
+        self.core.wait()
+    }
+}
