@@ -52,6 +52,8 @@ pub enum Side<L, R> {
 /// A joined row: key, left value, right value.
 pub type Joined<K, L, R> = (K, Option<L>, Option<R>);
 
+type Rows<K, L, R> = VecDeque<Event<Joined<K, L, R>>>;
+
 #[derive(Debug)]
 struct Sides<L, R> {
     left: Vec<L>,
@@ -77,7 +79,7 @@ pub struct Join<K, L, R> {
     left_sources: HashSet<TaskId>,
     kind: JoinKind,
     held: HashMap<TaskId, Held<K, L, R>>,
-    out: HashMap<TaskId, VecDeque<Event<Joined<K, L, R>>>>,
+    out: HashMap<TaskId, Rows<K, L, R>>,
     error: Option<Error>,
 }
 
@@ -169,7 +171,7 @@ where
 
 /// Stores one side's value and marks the rows it matches; in streaming mode (`emit`)
 /// emits those matches at once.
-fn add<K: Clone, L: Clone, R: Clone>(s: &mut Sides<L, R>, side: Side<L, R>, mut emit: Option<(&K, &mut VecDeque<Event<Joined<K, L, R>>>)>) {
+fn add<K: Clone, L: Clone, R: Clone>(s: &mut Sides<L, R>, side: Side<L, R>, mut emit: Option<(&K, &mut Rows<K, L, R>)>) {
     match side {
         Side::Left(l) => {
             for (r, m) in s.right.iter().zip(s.right_matched.iter_mut()) {
