@@ -99,7 +99,7 @@ fn modes() -> [Options; 2] {
 }
 
 #[test]
-fn partition_direct_broadcast() {
+fn partition_direct_union_broadcast() {
     for layout in layouts() {
         for opts in modes() {
             let n_t = layout.targets.len();
@@ -120,6 +120,14 @@ fn partition_direct_broadcast() {
             for (i, &t) in layout.targets.iter().enumerate() {
                 let have: Vec<u64> = data(&got[&t]).into_iter().copied().collect();
                 assert_eq!(have, numbers(layout.sources[i]), "direct {layout:?}");
+            }
+            let got = run(&layout, 14, |c, spec| Partition::union(c, spec, opts.clone()).unwrap(), numbers);
+            for (i, &t) in layout.targets.iter().enumerate() {
+                let mut have: Vec<u64> = data(&got[&t]).into_iter().copied().collect();
+                let mut want: Vec<u64> = layout.sources.iter().enumerate().filter(|(j, _)| j % n_t == i).flat_map(|(_, &s)| numbers(s)).collect();
+                have.sort_unstable();
+                want.sort_unstable();
+                assert_eq!(have, want, "union {layout:?}");
             }
             let got = run(&layout, 3, |c, spec| Partition::broadcast(c, spec, opts.clone()).unwrap(), numbers);
             let mut want: Vec<u64> = layout.sources.iter().flat_map(|&s| numbers(s)).collect();

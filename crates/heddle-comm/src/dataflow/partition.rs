@@ -1,5 +1,7 @@
-//! Partition (each record to one target chosen by a function), and its two fixed-route
-//! relatives: direct (source i to target i) and broadcast (every record to every target).
+//! Partition (each record to one target chosen by a function), and its fixed-route
+//! relatives: direct (source i to target i), union (the sources merged into the targets,
+//! source i feeding target i mod the target count) and broadcast (every record to every
+//! target).
 //! Streaming and batch behave alike: records are delivered as they arrive; batch mode
 //! adds the end of every source.
 
@@ -19,6 +21,7 @@ type Partitioner<T> = Box<dyn Fn(&T) -> usize + Send>;
 enum Route<T> {
     By(Partitioner<T>),
     Direct,
+    Union,
     All,
 }
 
@@ -55,6 +58,15 @@ impl<T: Serialize + DeserializeOwned> Partition<T> {
         Self::with_route(comm, spec, opts, Route::Direct)
     }
 
+    /// Union: the records of all sources merged into the targets; source i feeds
+    /// target i mod the number of targets (one target: a single merged stream).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad edge specification.
+    pub fn union(comm: &Communicator, spec: EdgeSpec, opts: Options) -> Result<Self> {
+        Self::with_route(comm, spec, opts, Route::Union)
+    }
+
     /// Broadcast: every record goes to every target.
     ///
     /// # Errors
@@ -80,9 +92,9 @@ impl<T: Serialize + DeserializeOwned> Partition<T> {
         let targets = &self.core.spec.targets;
         match &self.route {
             Route::By(f) => vec![targets[f(item) % targets.len()]],
-            Route::Direct => {
+            Route::Direct | Route::Union => {
                 let i = self.core.spec.sources.iter().position(|&s| s == source).unwrap_or(0);
-                vec![targets[i]]
+                vec![targets[i % targets.len()]]
             }
             Route::All => targets.clone(),
         }
