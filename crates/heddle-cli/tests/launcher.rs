@@ -213,3 +213,19 @@ extern "C" {
     #[link_name = "kill"]
     fn libc_kill(pid: i32, sig: i32) -> i32;
 }
+
+#[test]
+fn dataflow_wordcount_across_processes() {
+    let wc = example("wordcount");
+    for transport in ["shm", "tcp"] {
+        for mode in ["batch", "streaming"] {
+            let mark = marker("wordcount");
+            let (out, _) = run(&mark, &["run", "-n", "3", "--transport", transport, "--", &wc, "--words", "20000", "--mode", mode]);
+            let stdout = text(&out.stdout);
+            assert!(out.status.success(), "{transport} {mode}: {stdout}\n{}", text(&out.stderr));
+            let json = stdout.lines().find(|l| l.starts_with("[0] {\"example\"")).expect("summary line");
+            assert!(json.contains("\"ok\": true") && json.contains("\"words\": 120000"), "{json}");
+            assert_no_survivors(&mark);
+        }
+    }
+}
