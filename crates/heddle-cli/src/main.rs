@@ -2,6 +2,7 @@
 //! against its peers.
 
 mod bench;
+mod bench_dataflow;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -30,6 +31,8 @@ enum Cmd {
 enum BenchCmd {
     /// Collective latency and bandwidth against Open MPI (mpi4py).
     Collectives(bench::BenchCollectivesArgs),
+    /// Dataflow operation throughput and streaming latency.
+    Dataflow(bench_dataflow::BenchDataflowArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -65,6 +68,10 @@ fn main() {
     let code = match cli.command {
         Cmd::Run(args) => run(args),
         Cmd::Bench(BenchCmd::Collectives(args)) => bench::bench_collectives(&args).unwrap_or_else(|e| {
+            eprintln!("heddle bench: {e}");
+            1
+        }),
+        Cmd::Bench(BenchCmd::Dataflow(args)) => bench_dataflow::bench_dataflow(&args).unwrap_or_else(|e| {
             eprintln!("heddle bench: {e}");
             1
         }),

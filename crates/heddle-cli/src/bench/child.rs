@@ -14,19 +14,19 @@ const KILL_GRACE: Duration = Duration::from_secs(10);
 
 /// Output of [`run_captured`].
 #[derive(Debug)]
-pub(super) struct Captured {
+pub(crate) struct Captured {
     /// How the child ended (killed, when it timed out).
-    pub(super) status: ExitStatus,
+    pub(crate) status: ExitStatus,
     /// Every line it printed on stdout, in order.
-    pub(super) lines: Vec<String>,
+    pub(crate) lines: Vec<String>,
     /// Whether it ran past the time limit and was stopped.
-    pub(super) timed_out: bool,
+    pub(crate) timed_out: bool,
 }
 
 /// Runs `cmd` with stdout captured line by line (stderr inherited, stdin closed), killing it
 /// (SIGTERM, then SIGKILL) after `timeout`. With `echo`, stdout lines that are not measurement
 /// records are copied to stderr as they come.
-pub(super) fn run_captured(
+pub(crate) fn run_captured(
     cmd: &mut Command,
     timeout: Duration,
     echo: bool,

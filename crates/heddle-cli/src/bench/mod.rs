@@ -24,7 +24,7 @@
 //! and [`report`] (the table and the JSON file).
 
 mod args;
-mod child;
+pub(crate) mod child;
 mod record;
 mod report;
 mod sides;
