@@ -39,7 +39,7 @@ pub(crate) fn bench_dataflow(args: &BenchDataflowArgs) -> Result<i32, BoxError> 
     if !example.is_file() {
         return Err(format!("{} is missing: build it with `cargo build --release --examples`", example.display()).into());
     }
-    if args.ranks.iter().any(|&r| r == 0) {
+    if args.ranks.contains(&0) {
         return Err("--ranks must list positive world sizes".into());
     }
     let mut rows: Vec<serde_json::Value> = Vec::new();
