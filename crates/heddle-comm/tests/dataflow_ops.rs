@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use heddle_comm::dataflow::{
-    drive, EdgeSpec, Event, Gather, Join, JoinAlgorithm, JoinKind, Joined, KeyedGather, KeyedReduce, Mode, Offer, Operation,
+    drive, BroadcastTree, EdgeSpec, Event, Gather, Join, JoinAlgorithm, JoinKind, Joined, KeyedGather, KeyedReduce, Mode, Offer, Operation,
     Options, Partition, Placement, Reduce, Side, Sort, TaskId,
 };
 use heddle_comm::{local_world, CommConfig, Communicator};
@@ -129,13 +129,24 @@ fn partition_direct_union_broadcast() {
                 want.sort_unstable();
                 assert_eq!(have, want, "union {layout:?}");
             }
-            let got = run(&layout, 3, |c, spec| Partition::broadcast(c, spec, opts.clone()).unwrap(), numbers);
             let mut want: Vec<u64> = layout.sources.iter().flat_map(|&s| numbers(s)).collect();
             want.sort_unstable();
-            for t in &layout.targets {
-                let mut have: Vec<u64> = data(&got[t]).into_iter().copied().collect();
-                have.sort_unstable();
-                assert_eq!(have, want, "broadcast {layout:?}");
+            let trees = [None, Some(BroadcastTree::Flat), Some(BroadcastTree::Binomial), Some(BroadcastTree::Binary), Some(BroadcastTree::Ring)];
+            for (i, tree) in trees.into_iter().enumerate() {
+                let got = run(&layout, 20 + i as u32, |c, spec| match tree {
+                    None => Partition::broadcast_direct(c, spec, opts.clone()).unwrap(),
+                    Some(t) => Partition::broadcast_along(c, spec, opts.clone(), t).unwrap(),
+                }, numbers);
+                for t in &layout.targets {
+                    let have: Vec<u64> = data(&got[t]).into_iter().copied().collect();
+                    for s in &layout.sources {
+                        let from_s: Vec<u64> = have.iter().copied().filter(|x| x / 100_000 == u64::from(*s)).collect();
+                        assert_eq!(from_s, numbers(*s), "broadcast {tree:?} lost or reordered source {s}'s records");
+                    }
+                    let mut have = have;
+                    have.sort_unstable();
+                    assert_eq!(have, want, "broadcast {tree:?} {layout:?}");
+                }
             }
         }
     }

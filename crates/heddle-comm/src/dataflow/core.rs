@@ -44,6 +44,51 @@ struct TargetState {
     ended_all: bool,
 }
 
+/// Target id of a message meant for every target of the edge, relayed worker to worker
+/// along a broadcast tree.
+pub(crate) const RELAY: TaskId = u32::MAX;
+
+/// The worker-level tree a broadcast travels along (rooted at the source's worker).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BroadcastTree {
+    /// The source's worker sends to every worker with targets: one hop, most sends at the root.
+    Flat,
+    /// Binomial tree: ⌈log₂ w⌉ hops, each worker forwards to a few others.
+    Binomial,
+    /// Binary tree: each worker forwards to at most two.
+    Binary,
+    /// Pipelined chain: each worker forwards to the next as messages arrive; best for long streams of large messages.
+    Ring,
+}
+
+impl BroadcastTree {
+    /// The workers `me` forwards to, for a broadcast rooted at `root` over `workers`.
+    pub(crate) fn children(self, root: usize, workers: &[usize], me: usize) -> Vec<usize> {
+        let mut order = vec![root];
+        order.extend(workers.iter().copied().filter(|&w| w != root));
+        let Some(i) = order.iter().position(|&w| w == me) else { return Vec::new() };
+        let n = order.len();
+        let idx: Vec<usize> = match self {
+            BroadcastTree::Flat => if i == 0 { (1..n).collect() } else { Vec::new() },
+            BroadcastTree::Binary => [2 * i + 1, 2 * i + 2].into_iter().filter(|&c| c < n).collect(),
+            BroadcastTree::Ring => [i + 1].into_iter().filter(|&c| c < n).collect(),
+            BroadcastTree::Binomial => {
+                let low = if i == 0 { n.next_power_of_two() } else { 1 << i.trailing_zeros() };
+                let mut c = Vec::new();
+                let mut m = low >> 1;
+                while m > 0 {
+                    if i + m < n {
+                        c.push(i + m);
+                    }
+                    m >>= 1;
+                }
+                c
+            }
+        };
+        idx.into_iter().map(|k| order[k]).collect()
+    }
+}
+
 /// Shared state of one operation on one worker.
 #[derive(Debug)]
 pub(crate) struct Core {
@@ -65,6 +110,13 @@ pub(crate) struct Core {
     source_workers: Vec<usize>,
     ready_bytes: usize,
     idle: Idle,
+    rank: usize,
+    /// Broadcast along this tree (messages addressed to [`RELAY`]).
+    relay: Option<BroadcastTree>,
+    target_workers: Vec<usize>,
+    /// Relayed messages this worker sent to itself (as tree root) and has not yet
+    /// received back to forward.
+    relay_outstanding: usize,
 }
 
 impl Core {
@@ -81,12 +133,16 @@ impl Core {
         for &t in &spec.sources {
             source_workers.push(spec.placement.worker(t)?);
         }
+        let mut target_workers = Vec::new();
         for &t in &spec.targets {
             let w = spec.placement.worker(t)?;
             if w >= comm.size() {
                 return Err(Error::InvalidArgument(format!("task {t} is placed on worker {w} of a world of {}", comm.size())));
             }
+            target_workers.push(w);
         }
+        target_workers.sort_unstable();
+        target_workers.dedup();
         source_workers.sort_unstable();
         source_workers.dedup();
         let window = (opts.budget_bytes / source_workers.len() as u64).max(1);
@@ -114,9 +170,27 @@ impl Core {
             source_workers,
             ready_bytes: 0,
             idle: Idle::default(),
+            rank,
+            relay: None,
+            target_workers,
+            relay_outstanding: 0,
             shared,
             spec,
         })
+    }
+
+    /// Sends records, ends and barriers to [`RELAY`] along `tree` instead of to each target.
+    pub(crate) fn set_relay(&mut self, tree: BroadcastTree) {
+        self.relay = Some(tree);
+    }
+
+    /// The targets a source's end or barrier goes to.
+    fn end_targets(&self) -> Vec<TaskId> {
+        if self.relay.is_some() {
+            vec![RELAY]
+        } else {
+            self.spec.targets.clone()
+        }
     }
 
     /// Checks `source` may still offer on this worker.
@@ -131,6 +205,10 @@ impl Core {
     }
 
     fn worker(&self, task: TaskId) -> usize {
+        if task == RELAY {
+            // A relayed message first goes to this worker, the root of its tree.
+            return self.rank;
+        }
         self.spec.placement.worker(task).expect("placement validated in Core::new")
     }
 
@@ -155,6 +233,7 @@ impl Core {
         let sequence = *seq;
         *seq += 1;
         let w = self.worker(target);
+        self.relay_outstanding += usize::from(target == RELAY);
         self.pending_bytes[w] += data.len();
         self.pending[w].push_back(Msg { env: Envelope { kind, source, target, sequence }, data });
     }
@@ -173,7 +252,7 @@ impl Core {
     pub(crate) fn finish(&mut self, source: TaskId) -> Result<()> {
         self.check_source(source)?;
         self.flush(Some(source));
-        for t in self.spec.targets.clone() {
+        for t in self.end_targets() {
             self.queue(Kind::EndOfStream, source, t, Vec::new());
         }
         self.finished.insert(source);
@@ -184,8 +263,9 @@ impl Core {
     pub(crate) fn barrier(&mut self, source: TaskId, id: u64) -> Result<()> {
         self.check_source(source)?;
         self.flush(Some(source));
-        for t in self.spec.targets.clone() {
+        for t in self.end_targets() {
             let w = self.worker(t);
+            self.relay_outstanding += usize::from(t == RELAY);
             let env = Envelope { kind: Kind::Barrier, source, target: t, sequence: id };
             self.pending[w].push_back(Msg { env, data: Vec::new() });
         }
@@ -227,6 +307,9 @@ impl Core {
     }
 
     fn deliver(&mut self, d: Delivered) -> Result<()> {
+        if d.target == RELAY {
+            return self.relay(d);
+        }
         let sources = self.spec.sources.len();
         let ts = self.targets.get_mut(&d.target).ok_or_else(|| {
             Error::InvalidArgument(format!("a message for task {} arrived at a worker that does not run it", d.target))
@@ -275,6 +358,24 @@ impl Core {
         Ok(())
     }
 
+    /// Forwards a relayed message down the tree, then delivers it to every local target.
+    fn relay(&mut self, d: Delivered) -> Result<()> {
+        let tree = self.relay.ok_or_else(|| Error::InvalidArgument(format!("edge {} received a relayed message but does not relay", self.spec.edge)))?;
+        let root = self.spec.placement.worker(d.source)?;
+        if root == self.rank {
+            self.relay_outstanding -= 1;
+        }
+        for child in tree.children(root, &self.target_workers, self.rank) {
+            let env = Envelope { kind: d.kind, source: d.source, target: RELAY, sequence: d.sequence };
+            self.pending_bytes[child] += d.payload.len();
+            self.pending[child].push_back(Msg { env, data: d.payload.clone() });
+        }
+        for t in self.local_targets.clone() {
+            self.deliver(Delivered { target: t, payload: d.payload.clone(), ..d.clone() })?;
+        }
+        Ok(())
+    }
+
     /// The next incoming item for `target`, pulling from the edge if needed.
     pub(crate) fn next(&mut self, target: TaskId) -> Option<Incoming> {
         if self.targets.get(&target).is_some_and(|t| t.ready.is_empty()) {
@@ -295,6 +396,7 @@ impl Core {
         self.targets.values().all(|t| t.ended_all && t.ready.is_empty())
             && self.pending.iter().all(VecDeque::is_empty)
             && self.batches.values().all(Vec::is_empty)
+            && self.relay_outstanding == 0
             && !self.shared.lock().channels.sending(self.edge)
     }
 
@@ -348,4 +450,32 @@ pub(crate) fn records(payload: &[u8]) -> impl Iterator<Item = Result<&[u8]>> {
         at += 4 + len;
         Some(rec.ok_or_else(|| Error::InvalidArgument("a record is cut short".into())))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BroadcastTree;
+
+    #[test]
+    fn every_tree_reaches_every_worker_once() {
+        for tree in [BroadcastTree::Flat, BroadcastTree::Binomial, BroadcastTree::Binary, BroadcastTree::Ring] {
+            for n in 1..=9usize {
+                let workers: Vec<usize> = (0..n).map(|w| w * 3 % 11).collect();
+                for root in [workers[0], workers[n - 1], 42] {
+                    let mut reached = vec![root];
+                    let mut frontier = vec![root];
+                    while let Some(w) = frontier.pop() {
+                        for c in tree.children(root, &workers, w) {
+                            assert!(!reached.contains(&c), "{tree:?} n={n}: worker {c} reached twice");
+                            reached.push(c);
+                            frontier.push(c);
+                        }
+                    }
+                    for w in &workers {
+                        assert!(reached.contains(w), "{tree:?} n={n} root={root}: worker {w} not reached");
+                    }
+                }
+            }
+        }
+    }
 }

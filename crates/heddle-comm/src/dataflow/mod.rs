@@ -41,6 +41,7 @@ mod reduce;
 mod sort;
 mod spec;
 
+pub use self::core::BroadcastTree;
 pub use drive::drive;
 pub use gather::Gather;
 pub use join::{Join, JoinAlgorithm, JoinKind, Joined, Side};

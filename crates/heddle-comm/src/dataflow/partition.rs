@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::codec::{decode_all, encode};
-use super::core::{Core, Incoming};
+use super::core::{BroadcastTree, Core, Incoming, RELAY};
 use super::{EdgeSpec, Event, Offer, Operation, Options, TaskId};
 use crate::{Communicator, Error, Result};
 
@@ -23,6 +23,7 @@ enum Route<T> {
     Direct,
     Union,
     All,
+    Tree,
 }
 
 /// Records from sources to targets along a route; see the module docs.
@@ -67,11 +68,37 @@ impl<T: Serialize + DeserializeOwned> Partition<T> {
         Self::with_route(comm, spec, opts, Route::Union)
     }
 
-    /// Broadcast: every record goes to every target.
+    /// Broadcast: every record goes to every target. Up to three workers with targets
+    /// are reached directly (flat); more along a binomial tree of workers.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad edge specification.
     pub fn broadcast(comm: &Communicator, spec: EdgeSpec, opts: Options) -> Result<Self> {
+        let mut workers: Vec<usize> = spec.targets.iter().filter_map(|&t| spec.placement.worker(t).ok()).collect();
+        workers.sort_unstable();
+        workers.dedup();
+        let tree = if workers.len() <= 3 { BroadcastTree::Flat } else { BroadcastTree::Binomial };
+        Self::broadcast_along(comm, spec, opts, tree)
+    }
+
+    /// Broadcast along a chosen worker tree: [`BroadcastTree::Flat`] sends every message
+    /// from the source's worker to each worker with targets; the others relay it
+    /// worker to worker, each worker handing it to its own targets.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad edge specification.
+    pub fn broadcast_along(comm: &Communicator, spec: EdgeSpec, opts: Options, tree: BroadcastTree) -> Result<Self> {
+        let mut p = Self::with_route(comm, spec, opts, Route::Tree)?;
+        p.core.set_relay(tree);
+        Ok(p)
+    }
+
+    /// Broadcast that sends a copy of every record to each target directly (no relays,
+    /// one message per target).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad edge specification.
+    pub fn broadcast_direct(comm: &Communicator, spec: EdgeSpec, opts: Options) -> Result<Self> {
         Self::with_route(comm, spec, opts, Route::All)
     }
 
@@ -97,6 +124,7 @@ impl<T: Serialize + DeserializeOwned> Partition<T> {
                 vec![targets[i % targets.len()]]
             }
             Route::All => targets.clone(),
+            Route::Tree => vec![RELAY],
         }
     }
 }
