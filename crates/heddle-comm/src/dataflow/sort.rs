@@ -41,6 +41,21 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
     /// [`Error::InvalidArgument`] if the splitters do not fit the targets or are not
     /// ascending, or for a bad edge specification or spill directory.
     pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options, splitters: Vec<K>) -> Result<Self> {
+        Self::build(comm, spec, opts, splitters, Some(key_order::<K>()))
+    }
+
+    /// A sort that compares encoded keys byte by byte instead of decoding them: much
+    /// faster, and correct only for keys whose bincode encoding sorts like the key —
+    /// byte arrays such as `[u8; 10]` (no length prefix), or big-endian integers stored as
+    /// byte arrays.
+    ///
+    /// # Errors
+    /// As [`Sort::new`].
+    pub fn new_bytewise(comm: &Communicator, spec: EdgeSpec, opts: Options, splitters: Vec<K>) -> Result<Self> {
+        Self::build(comm, spec, opts, splitters, None)
+    }
+
+    fn build(comm: &Communicator, spec: EdgeSpec, opts: Options, splitters: Vec<K>, order: Option<crate::spill::KeyOrder>) -> Result<Self> {
         if splitters.len() + 1 != spec.targets.len() {
             return Err(Error::InvalidArgument(format!(
                 "sort over {} targets needs {} splitters, got {}",
@@ -56,7 +71,7 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
         let mut sorters = HashMap::new();
         if opts.mode == Mode::Batch {
             for &t in &core.local_targets {
-                sorters.insert(t, SpillSorter::new(opts.spill.clone(), Some(key_order::<K>()))?);
+                sorters.insert(t, SpillSorter::new(opts.spill.clone(), order.clone())?);
             }
         }
         let out = core.local_targets.iter().map(|&t| (t, VecDeque::new())).collect();
