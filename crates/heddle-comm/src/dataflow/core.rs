@@ -219,13 +219,29 @@ impl Core {
 
     /// Appends one encoded record for `target`; flushes the batch when it is full.
     pub(crate) fn push_record(&mut self, source: TaskId, target: TaskId, record: &[u8]) {
+        // Appending a slice cannot fail.
+        let _ = self.push_with(source, target, |buf| {
+            buf.extend_from_slice(record);
+            Ok(())
+        });
+    }
+
+    /// Appends one record for `target`, written by `write` straight into the batch.
+    pub(crate) fn push_with(&mut self, source: TaskId, target: TaskId, write: impl FnOnce(&mut Vec<u8>) -> Result<()>) -> Result<()> {
         let buf = self.batches.entry((source, target)).or_default();
-        buf.extend_from_slice(&(record.len() as u32).to_le_bytes());
-        buf.extend_from_slice(record);
+        let at = buf.len();
+        buf.extend_from_slice(&[0; 4]);
+        if let Err(e) = write(buf) {
+            buf.truncate(at);
+            return Err(e);
+        }
+        let len = (buf.len() - at - 4) as u32;
+        buf[at..at + 4].copy_from_slice(&len.to_le_bytes());
         if buf.len() >= self.batch_bytes {
             let data = std::mem::take(buf);
             self.queue(Kind::Data, source, target, data);
         }
+        Ok(())
     }
 
     fn queue(&mut self, kind: Kind, source: TaskId, target: TaskId, data: Vec<u8>) {

@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::codec::{decode, encode, key_hash};
+use super::codec::{decode, encode, encode_keyed_into, key_hash, split_keyed};
 use super::core::{records, Core, Incoming};
-use super::keyed_gather::{key_length, key_order};
+use super::keyed_gather::key_order;
 use super::{EdgeSpec, Event, Mode, Offer, Operation, Options, TaskId};
 use crate::spill::SpillSorter;
 use crate::{Communicator, Error, Result};
@@ -69,7 +69,7 @@ impl<L, R> Default for Sides<L, R> {
 }
 
 enum Held<K, L, R> {
-    Hash(HashMap<Vec<u8>, (K, Sides<L, R>)>),
+    Hash(HashMap<Vec<u8>, (Option<K>, Sides<L, R>)>),
     Sorted(SpillSorter),
 }
 
@@ -129,12 +129,13 @@ where
             Incoming::Records { payload, .. } => {
                 for rec in records(&payload) {
                     let rec = rec?;
-                    let key_len = key_length::<K>(rec)?;
+                    let (key_bytes, side_bytes) = split_keyed(rec)?;
                     match held {
-                        Held::Sorted(sorter) => sorter.push(rec[..key_len].to_vec(), rec[key_len..].to_vec())?,
+                        Held::Sorted(sorter) => sorter.push(key_bytes.to_vec(), side_bytes.to_vec())?,
                         Held::Hash(map) => {
-                            let (k, side) = decode::<(K, Side<L, R>)>(rec)?;
-                            let (_, sides) = map.entry(rec[..key_len].to_vec()).or_insert_with(|| (k.clone(), Sides::default()));
+                            let side = decode::<Side<L, R>>(side_bytes)?;
+                            let (k, sides) = map.entry(key_bytes.to_vec()).or_insert_with(|| (decode::<K>(key_bytes).ok(), Sides::default()));
+                            let k = k.clone().ok_or_else(|| Error::InvalidArgument("an undecodable join key".into()))?;
                             add(sides, side, streaming.then_some((&k, &mut *out)));
                         }
                     }
@@ -145,7 +146,7 @@ where
             Incoming::End => {
                 let rows = match std::mem::replace(held, Held::Hash(HashMap::new())) {
                     Held::Hash(map) => {
-                        let sorted: BTreeMap<K, Sides<L, R>> = map.into_values().collect();
+                        let sorted: BTreeMap<K, Sides<L, R>> = map.into_values().filter_map(|(k, s)| k.map(|k| (k, s))).collect();
                         sorted.into_iter().flat_map(|(k, s)| finish_key(k, s, self.kind, streaming)).collect::<Vec<_>>()
                     }
                     Held::Sorted(sorter) => {
@@ -239,7 +240,7 @@ where
         if !self.core.has_room(&[target]) {
             return Ok(Offer::Full(item));
         }
-        self.core.push_record(source, target, &encode(&item)?);
+        self.core.push_with(source, target, |buf| encode_keyed_into(buf, &item.0, &item.1))?;
         Ok(Offer::Accepted)
     }
 

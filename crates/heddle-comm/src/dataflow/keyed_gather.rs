@@ -10,7 +10,7 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::codec::{decode, encode, key_hash};
+use super::codec::{decode, decode_keyed, encode, encode_keyed_into, key_hash, split_keyed};
 use super::core::{records, Core, Incoming};
 use crate::spill::{KeyOrder, SpillSorter};
 use super::{EdgeSpec, Event, Mode, Offer, Operation, Options, TaskId};
@@ -65,11 +65,11 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
                     match self.sorters.get_mut(&target) {
                         // Keep the encoded key and value: they are decoded once, when emitted.
                         Some(sorter) => {
-                            let key_len = key_length::<K>(rec)?;
-                            sorter.push(rec[..key_len].to_vec(), rec[key_len..].to_vec())?;
+                            let (k, v) = split_keyed(rec)?;
+                            sorter.push(k.to_vec(), v.to_vec())?;
                         }
                         None => {
-                            let (k, v) = decode::<(K, V)>(rec)?;
+                            let (k, v) = decode_keyed::<K, V>(rec)?;
                             out.push_back(Event::Data((k, vec![v])));
                         }
                     }
@@ -103,27 +103,18 @@ pub(crate) fn key_order<K: DeserializeOwned + Ord + 'static>() -> KeyOrder {
     })
 }
 
-/// Length of the encoded key at the start of an encoded `(K, V)` record.
-pub(crate) fn key_length<K: DeserializeOwned>(record: &[u8]) -> Result<usize> {
-    let mut cursor = std::io::Cursor::new(record);
-    let _: K = bincode::deserialize_from(&mut cursor)?;
-    Ok(cursor.position() as usize)
-}
-
 impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned> Operation for KeyedGather<K, V> {
     type In = (K, V);
     type Out = (K, Vec<V>);
 
     fn offer(&mut self, source: TaskId, item: (K, V)) -> Result<Offer<(K, V)>> {
         self.core.check_source(source)?;
-        let bytes = encode(&item)?;
-        let key_len = bincode::serialized_size(&item.0)? as usize;
         let targets = &self.core.spec.targets;
-        let target = targets[(key_hash(&bytes[..key_len]) % targets.len() as u64) as usize];
+        let target = targets[(key_hash(&encode(&item.0)?) % targets.len() as u64) as usize];
         if !self.core.has_room(&[target]) {
             return Ok(Offer::Full(item));
         }
-        self.core.push_record(source, target, &bytes);
+        self.core.push_with(source, target, |buf| encode_keyed_into(buf, &item.0, &item.1))?;
         Ok(Offer::Accepted)
     }
 

@@ -9,7 +9,7 @@ use std::hash::Hash;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::codec::{decode_all, encode, key_hash};
+use super::codec::{decode_all, encode, encode_into, key_hash};
 use super::core::{Core, Incoming};
 use super::{EdgeSpec, Event, Mode, Offer, Operation, Options, TaskId};
 use crate::{Communicator, Error, Result};
@@ -110,7 +110,7 @@ where
         if !self.core.has_room(&[target]) {
             return Ok(Offer::Full((key, value)));
         }
-        self.core.push_record(source, target, &encode(&(key, value))?);
+        self.core.push_with(source, target, |buf| encode_into(buf, &(key, value)))?;
         Ok(Offer::Accepted)
     }
 
@@ -121,7 +121,7 @@ where
             // The last local source carries the worker's combined values.
             for (target, map) in std::mem::take(&mut self.combined) {
                 for pair in map {
-                    self.core.push_record(source, target, &encode(&pair)?);
+                    self.core.push_with(source, target, |buf| encode_into(buf, &pair))?;
                 }
             }
         }

@@ -10,9 +10,9 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::codec::{decode, encode};
+use super::codec::{decode, decode_keyed, encode_keyed_into, split_keyed};
 use super::core::{records, Core, Incoming};
-use super::keyed_gather::{key_length, key_order};
+use super::keyed_gather::key_order;
 use super::{EdgeSpec, Event, Mode, Offer, Operation, Options, TaskId};
 use crate::spill::SpillSorter;
 use crate::{Communicator, Error, Result};
@@ -110,10 +110,10 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
                     let rec = rec?;
                     match self.sorters.get_mut(&target) {
                         Some(sorter) => {
-                            let key_len = key_length::<K>(rec)?;
-                            sorter.push(rec[..key_len].to_vec(), rec[key_len..].to_vec())?;
+                            let (k, v) = split_keyed(rec)?;
+                            sorter.push(k.to_vec(), v.to_vec())?;
                         }
-                        None => out.push_back(Event::Data(decode::<(K, V)>(rec)?)),
+                        None => out.push_back(Event::Data(decode_keyed::<K, V>(rec)?)),
                     }
                 }
             }
@@ -144,7 +144,7 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
         if !self.core.has_room(&[target]) {
             return Ok(Offer::Full(item));
         }
-        self.core.push_record(source, target, &encode(&item)?);
+        self.core.push_with(source, target, |buf| encode_keyed_into(buf, &item.0, &item.1))?;
         Ok(Offer::Accepted)
     }
 
