@@ -68,8 +68,11 @@ impl<L, R> Default for Sides<L, R> {
     }
 }
 
+/// Both sides of each key, by encoded key (with the decoded key).
+type Table<K, L, R> = HashMap<Vec<u8>, (Option<K>, Sides<L, R>)>;
+
 enum Held<K, L, R> {
-    Hash(HashMap<Vec<u8>, (Option<K>, Sides<L, R>)>),
+    Hash(Table<K, L, R>),
     Sorted(SpillSorter),
 }
 
