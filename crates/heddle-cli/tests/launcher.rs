@@ -229,3 +229,56 @@ fn dataflow_wordcount_across_processes() {
         }
     }
 }
+
+#[test]
+fn terasort_generated_and_from_a_file_with_spill() {
+    let ts = example("terasort");
+    let dir = std::env::temp_dir().join(format!("heddle-terasort-{}", std::process::id()));
+    let out_dir = dir.join("out");
+    std::fs::create_dir_all(&dir).unwrap();
+    // A file of newline-terminated 100-byte lines with pseudo-random printable keys.
+    let mut x = 12345u64;
+    let mut lines = Vec::new();
+    for i in 0..30_000u64 {
+        let mut line = [b'.'; 101];
+        for b in line.iter_mut().take(10) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = b'A' + (x % 26) as u8;
+        }
+        line[10..20].copy_from_slice(format!("{i:010}").as_bytes());
+        line[100] = b'\n';
+        lines.extend_from_slice(&line);
+    }
+    let input = dir.join("input.txt");
+    std::fs::write(&input, &lines).unwrap();
+    let runs: [&[&str]; 2] = [
+        &["--records", "200000", "--mem-budget", "1000000"],
+        &["--input", input.to_str().unwrap(), "--mem-budget", "200000"],
+    ];
+    for extra in runs {
+        let mark = marker("terasort");
+        let mut args = vec!["run", "-n", "3", "--", ts.as_str(), "--output", out_dir.to_str().unwrap(), "--spill-dir", dir.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let (out, _) = run(&mark, &args);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+        let json = stdout.lines().find(|l| l.starts_with("[0] {\"example\"")).expect("summary line");
+        assert!(json.contains("\"valid\": true"), "{json}");
+        assert!(!json.contains("\"spilled_bytes\": 0,"), "a small budget must spill: {json}");
+        // The part files, concatenated in order, are the sorted input.
+        let mut all = Vec::new();
+        for r in 0..3 {
+            all.extend(std::fs::read(out_dir.join(format!("part-{r:05}"))).unwrap());
+        }
+        let keys: Vec<&[u8]> = all.chunks(100).map(|r| &r[..10]).collect();
+        assert!(keys.windows(2).all(|w| w[0] <= w[1]), "parts are not globally sorted");
+        let expected = if extra[0] == "--input" { 30_000 } else { 200_000 };
+        assert_eq!(all.len(), expected * 100);
+        let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("heddle-spill")).collect();
+        assert!(leftovers.is_empty(), "spill files left behind: {leftovers:?}");
+        assert_no_survivors(&mark);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

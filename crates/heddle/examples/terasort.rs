@@ -14,6 +14,7 @@ use std::time::Instant;
 use clap::Parser;
 use heddle::comm::dataflow::{drive, EdgeSpec, Event, Options, Placement, Sort, TaskId};
 use heddle::{Communicator, Op};
+use serde_bytes::ByteBuf;
 
 const RECORD: usize = 100;
 const KEY: usize = 10;
@@ -62,13 +63,13 @@ fn generate(seed: u64, i: u64) -> [u8; RECORD] {
 }
 
 /// An order-independent checksum of records (sum of per-record FNV-1a hashes).
-fn checksum(records: &[(Key, Vec<u8>)]) -> u64 {
+fn checksum(records: &[(Key, ByteBuf)]) -> u64 {
     let fnv = |h: u64, bytes: &[u8]| bytes.iter().fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
     records.iter().fold(0u64, |sum, (k, v)| sum.wrapping_add(fnv(fnv(0xcbf2_9ce4_8422_2325, k), v)))
 }
 
 /// This worker's share of the input, as (key, rest) pairs.
-fn input(args: &Args, rank: usize, size: usize) -> Result<Vec<(Key, Vec<u8>)>, BoxError> {
+fn input(args: &Args, rank: usize, size: usize) -> Result<Vec<(Key, ByteBuf)>, BoxError> {
     let split = |n: u64| (n * rank as u64 / size as u64, n * (rank as u64 + 1) / size as u64);
     let mut out = Vec::new();
     match &args.input {
@@ -77,13 +78,16 @@ fn input(args: &Args, rank: usize, size: usize) -> Result<Vec<(Key, Vec<u8>)>, B
             out.reserve((hi - lo) as usize);
             for i in lo..hi {
                 let r = generate(args.seed, i);
-                out.push((r[..KEY].try_into()?, r[KEY..].to_vec()));
+                out.push((r[..KEY].try_into()?, ByteBuf::from(r[KEY..].to_vec())));
             }
         }
         Some(path) => {
             let mut f = std::fs::File::open(path).map_err(|e| format!("cannot open --input {}: {e}", path.display()))?;
             let len = f.metadata()?.len();
-            let stride = if len % RECORD as u64 == 0 { RECORD } else { RECORD + 1 };
+            // Lines if the first record ends in a newline and the size fits; else raw records.
+            let mut first = [0u8; RECORD + 1];
+            let lines = len % (RECORD as u64 + 1) == 0 && f.read_exact(&mut first).is_ok() && first[RECORD] == b'\n';
+            let stride = if lines { RECORD + 1 } else { RECORD };
             if len % stride as u64 != 0 {
                 return Err(format!("{} holds {len} bytes: not a whole number of 100-byte records or lines", path.display()).into());
             }
@@ -92,7 +96,7 @@ fn input(args: &Args, rank: usize, size: usize) -> Result<Vec<(Key, Vec<u8>)>, B
             let mut buf = vec![0u8; (hi - lo) as usize * stride];
             f.read_exact(&mut buf)?;
             for r in buf.chunks_exact(stride) {
-                out.push((r[..KEY].try_into()?, r[KEY..RECORD].to_vec()));
+                out.push((r[..KEY].try_into()?, ByteBuf::from(r[KEY..RECORD].to_vec())));
             }
         }
     }
@@ -100,11 +104,11 @@ fn input(args: &Args, rank: usize, size: usize) -> Result<Vec<(Key, Vec<u8>)>, B
 }
 
 /// Splitters from every worker's key sample: gathered at rank 0, broadcast to all.
-fn splitters(comm: &Communicator, mine: &[(Key, Vec<u8>)]) -> Result<Vec<Key>, BoxError> {
+fn splitters(comm: &Communicator, mine: &[(Key, ByteBuf)]) -> Result<Vec<Key>, BoxError> {
     let step = (mine.len() / 1000).max(1);
     let sample: Vec<Key> = mine.iter().step_by(step).map(|(k, _)| *k).collect();
     let all = comm.gather_object(&sample, 0)?;
-    let cut = all.map(|s| Sort::<Key, Vec<u8>>::splitters_from_sample(s.concat(), comm.size()));
+    let cut = all.map(|s| Sort::<Key, ByteBuf>::splitters_from_sample(s.concat(), comm.size()));
     let mut cut: Vec<Key> = comm.broadcast_object(cut.as_ref(), 0)?;
     cut.resize(comm.size() - 1, [0xff; KEY]);
     Ok(cut)
@@ -134,7 +138,7 @@ fn run(args: Args) -> Result<(), BoxError> {
     let opts = Options::batch().spill(args.mem_budget, dirs).batch_size(256 << 10);
     let mut sort = Sort::new_bytewise(&comm, spec, opts, cut)?;
     let out = drive(&mut sort, vec![(rank as TaskId, records)])?;
-    let sorted: Vec<(Key, Vec<u8>)> = out.into_values().flatten().filter_map(|e| if let Event::Data(r) = e { Some(r) } else { None }).collect();
+    let sorted: Vec<(Key, ByteBuf)> = out.into_values().flatten().filter_map(|e| if let Event::Data(r) = e { Some(r) } else { None }).collect();
     let spilled = sort.spilled_bytes();
     let job_s = {
         let mut t = [start.elapsed().as_secs_f64()];
