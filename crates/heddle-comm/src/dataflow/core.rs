@@ -16,9 +16,14 @@ use crate::{Communicator, Error, Result};
 
 /// What a target's receive side hands its operation, in order.
 #[derive(Debug)]
-pub(crate) enum Incoming {
-    /// A message of packed records from `source`.
-    Records { source: TaskId, payload: Vec<u8> },
+pub enum Incoming {
+    /// A message of packed records.
+    Records {
+        /// The source task that sent them.
+        source: TaskId,
+        /// Length-prefixed records.
+        payload: Vec<u8>,
+    },
     /// `source` has finished (everything it sent came before this).
     SourceEnded(TaskId),
     /// A barrier every live source has sent.
@@ -89,9 +94,10 @@ impl BroadcastTree {
     }
 }
 
-/// Shared state of one operation on one worker.
+/// The machinery every operation shares on one worker: batching, credit, ends,
+/// barrier alignment. Operations reach it through [`super::Semantics`].
 #[derive(Debug)]
-pub(crate) struct Core {
+pub struct Core {
     shared: Arc<Shared>,
     edge: u32,
     pub(crate) spec: EdgeSpec,
@@ -191,6 +197,11 @@ impl Core {
         } else {
             self.spec.targets.clone()
         }
+    }
+
+    /// Number of this edge's sources that run on this worker.
+    pub(crate) fn local_sources(&self) -> usize {
+        self.local_sources.len()
     }
 
     /// Checks `source` may still offer on this worker.

@@ -11,10 +11,11 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::codec::{decode, encode, encode_keyed_into, key_hash, split_keyed};
+use super::codec::{decode, split_keyed};
 use super::core::{records, Core, Incoming};
-use super::keyed_gather::key_order;
-use super::{EdgeSpec, Event, Mode, Offer, Operation, Options, TaskId};
+use super::keyed_gather::{hashed_target, key_order, offer_keyed, sort_in};
+use super::stage::{Dataflow, Semantics};
+use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::spill::SpillSorter;
 use crate::{Communicator, Error, Result};
 
@@ -76,23 +77,23 @@ enum Held<K, L, R> {
     Sorted(SpillSorter),
 }
 
-/// See the module docs.
-pub struct Join<K, L, R> {
-    core: Core,
+/// The semantics of [`Join`].
+pub struct Joining<K, L, R> {
     left_sources: HashSet<TaskId>,
     kind: JoinKind,
     held: HashMap<TaskId, Held<K, L, R>>,
-    out: HashMap<TaskId, Rows<K, L, R>>,
-    error: Option<Error>,
 }
 
-impl<K, L, R> std::fmt::Debug for Join<K, L, R> {
+impl<K, L, R> std::fmt::Debug for Joining<K, L, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Join").field("edge", &self.core.spec.edge).field("kind", &self.kind).finish_non_exhaustive()
+        f.debug_struct("Joining").field("kind", &self.kind).finish_non_exhaustive()
     }
 }
 
-impl<K, L, R> Join<K, L, R>
+/// See the module docs.
+pub type Join<K, L, R> = Dataflow<Joining<K, L, R>>;
+
+impl<K, L, R> Dataflow<Joining<K, L, R>>
 where
     K: Serialize + DeserializeOwned + Ord + Clone + 'static,
     L: Serialize + DeserializeOwned + Clone,
@@ -120,30 +121,44 @@ where
             };
             held.insert(t, h);
         }
-        let out = core.local_targets.iter().map(|&t| (t, VecDeque::new())).collect();
-        Ok(Join { core, left_sources: left_sources.into_iter().collect(), kind, held, out, error: None })
+        Ok(Dataflow::from_parts(core, Joining { left_sources: left_sources.into_iter().collect(), kind, held }))
+    }
+}
+
+impl<K, L, R> Semantics for Joining<K, L, R>
+where
+    K: Serialize + DeserializeOwned + Ord + Clone + 'static,
+    L: Serialize + DeserializeOwned + Clone,
+    R: Serialize + DeserializeOwned + Clone,
+{
+    type In = (K, Side<L, R>);
+    type Out = Joined<K, L, R>;
+
+    fn offer(&mut self, core: &mut Core, source: TaskId, item: (K, Side<L, R>)) -> Result<Offer<(K, Side<L, R>)>> {
+        let is_left = matches!(item.1, Side::Left(_));
+        if is_left != self.left_sources.contains(&source) {
+            return Err(Error::InvalidArgument(format!("source {source} offered a record of the wrong side of the join")));
+        }
+        let target = hashed_target(core, &item.0)?;
+        offer_keyed(core, source, target, item)
     }
 
-    fn take(&mut self, target: TaskId, incoming: Incoming) -> Result<()> {
-        let streaming = self.core.mode == Mode::Streaming;
-        let out = self.out.get_mut(&target).expect("local target");
+    fn take(&mut self, core: &Core, target: TaskId, incoming: Incoming, out: &mut Rows<K, L, R>) -> Result<()> {
+        let streaming = core.mode == Mode::Streaming;
         let held = self.held.get_mut(&target).expect("local target");
         match incoming {
-            Incoming::Records { payload, .. } => {
-                for rec in records(&payload) {
-                    let rec = rec?;
-                    let (key_bytes, side_bytes) = split_keyed(rec)?;
-                    match held {
-                        Held::Sorted(sorter) => sorter.push(key_bytes.to_vec(), side_bytes.to_vec())?,
-                        Held::Hash(map) => {
-                            let side = decode::<Side<L, R>>(side_bytes)?;
-                            let (k, sides) = map.entry(key_bytes.to_vec()).or_insert_with(|| (decode::<K>(key_bytes).ok(), Sides::default()));
-                            let k = k.clone().ok_or_else(|| Error::InvalidArgument("an undecodable join key".into()))?;
-                            add(sides, side, streaming.then_some((&k, &mut *out)));
-                        }
+            Incoming::Records { payload, .. } => match held {
+                Held::Sorted(sorter) => sort_in(sorter, &payload)?,
+                Held::Hash(map) => {
+                    for rec in records(&payload) {
+                        let (key_bytes, side_bytes) = split_keyed(rec?)?;
+                        let side = decode::<Side<L, R>>(side_bytes)?;
+                        let (k, sides) = map.entry(key_bytes.to_vec()).or_insert_with(|| (decode::<K>(key_bytes).ok(), Sides::default()));
+                        let k = k.clone().ok_or_else(|| Error::InvalidArgument("an undecodable join key".into()))?;
+                        add(sides, side, streaming.then_some((&k, &mut *out)));
                     }
                 }
-            }
+            },
             Incoming::SourceEnded(_) => {}
             Incoming::Barrier(id) => out.push_back(Event::Barrier(id)),
             Incoming::End => {
@@ -220,74 +235,4 @@ fn finish_key<K: Clone, L: Clone, R: Clone>(k: K, s: Sides<L, R>, kind: JoinKind
         rows.extend(unmatched.map(|(r, _)| (k.clone(), None, Some(r.clone()))));
     }
     rows
-}
-
-impl<K, L, R> Operation for Join<K, L, R>
-where
-    K: Serialize + DeserializeOwned + Ord + Clone + 'static,
-    L: Serialize + DeserializeOwned + Clone,
-    R: Serialize + DeserializeOwned + Clone,
-{
-    type In = (K, Side<L, R>);
-    type Out = Joined<K, L, R>;
-
-    fn offer(&mut self, source: TaskId, item: (K, Side<L, R>)) -> Result<Offer<(K, Side<L, R>)>> {
-        self.core.check_source(source)?;
-        let is_left = matches!(item.1, Side::Left(_));
-        if is_left != self.left_sources.contains(&source) {
-            return Err(Error::InvalidArgument(format!("source {source} offered a record of the wrong side of the join")));
-        }
-        let key = encode(&item.0)?;
-        let targets = &self.core.spec.targets;
-        let target = targets[(key_hash(&key) % targets.len() as u64) as usize];
-        if !self.core.has_room(&[target]) {
-            return Ok(Offer::Full(item));
-        }
-        self.core.push_with(source, target, |buf| encode_keyed_into(buf, &item.0, &item.1))?;
-        Ok(Offer::Accepted)
-    }
-
-    fn finish(&mut self, source: TaskId) -> Result<()> {
-        self.core.finish(source)
-    }
-
-    fn barrier(&mut self, source: TaskId, id: u64) -> Result<()> {
-        self.core.barrier(source, id)
-    }
-
-    fn progress(&mut self) -> Result<bool> {
-        if let Some(e) = self.error.take() {
-            return Err(e);
-        }
-        let moved = self.core.progress(self.core.mode == Mode::Batch)?;
-        if moved {
-            self.core.moved();
-        }
-        Ok(moved)
-    }
-
-    fn poll(&mut self, target: TaskId) -> Option<Event<Joined<K, L, R>>> {
-        loop {
-            if let Some(e) = self.out.get_mut(&target)?.pop_front() {
-                return Some(e);
-            }
-            let incoming = self.core.next(target)?;
-            if let Err(e) = self.take(target, incoming) {
-                self.error = Some(e);
-                return None;
-            }
-        }
-    }
-
-    fn is_done(&self) -> bool {
-        self.core.is_done() && self.out.values().all(VecDeque::is_empty)
-    }
-
-    fn local_targets(&self) -> Vec<TaskId> {
-        self.core.local_targets.clone()
-    }
-
-    fn wait(&mut self) -> Result<()> {
-        self.core.wait()
-    }
 }

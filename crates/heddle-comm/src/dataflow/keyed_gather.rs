@@ -12,69 +12,110 @@ use serde::Serialize;
 
 use super::codec::{decode, decode_keyed, encode, encode_keyed_into, key_hash, split_keyed};
 use super::core::{records, Core, Incoming};
+use super::stage::{Dataflow, Semantics};
+use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::spill::{KeyOrder, SpillSorter};
-use super::{EdgeSpec, Event, Mode, Offer, Operation, Options, TaskId};
-use crate::{Communicator, Error, Result};
+use crate::{Communicator, Result};
 
-type Groups<K, V> = VecDeque<Event<(K, Vec<V>)>>;
-
-/// See the module docs.
-pub struct KeyedGather<K, V> {
-    core: Core,
+/// The semantics of [`KeyedGather`].
+pub struct Grouping<K, V> {
     sorters: HashMap<TaskId, SpillSorter>,
     spilled: u64,
-    out: HashMap<TaskId, Groups<K, V>>,
-    error: Option<Error>,
     _kv: PhantomData<fn() -> (K, V)>,
 }
 
-impl<K, V> std::fmt::Debug for KeyedGather<K, V> {
+impl<K, V> std::fmt::Debug for Grouping<K, V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KeyedGather").field("edge", &self.core.spec.edge).finish_non_exhaustive()
+        f.write_str("Grouping")
     }
 }
 
-impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned> KeyedGather<K, V> {
+/// See the module docs.
+pub type KeyedGather<K, V> = Dataflow<Grouping<K, V>>;
+
+impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned> Dataflow<Grouping<K, V>> {
     /// A keyed gather.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a bad edge specification or spill directory.
+    /// [`crate::Error::InvalidArgument`] for a bad edge specification or spill directory.
     pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options) -> Result<Self> {
         let core = Core::new(comm, spec, &opts)?;
-        let mut sorters = HashMap::new();
-        if opts.mode == Mode::Batch {
-            for &t in &core.local_targets {
-                sorters.insert(t, SpillSorter::new(opts.spill.clone(), Some(key_order::<K>()))?);
-            }
-        }
-        let out = core.local_targets.iter().map(|&t| (t, VecDeque::new())).collect();
-        Ok(KeyedGather { core, sorters, spilled: 0, out, error: None, _kv: PhantomData })
+        let sorters = sorters_for(&core, &opts, Some(key_order::<K>()))?;
+        Ok(Dataflow::from_parts(core, Grouping { sorters, spilled: 0, _kv: PhantomData }))
     }
 
     /// Bytes this worker's targets have spilled to disk so far.
     pub fn spilled_bytes(&self) -> u64 {
-        self.spilled + self.sorters.values().map(SpillSorter::spilled_bytes).sum::<u64>()
+        self.sem.spilled + self.sem.sorters.values().map(SpillSorter::spilled_bytes).sum::<u64>()
+    }
+}
+
+/// One sorter per local target in batch mode (none when streaming).
+pub(crate) fn sorters_for(core: &Core, opts: &Options, order: Option<KeyOrder>) -> Result<HashMap<TaskId, SpillSorter>> {
+    let mut sorters = HashMap::new();
+    if opts.mode == Mode::Batch {
+        for &t in &core.local_targets {
+            sorters.insert(t, SpillSorter::new(opts.spill.clone(), order.clone())?);
+        }
+    }
+    Ok(sorters)
+}
+
+/// Orders encoded keys by decoding them (`Ord` of `K`); undecodable keys sort last.
+pub(crate) fn key_order<K: DeserializeOwned + Ord + 'static>() -> KeyOrder {
+    std::sync::Arc::new(|a: &[u8], b: &[u8]| match (decode::<K>(a), decode::<K>(b)) {
+        (Ok(x), Ok(y)) => x.cmp(&y),
+        (Ok(_), Err(_)) => std::cmp::Ordering::Less,
+        (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
+        (Err(_), Err(_)) => a.cmp(b),
+    })
+}
+
+/// Routes a keyed record by the hash of its encoded key.
+pub(crate) fn offer_keyed<K: Serialize, V: Serialize>(core: &mut Core, source: TaskId, target: TaskId, item: (K, V)) -> Result<Offer<(K, V)>> {
+    if !core.has_room(&[target]) {
+        return Ok(Offer::Full(item));
+    }
+    core.push_with(source, target, |buf| encode_keyed_into(buf, &item.0, &item.1))?;
+    Ok(Offer::Accepted)
+}
+
+/// The target of `key`: its hash modulo the targets.
+pub(crate) fn hashed_target<K: Serialize>(core: &Core, key: &K) -> Result<TaskId> {
+    let targets = &core.spec.targets;
+    Ok(targets[(key_hash(&encode(key)?) % targets.len() as u64) as usize])
+}
+
+/// Pushes every keyed record of a message into `sorter`.
+pub(crate) fn sort_in(sorter: &mut SpillSorter, payload: &[u8]) -> Result<()> {
+    for rec in records(payload) {
+        let (k, v) = split_keyed(rec?)?;
+        sorter.push(k.to_vec(), v.to_vec())?;
+    }
+    Ok(())
+}
+
+impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned> Semantics for Grouping<K, V> {
+    type In = (K, V);
+    type Out = (K, Vec<V>);
+
+    fn offer(&mut self, core: &mut Core, source: TaskId, item: (K, V)) -> Result<Offer<(K, V)>> {
+        let target = hashed_target(core, &item.0)?;
+        offer_keyed(core, source, target, item)
     }
 
-    fn take(&mut self, target: TaskId, incoming: Incoming) -> Result<()> {
-        let out = self.out.get_mut(&target).expect("local target");
+    fn take(&mut self, _core: &Core, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<(K, Vec<V>)>>) -> Result<()> {
         match incoming {
-            Incoming::Records { payload, .. } => {
-                for rec in records(&payload) {
-                    let rec = rec?;
-                    match self.sorters.get_mut(&target) {
-                        // Keep the encoded key and value: they are decoded once, when emitted.
-                        Some(sorter) => {
-                            let (k, v) = split_keyed(rec)?;
-                            sorter.push(k.to_vec(), v.to_vec())?;
-                        }
-                        None => {
-                            let (k, v) = decode_keyed::<K, V>(rec)?;
-                            out.push_back(Event::Data((k, vec![v])));
-                        }
+            Incoming::Records { payload, .. } => match self.sorters.get_mut(&target) {
+                // Keep the encoded key and value: they are decoded once, when emitted.
+                Some(sorter) => sort_in(sorter, &payload)?,
+                None => {
+                    for rec in records(&payload) {
+                        let (k, v) = decode_keyed::<K, V>(rec?)?;
+                        out.push_back(Event::Data((k, vec![v])));
                     }
                 }
-            }
+            },
             Incoming::SourceEnded(_) => {}
             Incoming::Barrier(id) => out.push_back(Event::Barrier(id)),
             Incoming::End => {
@@ -90,75 +131,5 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
             }
         }
         Ok(())
-    }
-}
-
-/// Orders encoded keys by decoding them (`Ord` of `K`); undecodable keys sort last.
-pub(crate) fn key_order<K: DeserializeOwned + Ord + 'static>() -> KeyOrder {
-    std::sync::Arc::new(|a: &[u8], b: &[u8]| match (decode::<K>(a), decode::<K>(b)) {
-        (Ok(x), Ok(y)) => x.cmp(&y),
-        (Ok(_), Err(_)) => std::cmp::Ordering::Less,
-        (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
-        (Err(_), Err(_)) => a.cmp(b),
-    })
-}
-
-impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned> Operation for KeyedGather<K, V> {
-    type In = (K, V);
-    type Out = (K, Vec<V>);
-
-    fn offer(&mut self, source: TaskId, item: (K, V)) -> Result<Offer<(K, V)>> {
-        self.core.check_source(source)?;
-        let targets = &self.core.spec.targets;
-        let target = targets[(key_hash(&encode(&item.0)?) % targets.len() as u64) as usize];
-        if !self.core.has_room(&[target]) {
-            return Ok(Offer::Full(item));
-        }
-        self.core.push_with(source, target, |buf| encode_keyed_into(buf, &item.0, &item.1))?;
-        Ok(Offer::Accepted)
-    }
-
-    fn finish(&mut self, source: TaskId) -> Result<()> {
-        self.core.finish(source)
-    }
-
-    fn barrier(&mut self, source: TaskId, id: u64) -> Result<()> {
-        self.core.barrier(source, id)
-    }
-
-    fn progress(&mut self) -> Result<bool> {
-        if let Some(e) = self.error.take() {
-            return Err(e);
-        }
-        let moved = self.core.progress(self.core.mode == Mode::Batch)?;
-        if moved {
-            self.core.moved();
-        }
-        Ok(moved)
-    }
-
-    fn poll(&mut self, target: TaskId) -> Option<Event<(K, Vec<V>)>> {
-        loop {
-            if let Some(e) = self.out.get_mut(&target)?.pop_front() {
-                return Some(e);
-            }
-            let incoming = self.core.next(target)?;
-            if let Err(e) = self.take(target, incoming) {
-                self.error = Some(e);
-                return None;
-            }
-        }
-    }
-
-    fn is_done(&self) -> bool {
-        self.core.is_done() && self.out.values().all(VecDeque::is_empty)
-    }
-
-    fn local_targets(&self) -> Vec<TaskId> {
-        self.core.local_targets.clone()
-    }
-
-    fn wait(&mut self) -> Result<()> {
-        self.core.wait()
     }
 }

@@ -40,17 +40,19 @@ mod partition;
 mod reduce;
 mod sort;
 mod spec;
+mod stage;
 
-pub use self::core::BroadcastTree;
+pub use self::core::{BroadcastTree, Core, Incoming};
 pub use drive::drive;
-pub use gather::Gather;
-pub use join::{Join, JoinAlgorithm, JoinKind, Joined, Side};
-pub use keyed_gather::KeyedGather;
-pub use keyed_reduce::KeyedReduce;
-pub use partition::Partition;
-pub use reduce::Reduce;
-pub use sort::Sort;
+pub use gather::{Gather, Gathering};
+pub use join::{Join, JoinAlgorithm, JoinKind, Joined, Joining, Side};
+pub use keyed_gather::{Grouping, KeyedGather};
+pub use keyed_reduce::{KeyedReduce, KeyedReduction};
+pub use partition::{Partition, Routing};
+pub use reduce::{Reduce, Reduction};
+pub use sort::{Sort, Sorting};
 pub use spec::{EdgeSpec, Mode, Options, Placement, TaskId};
+pub use stage::{Dataflow, Semantics};
 
 use crate::Result;
 

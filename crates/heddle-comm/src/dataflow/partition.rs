@@ -1,11 +1,10 @@
 //! Partition (each record to one target chosen by a function), and its fixed-route
 //! relatives: direct (source i to target i), union (the sources merged into the targets,
 //! source i feeding target i mod the target count) and broadcast (every record to every
-//! target).
-//! Streaming and batch behave alike: records are delivered as they arrive; batch mode
-//! adds the end of every source.
+//! target, directly or relayed along a worker tree). Streaming and batch behave alike:
+//! records are delivered as they arrive; batch mode adds the end of every source.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::marker::PhantomData;
 
 use serde::de::DeserializeOwned;
@@ -13,7 +12,8 @@ use serde::Serialize;
 
 use super::codec::{decode_all, encode};
 use super::core::{BroadcastTree, Core, Incoming, RELAY};
-use super::{EdgeSpec, Event, Offer, Operation, Options, TaskId};
+use super::stage::{Dataflow, Semantics};
+use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::{Communicator, Error, Result};
 
 type Partitioner<T> = Box<dyn Fn(&T) -> usize + Send>;
@@ -26,22 +26,22 @@ enum Route<T> {
     Tree,
 }
 
-/// Records from sources to targets along a route; see the module docs.
-pub struct Partition<T> {
-    core: Core,
+/// The semantics of [`Partition`]: a route from sources to targets.
+pub struct Routing<T> {
     route: Route<T>,
-    out: HashMap<TaskId, VecDeque<Event<T>>>,
-    error: Option<Error>,
     _t: PhantomData<fn() -> T>,
 }
 
-impl<T> std::fmt::Debug for Partition<T> {
+impl<T> std::fmt::Debug for Routing<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Partition").field("edge", &self.core.spec.edge).finish_non_exhaustive()
+        f.write_str("Routing")
     }
 }
 
-impl<T: Serialize + DeserializeOwned> Partition<T> {
+/// Records from sources to targets along a route; see the module docs.
+pub type Partition<T> = Dataflow<Routing<T>>;
+
+impl<T: Serialize + DeserializeOwned> Dataflow<Routing<T>> {
     /// Sends each record to `targets[partitioner(&record) % targets.len()]` (for hash
     /// partitioning return a hash; for range partitioning, the range's index).
     ///
@@ -56,6 +56,13 @@ impl<T: Serialize + DeserializeOwned> Partition<T> {
     /// # Errors
     /// [`Error::InvalidArgument`] if the counts differ or the specification is bad.
     pub fn direct(comm: &Communicator, spec: EdgeSpec, opts: Options) -> Result<Self> {
+        if spec.sources.len() != spec.targets.len() {
+            return Err(Error::InvalidArgument(format!(
+                "direct needs as many targets as sources ({} sources, {} targets)",
+                spec.sources.len(),
+                spec.targets.len()
+            )));
+        }
         Self::with_route(comm, spec, opts, Route::Direct)
     }
 
@@ -103,103 +110,47 @@ impl<T: Serialize + DeserializeOwned> Partition<T> {
     }
 
     fn with_route(comm: &Communicator, spec: EdgeSpec, opts: Options, route: Route<T>) -> Result<Self> {
-        if matches!(route, Route::Direct) && spec.sources.len() != spec.targets.len() {
-            return Err(Error::InvalidArgument(format!(
-                "direct needs as many targets as sources ({} sources, {} targets)",
-                spec.sources.len(),
-                spec.targets.len()
-            )));
-        }
-        let core = Core::new(comm, spec, &opts)?;
-        let out = core.local_targets.iter().map(|&t| (t, VecDeque::new())).collect();
-        Ok(Partition { core, route, out, error: None, _t: PhantomData })
+        Ok(Dataflow::from_parts(Core::new(comm, spec, &opts)?, Routing { route, _t: PhantomData }))
     }
+}
 
-    fn targets_of(&self, source: TaskId, item: &T) -> Vec<TaskId> {
-        let targets = &self.core.spec.targets;
-        match &self.route {
-            Route::By(f) => vec![targets[f(item) % targets.len()]],
+impl<T: Serialize + DeserializeOwned> Semantics for Routing<T> {
+    type In = T;
+    type Out = T;
+
+    fn offer(&mut self, core: &mut Core, source: TaskId, item: T) -> Result<Offer<T>> {
+        let targets = &core.spec.targets;
+        let to = match &self.route {
+            Route::By(f) => vec![targets[f(&item) % targets.len()]],
             Route::Direct | Route::Union => {
-                let i = self.core.spec.sources.iter().position(|&s| s == source).unwrap_or(0);
+                let i = core.spec.sources.iter().position(|&s| s == source).unwrap_or(0);
                 vec![targets[i % targets.len()]]
             }
             Route::All => targets.clone(),
             Route::Tree => vec![RELAY],
-        }
-    }
-}
-
-impl<T: Serialize + DeserializeOwned> Operation for Partition<T> {
-    type In = T;
-    type Out = T;
-
-    fn offer(&mut self, source: TaskId, item: T) -> Result<Offer<T>> {
-        self.core.check_source(source)?;
-        let targets = self.targets_of(source, &item);
-        if !self.core.has_room(&targets) {
+        };
+        if !core.has_room(&to) {
             return Ok(Offer::Full(item));
         }
         let bytes = encode(&item)?;
-        for t in targets {
-            self.core.push_record(source, t, &bytes);
+        for t in to {
+            core.push_record(source, t, &bytes);
         }
         Ok(Offer::Accepted)
     }
 
-    fn finish(&mut self, source: TaskId) -> Result<()> {
-        self.core.finish(source)
-    }
-
-    fn barrier(&mut self, source: TaskId, id: u64) -> Result<()> {
-        self.core.barrier(source, id)
-    }
-
-    fn progress(&mut self) -> Result<bool> {
-        if let Some(e) = self.error.take() {
-            return Err(e);
+    fn take(&mut self, _core: &Core, _target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<T>>) -> Result<()> {
+        match incoming {
+            Incoming::Records { payload, .. } => out.extend(decode_all::<T>(&payload)?.into_iter().map(Event::Data)),
+            Incoming::SourceEnded(_) => {}
+            Incoming::Barrier(id) => out.push_back(Event::Barrier(id)),
+            Incoming::End => out.push_back(Event::End),
         }
-        let moved = self.core.progress(false)?;
-        if moved {
-            self.core.moved();
-        }
-        Ok(moved)
+        Ok(())
     }
 
-    fn poll(&mut self, target: TaskId) -> Option<Event<T>> {
-        if let Some(e) = self.out.get_mut(&target)?.pop_front() {
-            return Some(e);
-        }
-        let event = match self.core.next(target)? {
-            Incoming::Records { payload, .. } => {
-                match decode_all::<T>(&payload) {
-                    Ok(items) => self.out.get_mut(&target)?.extend(items.into_iter().map(Event::Data)),
-                    Err(e) => self.error = Some(e),
-                }
-                return self.out.get_mut(&target)?.pop_front().or_else(|| self.poll(target));
-            }
-            Incoming::SourceEnded(_) => return self.poll(target),
-            Incoming::Barrier(id) => Event::Barrier(id),
-            Incoming::End => Event::End,
-        };
-        Some(event)
-    }
-
-    fn is_done(&self) -> bool {
-        self.core.is_done() && self.out.values().all(VecDeque::is_empty)
-    }
-
-    fn local_targets(&self) -> Vec<TaskId> {
-        self.core.local_targets.clone()
-    }
-
-    fn wait(&mut self) -> Result<()> {
-        self.core.wait()
-    }
-}
-
-impl<T> Partition<T> {
-    /// Bytes held in this worker's receive buffer for the edge, now and at most so far.
-    pub fn buffered_bytes(&self) -> (u64, u64) {
-        self.core.buffered()
+    /// Records are handed out one by one, so a slow target keeps them on the edge.
+    fn folds(&self, _mode: Mode) -> bool {
+        false
     }
 }

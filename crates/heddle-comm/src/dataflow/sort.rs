@@ -10,31 +10,32 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::codec::{decode, decode_keyed, encode_keyed_into, split_keyed};
+use super::codec::{decode, decode_keyed};
 use super::core::{records, Core, Incoming};
-use super::keyed_gather::key_order;
-use super::{EdgeSpec, Event, Mode, Offer, Operation, Options, TaskId};
-use crate::spill::SpillSorter;
+use super::keyed_gather::{key_order, offer_keyed, sort_in, sorters_for};
+use super::stage::{Dataflow, Semantics};
+use super::{EdgeSpec, Event, Offer, Options, TaskId};
+use crate::spill::{KeyOrder, SpillSorter};
 use crate::{Communicator, Error, Result};
 
-/// See the module docs.
-pub struct Sort<K, V> {
-    core: Core,
+/// The semantics of [`Sort`].
+pub struct Sorting<K, V> {
     splitters: Vec<K>,
     sorters: HashMap<TaskId, SpillSorter>,
     spilled: u64,
-    out: HashMap<TaskId, VecDeque<Event<(K, V)>>>,
-    error: Option<Error>,
     _v: PhantomData<fn() -> V>,
 }
 
-impl<K, V> std::fmt::Debug for Sort<K, V> {
+impl<K, V> std::fmt::Debug for Sorting<K, V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sort").field("edge", &self.core.spec.edge).finish_non_exhaustive()
+        f.write_str("Sorting")
     }
 }
 
-impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned> Sort<K, V> {
+/// See the module docs.
+pub type Sort<K, V> = Dataflow<Sorting<K, V>>;
+
+impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned> Dataflow<Sorting<K, V>> {
     /// A sort over `splitters` (ascending, one fewer than the targets).
     ///
     /// # Errors
@@ -55,12 +56,12 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
         Self::build(comm, spec, opts, splitters, None)
     }
 
-    fn build(comm: &Communicator, spec: EdgeSpec, opts: Options, splitters: Vec<K>, order: Option<crate::spill::KeyOrder>) -> Result<Self> {
+    fn build(comm: &Communicator, spec: EdgeSpec, opts: Options, splitters: Vec<K>, order: Option<KeyOrder>) -> Result<Self> {
         if splitters.len() + 1 != spec.targets.len() {
             return Err(Error::InvalidArgument(format!(
                 "sort over {} targets needs {} splitters, got {}",
                 spec.targets.len(),
-                spec.targets.len() - 1,
+                spec.targets.len().saturating_sub(1),
                 splitters.len()
             )));
         }
@@ -68,14 +69,8 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
             return Err(Error::InvalidArgument("sort splitters must be ascending".into()));
         }
         let core = Core::new(comm, spec, &opts)?;
-        let mut sorters = HashMap::new();
-        if opts.mode == Mode::Batch {
-            for &t in &core.local_targets {
-                sorters.insert(t, SpillSorter::new(opts.spill.clone(), order.clone())?);
-            }
-        }
-        let out = core.local_targets.iter().map(|&t| (t, VecDeque::new())).collect();
-        Ok(Sort { core, splitters, sorters, spilled: 0, out, error: None, _v: PhantomData })
+        let sorters = sorters_for(&core, &opts, order)?;
+        Ok(Dataflow::from_parts(core, Sorting { splitters, sorters, spilled: 0, _v: PhantomData }))
     }
 
     /// Splitters that cut `sample` (any sample of the keys) into `parts` ranges of about
@@ -99,24 +94,29 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
 
     /// Bytes this worker's targets have spilled to disk so far.
     pub fn spilled_bytes(&self) -> u64 {
-        self.spilled + self.sorters.values().map(SpillSorter::spilled_bytes).sum::<u64>()
+        self.sem.spilled + self.sem.sorters.values().map(SpillSorter::spilled_bytes).sum::<u64>()
+    }
+}
+
+impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned> Semantics for Sorting<K, V> {
+    type In = (K, V);
+    type Out = (K, V);
+
+    fn offer(&mut self, core: &mut Core, source: TaskId, item: (K, V)) -> Result<Offer<(K, V)>> {
+        let target = core.spec.targets[self.splitters.partition_point(|s| *s <= item.0)];
+        offer_keyed(core, source, target, item)
     }
 
-    fn take(&mut self, target: TaskId, incoming: Incoming) -> Result<()> {
-        let out = self.out.get_mut(&target).expect("local target");
+    fn take(&mut self, _core: &Core, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<(K, V)>>) -> Result<()> {
         match incoming {
-            Incoming::Records { payload, .. } => {
-                for rec in records(&payload) {
-                    let rec = rec?;
-                    match self.sorters.get_mut(&target) {
-                        Some(sorter) => {
-                            let (k, v) = split_keyed(rec)?;
-                            sorter.push(k.to_vec(), v.to_vec())?;
-                        }
-                        None => out.push_back(Event::Data(decode_keyed::<K, V>(rec)?)),
+            Incoming::Records { payload, .. } => match self.sorters.get_mut(&target) {
+                Some(sorter) => sort_in(sorter, &payload)?,
+                None => {
+                    for rec in records(&payload) {
+                        out.push_back(Event::Data(decode_keyed::<K, V>(rec?)?));
                     }
                 }
-            }
+            },
             Incoming::SourceEnded(_) => {}
             Incoming::Barrier(id) => out.push_back(Event::Barrier(id)),
             Incoming::End => {
@@ -131,64 +131,5 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
             }
         }
         Ok(())
-    }
-}
-
-impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned> Operation for Sort<K, V> {
-    type In = (K, V);
-    type Out = (K, V);
-
-    fn offer(&mut self, source: TaskId, item: (K, V)) -> Result<Offer<(K, V)>> {
-        self.core.check_source(source)?;
-        let target = self.core.spec.targets[self.splitters.partition_point(|s| *s <= item.0)];
-        if !self.core.has_room(&[target]) {
-            return Ok(Offer::Full(item));
-        }
-        self.core.push_with(source, target, |buf| encode_keyed_into(buf, &item.0, &item.1))?;
-        Ok(Offer::Accepted)
-    }
-
-    fn finish(&mut self, source: TaskId) -> Result<()> {
-        self.core.finish(source)
-    }
-
-    fn barrier(&mut self, source: TaskId, id: u64) -> Result<()> {
-        self.core.barrier(source, id)
-    }
-
-    fn progress(&mut self) -> Result<bool> {
-        if let Some(e) = self.error.take() {
-            return Err(e);
-        }
-        let moved = self.core.progress(self.core.mode == Mode::Batch)?;
-        if moved {
-            self.core.moved();
-        }
-        Ok(moved)
-    }
-
-    fn poll(&mut self, target: TaskId) -> Option<Event<(K, V)>> {
-        loop {
-            if let Some(e) = self.out.get_mut(&target)?.pop_front() {
-                return Some(e);
-            }
-            let incoming = self.core.next(target)?;
-            if let Err(e) = self.take(target, incoming) {
-                self.error = Some(e);
-                return None;
-            }
-        }
-    }
-
-    fn is_done(&self) -> bool {
-        self.core.is_done() && self.out.values().all(VecDeque::is_empty)
-    }
-
-    fn local_targets(&self) -> Vec<TaskId> {
-        self.core.local_targets.clone()
-    }
-
-    fn wait(&mut self) -> Result<()> {
-        self.core.wait()
     }
 }

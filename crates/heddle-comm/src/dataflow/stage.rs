@@ -1,0 +1,116 @@
+//! The one implementation of [`Operation`] that every dataflow operation shares: an
+//! operation supplies only its [`Semantics`] — how a source's record is routed and
+//! encoded, and how a target turns incoming messages into events.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::core::{Core, Incoming};
+use super::{Event, Mode, Offer, Operation, TaskId};
+use crate::{Error, Result};
+
+/// What distinguishes one operation from another.
+pub trait Semantics {
+    /// Records sources offer.
+    type In;
+    /// Records targets receive.
+    type Out;
+
+    /// Routes and encodes one record of `source` (or hands it back when the edge is full).
+    fn offer(&mut self, core: &mut Core, source: TaskId, item: Self::In) -> Result<Offer<Self::In>>;
+
+    /// Ends `source`; operations that combine before sending flush here.
+    fn finish(&mut self, core: &mut Core, source: TaskId) -> Result<()> {
+        core.finish(source)
+    }
+
+    /// Turns one incoming item of `target` into events.
+    fn take(&mut self, core: &Core, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<Self::Out>>) -> Result<()>;
+
+    /// Whether targets fold records into state as they arrive (so messages are taken off
+    /// the edge at once) rather than handing them out one by one.
+    fn folds(&self, mode: Mode) -> bool {
+        mode == Mode::Batch
+    }
+}
+
+/// A dataflow operation on one worker: the shared machinery plus its semantics `S`.
+pub struct Dataflow<S: Semantics> {
+    pub(crate) core: Core,
+    pub(crate) sem: S,
+    out: HashMap<TaskId, VecDeque<Event<S::Out>>>,
+    error: Option<Error>,
+}
+
+impl<S: Semantics> std::fmt::Debug for Dataflow<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dataflow").field("edge", &self.core.spec.edge).field("mode", &self.core.mode).finish_non_exhaustive()
+    }
+}
+
+impl<S: Semantics> Dataflow<S> {
+    pub(crate) fn from_parts(core: Core, sem: S) -> Self {
+        let out = core.local_targets.iter().map(|&t| (t, VecDeque::new())).collect();
+        Dataflow { core, sem, out, error: None }
+    }
+
+    /// Bytes held in this worker's receive buffer for the edge, now and at most so far.
+    pub fn buffered_bytes(&self) -> (u64, u64) {
+        self.core.buffered()
+    }
+}
+
+impl<S: Semantics> Operation for Dataflow<S> {
+    type In = S::In;
+    type Out = S::Out;
+
+    fn offer(&mut self, source: TaskId, item: S::In) -> Result<Offer<S::In>> {
+        self.core.check_source(source)?;
+        self.sem.offer(&mut self.core, source, item)
+    }
+
+    fn finish(&mut self, source: TaskId) -> Result<()> {
+        self.core.check_source(source)?;
+        self.sem.finish(&mut self.core, source)
+    }
+
+    fn barrier(&mut self, source: TaskId, id: u64) -> Result<()> {
+        self.core.barrier(source, id)
+    }
+
+    fn progress(&mut self) -> Result<bool> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        let moved = self.core.progress(self.sem.folds(self.core.mode))?;
+        if moved {
+            self.core.moved();
+        }
+        Ok(moved)
+    }
+
+    fn poll(&mut self, target: TaskId) -> Option<Event<S::Out>> {
+        loop {
+            if let Some(e) = self.out.get_mut(&target)?.pop_front() {
+                return Some(e);
+            }
+            let incoming = self.core.next(target)?;
+            let out = self.out.get_mut(&target)?;
+            if let Err(e) = self.sem.take(&self.core, target, incoming, out) {
+                self.error = Some(e);
+                return None;
+            }
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        self.core.is_done() && self.out.values().all(VecDeque::is_empty)
+    }
+
+    fn local_targets(&self) -> Vec<TaskId> {
+        self.core.local_targets.clone()
+    }
+
+    fn wait(&mut self) -> Result<()> {
+        self.core.wait()
+    }
+}
