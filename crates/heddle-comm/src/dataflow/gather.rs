@@ -41,20 +41,25 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Gathering<T>> {
     }
 }
 
+/// Sends one record of `source` to every target (handed back when any is full).
+pub(crate) fn offer_to_all<T: Serialize>(core: &mut Core, source: TaskId, item: T) -> Result<Offer<T>> {
+    let targets = core.spec.targets.clone();
+    if !core.has_room(&targets) {
+        return Ok(Offer::Full(item));
+    }
+    let bytes = encode(&item)?;
+    for t in targets {
+        core.push_record(source, t, &bytes);
+    }
+    Ok(Offer::Accepted)
+}
+
 impl<T: Serialize + DeserializeOwned> Semantics for Gathering<T> {
     type In = T;
     type Out = (TaskId, T);
 
     fn offer(&mut self, core: &mut Core, source: TaskId, item: T) -> Result<Offer<T>> {
-        let targets = core.spec.targets.clone();
-        if !core.has_room(&targets) {
-            return Ok(Offer::Full(item));
-        }
-        let bytes = encode(&item)?;
-        for t in targets {
-            core.push_record(source, t, &bytes);
-        }
-        Ok(Offer::Accepted)
+        offer_to_all(core, source, item)
     }
 
     fn take(&mut self, core: &Core, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<(TaskId, T)>>) -> Result<()> {

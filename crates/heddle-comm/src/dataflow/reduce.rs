@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::codec::{decode_all, encode};
 use super::core::{Core, Incoming};
+use super::gather::offer_to_all;
 use super::stage::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::{Communicator, Result};
@@ -73,15 +74,7 @@ impl<T: Serialize + DeserializeOwned> Semantics for Reduction<T> {
             self.local = Some(fold(&self.reducer, self.local.take(), item));
             return Ok(Offer::Accepted);
         }
-        let targets = core.spec.targets.clone();
-        if !core.has_room(&targets) {
-            return Ok(Offer::Full(item));
-        }
-        let bytes = encode(&item)?;
-        for t in targets {
-            core.push_record(source, t, &bytes);
-        }
-        Ok(Offer::Accepted)
+        offer_to_all(core, source, item)
     }
 
     fn finish(&mut self, core: &mut Core, source: TaskId) -> Result<()> {
