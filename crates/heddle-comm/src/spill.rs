@@ -261,7 +261,11 @@ fn sort_records(mut records: Vec<(Vec<u8>, Vec<u8>)>, order: &KeyOrder, bytewise
         records.sort_by(|a, b| order(&a.0, &b.0));
         return records;
     }
+    // Skip the bytes every key shares (say, a length header) so the prefix discriminates.
+    let first = records.first().map(|(k, _)| k.as_slice()).unwrap_or_default();
+    let skip = records.iter().fold(first.len(), |n, (k, _)| n.min(k.iter().zip(first).take_while(|(a, b)| a == b).count()));
     let prefix = |k: &[u8]| {
+        let k = &k[skip.min(k.len())..];
         let mut p = [0u8; 8];
         let n = k.len().min(8);
         p[..n].copy_from_slice(&k[..n]);

@@ -16,9 +16,14 @@ use heddle::comm::dataflow::{drive, EdgeSpec, Event, Options, Placement, Sort, T
 use heddle::{Communicator, Op};
 use serde_bytes::ByteBuf;
 
+// Millions of small records: an allocator built for that.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const RECORD: usize = 100;
 const KEY: usize = 10;
-type Key = [u8; KEY];
+/// Encoded as a length (always 10) and the bytes, so encoded keys sort like the keys.
+type Key = serde_bytes::ByteArray<KEY>;
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -65,7 +70,7 @@ fn generate(seed: u64, i: u64) -> [u8; RECORD] {
 /// An order-independent checksum of records (sum of per-record FNV-1a hashes).
 fn checksum(records: &[(Key, ByteBuf)]) -> u64 {
     let fnv = |h: u64, bytes: &[u8]| bytes.iter().fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-    records.iter().fold(0u64, |sum, (k, v)| sum.wrapping_add(fnv(fnv(0xcbf2_9ce4_8422_2325, k), v)))
+    records.iter().fold(0u64, |sum, (k, v)| sum.wrapping_add(fnv(fnv(0xcbf2_9ce4_8422_2325, k.as_slice()), v)))
 }
 
 /// This worker's share of the input, as (key, rest) pairs.
@@ -78,7 +83,7 @@ fn input(args: &Args, rank: usize, size: usize) -> Result<Vec<(Key, ByteBuf)>, B
             out.reserve((hi - lo) as usize);
             for i in lo..hi {
                 let r = generate(args.seed, i);
-                out.push((r[..KEY].try_into()?, ByteBuf::from(r[KEY..].to_vec())));
+                out.push((Key::new(r[..KEY].try_into()?), ByteBuf::from(r[KEY..].to_vec())));
             }
         }
         Some(path) => {
@@ -96,7 +101,7 @@ fn input(args: &Args, rank: usize, size: usize) -> Result<Vec<(Key, ByteBuf)>, B
             let mut buf = vec![0u8; (hi - lo) as usize * stride];
             f.read_exact(&mut buf)?;
             for r in buf.chunks_exact(stride) {
-                out.push((r[..KEY].try_into()?, ByteBuf::from(r[KEY..RECORD].to_vec())));
+                out.push((Key::new(r[..KEY].try_into()?), ByteBuf::from(r[KEY..RECORD].to_vec())));
             }
         }
     }
@@ -110,7 +115,7 @@ fn splitters(comm: &Communicator, mine: &[(Key, ByteBuf)]) -> Result<Vec<Key>, B
     let all = comm.gather_object(&sample, 0)?;
     let cut = all.map(|s| Sort::<Key, ByteBuf>::splitters_from_sample(s.concat(), comm.size()));
     let mut cut: Vec<Key> = comm.broadcast_object(cut.as_ref(), 0)?;
-    cut.resize(comm.size() - 1, [0xff; KEY]);
+    cut.resize(comm.size() - 1, Key::new([0xff; KEY]));
     Ok(cut)
 }
 
@@ -149,7 +154,7 @@ fn run(args: Args) -> Result<(), BoxError> {
         std::fs::create_dir_all(dir)?;
         let mut w = BufWriter::new(std::fs::File::create(dir.join(format!("part-{rank:05}")))?);
         for (k, v) in &sorted {
-            w.write_all(k)?;
+            w.write_all(k.as_slice())?;
             w.write_all(v)?;
         }
         w.flush()?;
