@@ -12,6 +12,7 @@ use super::spec::{EdgeSpec, Mode, Options, TaskId};
 use crate::channels::{Delivered, Envelope, DATAFLOW_EDGE};
 use crate::comm::Shared;
 use crate::engine::Idle;
+use super::tree::{BroadcastTree, Combiner, UpTree};
 use crate::{Communicator, Error, Result};
 
 /// What a target's receive side hands its operation, in order.
@@ -53,47 +54,6 @@ struct TargetState {
 /// along a broadcast tree.
 pub(crate) const RELAY: TaskId = u32::MAX;
 
-/// The worker-level tree a broadcast travels along (rooted at the source's worker).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BroadcastTree {
-    /// The source's worker sends to every worker with targets: one hop, most sends at the root.
-    Flat,
-    /// Binomial tree: ⌈log₂ w⌉ hops, each worker forwards to a few others.
-    Binomial,
-    /// Binary tree: each worker forwards to at most two.
-    Binary,
-    /// Pipelined chain: each worker forwards to the next as messages arrive; best for long streams of large messages.
-    Ring,
-}
-
-impl BroadcastTree {
-    /// The workers `me` forwards to, for a broadcast rooted at `root` over `workers`.
-    pub(crate) fn children(self, root: usize, workers: &[usize], me: usize) -> Vec<usize> {
-        let mut order = vec![root];
-        order.extend(workers.iter().copied().filter(|&w| w != root));
-        let Some(i) = order.iter().position(|&w| w == me) else { return Vec::new() };
-        let n = order.len();
-        let idx: Vec<usize> = match self {
-            BroadcastTree::Flat => if i == 0 { (1..n).collect() } else { Vec::new() },
-            BroadcastTree::Binary => [2 * i + 1, 2 * i + 2].into_iter().filter(|&c| c < n).collect(),
-            BroadcastTree::Ring => [i + 1].into_iter().filter(|&c| c < n).collect(),
-            BroadcastTree::Binomial => {
-                let low = if i == 0 { n.next_power_of_two() } else { 1 << i.trailing_zeros() };
-                let mut c = Vec::new();
-                let mut m = low >> 1;
-                while m > 0 {
-                    if i + m < n {
-                        c.push(i + m);
-                    }
-                    m >>= 1;
-                }
-                c
-            }
-        };
-        idx.into_iter().map(|k| order[k]).collect()
-    }
-}
-
 /// The machinery every operation shares on one worker: batching, credit, ends,
 /// barrier alignment. Operations reach it through [`super::Semantics`].
 #[derive(Debug)]
@@ -123,6 +83,8 @@ pub struct Core {
     /// Relayed messages this worker sent to itself (as tree root) and has not yet
     /// received back to forward.
     relay_outstanding: usize,
+    /// Messages to targets climb this tree (reduce, gather in batch mode).
+    up: Option<UpTree>,
 }
 
 impl Core {
@@ -180,9 +142,22 @@ impl Core {
             relay: None,
             target_workers,
             relay_outstanding: 0,
+            up: None,
             shared,
             spec,
         })
+    }
+
+    /// Sends messages to each target up `tree` (over the source workers, rooted at the
+    /// target's worker); with `combine`, inner workers merge what passes through.
+    pub(crate) fn set_up_tree(&mut self, tree: BroadcastTree, combine: bool) -> Result<()> {
+        self.up = Some(UpTree::new(tree, self.rank, &self.spec, combine)?);
+        Ok(())
+    }
+
+    /// The worker a message to `target` goes to from here.
+    fn next_worker(&self, target: TaskId) -> usize {
+        self.up.as_ref().and_then(|u| u.hop(target)).unwrap_or_else(|| self.worker(target))
     }
 
     /// Sends records, ends and barriers to [`RELAY`] along `tree` instead of to each target.
@@ -225,7 +200,7 @@ impl Core {
 
     /// Whether records for `targets` can be taken now (their workers' queues have room).
     pub(crate) fn has_room(&self, targets: &[TaskId]) -> bool {
-        targets.iter().all(|&t| self.pending_bytes[self.worker(t)] < self.batch_bytes * 4)
+        targets.iter().all(|&t| self.pending_bytes[self.next_worker(t)] < self.batch_bytes * 4)
     }
 
     /// Appends one encoded record for `target`; flushes the batch when it is full.
@@ -259,10 +234,20 @@ impl Core {
         let seq = self.sequence.entry((source, target)).or_insert(0);
         let sequence = *seq;
         *seq += 1;
-        let w = self.worker(target);
-        self.relay_outstanding += usize::from(target == RELAY);
+        let env = Envelope { kind, source, target, sequence };
+        self.send(env, data);
+    }
+
+    /// Queues a message for its next worker, or for the climb up the tree.
+    fn send(&mut self, env: Envelope, data: Vec<u8>) {
+        if let Some(up) = self.up.as_mut().filter(|u| u.hop(env.target).is_some()) {
+            up.push(env, data);
+            return;
+        }
+        let w = self.worker(env.target);
+        self.relay_outstanding += usize::from(env.target == RELAY);
         self.pending_bytes[w] += data.len();
-        self.pending[w].push_back(Msg { env: Envelope { kind, source, target, sequence }, data });
+        self.pending[w].push_back(Msg { env, data });
     }
 
     /// Queues every partly filled batch of `source` (or of all sources).
@@ -291,10 +276,7 @@ impl Core {
         self.check_source(source)?;
         self.flush(Some(source));
         for t in self.end_targets() {
-            let w = self.worker(t);
-            self.relay_outstanding += usize::from(t == RELAY);
-            let env = Envelope { kind: Kind::Barrier, source, target: t, sequence: id };
-            self.pending[w].push_back(Msg { env, data: Vec::new() });
+            self.send(Envelope { kind: Kind::Barrier, source, target: t, sequence: id }, Vec::new());
         }
         Ok(())
     }
@@ -302,10 +284,11 @@ impl Core {
     /// Sends queued messages as credit allows and takes arrived ones while the targets'
     /// ready queues are short (`eager`: take everything, for operations that fold
     /// records into their state at once).
-    pub(crate) fn progress(&mut self, eager: bool) -> Result<bool> {
+    pub(crate) fn progress(&mut self, eager: bool, combine: Combiner<'_>) -> Result<bool> {
         if self.mode == Mode::Streaming {
             self.flush(None);
         }
+        self.climb(combine)?;
         let mut moved = false;
         let shared = self.shared.clone();
         let mut engine = shared.lock();
@@ -330,12 +313,31 @@ impl Core {
             moved = true;
             self.deliver(d)?;
         }
+        drop(engine);
+        self.climb(combine)?;
         Ok(moved)
+    }
+
+    /// Moves messages waiting to climb the tree to their next worker's queue.
+    fn climb(&mut self, combine: Combiner<'_>) -> Result<()> {
+        let Core { up, pending, pending_bytes, .. } = self;
+        if let Some(up) = up.as_mut() {
+            up.drain(combine, |w, env, data| {
+                pending_bytes[w] += data.len();
+                pending[w].push_back(Msg { env, data });
+            })?;
+        }
+        Ok(())
     }
 
     fn deliver(&mut self, d: Delivered) -> Result<()> {
         if d.target == RELAY {
             return self.relay(d);
+        }
+        if let Some(up) = self.up.as_mut().filter(|u| u.hop(d.target).is_some()) {
+            // Passing through on the way to the target's worker.
+            up.push(Envelope { kind: d.kind, source: d.source, target: d.target, sequence: d.sequence }, d.payload);
+            return Ok(());
         }
         let sources = self.spec.sources.len();
         let ts = self.targets.get_mut(&d.target).ok_or_else(|| {
@@ -406,8 +408,9 @@ impl Core {
     /// The next incoming item for `target`, pulling from the edge if needed.
     pub(crate) fn next(&mut self, target: TaskId) -> Option<Incoming> {
         if self.targets.get(&target).is_some_and(|t| t.ready.is_empty()) {
-            // A failure here resurfaces from the next progress call.
-            let _ = self.progress(false);
+            // A failure here resurfaces from the next progress call. Messages that climb
+            // wait for the next progress call, which has the operation's combiner.
+            let _ = self.progress(false, &mut |p| Ok(p.concat()));
         }
         let item = self.targets.get_mut(&target)?.ready.pop_front()?;
         if let Incoming::Records { payload, .. } = &item {
@@ -424,6 +427,7 @@ impl Core {
             && self.pending.iter().all(VecDeque::is_empty)
             && self.batches.values().all(Vec::is_empty)
             && self.relay_outstanding == 0
+            && !self.up.as_ref().is_some_and(UpTree::busy)
             && !self.shared.lock().channels.sending(self.edge)
     }
 
@@ -477,32 +481,4 @@ pub(crate) fn records(payload: &[u8]) -> impl Iterator<Item = Result<&[u8]>> {
         at += 4 + len;
         Some(rec.ok_or_else(|| Error::InvalidArgument("a record is cut short".into())))
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::BroadcastTree;
-
-    #[test]
-    fn every_tree_reaches_every_worker_once() {
-        for tree in [BroadcastTree::Flat, BroadcastTree::Binomial, BroadcastTree::Binary, BroadcastTree::Ring] {
-            for n in 1..=9usize {
-                let workers: Vec<usize> = (0..n).map(|w| w * 3 % 11).collect();
-                for root in [workers[0], workers[n - 1], 42] {
-                    let mut reached = vec![root];
-                    let mut frontier = vec![root];
-                    while let Some(w) = frontier.pop() {
-                        for c in tree.children(root, &workers, w) {
-                            assert!(!reached.contains(&c), "{tree:?} n={n}: worker {c} reached twice");
-                            reached.push(c);
-                            frontier.push(c);
-                        }
-                    }
-                    for w in &workers {
-                        assert!(reached.contains(w), "{tree:?} n={n} root={root}: worker {w} not reached");
-                    }
-                }
-            }
-        }
-    }
 }

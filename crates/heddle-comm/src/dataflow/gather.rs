@@ -1,6 +1,7 @@
 //! Gather: every record of every source reaches every target (one target: gather; all
-//! of them: allgather), tagged with its source. Streaming delivers records as they come;
-//! batch delivers them at the end, grouped by source in task-id order.
+//! of them: allgather), tagged with its source. Streaming delivers records as they come,
+//! directly; batch routes them up a binomial tree of workers and delivers them at the
+//! end, grouped by source in task-id order.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::marker::PhantomData;
@@ -11,6 +12,7 @@ use serde::Serialize;
 use super::codec::{decode_all, encode};
 use super::core::{Core, Incoming};
 use super::stage::{Dataflow, Semantics};
+use super::tree::BroadcastTree;
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::{Communicator, Result};
 
@@ -35,7 +37,12 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Gathering<T>> {
     /// # Errors
     /// [`crate::Error::InvalidArgument`] for a bad edge specification.
     pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options) -> Result<Self> {
-        let core = Core::new(comm, spec, &opts)?;
+        let mut core = Core::new(comm, spec, &opts)?;
+        if opts.mode == Mode::Batch {
+            // Records climb a binomial tree of workers: each worker sends to one parent,
+            // so a target's worker hears from log(w) workers instead of all of them.
+            core.set_up_tree(BroadcastTree::Binomial, false)?;
+        }
         let collected = core.local_targets.iter().map(|&t| (t, BTreeMap::new())).collect();
         Ok(Dataflow::from_parts(core, Gathering { collected, _t: PhantomData }))
     }

@@ -41,8 +41,9 @@ mod reduce;
 mod sort;
 mod spec;
 mod stage;
+mod tree;
 
-pub use self::core::{BroadcastTree, Core, Incoming};
+pub use self::core::{Core, Incoming};
 pub use drive::drive;
 pub use gather::{Gather, Gathering};
 pub use join::{Join, JoinAlgorithm, JoinKind, Joined, Joining, Side};
@@ -53,6 +54,7 @@ pub use reduce::{Reduce, Reduction};
 pub use sort::{Sort, Sorting};
 pub use spec::{EdgeSpec, Mode, Options, Placement, TaskId};
 pub use stage::{Dataflow, Semantics};
+pub use tree::BroadcastTree;
 
 use crate::Result;
 

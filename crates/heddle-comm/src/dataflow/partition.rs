@@ -11,7 +11,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::codec::{decode_all, encode};
-use super::core::{BroadcastTree, Core, Incoming, RELAY};
+use super::core::{Core, Incoming, RELAY};
+use super::tree::BroadcastTree;
 use super::stage::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::{Communicator, Error, Result};

@@ -1,7 +1,8 @@
 //! Reduce: the records of all sources combined into one value per target (one target:
 //! reduce; all of them: allreduce). Batch mode combines every source of a worker first
-//! (partial reduction before the network), and each target receives one partial per
-//! worker and emits the total at the end. Streaming mode combines the i-th record of
+//! (node-local partial reduction), then partials climb a binomial tree of workers toward
+//! each target's worker, merged again at every inner worker; the target emits the total
+//! at the end. Streaming mode combines the i-th record of
 //! every live source into the target's i-th output (a source that has finished
 //! takes part until its records are used up).
 
@@ -14,6 +15,7 @@ use super::codec::{decode_all, encode};
 use super::core::{Core, Incoming};
 use super::gather::offer_to_all;
 use super::stage::{Dataflow, Semantics};
+use super::tree::BroadcastTree;
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::{Communicator, Result};
 
@@ -51,7 +53,11 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Reduction<T>> {
     /// # Errors
     /// [`crate::Error::InvalidArgument`] for a bad edge specification.
     pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options, reducer: impl Fn(T, T) -> T + Send + 'static) -> Result<Self> {
-        let core = Core::new(comm, spec, &opts)?;
+        let mut core = Core::new(comm, spec, &opts)?;
+        if opts.mode == Mode::Batch {
+            // Partials climb a binomial tree of workers and merge at every inner worker.
+            core.set_up_tree(BroadcastTree::Binomial, true)?;
+        }
         let unfinished_local = core.local_sources();
         let folds = core.local_targets.iter().map(|&t| (t, TargetFold { total: None, queued: BTreeMap::new(), ended: Vec::new() })).collect();
         Ok(Dataflow::from_parts(core, Reduction { reducer: Box::new(reducer), local: None, unfinished_local, folds }))
@@ -89,6 +95,22 @@ impl<T: Serialize + DeserializeOwned> Semantics for Reduction<T> {
             }
         }
         core.finish(source)
+    }
+
+    fn combine(&mut self, payloads: Vec<Vec<u8>>) -> Result<Vec<u8>> {
+        let mut acc = None;
+        for p in payloads {
+            for item in decode_all::<T>(&p)? {
+                acc = Some(fold(&self.reducer, acc, item));
+            }
+        }
+        let mut out = Vec::new();
+        if let Some(total) = acc {
+            let bytes = encode(&total)?;
+            out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+            out.extend_from_slice(&bytes);
+        }
+        Ok(out)
     }
 
     fn take(&mut self, core: &Core, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<T>>) -> Result<()> {

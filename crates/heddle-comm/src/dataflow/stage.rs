@@ -26,6 +26,15 @@ pub trait Semantics {
     /// Turns one incoming item of `target` into events.
     fn take(&mut self, core: &Core, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<Self::Out>>) -> Result<()>;
 
+    /// Merges the messages a worker holds for one target on their way up a tree (see
+    /// [`super::BroadcastTree`]) into one; the default concatenates their records.
+    ///
+    /// # Errors
+    /// A record that does not decode.
+    fn combine(&mut self, payloads: Vec<Vec<u8>>) -> Result<Vec<u8>> {
+        Ok(payloads.concat())
+    }
+
     /// Whether targets fold records into state as they arrive (so messages are taken off
     /// the edge at once) rather than handing them out one by one.
     fn folds(&self, mode: Mode) -> bool {
@@ -81,7 +90,9 @@ impl<S: Semantics> Operation for Dataflow<S> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
-        let moved = self.core.progress(self.sem.folds(self.core.mode))?;
+        let folds = self.sem.folds(self.core.mode);
+        let sem = &mut self.sem;
+        let moved = self.core.progress(folds, &mut |p| sem.combine(p))?;
         if moved {
             self.core.moved();
         }
