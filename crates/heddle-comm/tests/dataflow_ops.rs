@@ -517,3 +517,77 @@ fn join_every_kind_algorithm_and_mode() {
         }
     }
 }
+
+/// Runs barrier 5 between two phases of records through `make`'s operation on four
+/// workers (two sources each) and checks every target sees all first-phase records, then
+/// the barrier once, then only second-phase records. Operations that deliver results at
+/// the end (`at_end`) must deliver the barrier once, before their results.
+fn check_barrier_through<O>(edge: u32, at_end: bool, make: impl Fn(&Communicator, EdgeSpec) -> O + Sync, phase_of: impl Fn(&O::Out) -> bool + Sync)
+where
+    O: Operation<In = (u32, u32, bool)>,
+    O::Out: Send + std::fmt::Debug,
+{
+    let comms = local_world(4, CommConfig::default()).unwrap();
+    let placement = Placement::round_robin(12, 4);
+    let sources: Vec<TaskId> = (0..8).collect();
+    let targets: Vec<TaskId> = (8..12).collect();
+    std::thread::scope(|s| {
+        for c in &comms {
+            let (placement, sources, targets, make, phase_of) = (placement.clone(), sources.clone(), targets.clone(), &make, &phase_of);
+            s.spawn(move || {
+                let mut op = make(c, EdgeSpec::new(edge, sources.clone(), targets.clone(), placement.clone()));
+                let mine: Vec<TaskId> = sources.iter().copied().filter(|&t| placement.worker(t).unwrap() == c.rank()).collect();
+                for &src in &mine {
+                    for i in 0..(5 + src * 3) {
+                        while let Offer::Full(_) = op.offer(src, (src, i, false)).unwrap() {
+                            op.progress().unwrap();
+                        }
+                    }
+                    op.barrier(src, 5).unwrap();
+                    for i in 0..(2 + src) {
+                        while let Offer::Full(_) = op.offer(src, (src, i, true)).unwrap() {
+                            op.progress().unwrap();
+                        }
+                    }
+                    op.finish(src).unwrap();
+                }
+                let local: Vec<TaskId> = op.local_targets();
+                let mut events: BTreeMap<TaskId, Vec<Event<O::Out>>> = local.iter().map(|&t| (t, Vec::new())).collect();
+                loop {
+                    let moved = op.progress().unwrap();
+                    for (t, evs) in events.iter_mut() {
+                        while let Some(e) = op.poll(*t) {
+                            evs.push(e);
+                        }
+                    }
+                    if op.is_done() {
+                        break;
+                    }
+                    if !moved {
+                        op.wait().unwrap();
+                    }
+                }
+                for (t, evs) in events {
+                    let at = evs.iter().position(|e| matches!(e, Event::Barrier(5))).unwrap_or_else(|| panic!("target {t}: no barrier in {evs:?}"));
+                    assert_eq!(evs.iter().filter(|e| matches!(e, Event::Barrier(_))).count(), 1);
+                    if at_end {
+                        assert_eq!(at, 0, "target {t}: the barrier must come before the end-of-input results");
+                        assert_eq!(evs.iter().filter(|e| matches!(e, Event::Data(d) if !phase_of(d))).count(), (0..8).map(|s| 5 + s * 3).sum::<usize>());
+                        continue;
+                    }
+                    assert!(evs[..at].iter().all(|e| matches!(e, Event::Data(d) if !phase_of(d))), "target {t}: second-phase data before the barrier");
+                    assert!(evs[at + 1..].iter().all(|e| matches!(e, Event::End) || matches!(e, Event::Data(d) if phase_of(d))), "target {t}: first-phase data after the barrier");
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn barriers_pass_through_trees_and_every_mode() {
+    type Rec = (u32, u32, bool);
+    check_barrier_through(30, false, |c, spec| Partition::broadcast_along(c, spec, Options::streaming(), BroadcastTree::Binomial).unwrap(), |r: &Rec| r.2);
+    check_barrier_through(31, false, |c, spec| Partition::broadcast_along(c, spec, Options::batch(), BroadcastTree::Ring).unwrap(), |r: &Rec| r.2);
+    check_barrier_through(32, true, |c, spec| Gather::new(c, spec, Options::batch()).unwrap(), |r: &(TaskId, Rec)| r.1 .2);
+    check_barrier_through(33, false, |c, spec| Partition::new(c, spec, Options::streaming(), |r: &Rec| r.1 as usize).unwrap(), |r: &Rec| r.2);
+}
