@@ -121,6 +121,24 @@ fn partition_direct_union_broadcast() {
                 let have: Vec<u64> = data(&got[&t]).into_iter().copied().collect();
                 assert_eq!(have, numbers(layout.sources[i]), "direct {layout:?}");
             }
+            let got = run(&layout, 15, |c, spec| Partition::by_hash(c, spec, opts.clone()).unwrap(), numbers);
+            let mut seen: Vec<u64> = got.values().flat_map(|evs| data(evs).into_iter().copied()).collect();
+            let mut all: Vec<u64> = layout.sources.iter().flat_map(|&s| numbers(s)).collect();
+            seen.sort_unstable();
+            all.sort_unstable();
+            assert_eq!(seen, all, "hash partition {layout:?}");
+            // Range: splitters cut the value space into n_t ranges.
+            let splitters: Vec<u64> = (1..n_t as u64).map(|i| i * 1_200_000 / n_t as u64).collect();
+            let got = run(&layout, 16, |c, spec| Partition::by_range(c, spec, opts.clone(), splitters.clone(), |x: &u64| *x).unwrap(), numbers);
+            for (i, &t) in layout.targets.iter().enumerate() {
+                let lo = if i == 0 { 0 } else { splitters[i - 1] };
+                let hi = splitters.get(i).copied().unwrap_or(u64::MAX);
+                let mut have: Vec<u64> = data(&got[&t]).into_iter().copied().collect();
+                let mut want: Vec<u64> = all.iter().copied().filter(|x| *x >= lo && *x < hi).collect();
+                have.sort_unstable();
+                want.sort_unstable();
+                assert_eq!(have, want, "range partition {layout:?}");
+            }
             let got = run(&layout, 14, |c, spec| Partition::union(c, spec, opts.clone()).unwrap(), numbers);
             for (i, &t) in layout.targets.iter().enumerate() {
                 let mut have: Vec<u64> = data(&got[&t]).into_iter().copied().collect();
@@ -156,6 +174,8 @@ fn partition_direct_union_broadcast() {
 fn gather_and_allgather() {
     for layout in layouts() {
         for opts in modes() {
+            // A tiny spill budget in batch mode: gathered records go through disk.
+            let opts = opts.clone().spill(16 << 10, vec![std::env::temp_dir()]);
             let got = run(&layout, 4, |c, spec| Gather::new(c, spec, opts.clone()).unwrap(), numbers);
             let mut want: Vec<(TaskId, u64)> = layout.sources.iter().flat_map(|&s| numbers(s).into_iter().map(move |x| (s, x))).collect();
             want.sort_unstable();

@@ -1,24 +1,30 @@
 //! Gather: every record of every source reaches every target (one target: gather; all
 //! of them: allgather), tagged with its source. Streaming delivers records as they come,
 //! directly; batch routes them up a binomial tree of workers and delivers them at the
-//! end, grouped by source in task-id order.
+//! end, grouped by source in task-id order, holding them in a spill sorter (sorted runs on
+//! disk beyond the budget).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::marker::PhantomData;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::codec::{decode_all, encode};
-use super::core::{Core, Incoming};
+use super::codec::{decode, decode_all, encode};
+use super::core::{records, Core, Incoming};
+use super::keyed_gather::sorters_for;
 use super::stage::{Dataflow, Semantics};
 use super::tree::BroadcastTree;
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
+use crate::spill::SpillSorter;
 use crate::{Communicator, Result};
 
 /// The semantics of [`Gather`].
 pub struct Gathering<T> {
-    collected: HashMap<TaskId, BTreeMap<TaskId, Vec<T>>>,
+    /// Batch: each target's records keyed by source (big-endian id: byte order is id
+    /// order), spilled to disk beyond the budget.
+    collected: HashMap<TaskId, SpillSorter>,
+    spilled: u64,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -43,8 +49,13 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Gathering<T>> {
             // so a target's worker hears from log(w) workers instead of all of them.
             core.set_up_tree(BroadcastTree::Binomial, false)?;
         }
-        let collected = core.local_targets.iter().map(|&t| (t, BTreeMap::new())).collect();
-        Ok(Dataflow::from_parts(core, Gathering { collected, _t: PhantomData }))
+        let collected = sorters_for(&core, &opts, None)?;
+        Ok(Dataflow::from_parts(core, Gathering { collected, spilled: 0, _t: PhantomData }))
+    }
+
+    /// Bytes this worker's targets have spilled to disk so far.
+    pub fn spilled_bytes(&self) -> u64 {
+        self.sem.spilled + self.sem.collected.values().map(SpillSorter::spilled_bytes).sum::<u64>()
     }
 }
 
@@ -69,22 +80,27 @@ impl<T: Serialize + DeserializeOwned> Semantics for Gathering<T> {
         offer_to_all(core, source, item)
     }
 
-    fn take(&mut self, core: &Core, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<(TaskId, T)>>) -> Result<()> {
-        let collected = self.collected.get_mut(&target).expect("local target");
+    fn take(&mut self, _core: &Core, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<(TaskId, T)>>) -> Result<()> {
         match incoming {
-            Incoming::Records { source, payload } => {
-                let items = decode_all::<T>(&payload)?;
-                if core.mode == Mode::Batch {
-                    collected.entry(source).or_default().extend(items);
-                } else {
-                    out.extend(items.into_iter().map(|i| Event::Data((source, i))));
+            Incoming::Records { source, payload } => match self.collected.get_mut(&target) {
+                Some(sorter) => {
+                    for rec in records(&payload) {
+                        sorter.push(source.to_be_bytes().to_vec(), rec?.to_vec())?;
+                    }
                 }
-            }
+                None => out.extend(decode_all::<T>(&payload)?.into_iter().map(|i| Event::Data((source, i)))),
+            },
             Incoming::SourceEnded(_) => {}
             Incoming::Barrier(id) => out.push_back(Event::Barrier(id)),
             Incoming::End => {
-                let all = std::mem::take(collected);
-                out.extend(all.into_iter().flat_map(|(s, items)| items.into_iter().map(move |i| Event::Data((s, i)))));
+                if let Some(sorter) = self.collected.remove(&target) {
+                    self.spilled += sorter.spilled_bytes();
+                    for rec in sorter.finish()? {
+                        let (k, v) = rec?;
+                        let source = <[u8; 4]>::try_from(k.as_slice()).map(u32::from_be_bytes).map_err(|_| crate::Error::InvalidArgument("a bad source key".into()))?;
+                        out.push_back(Event::Data((source, decode::<T>(&v)?)));
+                    }
+                }
                 out.push_back(Event::End);
             }
         }

@@ -10,7 +10,7 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::codec::{decode_all, encode};
+use super::codec::{decode_all, encode, key_hash};
 use super::core::{Core, Incoming, RELAY};
 use super::tree::BroadcastTree;
 use super::stage::{Dataflow, Semantics};
@@ -50,6 +50,42 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Routing<T>> {
     /// [`Error::InvalidArgument`] for a bad edge specification.
     pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options, partitioner: impl Fn(&T) -> usize + Send + 'static) -> Result<Self> {
         Self::with_route(comm, spec, opts, Route::By(Box::new(partitioner)))
+    }
+
+    /// Hash partitioning: each record goes to the target its encoded bytes hash to (the
+    /// same record always reaches the same target, on every worker).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad edge specification.
+    pub fn by_hash(comm: &Communicator, spec: EdgeSpec, opts: Options) -> Result<Self> {
+        Self::new(comm, spec, opts, |item: &T| encode(item).map_or(0, |b| key_hash(&b) as usize))
+    }
+
+    /// Range partitioning: target i receives the records whose `key` lies between
+    /// `splitters[i - 1]` (inclusive) and `splitters[i]` (exclusive).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless there is one splitter fewer than targets, in
+    /// ascending order, or for a bad edge specification.
+    pub fn by_range<K: PartialOrd + Send + 'static>(
+        comm: &Communicator,
+        spec: EdgeSpec,
+        opts: Options,
+        splitters: Vec<K>,
+        key: impl Fn(&T) -> K + Send + 'static,
+    ) -> Result<Self> {
+        if splitters.len() + 1 != spec.targets.len() || splitters.windows(2).any(|w| w[0] > w[1]) {
+            return Err(Error::InvalidArgument(format!(
+                "range partitioning over {} targets needs {} ascending splitters, got {}",
+                spec.targets.len(),
+                spec.targets.len().saturating_sub(1),
+                splitters.len()
+            )));
+        }
+        Self::new(comm, spec, opts, move |item: &T| {
+            let k = key(item);
+            splitters.partition_point(|s| *s <= k)
+        })
     }
 
     /// Direct: source i sends to target i (as many targets as sources).
