@@ -464,7 +464,7 @@ fn sort_orders_each_range_and_all_of_them() {
         let sample: Vec<u64> = layout.sources.iter().flat_map(|&s| keyed(s)).map(|(k, _)| k).step_by(3).collect();
         let splitters = Sort::<u64, u32>::splitters_from_sample(sample, layout.targets.len());
         let splitters: Vec<u64> = (0..layout.targets.len() - 1).map(|i| splitters.get(i).copied().unwrap_or(u64::MAX)).collect();
-        for budget in [64 << 20, 256] {
+        for budget in [64 << 20, 4096] {
             let opts = Options::batch().spill(budget, vec![std::env::temp_dir()]);
             let got = run(&layout, 12, |c, spec| Sort::new(c, spec, opts.clone(), splitters.clone()).unwrap(), keyed);
             let mut all = Vec::new();
@@ -517,7 +517,7 @@ fn join_every_kind_algorithm_and_mode() {
             for (algorithm, opts) in [
                 (JoinAlgorithm::Hash, Options::batch()),
                 (JoinAlgorithm::Hash, Options::streaming()),
-                (JoinAlgorithm::SortMerge, Options::batch().spill(512, vec![std::env::temp_dir()])),
+                (JoinAlgorithm::SortMerge, Options::batch().spill(4096, vec![std::env::temp_dir()])),
             ] {
                 let input = |s: TaskId| -> Vec<(u64, Side<u32, u32>)> {
                     side(s).into_iter().map(|(k, v)| (k, if left_sources.contains(&s) { Side::Left(v) } else { Side::Right(v) })).collect()
