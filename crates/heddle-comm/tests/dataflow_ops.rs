@@ -611,3 +611,43 @@ fn barriers_pass_through_trees_and_every_mode() {
     check_barrier_through(32, true, |c, spec| Gather::new(c, spec, Options::batch()).unwrap(), |r: &(TaskId, Rec)| r.1 .2);
     check_barrier_through(33, false, |c, spec| Partition::new(c, spec, Options::streaming(), |r: &Rec| r.1 as usize).unwrap(), |r: &Rec| r.2);
 }
+
+#[test]
+fn keyed_reduce_spills_its_tables_with_a_tiny_budget() {
+    let layout = Layout { workers: 3, sources: vec![0, 1, 2, 3, 4, 5], targets: vec![6, 7], placement: Placement::round_robin(8, 3) };
+    let input = |s: TaskId| -> Vec<(u64, u64)> { (0..3000u64).map(|i| ((i * 7919 + u64::from(s)) % 1500, i)).collect() };
+    let spilled = std::sync::atomic::AtomicU64::new(0);
+    let comms = local_world(layout.workers, CommConfig::default()).unwrap();
+    let got: BTreeMap<TaskId, Vec<Event<(u64, u64)>>> = std::thread::scope(|s| {
+        let hs: Vec<_> = comms
+            .iter()
+            .map(|c| {
+                let (layout, spilled) = (&layout, &spilled);
+                s.spawn(move || {
+                    let spec = EdgeSpec::new(17, layout.sources.clone(), layout.targets.clone(), layout.placement.clone());
+                    let opts = Options::batch().spill(2048, vec![std::env::temp_dir()]);
+                    let mut op = KeyedReduce::new(c, spec, opts, |a: u64, b: u64| a + b).unwrap();
+                    let mine = layout.sources.iter().filter(|&&t| layout.placement.worker(t).unwrap() == c.rank()).map(|&t| (t, input(t))).collect();
+                    let out = drive(&mut op, mine).unwrap();
+                    spilled.fetch_add(op.spilled_bytes(), std::sync::atomic::Ordering::SeqCst);
+                    out
+                })
+            })
+            .collect();
+        hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    assert!(spilled.into_inner() > 0, "a 2 KiB budget must spill");
+    let mut want: BTreeMap<u64, u64> = BTreeMap::new();
+    for s in &layout.sources {
+        for (k, v) in input(*s) {
+            *want.entry(k).or_default() += v;
+        }
+    }
+    let mut have = BTreeMap::new();
+    for events in got.values() {
+        let rows = data(events);
+        assert!(rows.windows(2).all(|w| w[0].0 < w[1].0), "each key once, in key order");
+        have.extend(rows.into_iter().copied());
+    }
+    assert_eq!(have, want);
+}
