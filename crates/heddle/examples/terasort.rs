@@ -1,8 +1,8 @@
 //! Terasort: N 100-byte records with 10-byte keys, sorted across workers. Each worker
 //! generates (or reads) its share; key samples are gathered to rank 0, which broadcasts
 //! the splitters (BSP collectives); a dataflow sort range-partitions the records and
-//! sorts each target's range with disk spill beyond `--mem-budget`; each target writes its
-//! part file. A validator checks global order, record count and an order-independent
+//! sorts each target's range with disk spill beyond `--mem-budget`; each target streams
+//! its sorted range into its part file. A validator checks global order, record count and an order-independent
 //! checksum against the input.
 //!
 //! `heddle run -n 2 -- target/release/examples/terasort --records 1000000 --output /tmp/ts`
@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
-use heddle::comm::dataflow::{drive, EdgeSpec, Event, Options, Placement, Sort, TaskId};
+use heddle::comm::dataflow::{EdgeSpec, Event, Offer, Operation, Options, Placement, Sort, TaskId};
 use heddle::{Communicator, Op};
 use serde_bytes::ByteBuf;
 
@@ -67,10 +67,59 @@ fn generate(seed: u64, i: u64) -> [u8; RECORD] {
     r
 }
 
-/// An order-independent checksum of records (sum of per-record FNV-1a hashes).
-fn checksum(records: &[(Key, ByteBuf)]) -> u64 {
+/// FNV-1a hash of one record; their sum is an order-independent checksum.
+fn record_hash(k: &[u8], v: &[u8]) -> u64 {
     let fnv = |h: u64, bytes: &[u8]| bytes.iter().fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-    records.iter().fold(0u64, |sum, (k, v)| sum.wrapping_add(fnv(fnv(0xcbf2_9ce4_8422_2325, k.as_slice()), v)))
+    fnv(fnv(0xcbf2_9ce4_8422_2325, k), v)
+}
+
+/// An order-independent checksum of records.
+fn checksum(records: &[(Key, ByteBuf)]) -> u64 {
+    records.iter().fold(0u64, |sum, (k, v)| sum.wrapping_add(record_hash(k.as_slice(), v)))
+}
+
+/// One target's sorted output as it streams out: written to its part file (if any) and
+/// checked on the way.
+struct Part {
+    file: Option<BufWriter<std::fs::File>>,
+    count: u64,
+    checksum: u64,
+    ordered: bool,
+    first: Option<Key>,
+    last: Option<Key>,
+}
+
+impl Part {
+    fn create(dir: Option<&std::path::Path>, rank: usize) -> Result<Part, BoxError> {
+        let file = match dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir)?;
+                Some(BufWriter::new(std::fs::File::create(dir.join(format!("part-{rank:05}")))?))
+            }
+            None => None,
+        };
+        Ok(Part { file, count: 0, checksum: 0, ordered: true, first: None, last: None })
+    }
+
+    fn add(&mut self, k: &Key, v: &[u8]) -> Result<(), BoxError> {
+        if let Some(f) = &mut self.file {
+            f.write_all(k.as_slice())?;
+            f.write_all(v)?;
+        }
+        self.ordered &= self.last.as_ref().is_none_or(|l| l <= k);
+        self.first.get_or_insert(*k);
+        self.last = Some(*k);
+        self.count += 1;
+        self.checksum = self.checksum.wrapping_add(record_hash(k.as_slice(), v));
+        Ok(())
+    }
+
+    fn close(&mut self) -> Result<(), BoxError> {
+        if let Some(f) = &mut self.file {
+            f.flush()?;
+        }
+        Ok(())
+    }
 }
 
 /// This worker's share of the input, as (key, rest) pairs.
@@ -142,32 +191,57 @@ fn run(args: Args) -> Result<(), BoxError> {
     let dirs = vec![args.spill_dir.clone().unwrap_or_else(std::env::temp_dir)];
     let opts = Options::batch().spill(args.mem_budget, dirs).batch_size(256 << 10);
     let mut sort = Sort::new_bytewise(&comm, spec, opts, cut)?;
-    let out = drive(&mut sort, vec![(rank as TaskId, records)])?;
-    let sorted: Vec<(Key, ByteBuf)> = out.into_values().flatten().filter_map(|e| if let Event::Data(r) = e { Some(r) } else { None }).collect();
+    // Stream: offer this worker's records, and write (and check) the target's sorted
+    // records as they come, never holding the sorted part in memory.
+    let (source, target) = (rank as TaskId, p + rank as TaskId);
+    let mut part = Part::create(args.output.as_deref(), rank)?;
+    let mut input = records.into_iter();
+    let mut held = None;
+    let mut finished = false;
+    loop {
+        let mut moved = false;
+        while let Some(item) = held.take().or_else(|| input.next()) {
+            match sort.offer(source, item)? {
+                Offer::Accepted => moved = true,
+                Offer::Full(back) => {
+                    held = Some(back);
+                    break;
+                }
+            }
+        }
+        if held.is_none() && !finished {
+            sort.finish(source)?;
+            finished = true;
+        }
+        moved |= sort.progress()?;
+        while let Some(event) = sort.poll(target) {
+            moved = true;
+            if let Event::Data((k, v)) = event {
+                part.add(&k, &v)?;
+            }
+        }
+        if finished && sort.is_done() {
+            break;
+        }
+        if !moved {
+            sort.wait()?;
+        }
+    }
+    part.close()?;
     let spilled = sort.spilled_bytes();
     let job_s = {
         let mut t = [start.elapsed().as_secs_f64()];
         comm.allreduce(&mut t, Op::Max)?;
         t[0]
     };
-    if let Some(dir) = &args.output {
-        std::fs::create_dir_all(dir)?;
-        let mut w = BufWriter::new(std::fs::File::create(dir.join(format!("part-{rank:05}")))?);
-        for (k, v) in &sorted {
-            w.write_all(k.as_slice())?;
-            w.write_all(v)?;
-        }
-        w.flush()?;
-    }
 
     // Validate: sorted within the part, parts in order, same count and checksum as the input.
-    let ordered = sorted.windows(2).all(|w| w[0].0 <= w[1].0);
-    let out_sum = checksum(&sorted);
-    let bounds = comm.allgather_object(&(sorted.first().map(|r| r.0), sorted.last().map(|r| r.0)))?;
+    let (ordered, out_sum) = (part.ordered, part.checksum);
+    let bounds = comm.allgather_object(&(part.first, part.last))?;
     let parts: Vec<(Key, Key)> = bounds.into_iter().filter_map(|(a, b)| a.zip(b)).collect();
     let across = parts.windows(2).all(|w| w[0].1 <= w[1].0);
     let [out_count, total, in_sum, out_sum, spilled] = {
-        let mut c = [sorted.len() as u64, in_count, in_sum, out_sum, spilled];
+        let mut c = [part.count, in_count, in_sum, out_sum, spilled];
         comm.allreduce(&mut c, Op::Sum)?;
         c
     };

@@ -15,13 +15,16 @@ use super::core::{records, Core, Incoming};
 use super::keyed_gather::{key_order, offer_keyed, sort_in, sorters_for};
 use super::stage::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Offer, Options, TaskId};
-use crate::spill::{KeyOrder, SpillSorter};
+use super::stage::REFILL;
+use crate::spill::{KeyOrder, SortedRecords, SpillSorter};
 use crate::{Communicator, Error, Result};
 
 /// The semantics of [`Sort`].
 pub struct Sorting<K, V> {
     splitters: Vec<K>,
     sorters: HashMap<TaskId, SpillSorter>,
+    /// Targets whose sorted records are being handed out.
+    draining: HashMap<TaskId, SortedRecords>,
     spilled: u64,
     _v: PhantomData<fn() -> V>,
 }
@@ -70,7 +73,7 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
         }
         let core = Core::new(comm, spec, &opts)?;
         let sorters = sorters_for(&core, &opts, order)?;
-        Ok(Dataflow::from_parts(core, Sorting { splitters, sorters, spilled: 0, _v: PhantomData }))
+        Ok(Dataflow::from_parts(core, Sorting { splitters, sorters, draining: HashMap::new(), spilled: 0, _v: PhantomData }))
     }
 
     /// Splitters that cut `sample` (any sample of the keys) into `parts` ranges of about
@@ -119,17 +122,31 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
             },
             Incoming::SourceEnded(_) => {}
             Incoming::Barrier(id) => out.push_back(Event::Barrier(id)),
-            Incoming::End => {
-                if let Some(sorter) = self.sorters.remove(&target) {
+            Incoming::End => match self.sorters.remove(&target) {
+                Some(sorter) => {
                     self.spilled += sorter.spilled_bytes();
-                    for rec in sorter.finish()? {
-                        let (k, v) = rec?;
-                        out.push_back(Event::Data((decode::<K>(&k)?, decode::<V>(&v)?)));
-                    }
+                    self.draining.insert(target, sorter.finish()?);
                 }
-                out.push_back(Event::End);
-            }
+                None => out.push_back(Event::End),
+            },
         }
         Ok(())
+    }
+
+    fn refill(&mut self, target: TaskId, out: &mut VecDeque<Event<(K, V)>>) -> Result<()> {
+        let Some(records) = self.draining.get_mut(&target) else { return Ok(()) };
+        for rec in records.by_ref().take(REFILL) {
+            let (k, v) = rec?;
+            out.push_back(Event::Data((decode::<K>(&k)?, decode::<V>(&v)?)));
+        }
+        if out.is_empty() {
+            self.draining.remove(&target);
+            out.push_back(Event::End);
+        }
+        Ok(())
+    }
+
+    fn has_results(&self) -> bool {
+        !self.draining.is_empty()
     }
 }

@@ -8,6 +8,9 @@ use super::core::{Core, Incoming};
 use super::{Event, Mode, Offer, Operation, TaskId};
 use crate::{Error, Result};
 
+/// Results handed out per refill.
+pub(crate) const REFILL: usize = 4096;
+
 /// What distinguishes one operation from another.
 pub trait Semantics {
     /// Records sources offer.
@@ -25,6 +28,21 @@ pub trait Semantics {
 
     /// Turns one incoming item of `target` into events.
     fn take(&mut self, core: &Core, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<Self::Out>>) -> Result<()>;
+
+    /// Hands out more of a target's results, a slice at a time (operations that emit
+    /// sorted results at the end stream them from their sorter instead of holding them
+    /// all at once). Called whenever the target's queue of events is empty.
+    ///
+    /// # Errors
+    /// A spill file that cannot be read back, or a record that does not decode.
+    fn refill(&mut self, _target: TaskId, _out: &mut VecDeque<Event<Self::Out>>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Whether results remain to be handed out by [`Semantics::refill`].
+    fn has_results(&self) -> bool {
+        false
+    }
 
     /// Merges the messages a worker holds for one target on their way up a tree (see
     /// [`super::BroadcastTree`]) into one; the default concatenates their records.
@@ -104,6 +122,14 @@ impl<S: Semantics> Operation for Dataflow<S> {
             if let Some(e) = self.out.get_mut(&target)?.pop_front() {
                 return Some(e);
             }
+            let out = self.out.get_mut(&target)?;
+            if let Err(e) = self.sem.refill(target, out) {
+                self.error = Some(e);
+                return None;
+            }
+            if !out.is_empty() {
+                continue;
+            }
             let incoming = self.core.next(target)?;
             let out = self.out.get_mut(&target)?;
             if let Err(e) = self.sem.take(&self.core, target, incoming, out) {
@@ -114,7 +140,7 @@ impl<S: Semantics> Operation for Dataflow<S> {
     }
 
     fn is_done(&self) -> bool {
-        self.core.is_done() && self.out.values().all(VecDeque::is_empty)
+        self.core.is_done() && self.out.values().all(VecDeque::is_empty) && !self.sem.has_results()
     }
 
     fn local_targets(&self) -> Vec<TaskId> {
