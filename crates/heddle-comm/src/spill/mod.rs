@@ -56,6 +56,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::{Error, Result};
 
+mod buffer;
+
+use buffer::{Buffer, RECORD_OVERHEAD};
+
 /// A total order on keys; `None` where one is accepted means bytewise order.
 ///
 /// It must be a total order (consistent, transitive); otherwise the output order is
@@ -82,8 +86,6 @@ const MAGIC: [u8; 4] = *b"HSPL";
 const VERSION: u32 = 1;
 const HEADER_BYTES: u64 = 16;
 const RECORD_HEADER_BYTES: u64 = 8;
-/// Estimated memory of one buffered record beyond its bytes: two `Vec`s and allocator slack.
-const RECORD_OVERHEAD: usize = 2 * std::mem::size_of::<Vec<u8>>() + 16;
 const IO_BUFFER_BYTES: usize = 64 << 10;
 const FILE_PREFIX: &str = "heddle-spill-";
 static NEXT_FILE: AtomicU64 = AtomicU64::new(0);
@@ -113,7 +115,7 @@ pub struct SpillSorter {
     order: KeyOrder,
     /// `order` is plain byte order: sort by an 8-byte prefix first.
     bytewise: bool,
-    buffer: Vec<(Vec<u8>, Vec<u8>)>,
+    buffer: Buffer,
     buffered_bytes: usize,
     runs: Vec<SpillFile>,
     next_dir: usize,
@@ -143,7 +145,7 @@ impl SpillSorter {
             budget_bytes: config.budget_bytes,
             bytewise: order.is_none(),
             order: order.unwrap_or_else(|| Arc::new(|a: &[u8], b: &[u8]| a.cmp(b))),
-            buffer: Vec::new(),
+            buffer: Buffer::default(),
             buffered_bytes: 0,
             runs: Vec::new(),
             next_dir: 0,
@@ -159,6 +161,16 @@ impl SpillSorter {
     /// [`Error::InvalidArgument`] if the key or value has 4 GiB or more; [`Error::Io`] naming
     /// the file if a run cannot be written (the buffered records are kept).
     pub fn push(&mut self, key: Vec<u8>, value: Vec<u8>) -> Result<()> {
+        self.push_slices(&key, &value)
+    }
+
+    /// Adds one record by copying `key` and `value`, as [`push`](Self::push) does, without
+    /// needing them owned.
+    ///
+    /// # Errors
+    ///
+    /// As [`push`](Self::push).
+    pub fn push_slices(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         if u32::try_from(key.len()).is_err() || u32::try_from(value.len()).is_err() {
             return Err(Error::InvalidArgument(format!(
                 "record with a {}-byte key and a {}-byte value cannot be spilled; keys and values must be under 4 GiB",
@@ -167,7 +179,7 @@ impl SpillSorter {
             )));
         }
         self.buffered_bytes = self.buffered_bytes.saturating_add(key.len() + value.len() + RECORD_OVERHEAD);
-        self.buffer.push((key, value));
+        self.buffer.push(key, value);
         self.pushed += 1;
         if self.buffered_bytes > self.budget_bytes {
             self.spill()?;
@@ -208,7 +220,8 @@ impl SpillSorter {
     fn finish_with_width(mut self, width: usize) -> Result<SortedRecords> {
         let width = width.max(2);
         let order = self.order.clone();
-        let memory = sort_records(std::mem::take(&mut self.buffer), &order, self.bytewise);
+        let mut memory = std::mem::take(&mut self.buffer);
+        memory.sort(&order, self.bytewise);
         let mut runs = std::mem::take(&mut self.runs);
         // The in-memory remainder takes one merge slot too.
         while runs.len() >= width {
@@ -230,14 +243,14 @@ impl SpillSorter {
         }
         let mut sources =
             runs.into_iter().map(|run| RunReader::open(run).map(Source::Run)).collect::<Result<Vec<_>>>()?;
-        sources.push(Source::Memory(memory.into_iter()));
+        sources.push(Source::Memory(memory, 0));
         SortedRecords::merge(sources, order)
     }
 
     fn spill(&mut self) -> Result<()> {
-        self.buffer = sort_records(std::mem::take(&mut self.buffer), &self.order, self.bytewise);
+        self.buffer.sort(&self.order, self.bytewise);
         let dir = self.take_dir();
-        let records = self.buffer.iter().map(|(k, v)| Ok((k, v)));
+        let records = self.buffer.records().map(Ok);
         let (run, bytes) = write_run(&dir, self.buffer.len() as u64, records)?;
         self.runs.push(run);
         self.spilled_bytes += bytes;
@@ -251,30 +264,6 @@ impl SpillSorter {
         self.next_dir += 1;
         dir
     }
-}
-
-/// Sorts records by key, equal keys keeping their order. In byte order, compares a
-/// big-endian 8-byte key prefix held next to each index first, touching the keys
-/// themselves only on prefix ties: far fewer cache misses than comparing heap keys.
-fn sort_records(mut records: Vec<(Vec<u8>, Vec<u8>)>, order: &KeyOrder, bytewise: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
-    if !bytewise {
-        records.sort_by(|a, b| order(&a.0, &b.0));
-        return records;
-    }
-    // Skip the bytes every key shares (say, a length header) so the prefix discriminates.
-    let first = records.first().map(|(k, _)| k.as_slice()).unwrap_or_default();
-    let skip = records.iter().fold(first.len(), |n, (k, _)| n.min(k.iter().zip(first).take_while(|(a, b)| a == b).count()));
-    let prefix = |k: &[u8]| {
-        let k = &k[skip.min(k.len())..];
-        let mut p = [0u8; 8];
-        let n = k.len().min(8);
-        p[..n].copy_from_slice(&k[..n]);
-        u64::from_be_bytes(p)
-    };
-    let mut index: Vec<(u64, usize)> = records.iter().enumerate().map(|(i, (k, _))| (prefix(k), i)).collect();
-    index.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| records[a.1].0.cmp(&records[b.1].0)).then(a.1.cmp(&b.1)));
-    let mut slots: Vec<Option<(Vec<u8>, Vec<u8>)>> = records.into_iter().map(Some).collect();
-    index.into_iter().map(|(_, i)| slots[i].take().expect("each index once")).collect()
 }
 
 impl fmt::Debug for SpillSorter {
@@ -421,7 +410,8 @@ impl Eq for Head {}
 
 enum Source {
     Run(RunReader),
-    Memory(std::vec::IntoIter<(Vec<u8>, Vec<u8>)>),
+    /// The sorted in-memory buffer and the position of its next record.
+    Memory(Buffer, usize),
     Done,
 }
 
@@ -429,7 +419,10 @@ impl Source {
     fn next_record(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         match self {
             Source::Run(run) => run.next_record(),
-            Source::Memory(records) => Ok(records.next()),
+            Source::Memory(buffer, next) => Ok(buffer.get(*next).map(|(key, value)| {
+                *next += 1;
+                (key.to_vec(), value.to_vec())
+            })),
             Source::Done => Ok(None),
         }
     }
