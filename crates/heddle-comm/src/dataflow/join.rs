@@ -105,7 +105,7 @@ where
     /// # Errors
     /// [`Error::InvalidArgument`] for left sources outside the edge, sort-merge in
     /// streaming mode, or a bad edge specification or spill directory.
-    pub fn new(comm: &Communicator, spec: EdgeSpec, left_sources: Vec<TaskId>, opts: Options, kind: JoinKind, algorithm: JoinAlgorithm) -> Result<Self> {
+    pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options, left_sources: Vec<TaskId>, kind: JoinKind, algorithm: JoinAlgorithm) -> Result<Self> {
         if let Some(s) = left_sources.iter().find(|s| !spec.sources.contains(s)) {
             return Err(Error::InvalidArgument(format!("left source {s} is not a source of the edge")));
         }
