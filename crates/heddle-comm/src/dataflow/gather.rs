@@ -85,7 +85,7 @@ impl<T: Serialize + DeserializeOwned> Semantics for Gathering<T> {
             Incoming::Records { source, payload } => match self.collected.get_mut(&target) {
                 Some(sorter) => {
                     for rec in records(&payload) {
-                        sorter.push(source.to_be_bytes().to_vec(), rec?.to_vec())?;
+                        sorter.push_slices(&source.to_be_bytes(), rec?)?;
                     }
                 }
                 None => out.extend(decode_all::<T>(&payload)?.into_iter().map(|i| Event::Data((source, i)))),

@@ -90,7 +90,7 @@ pub(crate) fn hashed_target<K: Serialize>(core: &Core, key: &K) -> Result<TaskId
 pub(crate) fn sort_in(sorter: &mut SpillSorter, payload: &[u8]) -> Result<()> {
     for rec in records(payload) {
         let (k, v) = split_keyed(rec?)?;
-        sorter.push(k.to_vec(), v.to_vec())?;
+        sorter.push_slices(k, v)?;
     }
     Ok(())
 }
