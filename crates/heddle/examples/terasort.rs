@@ -73,11 +73,6 @@ fn record_hash(k: &[u8], v: &[u8]) -> u64 {
     fnv(fnv(0xcbf2_9ce4_8422_2325, k), v)
 }
 
-/// An order-independent checksum of records.
-fn checksum(records: &[(Key, ByteBuf)]) -> u64 {
-    records.iter().fold(0u64, |sum, (k, v)| sum.wrapping_add(record_hash(k.as_slice(), v)))
-}
-
 /// One target's sorted output as it streams out: written to its part file (if any) and
 /// checked on the way.
 struct Part {
@@ -122,45 +117,67 @@ impl Part {
     }
 }
 
-/// This worker's share of the input, as (key, rest) pairs.
-fn input(args: &Args, rank: usize, size: usize) -> Result<Vec<(Key, ByteBuf)>, BoxError> {
-    let split = |n: u64| (n * rank as u64 / size as u64, n * (rank as u64 + 1) / size as u64);
-    let mut out = Vec::new();
-    match &args.input {
-        None => {
-            let (lo, hi) = split(args.records);
-            out.reserve((hi - lo) as usize);
-            for i in lo..hi {
-                let r = generate(args.seed, i);
-                out.push((Key::new(r[..KEY].try_into()?), ByteBuf::from(r[KEY..].to_vec())));
+/// This worker's share of the input: records back to back in one buffer (no per-record
+/// allocation), `stride` bytes apart.
+struct Input {
+    bytes: Vec<u8>,
+    stride: usize,
+}
+
+impl Input {
+    fn load(args: &Args, rank: usize, size: usize) -> Result<Input, BoxError> {
+        let split = |n: u64| (n * rank as u64 / size as u64, n * (rank as u64 + 1) / size as u64);
+        match &args.input {
+            None => {
+                let (lo, hi) = split(args.records);
+                let mut bytes = Vec::with_capacity((hi - lo) as usize * RECORD);
+                for i in lo..hi {
+                    bytes.extend_from_slice(&generate(args.seed, i));
+                }
+                Ok(Input { bytes, stride: RECORD })
             }
-        }
-        Some(path) => {
-            let mut f = std::fs::File::open(path).map_err(|e| format!("cannot open --input {}: {e}", path.display()))?;
-            let len = f.metadata()?.len();
-            // Lines if the first record ends in a newline and the size fits; else raw records.
-            let mut first = [0u8; RECORD + 1];
-            let lines = len % (RECORD as u64 + 1) == 0 && f.read_exact(&mut first).is_ok() && first[RECORD] == b'\n';
-            let stride = if lines { RECORD + 1 } else { RECORD };
-            if len % stride as u64 != 0 {
-                return Err(format!("{} holds {len} bytes: not a whole number of 100-byte records or lines", path.display()).into());
-            }
-            let (lo, hi) = split(len / stride as u64);
-            f.seek(SeekFrom::Start(lo * stride as u64))?;
-            let mut buf = vec![0u8; (hi - lo) as usize * stride];
-            f.read_exact(&mut buf)?;
-            for r in buf.chunks_exact(stride) {
-                out.push((Key::new(r[..KEY].try_into()?), ByteBuf::from(r[KEY..RECORD].to_vec())));
+            Some(path) => {
+                let mut f = std::fs::File::open(path).map_err(|e| format!("cannot open --input {}: {e}", path.display()))?;
+                let len = f.metadata()?.len();
+                // Lines if the first record ends in a newline and the size fits; else raw records.
+                let mut first = [0u8; RECORD + 1];
+                let lines = len % (RECORD as u64 + 1) == 0 && f.read_exact(&mut first).is_ok() && first[RECORD] == b'\n';
+                let stride = if lines { RECORD + 1 } else { RECORD };
+                if len % stride as u64 != 0 {
+                    return Err(format!("{} holds {len} bytes: not a whole number of 100-byte records or lines", path.display()).into());
+                }
+                let (lo, hi) = split(len / stride as u64);
+                f.seek(SeekFrom::Start(lo * stride as u64))?;
+                let mut bytes = vec![0u8; (hi - lo) as usize * stride];
+                f.read_exact(&mut bytes)?;
+                Ok(Input { bytes, stride })
             }
         }
     }
-    Ok(out)
+
+    fn len(&self) -> usize {
+        self.bytes.len() / self.stride
+    }
+
+    fn key(&self, i: usize) -> Key {
+        let at = i * self.stride;
+        Key::new(self.bytes[at..at + KEY].try_into().expect("a record holds a key"))
+    }
+
+    fn value(&self, i: usize) -> &[u8] {
+        let at = i * self.stride;
+        &self.bytes[at + KEY..at + RECORD]
+    }
+
+    fn checksum(&self) -> u64 {
+        (0..self.len()).fold(0u64, |sum, i| sum.wrapping_add(record_hash(self.key(i).as_slice(), self.value(i))))
+    }
 }
 
 /// Splitters from every worker's key sample: gathered at rank 0, broadcast to all.
-fn splitters(comm: &Communicator, mine: &[(Key, ByteBuf)]) -> Result<Vec<Key>, BoxError> {
-    let step = (mine.len() / 1000).max(1);
-    let sample: Vec<Key> = mine.iter().step_by(step).map(|(k, _)| *k).collect();
+fn splitters(comm: &Communicator, input: &Input) -> Result<Vec<Key>, BoxError> {
+    let step = (input.len() / 1000).max(1);
+    let sample: Vec<Key> = (0..input.len()).step_by(step).map(|i| input.key(i)).collect();
     let all = comm.gather_object(&sample, 0)?;
     let cut = all.map(|s| Sort::<Key, ByteBuf>::splitters_from_sample(s.concat(), comm.size()));
     let mut cut: Vec<Key> = comm.broadcast_object(cut.as_ref(), 0)?;
@@ -178,12 +195,12 @@ fn main() {
 fn run(args: Args) -> Result<(), BoxError> {
     let comm = heddle::init()?;
     let (rank, size) = (comm.rank(), comm.size());
-    let records = input(&args, rank, size)?;
-    let in_count = records.len() as u64;
-    let in_sum = checksum(&records);
+    let input = Input::load(&args, rank, size)?;
+    let in_count = input.len() as u64;
+    let in_sum = input.checksum();
     comm.barrier()?;
     let start = Instant::now();
-    let cut = splitters(&comm, &records)?;
+    let cut = splitters(&comm, &input)?;
     // One source and one target per worker: task w and task size + w on worker w.
     let p = size as TaskId;
     let placement = Placement::from_pairs((0..p).map(|w| (w, w as usize)).chain((0..p).map(|w| (p + w, w as usize))));
@@ -195,12 +212,12 @@ fn run(args: Args) -> Result<(), BoxError> {
     // records as they come, never holding the sorted part in memory.
     let (source, target) = (rank as TaskId, p + rank as TaskId);
     let mut part = Part::create(args.output.as_deref(), rank)?;
-    let mut input = records.into_iter();
+    let mut records = (0..input.len()).map(|i| (input.key(i), ByteBuf::from(input.value(i).to_vec())));
     let mut held = None;
     let mut finished = false;
     loop {
         let mut moved = false;
-        while let Some(item) = held.take().or_else(|| input.next()) {
+        while let Some(item) = held.take().or_else(|| records.next()) {
             match sort.offer(source, item)? {
                 Offer::Accepted => moved = true,
                 Offer::Full(back) => {
