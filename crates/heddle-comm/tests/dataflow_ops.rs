@@ -609,6 +609,8 @@ fn barriers_pass_through_trees_and_every_mode() {
     check_barrier_through(30, false, |c, spec| Partition::broadcast_along(c, spec, Options::streaming(), BroadcastTree::Binomial).unwrap(), |r: &Rec| r.2);
     check_barrier_through(31, false, |c, spec| Partition::broadcast_along(c, spec, Options::batch(), BroadcastTree::Ring).unwrap(), |r: &Rec| r.2);
     check_barrier_through(32, true, |c, spec| Gather::new(c, spec, Options::batch()).unwrap(), |r: &(TaskId, Rec)| r.1 .2);
+    // Four source workers: a streaming gather climbs the worker tree.
+    check_barrier_through(34, false, |c, spec| Gather::new(c, spec, Options::streaming()).unwrap(), |r: &(TaskId, Rec)| r.1 .2);
     check_barrier_through(33, false, |c, spec| Partition::new(c, spec, Options::streaming(), |r: &Rec| r.1 as usize).unwrap(), |r: &Rec| r.2);
 }
 

@@ -174,6 +174,11 @@ impl Core {
         }
     }
 
+    /// Number of workers that run this edge's sources.
+    pub(crate) fn source_worker_count(&self) -> usize {
+        self.source_workers.len()
+    }
+
     /// Number of this edge's sources that run on this worker.
     pub(crate) fn local_sources(&self) -> usize {
         self.local_sources.len()

@@ -1,6 +1,7 @@
 //! Gather: every record of every source reaches every target (one target: gather; all
-//! of them: allgather), tagged with its source. Streaming delivers records as they come,
-//! directly; batch routes them up a binomial tree of workers and delivers them at the
+//! of them: allgather), tagged with its source. Streaming delivers records as they come
+//! (directly, or up the tree from more than three workers); batch routes them up a
+//! binomial tree of workers and delivers them at the
 //! end, grouped by source in task-id order, holding them in a spill sorter (sorted runs on
 //! disk beyond the budget).
 
@@ -14,7 +15,7 @@ use super::codec::{decode, decode_all, encode};
 use super::core::{records, Core, Incoming};
 use super::keyed_gather::sorters_for;
 use super::stage::{Dataflow, Semantics};
-use super::tree::BroadcastTree;
+use super::tree::{BroadcastTree, TREE_FROM_WORKERS};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::spill::SpillSorter;
 use crate::{Communicator, Result};
@@ -44,7 +45,7 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Gathering<T>> {
     /// [`crate::Error::InvalidArgument`] for a bad edge specification.
     pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options) -> Result<Self> {
         let mut core = Core::new(comm, spec, &opts)?;
-        if opts.mode == Mode::Batch {
+        if opts.mode == Mode::Batch || core.source_worker_count() > TREE_FROM_WORKERS {
             // Records climb a binomial tree of workers: each worker sends to one parent,
             // so a target's worker hears from log(w) workers instead of all of them.
             core.set_up_tree(BroadcastTree::Binomial, false)?;

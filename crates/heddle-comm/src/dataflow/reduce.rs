@@ -2,7 +2,7 @@
 //! reduce; all of them: allreduce). Batch mode combines every source of a worker first
 //! (node-local partial reduction), then partials climb a binomial tree of workers toward
 //! each target's worker, merged again at every inner worker; the target emits the total
-//! at the end. Streaming mode combines the i-th record of
+//! at the end. Streams from more than three workers climb the same tree, uncombined. Streaming mode combines the i-th record of
 //! every live source into the target's i-th output (a source that has finished
 //! takes part until its records are used up).
 
@@ -15,7 +15,7 @@ use super::codec::{decode_all, encode};
 use super::core::{Core, Incoming};
 use super::gather::offer_to_all;
 use super::stage::{Dataflow, Semantics};
-use super::tree::BroadcastTree;
+use super::tree::{BroadcastTree, TREE_FROM_WORKERS};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::{Communicator, Result};
 
@@ -57,6 +57,9 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Reduction<T>> {
         if opts.mode == Mode::Batch {
             // Partials climb a binomial tree of workers and merge at every inner worker.
             core.set_up_tree(BroadcastTree::Binomial, true)?;
+        } else if core.source_worker_count() > TREE_FROM_WORKERS {
+            // Streams climb it too (the target aligns the i-th records), cutting its fan-in.
+            core.set_up_tree(BroadcastTree::Binomial, false)?;
         }
         let unfinished_local = core.local_sources();
         let folds = core.local_targets.iter().map(|&t| (t, TargetFold { total: None, queued: BTreeMap::new(), ended: Vec::new() })).collect();

@@ -73,6 +73,9 @@ impl BroadcastTree {
     }
 }
 
+/// Streams from more source workers than this climb a tree instead of going direct.
+pub(crate) const TREE_FROM_WORKERS: usize = 3;
+
 /// Combines the data payloads a worker holds for one target into one payload.
 pub(crate) type Combiner<'a> = &'a mut dyn FnMut(Vec<Vec<u8>>) -> Result<Vec<u8>>;
 
