@@ -424,17 +424,23 @@ impl Engine {
         links[peer].poll(&mut handler)
     }
 
+    /// The peers still to be sent to, and still to be received from.
+    fn unfinished(sends: &[SendOp<'_>], offsets: &[usize], recvs: &[RecvOp<'_>], state: &[RecvState]) -> (Vec<usize>, Vec<usize>) {
+        let to = sends.iter().zip(offsets).filter(|(_, &o)| o != SEND_DONE).map(|(s, _)| s.peer).collect();
+        let from = recvs.iter().zip(state).filter(|(_, &s)| s != RecvState::Done).map(|(r, _)| r.peer).collect();
+        (to, from)
+    }
+
     fn waiting_on(&self, sends: &[SendOp<'_>], offsets: &[usize], recvs: &[RecvOp<'_>], state: &[RecvState]) -> Vec<usize> {
-        let mut peers: Vec<usize> = sends.iter().zip(offsets).filter(|(_, &o)| o != SEND_DONE).map(|(s, _)| s.peer).collect();
-        peers.extend(recvs.iter().zip(state).filter(|(_, &s)| s != RecvState::Done).map(|(r, _)| r.peer));
+        let (mut peers, from) = Self::unfinished(sends, offsets, recvs, state);
+        peers.extend(from);
         peers.sort_unstable();
         peers.dedup();
         peers
     }
 
     fn describe_wait(&self, sends: &[SendOp<'_>], offsets: &[usize], recvs: &[RecvOp<'_>], state: &[RecvState]) -> String {
-        let to: Vec<usize> = sends.iter().zip(offsets).filter(|(_, &o)| o != SEND_DONE).map(|(s, _)| s.peer).collect();
-        let from: Vec<usize> = recvs.iter().zip(state).filter(|(_, &s)| s != RecvState::Done).map(|(r, _)| r.peer).collect();
+        let (to, from) = Self::unfinished(sends, offsets, recvs, state);
         format!("rank {} still sending to ranks {to:?} and receiving from ranks {from:?}", self.rank)
     }
 }

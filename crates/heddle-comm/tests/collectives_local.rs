@@ -5,25 +5,13 @@ use heddle_comm::{local_world, Algorithm, CallOptions, CommConfig, Communicator,
 
 const COUNTS: &[usize] = &[0, 1, 7, 1000, 20_000];
 
+mod common;
+
+use common::{configs, on_every_rank, value};
+
 /// Runs `f` on every rank of an in-process world of `n` ranks.
 fn world(n: usize, config: CommConfig, f: impl Fn(&Communicator) + Sync) {
-    let comms = local_world(n, config).unwrap();
-    std::thread::scope(|s| {
-        let handles: Vec<_> = comms.iter().map(|c| s.spawn(|| f(c))).collect();
-        for h in handles {
-            h.join().expect("a rank panicked");
-        }
-    });
-}
-
-/// Configurations: the default, and tiny buffers with a short window (many fragments,
-/// constant back-pressure).
-fn configs() -> Vec<CommConfig> {
-    vec![CommConfig::default(), CommConfig { buffer_bytes: 1024, window: 2, ..CommConfig::default() }]
-}
-
-fn value(rank: usize, i: usize) -> i64 {
-    ((rank * 7919 + i * 104_729) % 2003) as i64 - 1000
+    on_every_rank(local_world(n, config).unwrap(), f);
 }
 
 fn contribution(rank: usize, n: usize) -> Vec<i64> {

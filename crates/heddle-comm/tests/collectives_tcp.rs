@@ -6,6 +6,10 @@ use std::net::{TcpListener, TcpStream};
 
 use heddle_comm::{Algorithm, CallOptions, CommConfig, Communicator, Op, WorldBuilder};
 
+mod common;
+
+use common::{configs, on_every_rank, value};
+
 fn tcp_world(n: usize, config: &CommConfig) -> Vec<Communicator> {
     let mut builders: Vec<WorldBuilder> = (0..n).map(|r| WorldBuilder::new(r, n, config.clone()).unwrap()).collect();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -22,21 +26,7 @@ fn tcp_world(n: usize, config: &CommConfig) -> Vec<Communicator> {
 }
 
 fn world(n: usize, config: CommConfig, f: impl Fn(&Communicator) + Sync) {
-    let comms = tcp_world(n, &config);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = comms.iter().map(|c| s.spawn(|| f(c))).collect();
-        for h in handles {
-            h.join().expect("a rank panicked");
-        }
-    });
-}
-
-fn configs() -> Vec<CommConfig> {
-    vec![CommConfig::default(), CommConfig { buffer_bytes: 1024, window: 2, ..CommConfig::default() }]
-}
-
-fn value(rank: usize, i: usize) -> i64 {
-    ((rank * 7919 + i * 104_729) % 2003) as i64 - 1000
+    on_every_rank(tcp_world(n, &config), f);
 }
 
 #[test]
