@@ -436,6 +436,11 @@ impl Core {
             && !self.shared.lock().channels.sending(self.edge)
     }
 
+    /// Whether messages of this worker wait to be sent.
+    pub(crate) fn has_outgoing(&self) -> bool {
+        self.pending.iter().any(|p| !p.is_empty()) || self.up.as_ref().is_some_and(UpTree::busy)
+    }
+
     /// Waits after a pass that moved nothing.
     pub(crate) fn wait(&mut self) -> Result<()> {
         let edge = self.spec.edge;

@@ -3,6 +3,7 @@
 //! encoded, and how a target turns incoming messages into events.
 
 use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
 
 use super::core::{Core, Incoming};
 use super::{Event, Mode, Offer, Operation, TaskId};
@@ -10,6 +11,10 @@ use crate::{Error, Result};
 
 /// Results handed out per refill.
 pub(crate) const REFILL: usize = 4096;
+
+/// How long a target that is about to compute its results keeps sending what peers
+/// wait for first.
+const FLUSH_BEFORE_RESULTS: Duration = Duration::from_millis(50);
 
 /// What distinguishes one operation from another.
 pub trait Semantics {
@@ -66,6 +71,8 @@ pub struct Dataflow<S: Semantics> {
     pub(crate) sem: S,
     out: HashMap<TaskId, VecDeque<Event<S::Out>>>,
     error: Option<Error>,
+    /// Events handed out since the last `progress`.
+    polled: usize,
 }
 
 impl<S: Semantics> std::fmt::Debug for Dataflow<S> {
@@ -77,7 +84,7 @@ impl<S: Semantics> std::fmt::Debug for Dataflow<S> {
 impl<S: Semantics> Dataflow<S> {
     pub(crate) fn from_parts(core: Core, sem: S) -> Self {
         let out = core.local_targets.iter().map(|&t| (t, VecDeque::new())).collect();
-        Dataflow { core, sem, out, error: None }
+        Dataflow { core, sem, out, error: None, polled: 0 }
     }
 
     /// Bytes held in this worker's receive buffer for the edge, now and at most so far.
@@ -105,6 +112,7 @@ impl<S: Semantics> Operation for Dataflow<S> {
     }
 
     fn progress(&mut self) -> Result<bool> {
+        self.polled = 0;
         if let Some(e) = self.error.take() {
             return Err(e);
         }
@@ -118,6 +126,15 @@ impl<S: Semantics> Operation for Dataflow<S> {
     }
 
     fn poll(&mut self, target: TaskId) -> Option<Event<S::Out>> {
+        self.polled += 1;
+        if self.polled >= REFILL {
+            // A program may drain a long output without calling `progress`: keep this
+            // worker's messages moving meanwhile, or peers waiting for them stall until
+            // the output ends. A failure resurfaces from the next `progress` call.
+            if let Err(e) = self.progress() {
+                self.error = Some(e);
+            }
+        }
         loop {
             if let Some(e) = self.out.get_mut(&target)?.pop_front() {
                 return Some(e);
@@ -131,6 +148,22 @@ impl<S: Semantics> Operation for Dataflow<S> {
                 continue;
             }
             let incoming = self.core.next(target)?;
+            if matches!(incoming, Incoming::End) {
+                // Batch results may take long to compute (a sort): first send off what
+                // peers wait for, such as this worker's own end of stream, giving them a
+                // little time to make room.
+                let deadline = Instant::now() + FLUSH_BEFORE_RESULTS;
+                while self.core.has_outgoing() && Instant::now() < deadline {
+                    match self.progress() {
+                        Ok(true) => {}
+                        Ok(false) => std::thread::yield_now(),
+                        Err(e) => {
+                            self.error = Some(e);
+                            break;
+                        }
+                    }
+                }
+            }
             let out = self.out.get_mut(&target)?;
             if let Err(e) = self.sem.take(&self.core, target, incoming, out) {
                 self.error = Some(e);

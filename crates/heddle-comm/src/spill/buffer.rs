@@ -39,6 +39,27 @@ fn slot(chunks: &[Vec<u8>], at: u64) -> &[u8] {
     &chunks[(at >> 32) as usize][(at & u64::from(u32::MAX)) as usize..]
 }
 
+/// How many records ahead of the one read in index order to prefetch.
+const PREFETCH_AHEAD: usize = 48;
+
+/// Cache lines of a record to prefetch (a 100-byte record spans two or three).
+const PREFETCH_LINES: usize = 3;
+
+/// Asks the CPU to start loading the first cache lines of `bytes` (a hint; no effect
+/// on other architectures).
+#[inline]
+fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    for at in (0..bytes.len().min(64 * PREFETCH_LINES)).step_by(64) {
+        // SAFETY: a prefetch reads nothing and cannot fault; the address is in bounds anyway.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(bytes[at..].as_ptr().cast());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
+}
+
 /// The key and value of the record at `at`.
 fn record(chunks: &[Vec<u8>], at: u64) -> (&[u8], &[u8]) {
     let bytes = slot(chunks, at);
@@ -78,8 +99,13 @@ impl Buffer {
         self.index.push(Entry { prefix: 0, at });
     }
 
-    /// The `i`th record in index order (key order once sorted).
+    /// The `i`th record in index order (key order once sorted). Reading in order, the
+    /// records lie scattered over the chunks: the one [`PREFETCH_AHEAD`] places on is
+    /// fetched into the cache meanwhile, so its cache miss overlaps the work between.
     pub(super) fn get(&self, i: usize) -> Option<(&[u8], &[u8])> {
+        if let Some(ahead) = self.index.get(i + PREFETCH_AHEAD) {
+            prefetch(slot(&self.chunks, ahead.at));
+        }
         self.index.get(i).map(|e| record(&self.chunks, e.at))
     }
 
