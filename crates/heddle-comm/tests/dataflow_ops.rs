@@ -2,7 +2,7 @@
 //! skewed keys, empty inputs, a source that sends nothing and values larger than a
 //! buffer, checked against naive references computed from all inputs at once.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use heddle_comm::dataflow::{
     drive, BroadcastTree, EdgeSpec, Event, Gather, Join, JoinAlgorithm, JoinKind, Joined, KeyedGather, KeyedReduce, Mode, Offer, Operation,
@@ -239,9 +239,13 @@ fn keyed_reduce_with_skew() {
 
 #[test]
 fn keyed_gather_groups_every_value() {
-    for layout in layouts() {
+    for (layout, sorted) in layouts().into_iter().flat_map(|l| [(l.clone(), true), (l, false)]) {
         for opts in modes() {
-            let got = run(&layout, 7, |c, spec| KeyedGather::new(c, spec, opts.clone()).unwrap(), pairs);
+            let make = |c: &Communicator, spec| match sorted {
+                true => KeyedGather::new(c, spec, opts.clone()).unwrap(),
+                false => KeyedGather::unsorted(c, spec, opts.clone()).unwrap(),
+            };
+            let got = run(&layout, 7, make, pairs);
             let mut want: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
             for s in &layout.sources {
                 for (k, v) in pairs(*s) {
@@ -251,8 +255,12 @@ fn keyed_gather_groups_every_value() {
             let mut have: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
             for events in got.values() {
                 let groups = data(events);
-                if opts.mode == Mode::Batch {
+                if opts.mode == Mode::Batch && sorted {
                     assert!(groups.windows(2).all(|w| w[0].0 < w[1].0), "batch groups come once each, in key order");
+                }
+                if opts.mode == Mode::Batch {
+                    let keys: HashSet<u32> = groups.iter().map(|g| g.0).collect();
+                    assert_eq!(keys.len(), groups.len(), "batch groups come once each");
                 }
                 for (k, vs) in groups {
                     have.entry(*k).or_default().extend(vs);
