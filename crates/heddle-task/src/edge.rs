@@ -1,0 +1,137 @@
+//! Edges of a task graph: a dataflow operation and its functions, between the instances
+//! of two vertices. `T` is what the upstream tasks emit, `U` what the downstream tasks
+//! receive.
+
+use std::hash::Hash;
+use std::sync::Arc;
+
+use heddle_comm::dataflow::{EdgeSpec, Gather, KeyedGather, KeyedReduce, Operation, Options, Partition, Reduce, TaskId};
+use heddle_comm::Communicator;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// A boxed dataflow operation between the instances of two vertices.
+pub(crate) type BoxedOp<T, U> = Box<dyn Operation<In = T, Out = U>>;
+
+type MakeOp<T, U> = Arc<dyn Fn(&Communicator, EdgeSpec, Options) -> heddle_comm::Result<BoxedOp<T, U>>>;
+
+/// How an edge connects instances; decides whether it can be chained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeKind {
+    /// Instance i to instance i.
+    Direct,
+    /// To the instance a function (or a hash) picks.
+    Partition,
+    /// To every downstream instance.
+    Broadcast,
+    /// Every record to every downstream instance, tagged with its source.
+    Gather,
+    /// All records combined into one value per downstream instance.
+    Reduce,
+    /// Records grouped by key, values combined per key.
+    KeyedReduce,
+    /// Records grouped by key, values collected per key.
+    KeyedGather,
+}
+
+/// An edge's operation, before it is placed.
+pub struct Edge<T, U> {
+    pub(crate) kind: EdgeKind,
+    pub(crate) make: MakeOp<T, U>,
+    /// Direct edges can hand records over in memory, unserialized.
+    pub(crate) chain: Option<fn(T) -> U>,
+}
+
+impl<T, U> std::fmt::Debug for Edge<T, U> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Edge").field("kind", &self.kind).finish_non_exhaustive()
+    }
+}
+
+/// What records crossing an edge must be: serializable (they may cross workers) and
+/// clonable (a task with several outgoing edges sends each a copy).
+pub trait Record: Serialize + DeserializeOwned + Clone + 'static {}
+impl<T: Serialize + DeserializeOwned + Clone + 'static> Record for T {}
+
+fn boxed<T, U, O>(op: heddle_comm::Result<O>) -> heddle_comm::Result<BoxedOp<T, U>>
+where
+    O: Operation<In = T, Out = U> + 'static,
+{
+    op.map(|o| Box::new(o) as BoxedOp<T, U>)
+}
+
+impl<T: Record> Edge<T, T> {
+    /// Instance i sends to instance i (both vertices need the same parallelism). When
+    /// the scheduler puts both on one worker the records pass in memory (chaining).
+    pub fn direct() -> Edge<T, T> {
+        Edge { kind: EdgeKind::Direct, make: Arc::new(|c, s, o| boxed(Partition::direct(c, s, o))), chain: Some(|t| t) }
+    }
+
+    /// Each record goes to the downstream instance `partitioner` picks (modulo their number).
+    pub fn partition(partitioner: impl Fn(&T) -> usize + Send + Sync + 'static) -> Edge<T, T> {
+        let f = Arc::new(partitioner);
+        Edge {
+            kind: EdgeKind::Partition,
+            make: Arc::new(move |c, s, o| {
+                let f = f.clone();
+                boxed(Partition::new(c, s, o, move |t| f(t)))
+            }),
+            chain: None,
+        }
+    }
+
+    /// Each record goes to the downstream instance its hash picks.
+    pub fn hash() -> Edge<T, T> {
+        Edge { kind: EdgeKind::Partition, make: Arc::new(|c, s, o| boxed(Partition::by_hash(c, s, o))), chain: None }
+    }
+
+    /// Every record goes to every downstream instance.
+    pub fn broadcast() -> Edge<T, T> {
+        Edge { kind: EdgeKind::Broadcast, make: Arc::new(|c, s, o| boxed(Partition::broadcast(c, s, o))), chain: None }
+    }
+
+    /// All records combined with `reducer` (associative, commutative) into one value per
+    /// downstream instance: reduce with one instance, allreduce with several.
+    pub fn reduce(reducer: impl Fn(T, T) -> T + Send + Sync + 'static) -> Edge<T, T> {
+        let f = Arc::new(reducer);
+        Edge {
+            kind: EdgeKind::Reduce,
+            make: Arc::new(move |c, s, o| {
+                let f = f.clone();
+                boxed(Reduce::new(c, s, o, move |a, b| f(a, b)))
+            }),
+            chain: None,
+        }
+    }
+}
+
+impl<T: Record> Edge<T, (TaskId, T)> {
+    /// Every record reaches every downstream instance, tagged with the task id of the
+    /// instance that sent it: gather with one instance, allgather with several.
+    pub fn gather() -> Edge<T, (TaskId, T)> {
+        Edge { kind: EdgeKind::Gather, make: Arc::new(|c, s, o| boxed(Gather::new(c, s, o))), chain: None }
+    }
+}
+
+impl<K: Record + Hash + Eq + Ord, V: Record> Edge<(K, V), (K, V)> {
+    /// Records `(key, value)` grouped by key, values combined with `reducer`
+    /// (associative, commutative); combined on the sending worker first in batch mode.
+    pub fn keyed_reduce(reducer: impl Fn(V, V) -> V + Send + Sync + 'static) -> Edge<(K, V), (K, V)> {
+        let f = Arc::new(reducer);
+        Edge {
+            kind: EdgeKind::KeyedReduce,
+            make: Arc::new(move |c, s, o| {
+                let f = f.clone();
+                boxed(KeyedReduce::new(c, s, o, move |a, b| f(a, b)))
+            }),
+            chain: None,
+        }
+    }
+}
+
+impl<K: Record + Ord, V: Record> Edge<(K, V), (K, Vec<V>)> {
+    /// Records `(key, value)` grouped by key, with every value of the key.
+    pub fn keyed_gather() -> Edge<(K, V), (K, Vec<V>)> {
+        Edge { kind: EdgeKind::KeyedGather, make: Arc::new(|c, s, o| boxed(KeyedGather::new(c, s, o))), chain: None }
+    }
+}

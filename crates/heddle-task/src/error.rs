@@ -1,0 +1,26 @@
+//! The one error type of the task system.
+
+/// What can go wrong planning or running a task graph.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The graph is malformed (an unknown vertex, an edge into a source, a cycle ...).
+    #[error("invalid task graph: {0}")]
+    Graph(String),
+    /// The graph cannot be placed on the workers; names the task and the shortfall.
+    #[error("cannot place the task graph: {0}")]
+    Plan(String),
+    /// A task returned an error.
+    #[error("task {task} failed: {message}")]
+    Task {
+        /// The task instance, as `name[index]`.
+        task: String,
+        /// What the task reported.
+        message: String,
+    },
+    /// Communication failed (a lost peer, a timeout, bad input to an operation).
+    #[error(transparent)]
+    Comm(#[from] heddle_comm::Error),
+}
+
+/// Results of the task system.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,192 @@
+//! An edge on one worker: the outboxes of its local upstream tasks, the inboxes of its
+//! local downstream tasks, and (unless chained) the dataflow operation of the current pass
+//! between them.
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use heddle_comm::dataflow::{EdgeSpec, Event, Offer, Options, TaskId};
+use heddle_comm::Communicator;
+
+use super::ports::{Inbox, LocalPort, OpPort, OutPort, Outbox, SharedInbox, QUEUE_CAP};
+use crate::edge::{BoxedOp, Edge};
+use crate::{Error, Result};
+
+/// A type-erased edge instance on one worker.
+pub(crate) trait EdgeRun {
+    /// Creates this pass's operation (nothing for a chained edge).
+    fn open(&mut self, comm: &Communicator, spec: EdgeSpec, opts: Options) -> Result<()>;
+    /// Offers waiting records, moves bytes, hands arrived records to the inboxes.
+    fn pump(&mut self) -> Result<bool>;
+    /// Whether this pass's operation has delivered everything (true when chained).
+    fn is_done(&self) -> bool;
+    /// Waits a little after a pump that moved nothing.
+    fn wait(&mut self) -> Result<()>;
+    /// Drops this pass's operation.
+    fn close_pass(&mut self);
+}
+
+/// Builds an edge's instance on a worker: links the downstream inboxes (`Box<dyn Any>`
+/// holding `SharedInbox<U>`) and returns the upstream ports (`Box<dyn Any>` holding
+/// `Rc<dyn OutPort<T>>`), by local source task.
+pub(crate) trait EdgeFactory {
+    fn instantiate(
+        &self,
+        sources: &[TaskId],
+        targets: Vec<(TaskId, &dyn Any)>,
+        chained: bool,
+    ) -> Result<(Box<dyn EdgeRun>, Vec<(TaskId, Box<dyn Any>)>)>;
+}
+
+impl<T: 'static, U: 'static> EdgeFactory for Edge<T, U> {
+    fn instantiate(
+        &self,
+        sources: &[TaskId],
+        targets: Vec<(TaskId, &dyn Any)>,
+        chained: bool,
+    ) -> Result<(Box<dyn EdgeRun>, Vec<(TaskId, Box<dyn Any>)>)> {
+        let inboxes: Vec<(TaskId, SharedInbox<U>)> = targets
+            .into_iter()
+            .map(|(t, any)| {
+                any.downcast_ref::<SharedInbox<U>>()
+                    .cloned()
+                    .map(|inbox| (t, inbox))
+                    .ok_or_else(|| Error::Graph(format!("task {t}: its input type does not match the edge's output type")))
+            })
+            .collect::<Result<_>>()?;
+        if chained {
+            let map = self.chain.ok_or_else(|| Error::Graph("only direct edges can be chained".into()))?;
+            // Chained: upstream instance i feeds downstream instance i, on this worker.
+            if sources.len() != inboxes.len() {
+                return Err(Error::Graph("a chained edge needs its instances in pairs on each worker".into()));
+            }
+            let ports = sources
+                .iter()
+                .zip(&inboxes)
+                .map(|(&s, (_, inbox))| {
+                    let port: Rc<dyn OutPort<T>> = Rc::new(LocalPort { inbox: inbox.clone(), map });
+                    (s, Box::new(port) as Box<dyn Any>)
+                })
+                .collect();
+            return Ok((Box::new(Chained), ports));
+        }
+        let outboxes: Vec<(TaskId, Rc<RefCell<Outbox<T>>>)> = sources.iter().map(|&s| (s, Rc::default())).collect();
+        let ports = outboxes
+            .iter()
+            .map(|(s, o)| {
+                let port: Rc<dyn OutPort<T>> = Rc::new(OpPort(o.clone()));
+                (*s, Box::new(port) as Box<dyn Any>)
+            })
+            .collect();
+        let run = OpEdge { make: self.make.clone(), op: None, outboxes, inboxes, held: HashMap::new(), finished: Vec::new() };
+        Ok((Box::new(run), ports))
+    }
+}
+
+/// A chained edge: its ports write into the inboxes directly.
+struct Chained;
+
+impl EdgeRun for Chained {
+    fn open(&mut self, _: &Communicator, _: EdgeSpec, _: Options) -> Result<()> {
+        Ok(())
+    }
+    fn pump(&mut self) -> Result<bool> {
+        Ok(false)
+    }
+    fn is_done(&self) -> bool {
+        true
+    }
+    fn wait(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn close_pass(&mut self) {}
+}
+
+type MakeOp<T, U> = std::sync::Arc<dyn Fn(&Communicator, EdgeSpec, Options) -> heddle_comm::Result<BoxedOp<T, U>>>;
+
+/// An edge through a dataflow operation.
+struct OpEdge<T, U> {
+    make: MakeOp<T, U>,
+    op: Option<BoxedOp<T, U>>,
+    outboxes: Vec<(TaskId, Rc<RefCell<Outbox<T>>>)>,
+    inboxes: Vec<(TaskId, SharedInbox<U>)>,
+    /// A record the operation handed back (edge full), per source.
+    held: HashMap<TaskId, T>,
+    /// Sources whose end the operation has been told.
+    finished: Vec<TaskId>,
+}
+
+impl<T, U> EdgeRun for OpEdge<T, U> {
+    fn open(&mut self, comm: &Communicator, spec: EdgeSpec, opts: Options) -> Result<()> {
+        self.op = Some((self.make)(comm, spec, opts)?);
+        self.finished.clear();
+        for (_, o) in &self.outboxes {
+            o.borrow_mut().finished = false;
+        }
+        Ok(())
+    }
+
+    fn pump(&mut self) -> Result<bool> {
+        let op = self.op.as_mut().ok_or_else(|| Error::Graph("an edge was pumped outside a pass".into()))?;
+        let mut moved = false;
+        for (s, outbox) in &self.outboxes {
+            loop {
+                let next = self.held.remove(s).or_else(|| outbox.borrow_mut().items.pop_front());
+                let Some(record) = next else { break };
+                match op.offer(*s, record)? {
+                    Offer::Accepted => moved = true,
+                    Offer::Full(back) => {
+                        self.held.insert(*s, back);
+                        break;
+                    }
+                }
+            }
+            let ended = {
+                let o = outbox.borrow();
+                o.finished && o.items.is_empty()
+            };
+            if ended && !self.held.contains_key(s) && !self.finished.contains(s) {
+                op.finish(*s)?;
+                self.finished.push(*s);
+                moved = true;
+            }
+        }
+        moved |= op.progress()?;
+        for (t, inbox) in &self.inboxes {
+            let mut inbox = inbox.borrow_mut();
+            while inbox.items.len() < QUEUE_CAP {
+                match op.poll(*t) {
+                    Some(Event::Data(u)) => inbox.items.push_back(u),
+                    Some(Event::End) => inbox.ended += 1,
+                    Some(Event::Barrier(_)) => {}
+                    None => break,
+                }
+                moved = true;
+            }
+        }
+        Ok(moved)
+    }
+
+    fn is_done(&self) -> bool {
+        self.op.as_ref().map_or(true, |op| op.is_done()) && self.held.is_empty()
+    }
+
+    fn wait(&mut self) -> Result<()> {
+        match self.op.as_mut() {
+            Some(op) => Ok(op.wait()?),
+            None => Ok(()),
+        }
+    }
+
+    fn close_pass(&mut self) {
+        self.op = None;
+    }
+}
+
+/// A fresh inbox, type-erased, for a downstream task of input type `U`.
+pub(crate) fn new_inbox<U: 'static>() -> (SharedInbox<U>, Box<dyn Any>) {
+    let inbox: SharedInbox<U> = Rc::new(RefCell::new(Inbox::default()));
+    (inbox.clone(), Box::new(inbox))
+}

@@ -1,0 +1,290 @@
+//! A job: the task instances of a plan that run on this worker, and the loop that runs
+//! them — activating each when its input, timer or outputs allow, moving records through
+//! the edges, and waiting (spin, yield, then sleep) when nothing moves.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use heddle_comm::dataflow::{EdgeSpec, Mode, Options, TaskId};
+use heddle_comm::Communicator;
+
+use super::edge_run::EdgeRun;
+use super::task_run::{TaskRun, TaskStats};
+use crate::{Error, Plan, Result, TaskGraph, TaskInfo};
+
+/// Dataflow edge ids the task system uses, away from the small ids programs pick for
+/// operations of their own. Every worker creates jobs and passes in the same order, so
+/// they agree on the ids.
+static NEXT_EDGE: AtomicU32 = AtomicU32::new(EDGE_IDS.start);
+const EDGE_IDS: std::ops::Range<u32> = 0x2000_0000..0x3fff_0000;
+
+fn edge_ids(n: u32) -> u32 {
+    let base = NEXT_EDGE.fetch_add(n, Ordering::Relaxed);
+    if base + n >= EDGE_IDS.end {
+        NEXT_EDGE.store(EDGE_IDS.start + n, Ordering::Relaxed);
+        return EDGE_IDS.start;
+    }
+    base
+}
+
+/// Asks a streaming job to end: its sources end their output, and the job drains.
+#[derive(Debug, Clone, Default)]
+pub struct StopHandle(Arc<AtomicBool>);
+
+impl StopHandle {
+    /// Requests the end.
+    pub fn stop(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    fn requested(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// What a job did on this worker.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    /// Passes run (1 without iterations).
+    pub passes: u64,
+    /// Seconds from the first pass to the end of the last.
+    pub job_s: f64,
+    /// Counters of the task instances on this worker.
+    pub tasks: Vec<TaskStats>,
+}
+
+/// The task instances of a plan on this worker, and their edges.
+pub struct Job<'c> {
+    comm: &'c Communicator,
+    plan: Plan,
+    tasks: Vec<Box<dyn TaskRun>>,
+    edges: Vec<Box<dyn EdgeRun>>,
+    opts: Options,
+    stop: StopHandle,
+    prepared: bool,
+    passes: u64,
+    elapsed: Duration,
+}
+
+impl std::fmt::Debug for Job<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Job").field("plan", &self.plan).field("mode", &self.opts.mode).field("passes", &self.passes).finish_non_exhaustive()
+    }
+}
+
+impl<'c> Job<'c> {
+    /// Instantiates this worker's tasks of `plan` (collective: every worker of `comm`
+    /// must call it, with the same graph and plan). `opts` sets the mode (batch: tasks
+    /// end when their input ends; streaming: long-running) and the edges' buffers.
+    ///
+    /// # Errors
+    /// [`Error::Graph`] for a plan that does not match the graph or a collective vertex
+    /// with two instances on one worker; communication errors.
+    pub fn new(comm: &'c Communicator, graph: &TaskGraph, plan: &Plan, opts: Options) -> Result<Job<'c>> {
+        if plan.vertices.len() != graph.vertices.len() || plan.edges.len() != graph.edges.len() {
+            return Err(Error::Graph("the plan was made for another graph".into()));
+        }
+        let me = plan
+            .world
+            .iter()
+            .position(|w| w.rank == comm.rank())
+            .ok_or_else(|| Error::Graph(format!("the plan has no worker of rank {}", comm.rank())))?;
+        // Vertex communicators first: a collective call on every worker, in vertex order.
+        let mut vertex_comms: HashMap<usize, Communicator> = HashMap::new();
+        for (v, def) in graph.vertices.iter().enumerate().filter(|(_, d)| d.collective) {
+            let mine: Vec<usize> = (0..def.parallelism as usize).filter(|&i| plan.workers[v][i] == me).collect();
+            let busiest = (0..plan.world.len()).map(|w| plan.workers[v].iter().filter(|&&x| x == w).count()).max().unwrap_or(0);
+            if busiest > 1 {
+                return Err(Error::Graph(format!(
+                    "collective vertex '{}' has {busiest} instances on one worker; a vertex communicator needs at most one per worker",
+                    def.name
+                )));
+            }
+            let color = mine.first().map(|_| v as u32);
+            if let Some(sub) = comm.split(color, mine.first().map_or(0, |&i| i as i64))? {
+                vertex_comms.insert(v, sub);
+            }
+        }
+        // Inboxes of the local compute instances.
+        let local = |v: usize| -> Vec<(u32, TaskId)> {
+            (0..graph.vertices[v].parallelism).filter(|&i| plan.workers[v][i as usize] == me).map(|i| (i, plan.first_task[v] + i)).collect()
+        };
+        let mut inboxes: HashMap<TaskId, (Box<dyn Any>, Box<dyn Any>)> = HashMap::new();
+        for v in 0..graph.vertices.len() {
+            for (_, t) in local(v) {
+                if let Some(pair) = graph.vertices[v].factory.inbox() {
+                    inboxes.insert(t, pair);
+                }
+            }
+        }
+        // Edges, handing out the ports of the local upstream instances.
+        let mut outs: HashMap<TaskId, Vec<Box<dyn Any>>> = HashMap::new();
+        let mut edges = Vec::new();
+        for (e, def) in graph.edges.iter().enumerate() {
+            let sources: Vec<TaskId> = local(def.from).into_iter().map(|(_, t)| t).collect();
+            let targets: Vec<(TaskId, &dyn Any)> =
+                local(def.to).into_iter().map(|(_, t)| (t, inboxes[&t].1.as_ref())).collect();
+            let (run, ports) = def.factory.instantiate(&sources, targets, plan.edges[e].chained)?;
+            edges.push(run);
+            for (s, port) in ports {
+                outs.entry(s).or_default().push(port);
+            }
+        }
+        // The local task instances.
+        let mut tasks = Vec::new();
+        for (v, def) in graph.vertices.iter().enumerate() {
+            let inputs = graph.edges.iter().filter(|e| e.to == v).count();
+            for (i, t) in local(v) {
+                let info = TaskInfo { name: def.name.clone(), index: i, parallelism: def.parallelism, task: t, worker: comm.rank() };
+                let inbox = inboxes.remove(&t).map(|(typed, _)| typed);
+                let ports = outs.remove(&t).unwrap_or_default();
+                tasks.push(def.factory.build(info, inbox, inputs, ports, def.strategy, vertex_comms.remove(&v))?);
+            }
+        }
+        Ok(Job {
+            comm,
+            plan: plan.clone(),
+            tasks,
+            edges,
+            opts,
+            stop: StopHandle::default(),
+            prepared: false,
+            passes: 0,
+            elapsed: Duration::ZERO,
+        })
+    }
+
+    /// A handle that ends a streaming job from another thread (or a task).
+    pub fn stop_handle(&self) -> StopHandle {
+        self.stop.clone()
+    }
+
+    /// Runs the graph once: prepare, one pass, close.
+    ///
+    /// # Errors
+    /// The first task error ([`Error::Task`]), or a communication error.
+    pub fn run(mut self) -> Result<Report> {
+        self.pass(&[])?;
+        self.close()
+    }
+
+    /// Runs nested loops of passes over the graph: `counts = [outer, inner, ...]`; tasks
+    /// keep their state across passes and see the counters in
+    /// [`crate::Context::iteration`]. May be called again to continue.
+    ///
+    /// # Errors
+    /// As [`Job::run`].
+    pub fn iterate(&mut self, counts: &[u64]) -> Result<()> {
+        if counts.iter().any(|&c| c == 0) {
+            return Ok(());
+        }
+        let mut at = vec![0u64; counts.len()];
+        loop {
+            self.pass(&at)?;
+            // Advance the innermost counter, carrying outward.
+            let mut level = counts.len();
+            loop {
+                if level == 0 {
+                    return Ok(());
+                }
+                level -= 1;
+                at[level] += 1;
+                if at[level] < counts[level] {
+                    break;
+                }
+                at[level] = 0;
+            }
+        }
+    }
+
+    /// Runs one pass: every source produces until done (or stopped), every task runs
+    /// until its inputs end, every edge delivers everything.
+    ///
+    /// # Errors
+    /// As [`Job::run`].
+    pub fn pass(&mut self, iteration: &[u64]) -> Result<()> {
+        if !self.prepared {
+            for t in &mut self.tasks {
+                t.prepare(iteration)?;
+            }
+            self.prepared = true;
+        }
+        let started = Instant::now();
+        let base = edge_ids(self.edges.len() as u32);
+        let placement = self.plan.placement();
+        let mode_opts = Options { mode: self.opts.mode, ..self.opts.clone() };
+        for (k, edge) in self.edges.iter_mut().enumerate() {
+            let pe = &self.plan.edges[k];
+            let spec = EdgeSpec::new(base + k as u32, self.plan.tasks(pe.from), self.plan.tasks(pe.to), placement.clone());
+            edge.open(self.comm, spec, mode_opts.clone())?;
+        }
+        for t in &mut self.tasks {
+            t.begin_pass(started);
+        }
+        let result = self.drive(iteration);
+        for edge in &mut self.edges {
+            edge.close_pass();
+        }
+        self.passes += 1;
+        self.elapsed += started.elapsed();
+        result
+    }
+
+    fn drive(&mut self, iteration: &[u64]) -> Result<()> {
+        loop {
+            let now = Instant::now();
+            let mut moved = false;
+            if self.stop.requested() {
+                for t in &mut self.tasks {
+                    t.stop();
+                }
+            }
+            for t in &mut self.tasks {
+                moved |= t.step(now, iteration)?.moved;
+            }
+            for e in &mut self.edges {
+                moved |= e.pump()?;
+            }
+            if self.tasks.iter().all(|t| t.pass_done()) && self.edges.iter().all(|e| e.is_done()) {
+                return Ok(());
+            }
+            if moved {
+                continue;
+            }
+            let wake = self.tasks.iter().filter_map(|t| t.next_wake()).min();
+            match self.edges.iter_mut().find(|e| !e.is_done()) {
+                // Waits a little (spin, yield, sleep), or fails after the timeout.
+                Some(edge) if wake.map_or(true, |w| w > now + Duration::from_micros(200)) => edge.wait()?,
+                _ => match wake {
+                    Some(w) if w > now => std::thread::sleep((w - now).min(Duration::from_millis(5))),
+                    _ => std::thread::yield_now(),
+                },
+            }
+        }
+    }
+
+    /// Closes every task (once) and reports.
+    ///
+    /// # Errors
+    /// A task's `close` failing.
+    pub fn close(mut self) -> Result<Report> {
+        let iteration = [];
+        for t in &mut self.tasks {
+            t.close(&iteration)?;
+        }
+        Ok(Report { passes: self.passes, job_s: self.elapsed.as_secs_f64(), tasks: self.tasks.iter().map(|t| t.stats()).collect() })
+    }
+
+    /// The plan the job runs.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Whether the job runs in batch or streaming mode.
+    pub fn mode(&self) -> Mode {
+        self.opts.mode
+    }
+}

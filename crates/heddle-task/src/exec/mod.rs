@@ -1,0 +1,10 @@
+//! Running a planned graph on a worker: the task instances, the edges between them, and
+//! the loop that activates tasks when their input arrives.
+
+pub(crate) mod edge_run;
+mod job;
+pub(crate) mod ports;
+pub(crate) mod task_run;
+
+pub use job::{Job, Report, StopHandle};
+pub use task_run::TaskStats;

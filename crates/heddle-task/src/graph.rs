@@ -1,0 +1,257 @@
+//! The task graph builder: vertices (sources and compute tasks, with parallelism and a
+//! resource request) and the edges between them.
+
+use std::any::Any;
+use std::marker::PhantomData;
+use std::rc::Rc;
+
+use heddle_comm::Communicator;
+
+use crate::edge::{Edge, EdgeKind};
+use crate::exec::edge_run::{new_inbox, EdgeFactory};
+use crate::exec::ports::OutPort;
+use crate::exec::task_run::{ComputeRun, SourceRun, TaskRun};
+use crate::{Compute, Error, Resources, Result, Source, Strategy, TaskInfo};
+
+/// Whether a vertex produces, transforms or only consumes records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VertexKind {
+    /// Produces records ([`Source`]).
+    Source,
+    /// Receives and emits records ([`Compute`]).
+    Compute,
+    /// A compute vertex without outgoing edges.
+    Sink,
+}
+
+/// A handle on a vertex receiving `I` and emitting `O`, to connect it.
+#[derive(Debug)]
+pub struct Vertex<I, O> {
+    pub(crate) id: usize,
+    _io: PhantomData<fn(I) -> O>,
+}
+
+impl<I, O> Clone for Vertex<I, O> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<I, O> Copy for Vertex<I, O> {}
+
+impl<I, O> Vertex<I, O> {
+    /// The vertex's position in its graph.
+    pub fn id(&self) -> usize {
+        self.id
+    }
+}
+
+/// Builds a task instance, linking its type-erased ports.
+pub(crate) trait VertexFactory {
+    /// A fresh inbox for one instance (`None` for a source).
+    fn inbox(&self) -> Option<(Box<dyn Any>, Box<dyn Any>)>;
+    /// The instance `info`, with its inbox (from `inbox`), its number of incoming edges
+    /// and its outgoing ports.
+    fn build(&self, info: TaskInfo, inbox: Option<Box<dyn Any>>, inputs: usize, outs: Vec<Box<dyn Any>>, strategy: Strategy, comm: Option<Communicator>) -> Result<Box<dyn TaskRun>>;
+}
+
+fn ports<O: 'static>(outs: Vec<Box<dyn Any>>) -> Result<Vec<Rc<dyn OutPort<O>>>> {
+    outs.into_iter()
+        .map(|o| o.downcast::<Rc<dyn OutPort<O>>>().map(|b| *b).map_err(|_| Error::Graph("an edge's input type does not match its task's output type".into())))
+        .collect()
+}
+
+struct SourceFactory<F>(F);
+
+impl<S: Source, F: Fn(u32) -> S> VertexFactory for SourceFactory<F>
+where
+    S::Out: Clone,
+{
+    fn inbox(&self) -> Option<(Box<dyn Any>, Box<dyn Any>)> {
+        None
+    }
+
+    fn build(&self, info: TaskInfo, _: Option<Box<dyn Any>>, _: usize, outs: Vec<Box<dyn Any>>, strategy: Strategy, comm: Option<Communicator>) -> Result<Box<dyn TaskRun>> {
+        let task = (self.0)(info.index);
+        Ok(Box::new(SourceRun::new(task, info, ports(outs)?, strategy, comm)))
+    }
+}
+
+struct ComputeFactory<C, F>(F, PhantomData<fn() -> C>);
+
+impl<C: Compute, F: Fn(u32) -> C> VertexFactory for ComputeFactory<C, F>
+where
+    C::Out: Clone,
+{
+    fn inbox(&self) -> Option<(Box<dyn Any>, Box<dyn Any>)> {
+        let (inbox, erased) = new_inbox::<C::In>();
+        Some((Box::new(inbox), erased))
+    }
+
+    fn build(&self, info: TaskInfo, inbox: Option<Box<dyn Any>>, inputs: usize, outs: Vec<Box<dyn Any>>, strategy: Strategy, comm: Option<Communicator>) -> Result<Box<dyn TaskRun>> {
+        let inbox = inbox
+            .and_then(|b| b.downcast::<crate::exec::ports::SharedInbox<C::In>>().ok())
+            .ok_or_else(|| Error::Graph(format!("task {info} has no inbox of its input type")))?;
+        let task = (self.0)(info.index);
+        Ok(Box::new(ComputeRun::new(task, info, *inbox, inputs, ports(outs)?, strategy, comm)))
+    }
+}
+
+/// One vertex of the graph.
+pub(crate) struct VertexDef {
+    pub(crate) name: String,
+    pub(crate) kind: VertexKind,
+    pub(crate) parallelism: u32,
+    pub(crate) resources: Resources,
+    pub(crate) collective: bool,
+    pub(crate) strategy: Strategy,
+    pub(crate) factory: Box<dyn VertexFactory>,
+}
+
+/// One edge of the graph.
+pub(crate) struct EdgeDef {
+    pub(crate) from: usize,
+    pub(crate) to: usize,
+    pub(crate) kind: EdgeKind,
+    pub(crate) chainable: bool,
+    pub(crate) factory: Box<dyn EdgeFactory>,
+}
+
+/// A graph of tasks, built with [`TaskGraph::source`], [`TaskGraph::compute`] and
+/// [`TaskGraph::connect`]; planned with a [`crate::Scheduler`] and run by a
+/// [`crate::Job`].
+#[derive(Default)]
+pub struct TaskGraph {
+    pub(crate) vertices: Vec<VertexDef>,
+    pub(crate) edges: Vec<EdgeDef>,
+}
+
+impl std::fmt::Debug for TaskGraph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let vs: Vec<(&str, u32)> = self.vertices.iter().map(|v| (v.name.as_str(), v.parallelism)).collect();
+        let es: Vec<(usize, usize, EdgeKind)> = self.edges.iter().map(|e| (e.from, e.to, e.kind)).collect();
+        f.debug_struct("TaskGraph").field("vertices", &vs).field("edges", &es).finish()
+    }
+}
+
+impl TaskGraph {
+    /// An empty graph.
+    pub fn new() -> TaskGraph {
+        TaskGraph::default()
+    }
+
+    fn add(&mut self, name: &str, kind: VertexKind, parallelism: u32, factory: Box<dyn VertexFactory>) -> usize {
+        self.vertices.push(VertexDef {
+            name: name.to_string(),
+            kind,
+            parallelism,
+            resources: Resources::default(),
+            collective: false,
+            strategy: Strategy::default(),
+            factory,
+        });
+        self.vertices.len() - 1
+    }
+
+    /// A source vertex of `parallelism` instances; `make(i)` builds instance `i`.
+    pub fn source<S: Source>(&mut self, name: &str, parallelism: u32, make: impl Fn(u32) -> S + 'static) -> Vertex<(), S::Out>
+    where
+        S::Out: Clone,
+    {
+        let id = self.add(name, VertexKind::Source, parallelism, Box::new(SourceFactory(make)));
+        Vertex { id, _io: PhantomData }
+    }
+
+    /// A compute vertex (a sink if nothing connects from it) of `parallelism` instances;
+    /// `make(i)` builds instance `i`.
+    pub fn compute<C: Compute>(&mut self, name: &str, parallelism: u32, make: impl Fn(u32) -> C + 'static) -> Vertex<C::In, C::Out>
+    where
+        C::Out: Clone,
+    {
+        let id = self.add(name, VertexKind::Compute, parallelism, Box::new(ComputeFactory(make, PhantomData)));
+        Vertex { id, _io: PhantomData }
+    }
+
+    /// Connects `from`'s output to `to`'s input through `edge`.
+    pub fn connect<A, T: 'static, U: 'static, B>(&mut self, from: &Vertex<A, T>, to: &Vertex<U, B>, edge: Edge<T, U>) -> &mut Self {
+        let chainable = edge.chain.is_some();
+        self.edges.push(EdgeDef { from: from.id, to: to.id, kind: edge.kind, chainable, factory: Box::new(edge) });
+        self
+    }
+
+    /// Sets the resources each instance of `vertex` requests.
+    pub fn resources<I, O>(&mut self, vertex: &Vertex<I, O>, resources: Resources) -> &mut Self {
+        self.vertices[vertex.id].resources = resources;
+        self
+    }
+
+    /// Sets the strategy instances of `vertex` start with.
+    pub fn strategy<I, O>(&mut self, vertex: &Vertex<I, O>, strategy: Strategy) -> &mut Self {
+        self.vertices[vertex.id].strategy = strategy;
+        self
+    }
+
+    /// Gives the instances of `vertex` a communicator of their own (rank = instance
+    /// index) for BSP collectives inside the tasks ([`crate::Context::comm`]). Needs at
+    /// most one instance of the vertex per worker.
+    pub fn collective<I, O>(&mut self, vertex: &Vertex<I, O>) -> &mut Self {
+        self.vertices[vertex.id].collective = true;
+        self
+    }
+
+    /// Checks the graph: names, parallelism, edges between known vertices, no edge into
+    /// a source, every compute vertex fed, no cycle, direct edges between equal parallelism.
+    ///
+    /// # Errors
+    /// [`Error::Graph`] naming the problem.
+    pub fn validate(&self) -> Result<()> {
+        for (i, v) in self.vertices.iter().enumerate() {
+            if v.parallelism == 0 {
+                return Err(Error::Graph(format!("vertex '{}' has parallelism 0; give it at least 1", v.name)));
+            }
+            if self.vertices[..i].iter().any(|w| w.name == v.name) {
+                return Err(Error::Graph(format!("two vertices are named '{}'; names must be unique", v.name)));
+            }
+            let inputs = self.edges.iter().filter(|e| e.to == i).count();
+            if v.kind != VertexKind::Source && inputs == 0 {
+                return Err(Error::Graph(format!("compute vertex '{}' has no input; connect an edge to it", v.name)));
+            }
+        }
+        for e in &self.edges {
+            let (from, to) = (&self.vertices[e.from], &self.vertices[e.to]);
+            if to.kind == VertexKind::Source {
+                return Err(Error::Graph(format!("edge '{}' -> '{}' leads into a source", from.name, to.name)));
+            }
+            if e.kind == EdgeKind::Direct && from.parallelism != to.parallelism {
+                return Err(Error::Graph(format!(
+                    "direct edge '{}' -> '{}' joins {} instances to {}; direct needs equal parallelism",
+                    from.name, to.name, from.parallelism, to.parallelism
+                )));
+            }
+        }
+        // Kahn's algorithm: every vertex must be reachable in topological order.
+        let mut indegree: Vec<usize> = (0..self.vertices.len()).map(|v| self.edges.iter().filter(|e| e.to == v).count()).collect();
+        let mut ready: Vec<usize> = (0..self.vertices.len()).filter(|&v| indegree[v] == 0).collect();
+        let mut seen = 0;
+        while let Some(v) = ready.pop() {
+            seen += 1;
+            for e in self.edges.iter().filter(|e| e.from == v) {
+                indegree[e.to] -= 1;
+                if indegree[e.to] == 0 {
+                    ready.push(e.to);
+                }
+            }
+        }
+        if seen != self.vertices.len() {
+            return Err(Error::Graph("the graph has a cycle; loops are run as iterations of an acyclic graph (Job::iterate)".into()));
+        }
+        Ok(())
+    }
+
+    /// The kind of vertex `v`, a compute vertex without outgoing edges being a sink.
+    pub(crate) fn kind_of(&self, v: usize) -> VertexKind {
+        match self.vertices[v].kind {
+            VertexKind::Compute if !self.edges.iter().any(|e| e.from == v) => VertexKind::Sink,
+            k => k,
+        }
+    }
+}

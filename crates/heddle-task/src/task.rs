@@ -1,0 +1,90 @@
+//! What users implement: source tasks that produce records, and compute tasks (sinks are
+//! compute tasks that emit nothing) that execute each record they receive. The life cycle
+//! is DataCutter's: `prepare` once, `execute` per message, `close` once; with iterations,
+//! `end_of_input` closes each pass over the input.
+
+use crate::{Context, Result};
+
+/// What a source reports after a call to [`Source::next`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Produced {
+    /// More records remain: call `next` again.
+    More,
+    /// This pass (iteration) is over.
+    Done,
+}
+
+/// A task that produces records. `next` should emit a bounded slice of records per call
+/// (say a few thousand), so the executor can move them and keep memory bounded.
+pub trait Source: 'static {
+    /// Records it emits.
+    type Out: 'static;
+
+    /// Called once, before anything else.
+    ///
+    /// # Errors
+    /// Any failure ends the job with [`crate::Error::Task`].
+    fn prepare(&mut self, _ctx: &mut Context<'_, Self::Out>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Emits the next records with [`Context::emit`].
+    ///
+    /// # Errors
+    /// As [`Source::prepare`].
+    fn next(&mut self, ctx: &mut Context<'_, Self::Out>) -> Result<Produced>;
+
+    /// Called once, after the last iteration.
+    ///
+    /// # Errors
+    /// As [`Source::prepare`].
+    fn close(&mut self, _ctx: &mut Context<'_, Self::Out>) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A task that executes the records it receives and may emit records of its own.
+pub trait Compute: 'static {
+    /// Records it receives.
+    type In: 'static;
+    /// Records it emits (`()` for a sink).
+    type Out: 'static;
+
+    /// Called once, before anything else.
+    ///
+    /// # Errors
+    /// Any failure ends the job with [`crate::Error::Task`].
+    fn prepare(&mut self, _ctx: &mut Context<'_, Self::Out>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Executes one received record.
+    ///
+    /// # Errors
+    /// As [`Compute::prepare`].
+    fn execute(&mut self, ctx: &mut Context<'_, Self::Out>, input: Self::In) -> Result<()>;
+
+    /// A timed activation (see [`crate::Strategy::every`]), after the waiting input.
+    ///
+    /// # Errors
+    /// As [`Compute::prepare`].
+    fn tick(&mut self, _ctx: &mut Context<'_, Self::Out>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Every input has ended for this pass (iteration): emit results that need all of it.
+    ///
+    /// # Errors
+    /// As [`Compute::prepare`].
+    fn end_of_input(&mut self, _ctx: &mut Context<'_, Self::Out>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Called once, after the last iteration (or when the task retires).
+    ///
+    /// # Errors
+    /// As [`Compute::prepare`].
+    fn close(&mut self, _ctx: &mut Context<'_, Self::Out>) -> Result<()> {
+        Ok(())
+    }
+}
