@@ -19,6 +19,8 @@ pub use heddle_runtime::WorkerEnv;
 pub use heddle_comm as comm;
 /// Re-export of the runtime crate.
 pub use heddle_runtime as runtime;
+/// Re-export of the task system.
+pub use heddle_task as task;
 /// Re-export of the wire-format crate.
 pub use heddle_wire as wire;
 

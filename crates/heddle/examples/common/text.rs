@@ -1,0 +1,76 @@
+//! The word-count dataset: seeded text, 12 words a line, from a 100,000-word vocabulary
+//! with Zipf-like frequencies (the word of rank r drawn with weight 1/(r+1)).
+
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+/// Words in the vocabulary.
+pub(crate) const VOCABULARY: usize = 100_000;
+/// Words per line.
+pub(crate) const WORDS_PER_LINE: usize = 12;
+
+/// A splitmix64 stream.
+pub(crate) struct Rng(pub(crate) u64);
+
+impl Rng {
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub(crate) fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// The vocabulary: distinct lowercase words of 2 to 11 letters, most frequent first.
+pub(crate) fn vocabulary(seed: u64) -> Vec<String> {
+    let mut rng = Rng(seed ^ 0x5eed);
+    let mut seen = std::collections::HashSet::new();
+    let mut words = Vec::with_capacity(VOCABULARY);
+    while words.len() < VOCABULARY {
+        let len = 2 + (rng.next() % 10) as usize;
+        let w: String = (0..len).map(|_| (b'a' + (rng.next() % 26) as u8) as char).collect();
+        if seen.insert(w.clone()) {
+            words.push(w);
+        }
+    }
+    words
+}
+
+/// Writes about `bytes` bytes of text (whole lines) to `path`.
+pub(crate) fn generate(path: &Path, bytes: u64, seed: u64) -> std::io::Result<()> {
+    let words = vocabulary(seed);
+    let mut cumulative = Vec::with_capacity(VOCABULARY);
+    let mut total = 0.0;
+    for r in 0..VOCABULARY {
+        total += 1.0 / (r + 1) as f64;
+        cumulative.push(total);
+    }
+    let mut rng = Rng(seed);
+    let tmp = path.with_extension("partial");
+    let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+    let mut written = 0u64;
+    let mut line = Vec::with_capacity(256);
+    while written < bytes {
+        line.clear();
+        for i in 0..WORDS_PER_LINE {
+            let u = rng.unit() * total;
+            let r = cumulative.partition_point(|&c| c < u).min(VOCABULARY - 1);
+            if i > 0 {
+                line.push(b' ');
+            }
+            line.extend_from_slice(words[r].as_bytes());
+        }
+        line.push(b'\n');
+        out.write_all(&line)?;
+        written += line.len() as u64;
+    }
+    out.flush()?;
+    drop(out);
+    std::fs::rename(tmp, path)
+}

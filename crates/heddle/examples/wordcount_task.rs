@@ -1,0 +1,252 @@
+//! Word count with the task API: a source task per worker reads its byte range of a text
+//! file in blocks of whole lines; a count task chained to it (records pass in memory)
+//! counts the words of each block in a local table; a keyed-reduce edge sums the counts
+//! by word into one total task per worker, which writes `word<TAB>count` lines to its part
+//! file. Rank 0 then checks the totals against a plain single-threaded count of the file.
+//!
+//! ```text
+//! heddle run -n 2 -- target/release/examples/wordcount_task --generate --seed 1 --output /tmp/wc
+//! heddle run -n 2 -- target/release/examples/wordcount_task --input big.txt --output /tmp/wc
+//! ```
+
+#[path = "common/text.rs"]
+mod text;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use clap::Parser;
+use heddle::comm::dataflow::Options;
+use heddle::task::{Compute, Context, Edge, Job, Plan, Produced, Result as TaskResult, RoundRobin, Source, TaskGraph, WorkerSpec};
+use heddle::Op;
+use rustc_hash::FxHashMap;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[derive(Debug, Parser)]
+struct Args {
+    /// Text file to count (words separated by spaces and newlines).
+    #[arg(long, conflicts_with = "generate")]
+    input: Option<PathBuf>,
+    /// Generate the input (about --megabytes of text) instead; kept in the temp directory.
+    #[arg(long)]
+    generate: bool,
+    /// Seed of the generated text.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Size of the generated text.
+    #[arg(long, default_value_t = 200)]
+    megabytes: u64,
+    /// Write the counts here, one part file per total task.
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// Print the plan.
+    #[arg(long)]
+    plan: bool,
+    /// Skip the check against a single-threaded count.
+    #[arg(long)]
+    no_verify: bool,
+}
+
+/// Bytes a source emits per block.
+const BLOCK: usize = 1 << 20;
+
+/// Reads its byte range of the file, in blocks of whole lines. A line belongs to the
+/// range its first byte lies in.
+struct ReadRange {
+    file: File,
+    pos: u64,
+    end: u64,
+    carry: Vec<u8>,
+}
+
+impl ReadRange {
+    fn open(path: &Path, index: u32, parallelism: u32) -> std::io::Result<ReadRange> {
+        let mut file = File::open(path)?;
+        let len = file.metadata()?.len();
+        let range = |i: u32| len * u64::from(i) / u64::from(parallelism);
+        let (mut pos, end) = (range(index), range(index + 1));
+        if pos > 0 {
+            // Skip the line that started in the previous range.
+            file.seek(SeekFrom::Start(pos - 1))?;
+            let mut byte = [0u8; 1];
+            loop {
+                if file.read(&mut byte)? == 0 || byte[0] == b'\n' {
+                    break;
+                }
+                pos += 1;
+            }
+        }
+        Ok(ReadRange { file, pos, end, carry: Vec::new() })
+    }
+}
+
+impl Source for ReadRange {
+    type Out = Vec<u8>;
+
+    fn next(&mut self, ctx: &mut Context<'_, Vec<u8>>) -> TaskResult<Produced> {
+        if self.pos >= self.end {
+            return Ok(Produced::Done);
+        }
+        let mut block = std::mem::take(&mut self.carry);
+        let start = block.len();
+        block.resize(start + BLOCK, 0);
+        let n = self.file.read(&mut block[start..]).map_err(|e| heddle::task::Error::Graph(format!("reading the input: {e}")))?;
+        block.truncate(start + n);
+        let past_end = self.pos + n as u64 >= self.end || n == 0;
+        if past_end {
+            // Finish the line that crosses the end of the range, then stop.
+            let within = (self.end - self.pos) as usize;
+            let cut = block[start + within.min(n)..].iter().position(|&b| b == b'\n').map_or(block.len(), |p| start + within.min(n) + p + 1);
+            block.truncate(cut);
+            self.pos = self.end;
+        } else {
+            self.pos += n as u64;
+            let cut = block.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+            self.carry = block[cut..].to_vec();
+            block.truncate(cut);
+        }
+        ctx.emit(block);
+        Ok(if self.pos >= self.end { Produced::Done } else { Produced::More })
+    }
+}
+
+/// Counts the words of every block in a local table; emits `(word, count)` at the end.
+#[derive(Default)]
+struct CountWords {
+    counts: FxHashMap<Box<[u8]>, u64>,
+}
+
+impl Compute for CountWords {
+    type In = Vec<u8>;
+    type Out = (String, u64);
+
+    fn execute(&mut self, _: &mut Context<'_, (String, u64)>, block: Vec<u8>) -> TaskResult<()> {
+        for word in block.split(|&b| b == b' ' || b == b'\n').filter(|w| !w.is_empty()) {
+            match self.counts.get_mut(word) {
+                Some(c) => *c += 1,
+                None => {
+                    self.counts.insert(word.into(), 1);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn end_of_input(&mut self, ctx: &mut Context<'_, (String, u64)>) -> TaskResult<()> {
+        for (word, count) in self.counts.drain() {
+            ctx.emit((String::from_utf8_lossy(&word).into_owned(), count));
+        }
+        Ok(())
+    }
+}
+
+/// Collects the totals of the words hashed to it and writes its part file.
+struct Totals {
+    output: Option<PathBuf>,
+    totals: Rc<RefCell<Vec<(String, u64)>>>,
+}
+
+impl Compute for Totals {
+    type In = (String, u64);
+    type Out = ();
+
+    fn execute(&mut self, _: &mut Context<'_, ()>, pair: (String, u64)) -> TaskResult<()> {
+        self.totals.borrow_mut().push(pair);
+        Ok(())
+    }
+
+    fn end_of_input(&mut self, ctx: &mut Context<'_, ()>) -> TaskResult<()> {
+        let Some(dir) = &self.output else { return Ok(()) };
+        let io = |e: std::io::Error| heddle::task::Error::Graph(format!("writing {}: {e}", dir.display()));
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let mut out = BufWriter::new(File::create(dir.join(format!("part-{:05}", ctx.index()))).map_err(io)?);
+        for (word, count) in self.totals.borrow().iter() {
+            writeln!(out, "{word}\t{count}").map_err(io)?;
+        }
+        out.flush().map_err(io)
+    }
+}
+
+fn main() {
+    if let Err(e) = run(Args::parse()) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let comm = heddle::init()?;
+    let input = match (&args.input, args.generate) {
+        (Some(path), _) => path.clone(),
+        (None, true) => {
+            let path = std::env::temp_dir().join(format!("heddle-words-{}mb-seed{}.txt", args.megabytes, args.seed));
+            if comm.rank() == 0 && !path.exists() {
+                text::generate(&path, args.megabytes << 20, args.seed)?;
+            }
+            comm.barrier()?;
+            path
+        }
+        (None, false) => return Err("give --input FILE or --generate".into()),
+    };
+    if !input.is_file() {
+        return Err(format!("--input {} is not a readable file", input.display()).into());
+    }
+    let p = comm.size() as u32;
+    let totals = Rc::new(RefCell::new(Vec::new()));
+    let mut graph = TaskGraph::new();
+    let path = input.clone();
+    let read = graph.source("read", p, move |i| ReadRange::open(&path, i, p).expect("the input was checked above"));
+    let count = graph.compute("count", p, |_| CountWords::default());
+    let (out, t) = (args.output.clone(), totals.clone());
+    let total = graph.compute("total", p, move |_| Totals { output: out.clone(), totals: t.clone() });
+    graph.connect(&read, &count, Edge::direct());
+    graph.connect(&count, &total, Edge::keyed_reduce(|a: u64, b| a + b));
+    let plan = Plan::new(&graph, &WorkerSpec::discover(&comm)?, &RoundRobin)?;
+    if args.plan && comm.rank() == 0 {
+        print!("{plan}");
+    }
+    comm.barrier()?;
+    let report = Job::new(&comm, &graph, &plan, Options::batch())?.run()?;
+    let mut job_s = [report.job_s];
+    comm.allreduce(&mut job_s, Op::Max)?;
+
+    let local = totals.borrow().clone();
+    let mut stats = [local.len() as u64, local.iter().map(|(_, c)| c).sum()];
+    comm.allreduce(&mut stats, Op::Sum)?;
+    let all = comm.gather_object(&local, 0)?;
+    if let Some(all) = all {
+        let ok = if args.no_verify {
+            true
+        } else {
+            let got: HashMap<String, u64> = all.into_iter().flatten().collect();
+            got == reference(&input)?
+        };
+        println!(
+            "{{\"example\": \"wordcount_task\", \"ok\": {ok}, \"words\": {}, \"distinct\": {}, \"bytes\": {}, \"job_s\": {:.3}, \"workers\": {p}}}",
+            stats[1],
+            stats[0],
+            std::fs::metadata(&input)?.len(),
+            job_s[0]
+        );
+        if !ok {
+            return Err("the counts differ from a single-threaded count of the input".into());
+        }
+    }
+    Ok(())
+}
+
+/// A plain count of every word of the file.
+fn reference(path: &Path) -> std::io::Result<HashMap<String, u64>> {
+    let text = std::fs::read_to_string(path)?;
+    let mut counts = HashMap::new();
+    for word in text.split_ascii_whitespace() {
+        *counts.entry(word.to_string()).or_insert(0) += 1;
+    }
+    Ok(counts)
+}
