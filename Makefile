@@ -5,7 +5,7 @@ CARGO ?= cargo
 JOBS ?= 2
 RELEASE := target/release
 
-.PHONY: all build demo test test-rust test-spec bench fuzz clean
+.PHONY: all build demo test test-rust test-spec test-python python-install bench bench-python fuzz clean
 
 all: build
 
@@ -18,7 +18,7 @@ demo: build
 	$(RELEASE)/heddle run -n 4 -- $(RELEASE)/examples/collectives
 
 ## Build and run every test suite.
-test: test-rust test-spec
+test: test-rust test-spec test-python
 
 test-rust:
 	$(CARGO) build -j$(JOBS) --release --bins --examples
@@ -27,6 +27,25 @@ test-rust:
 ## The golden vectors still match their independent Python generator.
 test-spec:
 	python3 spec/vectors/generate.py --check
+
+## The Python package (pip install . = maturin build) in the virtualenv .venv-py, with the
+## test requirements from PyPI; installs python3-venv with apt-get if python3 lacks venv.
+PYTHON ?= python3
+PY_VENV ?= .venv-py
+PY := $(PY_VENV)/bin/python
+python-install:
+	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv; }
+	@test -x $(PY) || $(PYTHON) -m venv $(PY_VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r tests/python/requirements.txt
+	CARGO_BUILD_JOBS=$(JOBS) $(PY) -m pip install -q --disable-pip-version-check .
+
+## pytest: the Python API in a world of one and in jobs of 2, 3 and 4 workers.
+test-python: python-install
+	$(PY) -m pytest -q tests/python
+
+## heddle.comm Allreduce (8 B, 2 ranks) against mpi4py in the same run, with the ratio.
+bench-python: python-install
+	$(PY) benches/python/bench_allreduce.py
 
 ## Heddle vs Open MPI (mpi4py), installed on demand into benches/.venv-mpi.
 bench: build

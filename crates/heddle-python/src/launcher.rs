@@ -1,0 +1,65 @@
+//! The local launcher for Python: `heddle run` (the console command and `python -m heddle`)
+//! calls [`run_local`], the same code as the Rust `heddle run`.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use heddle_runtime::{JobOutcome, LaunchSpec};
+use pyo3::exceptions::PyKeyboardInterrupt;
+use pyo3::prelude::*;
+
+use crate::errors::{self, Kind};
+
+/// Runs ``command`` as ``workers`` processes on this machine and waits for the job: the
+/// job master runs in this process, workers get ``HEDDLE_RANK``, ``HEDDLE_WORLD_SIZE``,
+/// ``HEDDLE_MASTER`` and ``HEDDLE_JOB_TOKEN`` plus ``env``, their output is prefixed with
+/// ``[rank]``; when one fails or on Ctrl-C/SIGTERM the others are stopped. Returns the exit
+/// code ``heddle run`` exits with (0, the failed worker's code, or 128 + signal).
+///
+/// Installs process-wide SIGINT/SIGTERM/SIGHUP handlers: meant for a launching process
+/// such as the ``heddle`` command, not for a process that is itself a worker.
+#[pyfunction]
+#[pyo3(signature = (workers, command, env = None, init_timeout = 60.0, master_bind = "127.0.0.1:0", kill_grace = 2.0))]
+pub(crate) fn run_local(
+    py: Python<'_>,
+    workers: usize,
+    command: Vec<String>,
+    env: Option<Vec<(String, String)>>,
+    init_timeout: f64,
+    master_bind: &str,
+    kill_grace: f64,
+) -> PyResult<i32> {
+    heddle_runtime::check_known_keys(std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()))
+        .map_err(errors::runtime)?;
+    for (k, _) in env.iter().flatten() {
+        heddle_runtime::check_known_keys([k.clone()]).map_err(errors::runtime)?;
+    }
+    if let Some((_, t)) = env.iter().flatten().find(|(k, _)| k == "HEDDLE_TRANSPORT") {
+        t.parse::<heddle_comm::TransportChoice>().map_err(errors::comm)?;
+    }
+    let master_bind: SocketAddr =
+        master_bind.parse().map_err(|_| Kind::Config.err(format!("--master-bind {master_bind:?} is not an address such as 127.0.0.1:0")))?;
+    if !init_timeout.is_finite() || !kill_grace.is_finite() {
+        return Err(Kind::Config.err("timeouts must be finite numbers of seconds"));
+    }
+    let mut spec = LaunchSpec::new(workers, command);
+    spec.env = env.unwrap_or_default();
+    spec.init_timeout = Duration::from_secs_f64(init_timeout.max(0.01));
+    spec.master_bind = master_bind;
+    spec.kill_grace = Duration::from_secs_f64(kill_grace.max(0.0));
+    // The launcher polls its own signal flags; workers are stopped before this returns.
+    let outcome = py.detach(|| heddle_runtime::run_local(&spec)).map_err(errors::runtime)?;
+    if let Err(e) = py.check_signals() {
+        // Python's SIGINT handler ran too; the outcome already says the job was interrupted.
+        if !(e.is_instance_of::<PyKeyboardInterrupt>(py) && matches!(outcome, JobOutcome::Interrupted { .. })) {
+            return Err(e);
+        }
+    }
+    Ok(outcome.exit_code())
+}
+
+/// Adds the launcher to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(pyo3::wrap_pyfunction!(run_local, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,90 @@
+"""Heddle for Python: MPI-style collectives (and, later, task graphs and datasets) on the
+Heddle runtime.
+
+Run a script on 4 local workers with ``heddle run -n 4 script.py`` (or
+``python -m heddle run -n 4 script.py``); in it::
+
+    import numpy as np
+    import heddle
+
+    comm = heddle.init()              # the world communicator (a world of one without a launcher)
+    x = np.arange(4, dtype=np.float64) * comm.rank
+    comm.Allreduce(heddle.IN_PLACE, x, op=heddle.SUM)
+
+The communication API lives in :mod:`heddle.comm` (close to mpi4py; its names are also
+exported here); errors in :mod:`heddle.errors`, all subclasses of :class:`HeddleError`.
+Further areas are submodules (``heddle.task``, ``heddle.data``), imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from heddle._heddle import __version__
+from heddle.comm import (
+    BAND,
+    BOR,
+    BXOR,
+    IN_PLACE,
+    LAND,
+    LOR,
+    MAX,
+    MIN,
+    PROD,
+    SUM,
+    UNDEFINED,
+    Comm,
+    Op,
+    init,
+    is_initialized,
+)
+from heddle.errors import (
+    ArgumentError,
+    CommError,
+    ConfigError,
+    HeddleError,
+    LaunchError,
+    TimeoutError,
+    WorkerFailed,
+)
+
+__all__ = [
+    "__version__",
+    "init",
+    "is_initialized",
+    "Comm",
+    "Op",
+    "IN_PLACE",
+    "UNDEFINED",
+    "SUM",
+    "PROD",
+    "MAX",
+    "MIN",
+    "LAND",
+    "LOR",
+    "BAND",
+    "BOR",
+    "BXOR",
+    "HeddleError",
+    "ConfigError",
+    "ArgumentError",
+    "CommError",
+    "TimeoutError",
+    "WorkerFailed",
+    "LaunchError",
+]
+
+#: Submodules loaded on first attribute access (``heddle.task`` once it exists, ...).
+_LAZY_SUBMODULES = ("task", "data")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_SUBMODULES:
+        try:
+            return importlib.import_module(f"heddle.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"heddle.{name}":
+                raise AttributeError(f"module 'heddle' has no attribute {name!r} (heddle.{name} is not available yet)") from None
+            raise
+    raise AttributeError(f"module 'heddle' has no attribute {name!r}")

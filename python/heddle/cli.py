@@ -1,0 +1,175 @@
+"""The ``heddle`` command of the Python package (also ``python -m heddle``).
+
+``heddle run -n N [options] PROGRAM [ARGS...]`` launches a job exactly as the Rust
+``heddle run`` does — it calls the same launcher, compiled into the extension. A
+``PROGRAM`` ending in ``.py``, or starting with ``-m``/``-c``, runs under this Python
+interpreter, so ``heddle run -n 4 script.py`` starts ``python script.py`` four times.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from heddle import _heddle
+from heddle.errors import ConfigError, HeddleError
+
+USAGE = """\
+usage: heddle run [-n N] [--init-timeout S] [--transport auto|shm|tcp]
+                  [--master-bind ADDR] [--kill-grace S] [--] PROGRAM [ARGS...]
+
+Run PROGRAM as N workers on this machine. A PROGRAM ending in .py (or -m MODULE, -c CODE)
+runs under this Python interpreter.
+
+options:
+  -n, --workers N      number of workers (default 1)
+  --init-timeout S     seconds workers have to join before the job fails (default 60)
+  --transport T        transport between workers on this host: auto, shm or tcp
+                       (sets HEDDLE_TRANSPORT)
+  --master-bind ADDR   address the job master listens on (default 127.0.0.1:0)
+  --kill-grace S       seconds between SIGTERM and SIGKILL when stopping workers (default 2)
+  -h, --help           show this help
+
+Each worker gets HEDDLE_RANK, HEDDLE_WORLD_SIZE, HEDDLE_MASTER and HEDDLE_JOB_TOKEN; its
+output is prefixed with [rank]. If a worker fails, the others are stopped and heddle run
+exits with that worker's status; Ctrl-C stops everything.
+"""
+
+TOP_USAGE = """\
+usage: heddle <command> ...
+
+Heddle: MPI-class collectives and big-data dataflow in one runtime.
+
+commands:
+  run      run PROGRAM as N workers on this machine: heddle run -n 4 script.py
+  bench    benchmarks (part of the Rust command: cargo run --release -p heddle-cli -- bench ...)
+
+options:
+  -h, --help      show this help
+  -V, --version   print the version
+"""
+
+_VALUE_OPTIONS = {
+    "-n": "workers",
+    "--workers": "workers",
+    "--init-timeout": "init_timeout",
+    "--transport": "transport",
+    "--master-bind": "master_bind",
+    "--kill-grace": "kill_grace",
+}
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _parse_run(args: Sequence[str]) -> Dict[str, Any]:
+    opts: Dict[str, Any] = {"workers": "1", "init_timeout": "60", "transport": None, "master_bind": "127.0.0.1:0", "kill_grace": "2"}
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            i += 1
+            break
+        if a in ("-h", "--help"):
+            opts["help"] = True
+            return opts
+        name, value = a, None
+        if a.startswith("--") and "=" in a:
+            name, value = a.split("=", 1)
+        elif a.startswith("-n") and len(a) > 2 and not a.startswith("--"):
+            name, value = "-n", a[2:]
+        if name in _VALUE_OPTIONS:
+            if value is None:
+                if i + 1 >= len(args):
+                    raise _UsageError(f"{name} needs a value")
+                value = args[i + 1]
+                i += 1
+            opts[_VALUE_OPTIONS[name]] = value
+            i += 1
+            continue
+        if a.startswith("--"):
+            raise _UsageError(f"unknown option {a}")
+        break  # the program starts here (including python's own -m / -c)
+    opts["command"] = list(args[i:])
+    return opts
+
+
+def _number(text: str, flag: str, kind: Callable[[str], Any] = float) -> Any:
+    try:
+        return kind(text)
+    except ValueError:
+        raise _UsageError(f"{flag} {text!r} is not a {'whole number' if kind is int else 'number'}") from None
+
+
+def _program(command: List[str]) -> List[str]:
+    if command and (command[0].endswith(".py") or command[0] in ("-m", "-c")):
+        return [sys.executable] + command
+    return command
+
+
+def run(args: Sequence[str]) -> int:
+    """``heddle run ARGS``: launches the job and returns the exit code."""
+    try:
+        opts = _parse_run(args)
+        if opts.get("help"):
+            print(USAGE, end="")
+            return 0
+        if not opts["command"]:
+            raise _UsageError("no program given: heddle run -n N PROGRAM ARGS...")
+        workers = _number(opts["workers"], "-n", int)
+        init_timeout = _number(opts["init_timeout"], "--init-timeout")
+        kill_grace = _number(opts["kill_grace"], "--kill-grace")
+    except _UsageError as e:
+        print(f"heddle run: {e}\n\n{USAGE}", end="", file=sys.stderr)
+        return 2
+    env = []
+    if opts["transport"] is not None:
+        env.append(("HEDDLE_TRANSPORT", opts["transport"]))
+    if "PYTHONUNBUFFERED" not in os.environ:
+        # Worker output goes through pipes: unbuffered, lines appear as they are printed.
+        env.append(("PYTHONUNBUFFERED", "1"))
+    sys.stdout.flush()
+    try:
+        return _heddle.run_local(
+            workers,
+            _program(opts["command"]),
+            env,
+            init_timeout=init_timeout,
+            master_bind=opts["master_bind"],
+            kill_grace=kill_grace,
+        )
+    except ConfigError as e:
+        print(f"heddle run: {e}", file=sys.stderr)
+        return 2
+    except HeddleError as e:
+        print(f"heddle run: {e}", file=sys.stderr)
+        return 1
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of the ``heddle`` console command; returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(TOP_USAGE, end="", file=sys.stdout if args else sys.stderr)
+        return 0 if args else 2
+    if args[0] in ("-V", "--version"):
+        print(f"heddle {_heddle.__version__}")
+        return 0
+    if args[0] == "run":
+        return run(args[1:])
+    if args[0] == "bench":
+        print(
+            "heddle bench: the benchmarks need the source tree; run them with the Rust command:\n"
+            "  cargo run --release -p heddle-cli -- bench collectives --vs mpi\n"
+            "  (Python: see benches/python/bench_allreduce.py)",
+            file=sys.stderr,
+        )
+        return 2
+    print(f"heddle: unknown command {args[0]!r}\n\n{TOP_USAGE}", end="", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""The ``heddle`` command of the Python package (``python -m heddle``): flags, program
+resolution and launcher errors, mirroring the Rust ``heddle run``."""
+
+import subprocess
+import sys
+
+from conftest import job_env
+
+HEDDLE = [sys.executable, "-m", "heddle"]
+
+
+def heddle(*args, env=None, timeout=120):
+    return subprocess.run(HEDDLE + list(args), env=job_env(env), capture_output=True, text=True, timeout=timeout)
+
+
+def test_version_and_help():
+    p = heddle("--version")
+    assert p.returncode == 0 and p.stdout.strip() == "heddle 0.1.0"
+    p = heddle("run", "--help")
+    assert p.returncode == 0 and "usage: heddle run" in p.stdout and "--kill-grace" in p.stdout
+    p = heddle()
+    assert p.returncode == 2 and "usage: heddle" in p.stderr
+
+
+def test_runs_python_code_modules_and_plain_programs():
+    p = heddle("run", "-n", "2", "-c", "import heddle; c = heddle.init(); print(c.rank, c.size)")
+    assert p.returncode == 0, p.stderr
+    assert sorted(p.stdout.splitlines()) == ["[0] 0 2", "[1] 1 2"]
+    p = heddle("run", "-n2", "--", sys.executable, "-c", "import os; print(os.environ['HEDDLE_WORLD_SIZE'])")
+    assert p.returncode == 0 and sorted(p.stdout.splitlines()) == ["[0] 2", "[1] 2"], p.stderr
+    p = heddle("run", "--workers=3", "--transport", "tcp", "-m", "heddle", "--version")
+    assert p.returncode == 0 and p.stdout.count("heddle 0.1.0") == 3, p.stderr
+
+
+def test_transport_flag_reaches_workers():
+    code = "import os, heddle; heddle.init(); print(os.environ['HEDDLE_TRANSPORT'])"
+    p = heddle("run", "-n", "2", "--transport", "tcp", "-c", code)
+    assert p.returncode == 0 and sorted(p.stdout.splitlines()) == ["[0] tcp", "[1] tcp"], p.stderr
+
+
+def test_usage_errors_exit_2():
+    p = heddle("run", "-n", "2")
+    assert p.returncode == 2 and "no program given" in p.stderr
+    p = heddle("run", "-n", "two", "x.py")
+    assert p.returncode == 2 and "not a whole number" in p.stderr
+    p = heddle("run", "--bogus", "x.py")
+    assert p.returncode == 2 and "unknown option --bogus" in p.stderr
+    p = heddle("run", "-n", "2", "--transport", "carrier-pigeon", "x.py")
+    assert p.returncode == 2 and "HEDDLE_TRANSPORT" in p.stderr
+    p = heddle("run", "-n", "2", "x.py", env={"HEDDLE_TIMEOUTS": "3"})
+    assert p.returncode == 2 and "unknown setting HEDDLE_TIMEOUTS" in p.stderr
+    p = heddle("frobnicate")
+    assert p.returncode == 2 and "unknown command" in p.stderr
+
+
+def test_a_program_that_cannot_start_exits_1():
+    p = heddle("run", "-n", "2", "/nonexistent/program")
+    assert p.returncode == 1
+    assert "heddle run: cannot start" in p.stderr and "/nonexistent/program" in p.stderr
+
+
+def test_worker_exit_code_is_the_job_exit_code():
+    p = heddle("run", "-n", "3", "-c", "import os, sys, heddle; c = heddle.init(); sys.exit(7 if c.rank == 2 else 0)")
+    assert p.returncode == 7, p.stderr
