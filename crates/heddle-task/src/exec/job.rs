@@ -16,18 +16,22 @@ use super::task_run::{TaskRun, TaskStats};
 use crate::{Error, Plan, Result, TaskGraph, TaskInfo};
 
 /// Dataflow edge ids the task system uses, away from the small ids programs pick for
-/// operations of their own. Every worker creates jobs and passes in the same order, so
-/// they agree on the ids.
-static NEXT_EDGE: AtomicU32 = AtomicU32::new(EDGE_IDS.start);
-const EDGE_IDS: std::ops::Range<u32> = 0x2000_0000..0x3fff_0000;
+/// operations of their own: each job takes a block of them (chosen by rank 0 and
+/// broadcast, so workers agree even when they share a process), and its passes cycle
+/// through the block.
+static NEXT_BLOCK: AtomicU32 = AtomicU32::new(0);
+const EDGE_IDS_START: u32 = 0x2000_0000;
+const BLOCK_IDS: u32 = 1 << 20;
+const BLOCKS: u32 = (0x3fff_0000 - EDGE_IDS_START) / BLOCK_IDS;
 
-fn edge_ids(n: u32) -> u32 {
-    let base = NEXT_EDGE.fetch_add(n, Ordering::Relaxed);
-    if base + n >= EDGE_IDS.end {
-        NEXT_EDGE.store(EDGE_IDS.start + n, Ordering::Relaxed);
-        return EDGE_IDS.start;
+/// The first edge id of a new job's block (collective).
+fn job_block(comm: &Communicator) -> Result<u32> {
+    let mut block = [0u32];
+    if comm.rank() == 0 {
+        block[0] = NEXT_BLOCK.fetch_add(1, Ordering::Relaxed) % BLOCKS;
     }
-    base
+    comm.broadcast(&mut block, 0)?;
+    Ok(EDGE_IDS_START + block[0] * BLOCK_IDS)
 }
 
 /// Asks a streaming job to end: its sources end their output, and the job drains.
@@ -67,6 +71,8 @@ pub struct Job<'c> {
     prepared: bool,
     passes: u64,
     elapsed: Duration,
+    /// First edge id of the job's block.
+    edge_block: u32,
 }
 
 impl std::fmt::Debug for Job<'_> {
@@ -108,6 +114,7 @@ impl<'c> Job<'c> {
                 vertex_comms.insert(v, sub);
             }
         }
+        let edge_block = job_block(comm)?;
         // Inboxes of the local compute instances.
         let local = |v: usize| -> Vec<(u32, TaskId)> {
             (0..graph.vertices[v].parallelism).filter(|&i| plan.workers[v][i as usize] == me).map(|i| (i, plan.first_task[v] + i)).collect()
@@ -154,6 +161,7 @@ impl<'c> Job<'c> {
             prepared: false,
             passes: 0,
             elapsed: Duration::ZERO,
+            edge_block,
         })
     }
 
@@ -213,7 +221,8 @@ impl<'c> Job<'c> {
             self.prepared = true;
         }
         let started = Instant::now();
-        let base = edge_ids(self.edges.len() as u32);
+        let per_pass = (self.edges.len() as u32).max(1);
+        let base = self.edge_block + (self.passes as u32 % (BLOCK_IDS / per_pass)) * per_pass;
         let placement = self.plan.placement();
         let mode_opts = Options { mode: self.opts.mode, ..self.opts.clone() };
         for (k, edge) in self.edges.iter_mut().enumerate() {
