@@ -1,0 +1,128 @@
+//! The task-API examples under `heddle run`, their output files checked against plain
+//! computations done here from the same input.
+
+mod common;
+
+use std::collections::HashMap;
+
+use common::{assert_no_survivors, example, marker, run, text};
+
+fn summary(stdout: &str) -> &str {
+    stdout.lines().find(|l| l.starts_with("[0] {\"example\"")).expect("a summary line")
+}
+
+#[test]
+fn wordcount_task_part_files_hold_the_counts_of_the_input() {
+    let wc = example("wordcount_task");
+    let dir = std::env::temp_dir().join(format!("heddle-wc-task-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A small skewed text, with lines that straddle the workers' byte ranges.
+    let mut x = 7u64;
+    let mut input = String::new();
+    for line in 0..5000 {
+        for w in 0..(1 + line % 13) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let r = x % 1000;
+            input.push_str(&format!("{}w{}", if w > 0 { " " } else { "" }, r * r / 1000));
+        }
+        input.push('\n');
+    }
+    let path = dir.join("input.txt");
+    std::fs::write(&path, &input).unwrap();
+    let mut want: HashMap<String, u64> = HashMap::new();
+    for w in input.split_whitespace() {
+        *want.entry(w.to_string()).or_default() += 1;
+    }
+    for n in ["1", "2", "3"] {
+        let out = dir.join(format!("out-{n}"));
+        let mark = marker("wordcount_task");
+        let (o, _) = run(&mark, &["run", "-n", n, "--", &wc, "--input", path.to_str().unwrap(), "--output", out.to_str().unwrap()]);
+        let stdout = text(&o.stdout);
+        assert!(o.status.success(), "{stdout}\n{}", text(&o.stderr));
+        assert!(summary(&stdout).contains("\"ok\": true"), "{stdout}");
+        let mut got: HashMap<String, u64> = HashMap::new();
+        for part in std::fs::read_dir(&out).unwrap().flatten() {
+            for line in std::fs::read_to_string(part.path()).unwrap().lines() {
+                let (w, c) = line.split_once('\t').expect("word<TAB>count");
+                assert!(got.insert(w.to_string(), c.parse().unwrap()).is_none(), "{w} in two parts");
+            }
+        }
+        assert_eq!(got, want, "{n} workers");
+        assert_no_survivors(&mark);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn kmeans_task_from_csv_and_npy_matches_lloyd() {
+    let km = example("kmeans_task");
+    let dir = std::env::temp_dir().join(format!("heddle-km-task-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Three well separated clusters; the first three points are one of each.
+    let mut pts: Vec<[f64; 2]> = vec![[0.0, 0.0], [10.0, 10.0], [-10.0, 5.0]];
+    let mut x = 99u64;
+    for i in 0..3000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let (dx, dy) = ((x % 1000) as f64 / 1000.0 - 0.5, ((x >> 20) % 1000) as f64 / 1000.0 - 0.5);
+        let c = pts[i % 3];
+        pts.push([c[0] + dx, c[1] + dy]);
+    }
+    // Lloyd's algorithm here, 5 iterations.
+    let mut centers = pts[..3].to_vec();
+    for _ in 0..5 {
+        let mut sums = [[0.0f64; 3]; 3];
+        for p in &pts {
+            let d = |c: &[f64; 2]| (p[0] - c[0]).powi(2) + (p[1] - c[1]).powi(2);
+            let k = (0..3).min_by(|&a, &b| d(&centers[a]).total_cmp(&d(&centers[b]))).unwrap();
+            sums[k][0] += p[0];
+            sums[k][1] += p[1];
+            sums[k][2] += 1.0;
+        }
+        for k in 0..3 {
+            centers[k] = [sums[k][0] / sums[k][2], sums[k][1] / sums[k][2]];
+        }
+    }
+    let csv = dir.join("points.csv");
+    std::fs::write(&csv, std::iter::once("x,y".to_string()).chain(pts.iter().map(|p| format!("{},{}", p[0], p[1]))).collect::<Vec<_>>().join("\n")).unwrap();
+    let npy = dir.join("points.npy");
+    let header = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': ({}, 2), }}", pts.len());
+    let pad = 64 - (10 + header.len() + 1) % 64;
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&((header.len() + pad + 1) as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend(std::iter::repeat(b' ').take(pad));
+    bytes.push(b'\n');
+    for p in &pts {
+        bytes.extend_from_slice(&p[0].to_le_bytes());
+        bytes.extend_from_slice(&p[1].to_le_bytes());
+    }
+    std::fs::write(&npy, bytes).unwrap();
+    for (input, n) in [(&csv, "2"), (&npy, "3")] {
+        let out = dir.join(format!("out-{n}"));
+        let mark = marker("kmeans_task");
+        let args = ["run", "-n", n, "--", &km, "--input", input.to_str().unwrap(), "--k", "3", "--iterations", "5", "--output", out.to_str().unwrap()];
+        let (o, _) = run(&mark, &args);
+        let stdout = text(&o.stdout);
+        assert!(o.status.success(), "{stdout}\n{}", text(&o.stderr));
+        assert!(summary(&stdout).contains("\"ok\": true"), "{stdout}");
+        let written = std::fs::read_to_string(out.join("centers.csv")).unwrap();
+        let got: Vec<[f64; 2]> = written
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let (a, b) = l.split_once(',').unwrap();
+                [a.parse().unwrap(), b.parse().unwrap()]
+            })
+            .collect();
+        assert_eq!(got.len(), 3);
+        for (g, w) in got.iter().zip(&centers) {
+            assert!((g[0] - w[0]).abs() < 1e-9 && (g[1] - w[1]).abs() < 1e-9, "{got:?} vs {centers:?}");
+        }
+        assert_no_survivors(&mark);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
