@@ -43,6 +43,12 @@ impl<I, O> Vertex<I, O> {
     pub fn id(&self) -> usize {
         self.id
     }
+
+    /// The same vertex seen only as a producer of `O` (to connect from, without naming
+    /// its input type).
+    pub fn output(&self) -> Vertex<(), O> {
+        Vertex { id: self.id, _io: PhantomData }
+    }
 }
 
 /// Builds a task instance, linking its type-erased ports.

@@ -1,0 +1,131 @@
+//! Operations on data sets of `(key, value)` pairs: keyed reductions, grouping, joins,
+//! sorting, and `distinct`.
+
+use std::hash::{Hash, Hasher};
+use std::marker::PhantomData;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use heddle_task::{Edge, Record};
+use rustc_hash::{FxHashMap, FxHasher};
+
+use crate::dataset::{same_session, DataSet};
+use crate::tasks::{CombineTask, Identity, JoinKind, JoinTask, Side, SortTask};
+use crate::Result;
+
+/// The partition of `key` among `p`: a hash that every worker computes alike.
+fn key_partition<K: Hash>(key: &K, p: usize) -> usize {
+    let mut h = FxHasher::default();
+    key.hash(&mut h);
+    (h.finish() % p as u64) as usize
+}
+
+impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
+    /// Values combined per key with `f` (associative, commutative): combined within each
+    /// partition first, then across them.
+    pub fn reduce_by_key(&self, f: impl Fn(V, V) -> V + Send + Sync + 'static) -> DataSet<(K, V)> {
+        let f = Arc::new(f);
+        let g = f.clone();
+        let fold: Rc<dyn Fn(V, V) -> V> = Rc::new(move |a, b| g(a, b));
+        let first: Rc<dyn Fn(V) -> V> = Rc::new(|v| v);
+        let combined = self.then("combine", Edge::direct, move |_| CombineTask { first: first.clone(), fold: fold.clone(), table: FxHashMap::default() });
+        combined.then("reduce_by_key", move || { let f = f.clone(); Edge::keyed_reduce(move |a, b| f(a, b)) }, |_| Identity(PhantomData))
+    }
+
+    /// Values folded per key into an accumulator: `seq` adds a value (starting from
+    /// `zero()`), `comb` merges two accumulators (associative, commutative).
+    pub fn aggregate_by_key<A: Record>(
+        &self,
+        zero: impl Fn() -> A + 'static,
+        seq: impl Fn(A, V) -> A + 'static,
+        comb: impl Fn(A, A) -> A + Send + Sync + 'static,
+    ) -> DataSet<(K, A)> {
+        let seq = Rc::new(seq);
+        let s2 = seq.clone();
+        let first: Rc<dyn Fn(V) -> A> = Rc::new(move |v| s2(zero(), v));
+        let fold: Rc<dyn Fn(A, V) -> A> = Rc::new(move |a, v| seq(a, v));
+        let combined = self.then("combine", Edge::direct, move |_| CombineTask { first: first.clone(), fold: fold.clone(), table: FxHashMap::default() });
+        let comb = Arc::new(comb);
+        combined.then("aggregate_by_key", move || { let c = comb.clone(); Edge::keyed_reduce(move |a, b| c(a, b)) }, |_| Identity(PhantomData))
+    }
+
+    /// Every key once with all its values.
+    pub fn group_by_key(&self) -> DataSet<(K, Vec<V>)> {
+        self.then("group_by_key", Edge::keyed_gather, |_| Identity(PhantomData))
+    }
+
+    fn join_with<W: Record>(&self, other: &DataSet<(K, W)>, kind: JoinKind, name: &str) -> Result<DataSet<(K, (Option<V>, Option<W>))>> {
+        same_session(self, other)?;
+        let left = self.map(|(k, v)| (k, Side::<V, W>::Left(v)));
+        let right = other.map(|(k, w)| (k, Side::<V, W>::Right(w)));
+        Ok(DataSet::new(&self.session, name, move |b, vname| {
+            let (l, r) = (left.vertex(b)?, right.vertex(b)?);
+            let p = left.parallelism();
+            let v = b.graph.compute(vname, p, move |_| JoinTask::<K, V, W> { kind, table: FxHashMap::default() });
+            let by_key = move |x: &(K, Side<V, W>)| key_partition(&x.0, p as usize);
+            b.graph.connect(&l, &v, Edge::partition(by_key));
+            b.graph.connect(&r, &v, Edge::partition(by_key));
+            Ok(v.output())
+        }))
+    }
+
+    /// Inner join: `(key, (v, w))` for every pair of values with equal keys.
+    ///
+    /// # Errors
+    /// Data sets of different sessions.
+    pub fn join<W: Record>(&self, other: &DataSet<(K, W)>) -> Result<DataSet<(K, (V, W))>> {
+        Ok(self.join_with(other, JoinKind::Inner, "join")?.flat_map(|(k, (v, w))| v.zip(w).map(|vw| (k, vw))))
+    }
+
+    /// Left outer join: every left pair, with `None` where no right value has its key.
+    ///
+    /// # Errors
+    /// Data sets of different sessions.
+    pub fn left_join<W: Record>(&self, other: &DataSet<(K, W)>) -> Result<DataSet<(K, (V, Option<W>))>> {
+        Ok(self.join_with(other, JoinKind::Left, "left_join")?.flat_map(|(k, (v, w))| v.map(|v| (k, (v, w)))))
+    }
+
+    /// Full outer join: matched pairs, and unmatched values of either side with `None`.
+    ///
+    /// # Errors
+    /// Data sets of different sessions.
+    pub fn full_outer_join<W: Record>(&self, other: &DataSet<(K, W)>) -> Result<DataSet<(K, (Option<V>, Option<W>))>> {
+        self.join_with(other, JoinKind::FullOuter, "full_outer_join")
+    }
+
+    /// Sorted by key across partitions: partition i holds keys no greater than partition
+    /// i + 1's, each sorted (stable). Samples the keys now (an action) to pick the ranges.
+    ///
+    /// # Errors
+    /// As any action.
+    pub fn sort_by_key(&self) -> Result<DataSet<(K, V)>>
+    where
+        K: Send + Sync,
+    {
+        let p = self.parallelism() as usize;
+        let sample = self.map_partitions(|mut records: Vec<(K, V)>| {
+            records.sort_by(|a, b| a.0.cmp(&b.0));
+            let step = (records.len() / 64).max(1);
+            records.into_iter().step_by(step).map(|(k, _)| k).collect::<Vec<K>>()
+        });
+        let mut keys = sample.collect_all()?;
+        keys.sort();
+        let splitters: Vec<K> = (1..p).filter_map(|i| keys.get(i * keys.len() / p).cloned()).collect();
+        let splitters = Arc::new(splitters);
+        Ok(self.then(
+            "sort_by_key",
+            move || {
+                let s = splitters.clone();
+                Edge::partition(move |x: &(K, V)| s.partition_point(|k| *k <= x.0))
+            },
+            |_| SortTask(Vec::new()),
+        ))
+    }
+}
+
+impl<T: Record + Hash + Eq + Ord> DataSet<T> {
+    /// Every distinct record once.
+    pub fn distinct(&self) -> DataSet<T> {
+        self.map(|x| (x, ())).reduce_by_key(|a, _| a).map(|(x, ())| x)
+    }
+}

@@ -1,0 +1,33 @@
+//! The data API: lazy distributed data sets, compiled into task graphs.
+//!
+//! Every worker runs the same program. A [`Session`] makes [`DataSet`]s from files,
+//! collections and generators; transformations (`map`, `filter`, `reduce_by_key`,
+//! `join`, `sort_by_key` ...) describe new data sets without running anything; actions
+//! (`collect`, `count`, `reduce`, `write_text` ...) compile what they need into one task
+//! graph — record-wise steps as tasks chained in memory, shuffles as dataflow operations —
+//! and run it on every worker. [`DataSet::explain`] shows the plan.
+//!
+//! ```
+//! let comm = heddle_comm::solo(heddle_comm::CommConfig::default()).unwrap();
+//! let s = heddle_data::Session::new(comm).unwrap();
+//! let words = s.from_vec(vec!["a b a".to_string(), "b a".to_string()]);
+//! let counts = words
+//!     .flat_map(|line| line.split(' ').map(|w| (w.to_string(), 1u64)).collect::<Vec<_>>())
+//!     .reduce_by_key(|a, b| a + b)
+//!     .sort_by_key()
+//!     .unwrap();
+//! assert_eq!(counts.collect().unwrap(), Some(vec![("a".to_string(), 3), ("b".to_string(), 2)]));
+//! ```
+
+mod dataset;
+mod error;
+mod keyed;
+mod session;
+mod sinks;
+mod sources;
+mod tasks;
+
+pub use dataset::DataSet;
+pub use error::{Error, Result};
+pub use session::Session;
+pub use sources::OnMalformed;

@@ -1,0 +1,144 @@
+//! The session: the communicator, the workers and the defaults every data set shares.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use heddle_comm::dataflow::Options;
+use heddle_comm::Communicator;
+use heddle_task::{Job, Plan, Report, RoundRobin, TaskGraph, Vertex, WorkerSpec};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::Result;
+
+pub(crate) struct Inner {
+    pub(crate) comm: Communicator,
+    pub(crate) workers: Vec<WorkerSpec>,
+    pub(crate) parallelism: u32,
+    pub(crate) opts: Options,
+    next_id: Cell<usize>,
+    /// Malformed rows skipped on this worker (when asked to skip them).
+    pub(crate) skipped: Rc<Cell<u64>>,
+}
+
+/// Entry point of the data API on every worker: every worker runs the same program, and
+/// actions (collect, count, writes ...) are collective.
+///
+/// ```
+/// let comm = heddle_comm::solo(heddle_comm::CommConfig::default()).unwrap();
+/// let s = heddle_data::Session::new(comm).unwrap();
+/// let squares = s.range(0, 10).map(|x| x * x).filter(|x| x % 2 == 0);
+/// assert_eq!(squares.collect().unwrap(), Some(vec![0, 4, 16, 36, 64]));
+/// ```
+#[derive(Clone)]
+pub struct Session(pub(crate) Rc<Inner>);
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("rank", &self.0.comm.rank()).field("parallelism", &self.0.parallelism).finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// A session over `comm` (collective), with one partition per worker and batch
+    /// dataflow options.
+    ///
+    /// # Errors
+    /// A failed exchange of the workers' descriptions.
+    pub fn new(comm: Communicator) -> Result<Session> {
+        let workers = WorkerSpec::discover(&comm)?;
+        let parallelism = comm.size() as u32;
+        Ok(Session(Rc::new(Inner { comm, workers, parallelism, opts: Options::batch(), next_id: Cell::new(0), skipped: Rc::default() })))
+    }
+
+    /// Uses `partitions` partitions per data set (default: one per worker).
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for zero.
+    pub fn with_partitions(self, partitions: u32) -> Result<Session> {
+        if partitions == 0 {
+            return Err(crate::Error::InvalidArgument("a session needs at least one partition".into()));
+        }
+        let inner = Rc::try_unwrap(self.0).map_err(|_| crate::Error::InvalidArgument("set partitions before making data sets".into()))?;
+        Ok(Session(Rc::new(Inner { parallelism: partitions, ..inner })))
+    }
+
+    /// Uses `opts` for the operations between stages (buffers, spill budget and directories).
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] once data sets exist.
+    pub fn with_options(self, opts: Options) -> Result<Session> {
+        let inner = Rc::try_unwrap(self.0).map_err(|_| crate::Error::InvalidArgument("set options before making data sets".into()))?;
+        Ok(Session(Rc::new(Inner { opts, ..inner })))
+    }
+
+    /// The communicator, for collectives between data-set actions.
+    pub fn comm(&self) -> &Communicator {
+        &self.0.comm
+    }
+
+    /// This worker's rank.
+    pub fn rank(&self) -> usize {
+        self.0.comm.rank()
+    }
+
+    /// Partitions of every data set.
+    pub fn partitions(&self) -> u32 {
+        self.0.parallelism
+    }
+
+    /// Rank 0's `value` on every worker (a broadcast side input for closures).
+    ///
+    /// # Errors
+    /// A failed broadcast, or `None` on rank 0.
+    pub fn broadcast<T: Serialize + DeserializeOwned>(&self, value: Option<&T>) -> Result<T> {
+        Ok(self.0.comm.broadcast_object(value, 0)?)
+    }
+
+    /// Malformed rows skipped so far on all workers (collective), for inputs read with
+    /// skipping on.
+    ///
+    /// # Errors
+    /// A failed allreduce.
+    pub fn skipped_rows(&self) -> Result<u64> {
+        let mut n = [self.0.skipped.get()];
+        self.0.comm.allreduce(&mut n, heddle_comm::Op::Sum)?;
+        Ok(n[0])
+    }
+
+    pub(crate) fn next_id(&self) -> usize {
+        let id = self.0.next_id.get();
+        self.0.next_id.set(id + 1);
+        id
+    }
+
+    /// Plans and runs a built graph (collective).
+    pub(crate) fn run(&self, build: Build) -> Result<Report> {
+        let plan = Plan::new(&build.graph, &self.0.workers, &RoundRobin)?;
+        Ok(Job::new(&self.0.comm, &build.graph, &plan, self.0.opts.clone())?.run()?)
+    }
+
+    /// The plan of a built graph, as text.
+    pub(crate) fn explain(&self, build: &Build) -> Result<String> {
+        Ok(Plan::new(&build.graph, &self.0.workers, &RoundRobin)?.to_string())
+    }
+}
+
+/// A task graph being built from data sets, each added once however often it is used.
+#[derive(Default)]
+pub(crate) struct Build {
+    pub(crate) graph: TaskGraph,
+    built: HashMap<usize, Box<dyn Any>>,
+}
+
+impl Build {
+    pub(crate) fn cached<T: 'static>(&self, id: usize) -> Option<Vertex<(), T>> {
+        self.built.get(&id).and_then(|b| b.downcast_ref::<Vertex<(), T>>()).copied()
+    }
+
+    pub(crate) fn remember<T: 'static>(&mut self, id: usize, v: Vertex<(), T>) {
+        self.built.insert(id, Box::new(v));
+    }
+}

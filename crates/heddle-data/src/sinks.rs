@@ -1,0 +1,94 @@
+//! Partitioned writes: one part file per partition (`part-00000`, ...) in a directory,
+//! written where the partition is.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt::Display;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use heddle_task::{Edge, Record};
+use serde::Serialize;
+
+use crate::dataset::DataSet;
+use crate::tasks::SinkTask;
+use crate::{Error, Result};
+
+fn io(path: &Path, e: std::io::Error) -> Error {
+    Error::Io { path: path.display().to_string(), source: e }
+}
+
+type Writer = BufWriter<File>;
+
+impl<T: Record> DataSet<T> {
+    /// Writes partition i with `write(out, record)` into `dir/part-{i:05}`.
+    fn write_parts(&self, dir: &Path, write: impl Fn(&mut Writer, T) -> std::io::Result<()> + 'static) -> Result<()> {
+        let dir: PathBuf = dir.to_path_buf();
+        std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+        let open: Rc<RefCell<HashMap<u32, Writer>>> = Rc::default();
+        let path_of = Rc::new(move |i: u32| dir.join(format!("part-{i:05}")));
+        let get = {
+            let (open, path_of) = (open.clone(), path_of.clone());
+            move |i: u32, f: &mut dyn FnMut(&mut Writer) -> std::io::Result<()>| -> Result<()> {
+                let path = path_of(i);
+                let mut open = open.borrow_mut();
+                let out = match open.entry(i) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(v) => v.insert(BufWriter::new(File::create(&path).map_err(|e| io(&path, e))?)),
+                };
+                f(out).map_err(|e| io(&path, e))
+            }
+        };
+        let get = Rc::new(get);
+        let g = get.clone();
+        let each: Rc<dyn Fn(u32, T) -> Result<()>> = Rc::new(move |i, x| {
+            let mut x = Some(x);
+            g(i, &mut |out| write(out, x.take().expect("written once")))
+        });
+        let end: Rc<dyn Fn(u32) -> Result<()>> = Rc::new(move |i| {
+            get(i, &mut |out| out.flush())?;
+            open.borrow_mut().remove(&i);
+            Ok(())
+        });
+        self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask { each: each.clone(), end: end.clone() })
+    }
+
+    /// Writes each record's `Display` as a line.
+    ///
+    /// # Errors
+    /// A file that cannot be written, or as any action.
+    pub fn write_text(&self, dir: impl AsRef<Path>) -> Result<()>
+    where
+        T: Display,
+    {
+        self.write_parts(dir.as_ref(), |out, x| writeln!(out, "{x}"))
+    }
+
+    /// Writes each record as one line of JSON.
+    ///
+    /// # Errors
+    /// As [`DataSet::write_text`].
+    pub fn write_json_lines(&self, dir: impl AsRef<Path>) -> Result<()> {
+        self.write_parts(dir.as_ref(), |out, x| {
+            serde_json::to_writer(&mut *out, &x).map_err(std::io::Error::other)?;
+            out.write_all(b"\n")
+        })
+    }
+
+    /// Writes each record as a CSV row (no header).
+    ///
+    /// # Errors
+    /// As [`DataSet::write_text`].
+    pub fn write_csv(&self, dir: impl AsRef<Path>) -> Result<()>
+    where
+        T: Serialize,
+    {
+        self.write_parts(dir.as_ref(), |out, x| {
+            let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
+            w.serialize(&x).map_err(std::io::Error::other)?;
+            out.write_all(&w.into_inner().map_err(|e| std::io::Error::other(e.to_string()))?)
+        })
+    }
+}

@@ -1,0 +1,371 @@
+//! Where data sets come from: number ranges, collections, seeded generators, and files
+//! (text lines, CSV, JSON lines) split across partitions by byte ranges.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use heddle_task::{Record, Vertex};
+use serde::de::DeserializeOwned;
+
+use crate::dataset::DataSet;
+use crate::session::Session;
+use crate::tasks::{IterSource, MakeIter};
+use crate::{Error, Result};
+
+/// A data set whose partition `i` of `p` is what `make(i, p)` yields.
+pub(crate) fn from_iter_fn<T: Record>(session: &Session, name: &str, make: MakeIter<T>) -> DataSet<T> {
+    let p = session.partitions();
+    DataSet::new(session, name, move |b, vname| {
+        let m = make.clone();
+        let v: Vertex<(), T> = b.graph.source(vname, p, move |i| IterSource { make: m.clone(), index: i, parallelism: p, iter: None });
+        Ok(v)
+    })
+}
+
+/// A data set whose partition `i` of `p` holds `make(i, p)`.
+pub(crate) fn from_partitions<T: Record>(session: &Session, name: &str, make: impl Fn(u32, u32) -> Vec<T> + 'static) -> DataSet<T> {
+    from_iter_fn(session, name, Rc::new(move |i, p| Box::new(make(i, p).into_iter().map(Ok))))
+}
+
+fn share(n: u64, i: u32, p: u32) -> std::ops::Range<u64> {
+    n * u64::from(i) / u64::from(p)..n * (u64::from(i) + 1) / u64::from(p)
+}
+
+/// How to treat a malformed row of a CSV or JSON-lines file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnMalformed {
+    /// Fail with an error naming the file and line (the default).
+    #[default]
+    Fail,
+    /// Skip it and count it ([`Session::skipped_rows`]).
+    Skip,
+}
+
+impl Session {
+    /// The numbers `start..end`, split evenly.
+    pub fn range(&self, start: u64, end: u64) -> DataSet<u64> {
+        let n = end.saturating_sub(start);
+        from_iter_fn(self, "range", Rc::new(move |i, p| Box::new(share(n, i, p).map(move |x| Ok(start + x)))))
+    }
+
+    /// The records of `records` (the same vector on every worker), split evenly in order.
+    pub fn from_vec<T: Record>(&self, records: Vec<T>) -> DataSet<T> {
+        let records = Rc::new(records);
+        from_partitions(self, "from_vec", move |i, p| {
+            let r = share(records.len() as u64, i, p);
+            records[r.start as usize..r.end as usize].to_vec()
+        })
+    }
+
+    /// `f(0) .. f(n - 1)`, each partition making its own share (seeded generators).
+    pub fn generate<T: Record>(&self, n: u64, f: impl Fn(u64) -> T + 'static) -> DataSet<T> {
+        let f = Rc::new(f);
+        from_iter_fn(self, "generate", Rc::new(move |i, p| {
+            let f = f.clone();
+            Box::new(share(n, i, p).map(move |x| Ok(f(x))))
+        }))
+    }
+
+    /// The lines of a text file, of every file in a directory, or of the files a glob
+    /// (`*` and `?` in the last path component) names; split by byte ranges (a line
+    /// belongs to the range its first byte lies in). Lines must be UTF-8.
+    ///
+    /// # Errors
+    /// A path that names no readable file.
+    pub fn text_file(&self, path: impl AsRef<Path>) -> Result<DataSet<String>> {
+        let files = Rc::new(list_files(path.as_ref())?);
+        Ok(from_iter_fn(self, "text_file", Rc::new(move |i, p| Box::new(Lines::new(files.clone(), i, p)))))
+    }
+
+    /// Rows of CSV files (as [`Session::text_file`] finds them) deserialized into `T`
+    /// (by header names when `headers`, else by position). Quoted fields must not span
+    /// lines.
+    ///
+    /// # Errors
+    /// As [`Session::text_file`]; a file whose header cannot be read.
+    pub fn read_csv<T: Record + DeserializeOwned>(&self, path: impl AsRef<Path>, headers: bool, on_malformed: OnMalformed) -> Result<DataSet<T>> {
+        let files = Rc::new(list_files(path.as_ref())?);
+        let header = match (headers, files.first()) {
+            (true, Some((f, _))) => {
+                let mut first = String::new();
+                BufReader::new(open(f)?).read_line(&mut first).map_err(|e| io(f, e))?;
+                Some(csv_record(first.trim_end()).map_err(|e| Error::Parse { path: f.display().to_string(), line: 1, message: e })?)
+            }
+            _ => None,
+        };
+        let header = Rc::new(header);
+        let skipped = self.0.skipped.clone();
+        Ok(from_iter_fn(
+            self,
+            "read_csv",
+            Rc::new(move |i, p| {
+                let header = header.clone();
+                let skipped = skipped.clone();
+                let rows = Lines::new(files.clone(), i, p).into_numbered().filter_map(move |r| {
+                    let (line, at) = match r {
+                        Ok(x) => x,
+                        Err(e) => return Some(Err(e)),
+                    };
+                    if header.is_some() && at.line == Some(1) {
+                        return None; // each file's header
+                    }
+                    let parsed = csv_record(&line).and_then(|rec| rec.deserialize::<T>(header.as_ref().as_ref()).map_err(|e| e.to_string()));
+                    malformed(parsed, &at, on_malformed, &skipped)
+                });
+                Box::new(rows)
+            }),
+        ))
+    }
+
+    /// Records of JSON-lines files (one JSON value per line; blank lines ignored).
+    ///
+    /// # Errors
+    /// As [`Session::text_file`].
+    pub fn read_json_lines<T: Record + DeserializeOwned>(&self, path: impl AsRef<Path>, on_malformed: OnMalformed) -> Result<DataSet<T>> {
+        let files = Rc::new(list_files(path.as_ref())?);
+        let skipped = self.0.skipped.clone();
+        Ok(from_iter_fn(
+            self,
+            "read_json_lines",
+            Rc::new(move |i, p| {
+                let skipped = skipped.clone();
+                let rows = Lines::new(files.clone(), i, p).into_numbered().filter_map(move |r| {
+                    let (line, at) = match r {
+                        Ok(x) => x,
+                        Err(e) => return Some(Err(e)),
+                    };
+                    if line.trim().is_empty() {
+                        return None;
+                    }
+                    malformed(serde_json::from_str::<T>(&line).map_err(|e| e.to_string()), &at, on_malformed, &skipped)
+                });
+                Box::new(rows)
+            }),
+        ))
+    }
+}
+
+fn csv_record(line: &str) -> std::result::Result<csv::StringRecord, String> {
+    let mut r = csv::ReaderBuilder::new().has_headers(false).from_reader(line.as_bytes());
+    let mut rec = csv::StringRecord::new();
+    match r.read_record(&mut rec) {
+        Ok(true) => Ok(rec),
+        Ok(false) => Ok(csv::StringRecord::new()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A row's fate: kept, skipped and counted, or an error naming its file and line.
+fn malformed<T>(parsed: std::result::Result<T, String>, at: &Position, on: OnMalformed, skipped: &Rc<std::cell::Cell<u64>>) -> Option<Result<T>> {
+    match parsed {
+        Ok(x) => Some(Ok(x)),
+        Err(_) if on == OnMalformed::Skip => {
+            skipped.set(skipped.get() + 1);
+            None
+        }
+        Err(message) => Some(Err(Error::Parse { path: at.file.display().to_string(), line: at.line_number(), message })),
+    }
+}
+
+fn io(path: &Path, e: std::io::Error) -> Error {
+    Error::Io { path: path.display().to_string(), source: e }
+}
+
+fn open(path: &Path) -> Result<File> {
+    File::open(path).map_err(|e| io(path, e))
+}
+
+/// Files of `path` (a file, a directory's files, or a glob's matches) with their sizes,
+/// sorted by name.
+fn list_files(path: &Path) -> Result<Vec<(PathBuf, u64)>> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let candidates: Vec<PathBuf> = if name.contains(['*', '?']) {
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let entries = std::fs::read_dir(dir).map_err(|e| io(dir, e))?;
+        entries.flatten().map(|e| e.path()).filter(|p| p.file_name().is_some_and(|n| glob_match(&name, &n.to_string_lossy()))).collect()
+    } else if path.is_dir() {
+        std::fs::read_dir(path).map_err(|e| io(path, e))?.flatten().map(|e| e.path()).filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))).collect()
+    } else {
+        vec![path.to_path_buf()]
+    };
+    let mut files = Vec::new();
+    for f in candidates {
+        let meta = std::fs::metadata(&f).map_err(|e| io(&f, e))?;
+        if meta.is_file() {
+            files.push((f, meta.len()));
+        }
+    }
+    if files.is_empty() {
+        return Err(Error::InvalidArgument(format!("{} names no readable file", path.display())));
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Whether `name` matches `pattern` (`*`: any run of characters, `?`: one character).
+fn glob_match(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    let (mut pi, mut ni, mut star, mut mark) = (0, 0, None, 0);
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ni;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ni = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+/// Where a line lies: its file, byte offset, and line number when known without reading
+/// the file from its start (line numbers are counted on demand for error messages).
+#[derive(Debug, Clone)]
+struct Position {
+    file: PathBuf,
+    offset: u64,
+    line: Option<u64>,
+}
+
+impl Position {
+    fn line_number(&self) -> u64 {
+        self.line.unwrap_or_else(|| {
+            // Count the newlines before the offset (only on the error path).
+            let mut n = 1;
+            if let Ok(f) = File::open(&self.file) {
+                let mut r = BufReader::new(f);
+                let mut seen = 0u64;
+                let mut buf = Vec::new();
+                while seen < self.offset {
+                    buf.clear();
+                    match r.read_until(b'\n', &mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(k) => {
+                            seen += k as u64;
+                            if seen <= self.offset {
+                                n += 1;
+                            }
+                        }
+                    }
+                }
+            }
+            n
+        })
+    }
+}
+
+/// The lines of partition `i` of `p` of the concatenated files.
+struct Lines {
+    /// (file, start, end) byte ranges of this partition, in order.
+    segments: Vec<(PathBuf, u64, u64)>,
+    current: Option<(BufReader<File>, PathBuf, u64, u64, Option<u64>)>,
+    buf: Vec<u8>,
+}
+
+impl Lines {
+    fn new(files: Rc<Vec<(PathBuf, u64)>>, i: u32, p: u32) -> Lines {
+        let total: u64 = files.iter().map(|f| f.1).sum();
+        let r = share(total, i, p);
+        let mut segments = Vec::new();
+        let mut at = 0;
+        for (f, len) in files.iter() {
+            let (s, e) = (r.start.max(at), r.end.min(at + len));
+            if s < e {
+                segments.push((f.clone(), s - at, e - at));
+            }
+            at += len;
+        }
+        segments.reverse();
+        Lines { segments, current: None, buf: Vec::new() }
+    }
+
+    /// Opens the next segment, skipping a line that started before it.
+    fn open_next(&mut self) -> Result<bool> {
+        let Some((path, start, end)) = self.segments.pop() else { return Ok(false) };
+        let mut f = open(&path)?;
+        let mut pos = start;
+        if start > 0 {
+            f.seek(SeekFrom::Start(start - 1)).map_err(|e| io(&path, e))?;
+        }
+        let mut reader = BufReader::with_capacity(1 << 16, f);
+        if start > 0 {
+            self.buf.clear();
+            let n = reader.read_until(b'\n', &mut self.buf).map_err(|e| io(&path, e))? as u64;
+            pos = start - 1 + n;
+        }
+        let line = (start == 0).then_some(1);
+        self.current = Some((reader, path, pos, end, line));
+        Ok(true)
+    }
+
+    fn next_line(&mut self) -> Option<Result<(String, Position)>> {
+        loop {
+            if self.current.is_none() {
+                match self.open_next() {
+                    Ok(true) => {}
+                    Ok(false) => return None,
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+            let (reader, path, pos, end, line) = self.current.as_mut().expect("opened above");
+            if *pos >= *end {
+                self.current = None;
+                continue;
+            }
+            self.buf.clear();
+            let n = match reader.read_until(b'\n', &mut self.buf) {
+                Ok(n) => n as u64,
+                Err(e) => return Some(Err(io(path, e))),
+            };
+            if n == 0 {
+                self.current = None;
+                continue;
+            }
+            let at = Position { file: path.clone(), offset: *pos, line: *line };
+            *pos += n;
+            if let Some(l) = line.as_mut() {
+                *l += 1;
+            }
+            let bytes = self.buf.strip_suffix(b"\n").unwrap_or(&self.buf);
+            let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+            return Some(match std::str::from_utf8(bytes) {
+                Ok(s) => Ok((s.to_string(), at)),
+                Err(_) => Err(Error::Parse { path: at.file.display().to_string(), line: at.line_number(), message: "not UTF-8 text".into() }),
+            });
+        }
+    }
+}
+
+/// Numbered lines: `(text, position)`.
+struct Numbered(Lines);
+
+impl Lines {
+    fn into_numbered(self) -> Numbered {
+        Numbered(self)
+    }
+}
+
+impl Iterator for Lines {
+    type Item = Result<String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_line().map(|r| r.map(|(s, _)| s))
+    }
+}
+
+impl Iterator for Numbered {
+    type Item = Result<(String, Position)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next_line()
+    }
+}

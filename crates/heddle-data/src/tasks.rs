@@ -1,0 +1,270 @@
+//! The tasks data sets compile to: closures wrapped as heddle-task sources and compute
+//! tasks.
+
+use std::cell::RefCell;
+use std::hash::Hash;
+use std::rc::Rc;
+
+use heddle_task::{Compute, Context, Produced, Result, Source};
+use rustc_hash::FxHashMap;
+
+/// Records a source emits per call.
+const PER_CALL: usize = 4096;
+
+/// Makes partition `i` of `p`'s records (afresh for every pass).
+pub(crate) type MakeIter<T> = Rc<dyn Fn(u32, u32) -> Box<dyn Iterator<Item = crate::Result<T>>>>;
+
+/// A source over an iterator per partition.
+pub(crate) struct IterSource<T> {
+    pub(crate) make: MakeIter<T>,
+    pub(crate) index: u32,
+    pub(crate) parallelism: u32,
+    pub(crate) iter: Option<Box<dyn Iterator<Item = crate::Result<T>>>>,
+}
+
+impl<T: 'static> Source for IterSource<T> {
+    type Out = T;
+
+    fn next(&mut self, ctx: &mut Context<'_, T>) -> Result<Produced> {
+        let (make, index, p) = (&self.make, self.index, self.parallelism);
+        let iter = self.iter.get_or_insert_with(|| make(index, p));
+        for _ in 0..PER_CALL {
+            match iter.next() {
+                Some(Ok(x)) => ctx.emit(x),
+                Some(Err(e)) => return Err(e.into_task()),
+                None => {
+                    self.iter = None;
+                    return Ok(Produced::Done);
+                }
+            }
+        }
+        Ok(Produced::More)
+    }
+}
+
+/// A function from one record to any number of records.
+pub(crate) type Apply<T, U> = Rc<dyn Fn(T, &mut dyn FnMut(U))>;
+
+/// Applies a record-wise function (map, flat_map, filter, key_by).
+pub(crate) struct ApplyTask<T, U>(pub(crate) Apply<T, U>);
+
+impl<T: 'static, U: 'static> Compute for ApplyTask<T, U> {
+    type In = T;
+    type Out = U;
+
+    fn execute(&mut self, ctx: &mut Context<'_, U>, x: T) -> Result<()> {
+        (self.0)(x, &mut |u| ctx.emit(u));
+        Ok(())
+    }
+}
+
+/// Holds its whole partition, then applies a function to all of it.
+pub(crate) struct PartitionTask<T, U> {
+    pub(crate) f: Rc<dyn Fn(Vec<T>) -> Vec<U>>,
+    pub(crate) held: Vec<T>,
+}
+
+impl<T: 'static, U: 'static> Compute for PartitionTask<T, U> {
+    type In = T;
+    type Out = U;
+
+    fn execute(&mut self, _: &mut Context<'_, U>, x: T) -> Result<()> {
+        self.held.push(x);
+        Ok(())
+    }
+
+    fn end_of_input(&mut self, ctx: &mut Context<'_, U>) -> Result<()> {
+        for u in (self.f)(std::mem::take(&mut self.held)) {
+            ctx.emit(u);
+        }
+        Ok(())
+    }
+}
+
+/// Combines values by key within the partition (the map side of a keyed reduction):
+/// one record per key leaves, at the end.
+pub(crate) struct CombineTask<K, V, A> {
+    pub(crate) first: Rc<dyn Fn(V) -> A>,
+    pub(crate) fold: Rc<dyn Fn(A, V) -> A>,
+    pub(crate) table: FxHashMap<K, Option<A>>,
+}
+
+impl<K: Hash + Eq + 'static, V: 'static, A: 'static> Compute for CombineTask<K, V, A> {
+    type In = (K, V);
+    type Out = (K, A);
+
+    fn execute(&mut self, _: &mut Context<'_, (K, A)>, (k, v): (K, V)) -> Result<()> {
+        let slot = self.table.entry(k).or_insert(None);
+        *slot = Some(match slot.take() {
+            Some(a) => (self.fold)(a, v),
+            None => (self.first)(v),
+        });
+        Ok(())
+    }
+
+    fn end_of_input(&mut self, ctx: &mut Context<'_, (K, A)>) -> Result<()> {
+        for (k, a) in self.table.drain() {
+            if let Some(a) = a {
+                ctx.emit((k, a));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One side of a join's input.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) enum Side<V, W> {
+    Left(V),
+    Right(W),
+}
+
+/// Which rows a join keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JoinKind {
+    Inner,
+    Left,
+    FullOuter,
+}
+
+/// A hash join of the records of one key range: holds both sides, pairs them at the end.
+pub(crate) struct JoinTask<K, V, W> {
+    pub(crate) kind: JoinKind,
+    pub(crate) table: FxHashMap<K, (Vec<V>, Vec<W>)>,
+}
+
+impl<K: Hash + Eq + Clone + 'static, V: Clone + 'static, W: Clone + 'static> Compute for JoinTask<K, V, W> {
+    type In = (K, Side<V, W>);
+    type Out = (K, (Option<V>, Option<W>));
+
+    fn execute(&mut self, _: &mut Context<'_, Self::Out>, (k, side): Self::In) -> Result<()> {
+        let entry = self.table.entry(k).or_default();
+        match side {
+            Side::Left(v) => entry.0.push(v),
+            Side::Right(w) => entry.1.push(w),
+        }
+        Ok(())
+    }
+
+    fn end_of_input(&mut self, ctx: &mut Context<'_, Self::Out>) -> Result<()> {
+        for (k, (vs, ws)) in self.table.drain() {
+            match (vs.is_empty(), ws.is_empty()) {
+                (false, false) => {
+                    for v in &vs {
+                        for w in &ws {
+                            ctx.emit((k.clone(), (Some(v.clone()), Some(w.clone()))));
+                        }
+                    }
+                }
+                (false, true) if self.kind != JoinKind::Inner => {
+                    for v in vs {
+                        ctx.emit((k.clone(), (Some(v), None)));
+                    }
+                }
+                (true, false) if self.kind == JoinKind::FullOuter => {
+                    for w in ws {
+                        ctx.emit((k.clone(), (None, Some(w))));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Holds its partition and emits it sorted by key (stable) at the end.
+pub(crate) struct SortTask<K, V>(pub(crate) Vec<(K, V)>);
+
+impl<K: Ord + 'static, V: 'static> Compute for SortTask<K, V> {
+    type In = (K, V);
+    type Out = (K, V);
+
+    fn execute(&mut self, _: &mut Context<'_, (K, V)>, x: (K, V)) -> Result<()> {
+        self.0.push(x);
+        Ok(())
+    }
+
+    fn end_of_input(&mut self, ctx: &mut Context<'_, (K, V)>) -> Result<()> {
+        let mut held = std::mem::take(&mut self.0);
+        held.sort_by(|a, b| a.0.cmp(&b.0));
+        for x in held {
+            ctx.emit(x);
+        }
+        Ok(())
+    }
+}
+
+/// Passes records on unchanged (the receiving side of a shuffle).
+pub(crate) struct Identity<T>(pub(crate) std::marker::PhantomData<fn(T)>);
+
+impl<T: 'static> Compute for Identity<T> {
+    type In = T;
+    type Out = T;
+
+    fn execute(&mut self, ctx: &mut Context<'_, T>, x: T) -> Result<()> {
+        ctx.emit(x);
+        Ok(())
+    }
+}
+
+/// Keeps what it receives (collect).
+pub(crate) struct CollectTask<T>(pub(crate) Rc<RefCell<Vec<T>>>);
+
+impl<T: 'static> Compute for CollectTask<T> {
+    type In = T;
+    type Out = ();
+
+    fn execute(&mut self, _: &mut Context<'_, ()>, x: T) -> Result<()> {
+        self.0.borrow_mut().push(x);
+        Ok(())
+    }
+}
+
+/// Calls a function per record, and another at the end of the partition.
+pub(crate) struct SinkTask<T> {
+    pub(crate) each: Rc<dyn Fn(u32, T) -> crate::Result<()>>,
+    pub(crate) end: Rc<dyn Fn(u32) -> crate::Result<()>>,
+}
+
+impl<T: 'static> Compute for SinkTask<T> {
+    type In = T;
+    type Out = ();
+
+    fn execute(&mut self, ctx: &mut Context<'_, ()>, x: T) -> Result<()> {
+        (self.each)(ctx.index(), x).map_err(crate::Error::into_task)
+    }
+
+    fn end_of_input(&mut self, ctx: &mut Context<'_, ()>) -> Result<()> {
+        (self.end)(ctx.index()).map_err(crate::Error::into_task)
+    }
+}
+
+/// Folds its partition into one value, emitted at the end (none if `fold` never ran and
+/// `emit_empty` is off).
+pub(crate) struct FoldTask<T, A> {
+    pub(crate) zero: Rc<dyn Fn() -> A>,
+    pub(crate) fold: Rc<dyn Fn(A, T) -> A>,
+    pub(crate) acc: Option<A>,
+    pub(crate) emit_empty: bool,
+}
+
+impl<T: 'static, A: 'static> Compute for FoldTask<T, A> {
+    type In = T;
+    type Out = A;
+
+    fn execute(&mut self, _: &mut Context<'_, A>, x: T) -> Result<()> {
+        let acc = self.acc.take().unwrap_or_else(|| (self.zero)());
+        self.acc = Some((self.fold)(acc, x));
+        Ok(())
+    }
+
+    fn end_of_input(&mut self, ctx: &mut Context<'_, A>) -> Result<()> {
+        match self.acc.take() {
+            Some(a) => ctx.emit(a),
+            None if self.emit_empty => ctx.emit((self.zero)()),
+            None => {}
+        }
+        Ok(())
+    }
+}
