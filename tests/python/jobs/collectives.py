@@ -208,6 +208,12 @@ out = np.zeros(sum(recv_counts), dtype=np.int64)
 comm.Alltoallv([send, send_counts], [out, recv_counts])
 check("Alltoallv", out, np.concatenate([payload(i, r) for i in range(p)]))
 
+# A read-only root buffer (numpy over bytes) is broadcast from a private copy.
+ro = np.frombuffer(bytes(range(1, 65)), dtype=np.uint8)
+buf = ro if r == 0 else np.zeros(64, dtype=np.uint8)
+comm.Bcast(buf, root=0)
+check("Bcast from a read-only root buffer", buf, np.arange(1, 65, dtype=np.uint8))
+
 # Non-numpy buffers: bytearray, array.array, memoryview.
 from array import array  # noqa: E402
 

@@ -21,6 +21,7 @@ def value(rank, big=False):
         "name": f"worker-{rank}",
         "arr": np.arange(n, dtype=np.float64) * (rank + 1),
         "ints": np.full(3, rank, dtype=np.int16),
+        "strided": np.arange(2 * n, dtype=np.int32)[::2] + rank,  # not contiguous: pickled in band
         "nested": [(rank, str(rank))] * (rank + 1),
     }
 
