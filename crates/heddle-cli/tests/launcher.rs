@@ -147,7 +147,7 @@ extern "C" {
 
 #[test]
 fn dataflow_wordcount_across_processes() {
-    let wc = example("wordcount");
+    let wc = example("wordcount_dataflow");
     for transport in ["shm", "tcp"] {
         for mode in ["batch", "streaming"] {
             let mark = marker("wordcount");

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use heddle_task::{Edge, Record};
-use rustc_hash::{FxHashMap, FxHasher};
+use rustc_hash::FxHasher;
 
 use crate::dataset::{same_session, DataSet};
 use crate::tasks::{CombineTask, Identity, JoinKind, JoinTask, Side, SortTask};
@@ -28,7 +28,7 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
         let g = f.clone();
         let fold: Rc<dyn Fn(V, V) -> V> = Rc::new(move |a, b| g(a, b));
         let first: Rc<dyn Fn(V) -> V> = Rc::new(|v| v);
-        let combined = self.then("combine", Edge::direct, move |_| CombineTask { first: first.clone(), fold: fold.clone(), table: FxHashMap::default() });
+        let combined = self.then("combine", Edge::direct, move |_| CombineTask { first: first.clone(), fold: fold.clone(), table: Default::default() });
         combined.then("reduce_by_key", move || { let f = f.clone(); Edge::keyed_reduce(move |a, b| f(a, b)) }, |_| Identity(PhantomData))
     }
 
@@ -44,7 +44,7 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
         let s2 = seq.clone();
         let first: Rc<dyn Fn(V) -> A> = Rc::new(move |v| s2(zero(), v));
         let fold: Rc<dyn Fn(A, V) -> A> = Rc::new(move |a, v| seq(a, v));
-        let combined = self.then("combine", Edge::direct, move |_| CombineTask { first: first.clone(), fold: fold.clone(), table: FxHashMap::default() });
+        let combined = self.then("combine", Edge::direct, move |_| CombineTask { first: first.clone(), fold: fold.clone(), table: Default::default() });
         let comb = Arc::new(comb);
         combined.then("aggregate_by_key", move || { let c = comb.clone(); Edge::keyed_reduce(move |a, b| c(a, b)) }, |_| Identity(PhantomData))
     }
@@ -61,7 +61,7 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
         Ok(DataSet::new(&self.session, name, move |b, vname| {
             let (l, r) = (left.vertex(b)?, right.vertex(b)?);
             let p = left.parallelism();
-            let v = b.graph.compute(vname, p, move |_| JoinTask::<K, V, W> { kind, table: FxHashMap::default() });
+            let v = b.graph.compute(vname, p, move |_| JoinTask::<K, V, W> { kind, table: Default::default() });
             let by_key = move |x: &(K, Side<V, W>)| key_partition(&x.0, p as usize);
             b.graph.connect(&l, &v, Edge::partition(by_key));
             b.graph.connect(&r, &v, Edge::partition(by_key));

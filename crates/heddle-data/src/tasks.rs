@@ -6,7 +6,9 @@ use std::hash::Hash;
 use std::rc::Rc;
 
 use heddle_task::{Compute, Context, Produced, Result, Source};
-use rustc_hash::FxHashMap;
+/// Tables of keys that stay on this worker: a fast, well-mixing hash (FxHash mixes
+/// string keys too little: lookups of similar words collide).
+pub(crate) type Table<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Records a source emits per call.
 const PER_CALL: usize = 4096;
@@ -86,7 +88,7 @@ impl<T: 'static, U: 'static> Compute for PartitionTask<T, U> {
 pub(crate) struct CombineTask<K, V, A> {
     pub(crate) first: Rc<dyn Fn(V) -> A>,
     pub(crate) fold: Rc<dyn Fn(A, V) -> A>,
-    pub(crate) table: FxHashMap<K, Option<A>>,
+    pub(crate) table: Table<K, Option<A>>,
 }
 
 impl<K: Hash + Eq + 'static, V: 'static, A: 'static> Compute for CombineTask<K, V, A> {
@@ -94,11 +96,17 @@ impl<K: Hash + Eq + 'static, V: 'static, A: 'static> Compute for CombineTask<K, 
     type Out = (K, A);
 
     fn execute(&mut self, _: &mut Context<'_, (K, A)>, (k, v): (K, V)) -> Result<()> {
-        let slot = self.table.entry(k).or_insert(None);
-        *slot = Some(match slot.take() {
-            Some(a) => (self.fold)(a, v),
-            None => (self.first)(v),
-        });
+        // A lookup by reference first: most keys are already there (the entry API,
+        // which takes the key by value, costs several times more per record).
+        match self.table.get_mut(&k) {
+            Some(slot) => {
+                let acc = slot.take().expect("a combined value is always present between calls");
+                *slot = Some((self.fold)(acc, v));
+            }
+            None => {
+                self.table.insert(k, Some((self.first)(v)));
+            }
+        }
         Ok(())
     }
 
@@ -130,7 +138,7 @@ pub(crate) enum JoinKind {
 /// A hash join of the records of one key range: holds both sides, pairs them at the end.
 pub(crate) struct JoinTask<K, V, W> {
     pub(crate) kind: JoinKind,
-    pub(crate) table: FxHashMap<K, (Vec<V>, Vec<W>)>,
+    pub(crate) table: Table<K, (Vec<V>, Vec<W>)>,
 }
 
 impl<K: Hash + Eq + Clone + 'static, V: Clone + 'static, W: Clone + 'static> Compute for JoinTask<K, V, W> {

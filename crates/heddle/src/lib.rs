@@ -21,6 +21,8 @@ pub use heddle_comm as comm;
 pub use heddle_runtime as runtime;
 /// Re-export of the task system.
 pub use heddle_task as task;
+/// Re-export of the data API.
+pub use heddle_data as data;
 /// Re-export of the wire-format crate.
 pub use heddle_wire as wire;
 
