@@ -273,7 +273,9 @@ fn probe_job(strategy: Strategy, source_strategy: Option<Strategy>, n: u64, swit
     let comm = heddle_comm::solo(CommConfig::default()).unwrap();
     let (seen, ticks) = (Rc::new(RefCell::new(Vec::new())), Rc::new(RefCell::new(0)));
     let mut g = TaskGraph::new();
-    let src = g.source("src", 1, move |_| Numbers { next: 0, end: n, per_call: 1 });
+    // Timed sources emit one record per run; others many (so tasks run batches).
+    let per_call = if source_strategy.is_some() { 1 } else { 50 };
+    let src = g.source("src", 1, move |_| Numbers { next: 0, end: n, per_call });
     let (s, t) = (seen.clone(), ticks.clone());
     let probe = g.compute("probe", 1, move |_| Probe { seen: s.clone(), ticks: t.clone(), switch_to });
     g.connect(&src, &probe, Edge::direct());

@@ -238,19 +238,39 @@ where
 
     /// Executes up to `limit` waiting records (fewer if the task retires).
     fn execute_waiting(&mut self, iteration: &[u64], limit: usize) -> Result<bool> {
-        let mut moved = false;
-        for _ in 0..limit {
-            if self.common.retired() {
-                break;
-            }
-            let Some(item) = self.inbox.borrow_mut().items.pop_front() else { break };
-            let task = &mut self.task;
-            self.common.call(iteration, |ctx| task.execute(ctx, item))?;
-            self.common.runs += 1;
-            self.common.stats.executed += 1;
-            moved = true;
+        // Within what the strategy still allows, take a batch off the inbox and execute it
+        // in one context (one flush of what it emits).
+        let allowed = self.common.strategy.max_runs().map_or(usize::MAX, |k| k.saturating_sub(self.common.runs) as usize);
+        let take = limit.min(allowed);
+        let batch: Vec<C::In> = {
+            let mut inbox = self.inbox.borrow_mut();
+            let n = take.min(inbox.items.len());
+            inbox.items.drain(..n).collect()
+        };
+        if batch.is_empty() {
+            return Ok(false);
         }
-        Ok(moved)
+        let task = &mut self.task;
+        let before = self.common.strategy;
+        let mut items = batch.into_iter();
+        let mut done = 0u64;
+        self.common.call(iteration, |ctx| {
+            for item in items.by_ref() {
+                task.execute(ctx, item)?;
+                done += 1;
+                if ctx.strategy() != before {
+                    break; // the rest waits for the new strategy
+                }
+            }
+            Ok(())
+        })?;
+        let mut inbox = self.inbox.borrow_mut();
+        for (k, item) in items.enumerate() {
+            inbox.items.insert(k, item);
+        }
+        self.common.runs += done;
+        self.common.stats.executed += done;
+        Ok(true)
     }
 }
 

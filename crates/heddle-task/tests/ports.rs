@@ -1,0 +1,889 @@
+//! Ports and arbiters under concurrency: exact delivery counts, batch sizes, join pairs,
+//! choice exclusivity, interleave reader/writer rules, and dispatcher shutdown.
+//! Every wait has a timeout; nothing asserts on timing.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use heddle_task::ports::{Choice, Dispatcher, Interleave, Port};
+
+/// Upper bound for any wait; only reached if something is broken.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+fn dispatcher(threads: usize) -> Dispatcher {
+    Dispatcher::new(threads).expect("start a dispatcher")
+}
+
+/// Polls `done` until it holds or [`PATIENCE`] runs out.
+fn wait_until(done: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + PATIENCE;
+    while !done() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_micros(200));
+    }
+    true
+}
+
+fn counters(n: usize) -> Arc<Vec<AtomicU32>> {
+    Arc::new((0..n).map(|_| AtomicU32::new(0)).collect())
+}
+
+fn all_exactly_once(seen: &[AtomicU32]) -> bool {
+    seen.iter().all(|count| count.load(Ordering::SeqCst) == 1)
+}
+
+/// Posts `posters × each` distinct numbers to `port` from `posters` threads at once.
+fn post_concurrently(port: &Port<usize>, posters: usize, each: usize, offset: usize) {
+    thread::scope(|scope| {
+        for poster in 0..posters {
+            let port = port.clone();
+            scope.spawn(move || {
+                for k in 0..each {
+                    port.post(offset + poster * each + k);
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn persistent_receive_handles_every_post_exactly_once() {
+    const POSTERS: usize = 4;
+    const EACH: usize = 10_000;
+    const BACKLOG: usize = 100;
+    let total = POSTERS * EACH + BACKLOG;
+    let dispatcher = dispatcher(3);
+    let port = Port::new();
+    for i in 0..BACKLOG {
+        port.post(POSTERS * EACH + i); // waiting before the receiver exists
+    }
+    let seen = counters(total);
+    let handled = Arc::new(AtomicUsize::new(0));
+    let (s, h) = (Arc::clone(&seen), Arc::clone(&handled));
+    let activation = dispatcher.queue().receive(true, &port, move |i: usize| {
+        s[i].fetch_add(1, Ordering::SeqCst);
+        h.fetch_add(1, Ordering::SeqCst);
+    });
+    post_concurrently(&port, POSTERS, EACH, 0);
+    assert!(
+        wait_until(|| handled.load(Ordering::SeqCst) >= total),
+        "not all items handled"
+    );
+    assert!(all_exactly_once(&seen));
+    assert_eq!(handled.load(Ordering::SeqCst), total);
+    assert!(port.is_empty());
+    assert!(activation.is_active());
+    assert!(activation.cancel());
+    assert!(!activation.is_active());
+}
+
+#[test]
+fn one_shot_receive_takes_one_item_and_leaves_the_rest() {
+    let dispatcher = dispatcher(2);
+    for round in 0..20 {
+        let port = Port::new();
+        let handled = Arc::new(AtomicUsize::new(0));
+        let h = Arc::clone(&handled);
+        let activation = thread::scope(|scope| {
+            for poster in 0..4 {
+                let port = port.clone();
+                scope.spawn(move || {
+                    for k in 0..500 {
+                        port.post(poster * 500 + k);
+                    }
+                });
+            }
+            dispatcher.queue().receive(false, &port, move |_: usize| {
+                h.fetch_add(1, Ordering::SeqCst);
+            })
+        });
+        assert!(
+            wait_until(|| handled.load(Ordering::SeqCst) >= 1),
+            "round {round}: never fired"
+        );
+        assert!(!activation.is_active());
+        assert!(
+            !activation.cancel(),
+            "a fired one-shot receiver cannot be cancelled"
+        );
+        port.post(9999);
+        assert_eq!(port.len(), 2000, "round {round}: exactly one item taken");
+        assert_eq!(handled.load(Ordering::SeqCst), 1);
+    }
+}
+
+#[test]
+fn cancelled_receiver_leaves_later_posts_in_the_port() {
+    let dispatcher = dispatcher(2);
+    let port = Port::new();
+    let handled = Arc::new(AtomicUsize::new(0));
+    let h = Arc::clone(&handled);
+    let activation = dispatcher.queue().receive(true, &port, move |_: u8| {
+        h.fetch_add(1, Ordering::SeqCst);
+    });
+    for _ in 0..10 {
+        port.post(1);
+    }
+    assert!(wait_until(|| handled.load(Ordering::SeqCst) == 10));
+    assert!(activation.cancel());
+    assert!(!activation.cancel());
+    for _ in 0..5 {
+        port.post(2);
+    }
+    assert_eq!(port.len(), 5);
+    assert_eq!(handled.load(Ordering::SeqCst), 10);
+}
+
+#[test]
+fn multiple_receive_batches_hold_exactly_n_items_in_post_order() {
+    const N: usize = 7;
+    const POSTERS: usize = 4;
+    const EACH: usize = 7_000;
+    let total = POSTERS * EACH;
+    let dispatcher = dispatcher(3);
+    let port = Port::new();
+    let seen = counters(total);
+    let batches = Arc::new(AtomicUsize::new(0));
+    let bad_batches = Arc::new(AtomicUsize::new(0));
+    let (s, b, bad) = (
+        Arc::clone(&seen),
+        Arc::clone(&batches),
+        Arc::clone(&bad_batches),
+    );
+    let activation =
+        dispatcher
+            .queue()
+            .multiple_receive(true, N, &port, move |batch: Vec<usize>| {
+                if batch.len() != N {
+                    bad.fetch_add(1, Ordering::SeqCst);
+                }
+                // Items of one poster must keep their posting order inside a batch.
+                for pair in batch.windows(2) {
+                    if pair[0] / EACH == pair[1] / EACH && pair[0] > pair[1] {
+                        bad.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+                for &i in &batch {
+                    s[i].fetch_add(1, Ordering::SeqCst);
+                }
+                b.fetch_add(1, Ordering::SeqCst);
+            });
+    post_concurrently(&port, POSTERS, EACH, 0);
+    assert!(
+        wait_until(|| batches.load(Ordering::SeqCst) >= total / N),
+        "not all batches handled"
+    );
+    assert_eq!(batches.load(Ordering::SeqCst), total / N);
+    assert_eq!(bad_batches.load(Ordering::SeqCst), 0);
+    assert!(all_exactly_once(&seen));
+    // A partial batch waits in the port.
+    for i in 0..N - 1 {
+        port.post(i);
+    }
+    assert_eq!(port.len(), N - 1);
+    assert!(activation.cancel());
+}
+
+#[test]
+fn one_shot_multiple_receive_takes_the_first_n_items_once() {
+    let dispatcher = dispatcher(2);
+    let port = Port::new();
+    for i in 0..10u32 {
+        port.post(i);
+    }
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let activation =
+        dispatcher
+            .queue()
+            .multiple_receive(false, 4, &port, move |batch: Vec<u32>| {
+                let _ = tx.lock().unwrap().send(batch);
+            });
+    assert_eq!(rx.recv_timeout(PATIENCE).expect("batch"), vec![0, 1, 2, 3]);
+    assert!(!activation.is_active());
+    assert_eq!(port.len(), 6);
+    assert_eq!(port.try_take(), Some(4));
+}
+
+#[test]
+#[should_panic(expected = "at least one item")]
+fn multiple_receive_of_zero_items_is_refused() {
+    let dispatcher = dispatcher(1);
+    let _ = dispatcher
+        .queue()
+        .multiple_receive(true, 0, &Port::<u8>::new(), |_| {});
+}
+
+#[test]
+fn persistent_join_pairs_every_item_exactly_once() {
+    const EACH: usize = 5_000;
+    const EXTRA: usize = 3;
+    let dispatcher = dispatcher(3);
+    let (left, right) = (Port::<usize>::new(), Port::<String>::new());
+    let (seen_left, seen_right) = (counters(2 * EACH + EXTRA), counters(2 * EACH));
+    let pairs = Arc::new(AtomicUsize::new(0));
+    let (sl, sr, p) = (
+        Arc::clone(&seen_left),
+        Arc::clone(&seen_right),
+        Arc::clone(&pairs),
+    );
+    let activation =
+        dispatcher
+            .queue()
+            .join(true, &left, &right, move |(a, b): (usize, String)| {
+                sl[a].fetch_add(1, Ordering::SeqCst);
+                sr[b.parse::<usize>().expect("a number")].fetch_add(1, Ordering::SeqCst);
+                p.fetch_add(1, Ordering::SeqCst);
+            });
+    thread::scope(|scope| {
+        for poster in 0..2 {
+            let (left, right) = (left.clone(), right.clone());
+            scope.spawn(move || {
+                for k in 0..EACH {
+                    left.post(poster * EACH + k);
+                }
+            });
+            scope.spawn(move || {
+                for k in 0..EACH {
+                    right.post((poster * EACH + k).to_string());
+                }
+            });
+        }
+    });
+    for k in 0..EXTRA {
+        left.post(2 * EACH + k);
+    }
+    assert!(
+        wait_until(|| pairs.load(Ordering::SeqCst) >= 2 * EACH),
+        "not all pairs handled"
+    );
+    assert!(all_exactly_once(&seen_right));
+    assert!(seen_left[..2 * EACH]
+        .iter()
+        .all(|c| c.load(Ordering::SeqCst) == 1));
+    assert_eq!(left.len(), EXTRA, "unpaired items wait in their port");
+    assert!(right.is_empty());
+    assert_eq!(pairs.load(Ordering::SeqCst), 2 * EACH);
+    assert!(activation.cancel());
+}
+
+#[test]
+fn one_shot_join_takes_exactly_one_pair_under_concurrent_posts() {
+    let dispatcher = dispatcher(2);
+    for round in 0..30 {
+        let (left, right) = (Port::<u32>::new(), Port::<u32>::new());
+        let fired = Arc::new(AtomicUsize::new(0));
+        let f = Arc::clone(&fired);
+        let activation = thread::scope(|scope| {
+            for port in [&left, &right] {
+                let port = port.clone();
+                scope.spawn(move || {
+                    for k in 0..100 {
+                        port.post(k);
+                    }
+                });
+            }
+            dispatcher.queue().join(false, &left, &right, move |_| {
+                f.fetch_add(1, Ordering::SeqCst);
+            })
+        });
+        assert!(
+            wait_until(|| fired.load(Ordering::SeqCst) >= 1),
+            "round {round}: never fired"
+        );
+        assert!(!activation.is_active());
+        left.post(100);
+        right.post(100);
+        assert_eq!((left.len(), right.len()), (100, 100), "round {round}");
+        assert_eq!(fired.load(Ordering::SeqCst), 1);
+    }
+}
+
+#[test]
+#[should_panic(expected = "two distinct ports")]
+fn join_of_a_port_with_itself_is_refused() {
+    let dispatcher = dispatcher(1);
+    let port = Port::<u8>::new();
+    let _ = dispatcher.queue().join(true, &port, &port.clone(), |_| {});
+}
+
+#[test]
+fn choice_runs_exactly_one_branch_and_leaves_the_other_items() {
+    let dispatcher = dispatcher(2);
+    for round in 0..200 {
+        let (numbers, words, signals) =
+            (Port::<u32>::new(), Port::<String>::new(), Port::<()>::new());
+        let ran = Arc::new(AtomicUsize::new(0));
+        let winner = Arc::new(AtomicUsize::new(usize::MAX));
+        let branch = |index: usize| {
+            let (ran, winner) = (Arc::clone(&ran), Arc::clone(&winner));
+            move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+                winner.store(index, Ordering::SeqCst);
+            }
+        };
+        let (b0, b1, b2) = (branch(0), branch(1), branch(2));
+        let activation = thread::scope(|scope| {
+            let (n, w, s) = (numbers.clone(), words.clone(), signals.clone());
+            scope.spawn(move || n.post(1));
+            scope.spawn(move || w.post("one".to_owned()));
+            scope.spawn(move || s.post(()));
+            dispatcher.queue().choice(
+                Choice::new()
+                    .branch(&numbers, move |_| b0())
+                    .branch(&words, move |_| b1())
+                    .branch(&signals, move |()| b2()),
+            )
+        });
+        assert!(
+            wait_until(|| ran.load(Ordering::SeqCst) >= 1),
+            "round {round}: no branch ran"
+        );
+        assert!(!activation.is_active());
+        let left = [numbers.len(), words.len(), signals.len()];
+        assert_eq!(
+            left.iter().sum::<usize>(),
+            2,
+            "round {round}: losers keep their items"
+        );
+        assert_eq!(left[winner.load(Ordering::SeqCst)], 0, "round {round}");
+        // Later posts are not consumed by the decided choice.
+        numbers.post(2);
+        words.post("two".to_owned());
+        signals.post(());
+        assert_eq!(
+            numbers.len() + words.len() + signals.len(),
+            5,
+            "round {round}"
+        );
+        assert_eq!(ran.load(Ordering::SeqCst), 1, "round {round}");
+    }
+}
+
+#[test]
+fn cancelled_choice_runs_nothing() {
+    let dispatcher = dispatcher(1);
+    let (a, b) = (Port::<u8>::new(), Port::<u8>::new());
+    let ran = Arc::new(AtomicBool::new(false));
+    let (r0, r1) = (Arc::clone(&ran), Arc::clone(&ran));
+    let activation = dispatcher.queue().choice(
+        Choice::new()
+            .branch(&a, move |_| r0.store(true, Ordering::SeqCst))
+            .branch(&b, move |_| r1.store(true, Ordering::SeqCst)),
+    );
+    assert!(activation.is_active());
+    assert!(activation.cancel());
+    a.post(1);
+    b.post(2);
+    assert_eq!((a.len(), b.len()), (1, 1));
+    assert!(!ran.load(Ordering::SeqCst));
+}
+
+/// Counters the interleave handlers update to check the reader/writer rules.
+#[derive(Default)]
+struct Watch {
+    concurrent: AtomicUsize,
+    exclusive: AtomicUsize,
+    max_concurrent: AtomicUsize,
+    violations: AtomicUsize,
+    handled: AtomicUsize,
+    torn_down: AtomicBool,
+    teardowns: AtomicUsize,
+}
+
+impl Watch {
+    fn violation(&self, what: &str) {
+        if self.violations.fetch_add(1, Ordering::SeqCst) == 0 {
+            eprintln!("interleave rule broken: {what}");
+        }
+    }
+
+    fn concurrent_handler(&self, linger: bool) {
+        if self.torn_down.load(Ordering::SeqCst) {
+            self.violation("a concurrent handler ran after teardown");
+        }
+        let now = self.concurrent.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_concurrent.fetch_max(now, Ordering::SeqCst);
+        if self.exclusive.load(Ordering::SeqCst) != 0 {
+            self.violation("a concurrent handler overlapped an exclusive one");
+        }
+        if linger {
+            // Give another concurrent handler the chance to start (bounded).
+            let until = Instant::now() + Duration::from_millis(2);
+            while self.max_concurrent.load(Ordering::SeqCst) < 2 && Instant::now() < until {
+                thread::yield_now();
+            }
+        } else {
+            // Stay a moment, watching for an exclusive handler.
+            for _ in 0..1000 {
+                if self.exclusive.load(Ordering::SeqCst) != 0 {
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+        }
+        if self.exclusive.load(Ordering::SeqCst) != 0 {
+            self.violation("an exclusive handler started during a concurrent one");
+        }
+        self.concurrent.fetch_sub(1, Ordering::SeqCst);
+        self.handled.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn exclusive_handler(&self) {
+        if self.torn_down.load(Ordering::SeqCst) {
+            self.violation("an exclusive handler ran after teardown");
+        }
+        if self.exclusive.fetch_add(1, Ordering::SeqCst) != 0 {
+            self.violation("two exclusive handlers overlapped");
+        }
+        for _ in 0..200 {
+            if self.concurrent.load(Ordering::SeqCst) != 0 {
+                self.violation("an exclusive handler overlapped a concurrent one");
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        self.exclusive.fetch_sub(1, Ordering::SeqCst);
+        self.handled.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn teardown_handler(&self) {
+        if self.concurrent.load(Ordering::SeqCst) != 0 || self.exclusive.load(Ordering::SeqCst) != 0
+        {
+            self.violation("teardown overlapped another handler");
+        }
+        self.teardowns.fetch_add(1, Ordering::SeqCst);
+        self.torn_down.store(true, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn interleave_keeps_exclusive_alone_and_teardown_last_and_once() {
+    const POSTERS: usize = 2;
+    const READS: usize = 3_000;
+    const WRITES: usize = 300;
+    let dispatcher = dispatcher(4);
+    let (reads, writes, stop) = (
+        Port::<usize>::new(),
+        Port::<usize>::new(),
+        Port::<()>::new(),
+    );
+    let watch = Arc::new(Watch::default());
+    let (r, w, t) = (Arc::clone(&watch), Arc::clone(&watch), Arc::clone(&watch));
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let activation = dispatcher.queue().interleave(
+        Interleave::new()
+            .teardown(&stop, move |()| {
+                t.teardown_handler();
+                let _ = tx.lock().unwrap().send(());
+            })
+            .exclusive(&writes, move |_| w.exclusive_handler())
+            .concurrent(&reads, move |_| r.concurrent_handler(false)),
+    );
+    thread::scope(|scope| {
+        for _ in 0..POSTERS {
+            let (reads, writes) = (reads.clone(), writes.clone());
+            scope.spawn(move || {
+                for k in 0..READS {
+                    reads.post(k);
+                    if k % (READS / WRITES) == 0 {
+                        writes.post(k);
+                    }
+                }
+            });
+        }
+    });
+    let total = POSTERS * (READS + WRITES);
+    assert!(
+        wait_until(|| watch.handled.load(Ordering::SeqCst) >= total),
+        "not all handled"
+    );
+    stop.post(());
+    rx.recv_timeout(PATIENCE).expect("teardown ran");
+    assert!(!activation.is_active());
+    // Nothing runs after teardown: new items stay in their ports.
+    reads.post(1);
+    writes.post(1);
+    stop.post(());
+    assert_eq!((reads.len(), writes.len(), stop.len()), (1, 1, 1));
+    assert_eq!(watch.handled.load(Ordering::SeqCst), total);
+    assert_eq!(watch.teardowns.load(Ordering::SeqCst), 1);
+    assert_eq!(watch.violations.load(Ordering::SeqCst), 0);
+    assert!(!activation.cancel());
+}
+
+#[test]
+fn interleave_runs_concurrent_handlers_in_parallel_but_exclusive_ones_alone() {
+    let dispatcher = dispatcher(4);
+    let (reads, writes) = (Port::<u8>::new(), Port::<u8>::new());
+    let readers = Arc::new(Watch::default());
+    let writers = Arc::new(Watch::default());
+    let (r, w) = (Arc::clone(&readers), Arc::clone(&writers));
+    let activation = dispatcher.queue().interleave(
+        Interleave::new()
+            .exclusive(&writes, move |_| w.exclusive_handler())
+            .concurrent(&reads, move |_| r.concurrent_handler(true)),
+    );
+    for _ in 0..8 {
+        reads.post(0);
+    }
+    assert!(wait_until(|| readers.handled.load(Ordering::SeqCst) == 8));
+    assert!(
+        readers.max_concurrent.load(Ordering::SeqCst) >= 2,
+        "concurrent handlers never overlapped"
+    );
+    for _ in 0..8 {
+        writes.post(0);
+    }
+    assert!(wait_until(|| writers.handled.load(Ordering::SeqCst) == 8));
+    assert_eq!(
+        readers.violations.load(Ordering::SeqCst) + writers.violations.load(Ordering::SeqCst),
+        0
+    );
+    assert!(activation.cancel());
+    reads.post(0);
+    assert_eq!(reads.len(), 1, "a cancelled interleave takes nothing");
+}
+
+/// A concurrent handler that counts itself running, waits for `gate`, counts itself done.
+fn gated_reader(
+    gate: &Arc<AtomicBool>,
+    running: &Arc<AtomicUsize>,
+    finished: &Arc<AtomicUsize>,
+) -> impl Fn(u8) + Send + Sync + 'static {
+    let (gate, running, finished) = (Arc::clone(gate), Arc::clone(running), Arc::clone(finished));
+    move |_| {
+        running.fetch_add(1, Ordering::SeqCst);
+        let deadline = Instant::now() + PATIENCE;
+        while !gate.load(Ordering::SeqCst) && Instant::now() < deadline {
+            thread::sleep(Duration::from_micros(100));
+        }
+        finished.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn interleave_exclusive_waits_for_running_readers_and_holds_back_new_ones() {
+    let dispatcher = dispatcher(4);
+    let (reads, writes) = (Port::<u8>::new(), Port::<()>::new());
+    let gate = Arc::new(AtomicBool::new(false));
+    let running = Arc::new(AtomicUsize::new(0));
+    let finished = Arc::new(AtomicUsize::new(0));
+    let exclusive_saw = Arc::new(AtomicUsize::new(usize::MAX));
+    let (seen, fin) = (Arc::clone(&exclusive_saw), Arc::clone(&finished));
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let activation = dispatcher.queue().interleave(
+        Interleave::new()
+            .exclusive(&writes, move |()| {
+                seen.store(fin.load(Ordering::SeqCst), Ordering::SeqCst);
+                let _ = tx.lock().unwrap().send(());
+            })
+            .concurrent(&reads, gated_reader(&gate, &running, &finished)),
+    );
+    reads.post(1);
+    reads.post(2);
+    assert!(wait_until(|| running.load(Ordering::SeqCst) == 2));
+    writes.post(());
+    reads.post(3); // must wait: an exclusive handler is pending
+    assert_eq!(
+        exclusive_saw.load(Ordering::SeqCst),
+        usize::MAX,
+        "exclusive ran during readers"
+    );
+    assert_eq!(
+        running.load(Ordering::SeqCst),
+        2,
+        "a reader started while a writer waited"
+    );
+    gate.store(true, Ordering::SeqCst);
+    rx.recv_timeout(PATIENCE).expect("exclusive ran");
+    assert_eq!(
+        exclusive_saw.load(Ordering::SeqCst),
+        2,
+        "exclusive started before the readers finished"
+    );
+    assert!(
+        wait_until(|| finished.load(Ordering::SeqCst) == 3),
+        "the held-back reader ran after"
+    );
+    assert!(activation.cancel());
+}
+
+#[test]
+fn interleave_teardown_waits_for_running_handlers_and_blocks_new_ones() {
+    let dispatcher = dispatcher(4);
+    let (reads, stop) = (Port::<u8>::new(), Port::<()>::new());
+    let gate = Arc::new(AtomicBool::new(false));
+    let running = Arc::new(AtomicUsize::new(0));
+    let finished = Arc::new(AtomicUsize::new(0));
+    let teardown_saw = Arc::new(AtomicUsize::new(usize::MAX));
+    let (seen, fin) = (Arc::clone(&teardown_saw), Arc::clone(&finished));
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let _activation = dispatcher.queue().interleave(
+        Interleave::new()
+            .teardown(&stop, move |()| {
+                seen.store(fin.load(Ordering::SeqCst), Ordering::SeqCst);
+                let _ = tx.lock().unwrap().send(());
+            })
+            .concurrent(&reads, gated_reader(&gate, &running, &finished)),
+    );
+    reads.post(1);
+    reads.post(2);
+    assert!(wait_until(|| running.load(Ordering::SeqCst) == 2));
+    stop.post(());
+    reads.post(3); // must not start: teardown is waiting
+    assert_eq!(
+        teardown_saw.load(Ordering::SeqCst),
+        usize::MAX,
+        "teardown ran during handlers"
+    );
+    gate.store(true, Ordering::SeqCst);
+    rx.recv_timeout(PATIENCE).expect("teardown ran");
+    assert_eq!(
+        teardown_saw.load(Ordering::SeqCst),
+        2,
+        "teardown ran before both handlers finished"
+    );
+    assert_eq!(
+        running.load(Ordering::SeqCst),
+        2,
+        "a concurrent handler started after teardown was posted"
+    );
+    assert_eq!(reads.len(), 1);
+}
+
+#[test]
+fn handlers_chained_through_ports_run_a_pipeline() {
+    const STAGES: u64 = 10_000;
+    let dispatcher = dispatcher(2);
+    let queue = dispatcher.queue();
+    let (stage, done) = (Port::<u64>::new(), Port::<u64>::new());
+    let (next, out) = (stage.clone(), done.clone());
+    let activation = queue.receive(true, &stage, move |s: u64| {
+        if s + 1 < STAGES {
+            next.post(s + 1);
+        } else {
+            out.post(s);
+        }
+    });
+    stage.post(0);
+    assert_eq!(done.take_timeout(PATIENCE), Some(STAGES - 1));
+    assert!(activation.cancel()); // breaks the handler → port cycle
+}
+
+#[test]
+fn take_timeout_waits_for_a_post_and_gives_up_on_silence() {
+    let port = Port::<u32>::new();
+    assert_eq!(port.take_timeout(Duration::from_millis(5)), None);
+    let poster = port.clone();
+    let handle = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(20));
+        poster.post(5);
+    });
+    assert_eq!(port.take_timeout(PATIENCE), Some(5));
+    handle.join().expect("poster");
+    assert!(
+        format!("{port:?}").contains("receivers: 0"),
+        "no waiter left behind: {port:?}"
+    );
+}
+
+#[test]
+fn spawned_tasks_run_and_a_panicking_handler_spares_the_worker() {
+    let dispatcher = dispatcher(1);
+    let queue = dispatcher.queue();
+    let port = Port::<u32>::new();
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let _activation = queue.receive(true, &port, move |n| {
+        assert_ne!(n, 0, "deliberate panic in a handler");
+        let _ = tx.lock().unwrap().send(n);
+    });
+    port.post(0);
+    port.post(7);
+    assert_eq!(rx.recv_timeout(PATIENCE), Ok(7));
+    let (tx, rx) = mpsc::channel();
+    queue.spawn(move || {
+        let _ = tx.send("spawned");
+    });
+    assert_eq!(rx.recv_timeout(PATIENCE), Ok("spawned"));
+}
+
+#[test]
+fn work_from_outside_is_not_starved_by_handlers_that_keep_posting() {
+    let dispatcher = dispatcher(1);
+    let queue = dispatcher.queue();
+    let port = Port::<()>::new();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (again, halt) = (port.clone(), Arc::clone(&stop));
+    let activation = queue.receive(true, &port, move |()| {
+        if !halt.load(Ordering::SeqCst) {
+            again.post(()); // runs next on this same worker, forever unless stopped
+        }
+    });
+    port.post(());
+    let halt = Arc::clone(&stop);
+    queue.spawn(move || halt.store(true, Ordering::SeqCst));
+    assert!(
+        wait_until(|| stop.load(Ordering::SeqCst)),
+        "the spawned task never ran"
+    );
+    assert!(activation.cancel());
+}
+
+thread_local! {
+    static ON_EXIT: RefCell<Option<ExitSignal>> = const { RefCell::new(None) };
+}
+
+/// Sends once its thread exits (thread-local destructors run before a join returns).
+struct ExitSignal(mpsc::Sender<()>);
+
+impl Drop for ExitSignal {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
+
+#[test]
+fn dropping_the_dispatcher_joins_every_worker() {
+    const THREADS: usize = 3;
+    let dispatcher = dispatcher(THREADS);
+    let queue = dispatcher.queue();
+    let arrived = Arc::new(AtomicUsize::new(0));
+    let installed = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..THREADS {
+        let (arrived, installed, tx) = (Arc::clone(&arrived), Arc::clone(&installed), tx.clone());
+        queue.spawn(move || {
+            // Hold this worker until every task has one, so each lands on its own thread.
+            arrived.fetch_add(1, Ordering::SeqCst);
+            let deadline = Instant::now() + PATIENCE;
+            while arrived.load(Ordering::SeqCst) < THREADS && Instant::now() < deadline {
+                thread::yield_now();
+            }
+            ON_EXIT.with(|slot| *slot.borrow_mut() = Some(ExitSignal(tx)));
+            installed.fetch_add(1, Ordering::SeqCst);
+        });
+    }
+    drop(tx);
+    assert!(wait_until(|| installed.load(Ordering::SeqCst) == THREADS));
+    let (done_tx, done_rx) = mpsc::channel();
+    thread::spawn(move || {
+        drop(dispatcher);
+        let _ = done_tx.send(rx.try_iter().count());
+    });
+    assert_eq!(
+        done_rx.recv_timeout(PATIENCE),
+        Ok(THREADS),
+        "every worker exited before drop returned"
+    );
+    assert!(queue.is_shut_down());
+}
+
+#[test]
+fn dropping_the_dispatcher_discards_queued_work_without_hanging() {
+    let dispatcher = dispatcher(1);
+    let queue = dispatcher.queue();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let token = Arc::new(());
+    let busy = Arc::new(AtomicBool::new(false));
+    let (b, q) = (Arc::clone(&busy), queue.clone());
+    queue.spawn(move || {
+        b.store(true, Ordering::SeqCst);
+        let deadline = Instant::now() + PATIENCE;
+        while !q.is_shut_down() && Instant::now() < deadline {
+            thread::sleep(Duration::from_micros(100));
+        }
+    });
+    assert!(wait_until(|| busy.load(Ordering::SeqCst)));
+    for _ in 0..100 {
+        let (ran, token) = (Arc::clone(&ran), Arc::clone(&token));
+        queue.spawn(move || {
+            let _token = token;
+            ran.fetch_add(1, Ordering::SeqCst);
+        });
+    }
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        drop(dispatcher);
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(PATIENCE).expect("drop returned");
+    assert_eq!(ran.load(Ordering::SeqCst), 0, "queued work was discarded");
+    let (ran2, token2) = (Arc::clone(&ran), Arc::clone(&token));
+    queue.spawn(move || {
+        let _token = token2;
+        ran2.fetch_add(1, Ordering::SeqCst);
+    });
+    assert_eq!(Arc::strong_count(&token), 1, "discarded tasks were dropped");
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn dropping_the_dispatcher_from_its_own_handler_does_not_hang() {
+    let dispatcher = dispatcher(2);
+    let queue = dispatcher.queue();
+    let (tx, rx) = mpsc::channel();
+    queue.spawn(move || {
+        drop(dispatcher);
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(PATIENCE)
+        .expect("drop inside a handler returned");
+}
+
+#[test]
+fn zero_threads_is_an_error() {
+    let error = Dispatcher::new(0).expect_err("no threads");
+    assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
+}
+
+#[test]
+fn concurrent_posters_and_receivers_on_many_ports_lose_nothing() {
+    // Several one-shot receivers re-arming themselves on shared ports.
+    const ITEMS: usize = 20_000;
+    let dispatcher = dispatcher(3);
+    let queue = dispatcher.queue();
+    let port = Port::<usize>::new();
+    let seen = counters(ITEMS);
+    let handled = Arc::new(AtomicUsize::new(0));
+    fn arm(
+        queue: heddle_task::ports::DispatcherQueue,
+        port: Port<usize>,
+        seen: Arc<Vec<AtomicU32>>,
+        handled: Arc<AtomicUsize>,
+    ) {
+        let (q, p) = (queue.clone(), port.clone());
+        let _ = queue.receive(false, &port, move |i: usize| {
+            seen[i].fetch_add(1, Ordering::SeqCst);
+            handled.fetch_add(1, Ordering::SeqCst);
+            arm(
+                q.clone(),
+                p.clone(),
+                Arc::clone(&seen),
+                Arc::clone(&handled),
+            );
+        });
+    }
+    for _ in 0..4 {
+        arm(
+            queue.clone(),
+            port.clone(),
+            Arc::clone(&seen),
+            Arc::clone(&handled),
+        );
+    }
+    post_concurrently(&port, 4, ITEMS / 4, 0);
+    assert!(wait_until(|| handled.load(Ordering::SeqCst) >= ITEMS));
+    assert!(all_exactly_once(&seen));
+    assert_eq!(handled.load(Ordering::SeqCst), ITEMS);
+}
