@@ -319,7 +319,7 @@ fn a_task_changes_its_strategy_while_running() {
     // After 10 records the task limits itself to 5 more activations.
     let (seen, _, report) = probe_job(Strategy::on_data(), None, 100, Some((10, Strategy::on_data().at_most(15))));
     assert_eq!(seen, (0..15).collect::<Vec<_>>());
-    assert_eq!(report.tasks.iter().find(|t| t.task == "probe[0]").unwrap().discarded, 85);
+    assert_eq!(report.tasks.iter().find(|t| t.task == "probe[0]").unwrap().discarded, 85, "{report:?}");
 }
 
 /// Emits 1..=10 on every pass.

@@ -234,6 +234,9 @@ impl<'c> Job<'c> {
             t.begin_pass(started);
         }
         let result = self.drive(iteration);
+        for t in &mut self.tasks {
+            t.end_pass();
+        }
         for edge in &mut self.edges {
             edge.close_pass();
         }

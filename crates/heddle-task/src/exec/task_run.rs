@@ -50,6 +50,8 @@ pub(crate) trait TaskRun {
     fn stats(&self) -> TaskStats;
     /// A stop was requested: sources end their output (compute tasks drain as usual).
     fn stop(&mut self) {}
+    /// The pass is over (everything delivered).
+    fn end_pass(&mut self) {}
 }
 
 /// What source and compute runs share: identity, outputs, strategy, counters.
@@ -236,6 +238,19 @@ where
         ComputeRun { task, common: Common::new(info, outs, strategy, comm), inbox, inputs }
     }
 
+    /// A retired task: what still arrives is counted and dropped; its outputs end.
+    /// Returns whether anything changed.
+    fn retire(&mut self) -> bool {
+        let dropped = std::mem::take(&mut self.inbox.borrow_mut().items).len() as u64;
+        self.common.stats.discarded += dropped;
+        let mut moved = dropped > 0;
+        if !self.common.done {
+            self.common.finish_outputs();
+            moved = true;
+        }
+        moved
+    }
+
     /// Executes up to `limit` waiting records (fewer if the task retires).
     fn execute_waiting(&mut self, iteration: &[u64], limit: usize) -> Result<bool> {
         // Within what the strategy still allows, take a batch off the inbox and execute it
@@ -292,15 +307,7 @@ where
     fn step(&mut self, now: Instant, iteration: &[u64]) -> Result<Step> {
         let mut moved = false;
         if self.common.retired() {
-            // Retired: what still arrives is counted and dropped; outputs have ended.
-            let dropped = std::mem::take(&mut self.inbox.borrow_mut().items).len() as u64;
-            self.common.stats.discarded += dropped;
-            moved |= dropped > 0;
-            if !self.common.done {
-                self.common.finish_outputs();
-                moved = true;
-            }
-            return Ok(Step { moved });
+            return Ok(Step { moved: self.retire() });
         }
         if self.common.done || !self.common.outputs_have_room() {
             return Ok(Step::default());
@@ -329,11 +336,16 @@ where
             self.common.call(iteration, |ctx| task.end_of_input(ctx))?;
             self.common.finish_outputs();
             moved = true;
-        } else if self.common.retired() && !self.common.done {
-            self.common.finish_outputs();
-            moved = true;
+        } else if self.common.retired() {
+            moved |= self.retire();
         }
         Ok(Step { moved })
+    }
+
+    fn end_pass(&mut self) {
+        if self.common.retired() {
+            self.retire();
+        }
     }
 
     fn pass_done(&self) -> bool {
