@@ -6,6 +6,7 @@ JOBS ?= 2
 RELEASE := target/release
 
 .PHONY: all build demo test test-rust test-spec test-python python-install bench bench-python fuzz clean
+.PHONY: bench-compare bench-compare-quick
 
 all: build
 
@@ -53,6 +54,15 @@ bench-python: python-install
 ## Heddle vs Open MPI (mpi4py), installed on demand into benches/.venv-mpi.
 bench: build
 	$(RELEASE)/heddle bench collectives --vs mpi
+
+## Side by side with Open MPI, Spark, Dask and Ray (benches/compare; peers installed on demand
+## into benches/.venv-*): every workload on every system, 3 repeats, docs/benchmarks.md.
+bench-compare: build
+	$(PYTHON) benches/compare/run.py --repeat 3
+
+## The same on small data, once: a smoke test (under 5 minutes once the peers are installed).
+bench-compare-quick: build
+	$(PYTHON) benches/compare/run.py --quick --repeat 1
 
 ## Coverage-guided fuzzing of the wire decoder (SECONDS=600 by default).
 fuzz:

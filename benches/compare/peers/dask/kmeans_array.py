@@ -1,0 +1,50 @@
+"""K-means, Dask array (the points persisted in the workers; each iteration computes the
+nearest center with array expressions and the per-center sums with da.bincount; Lloyd's
+algorithm from the first k points). The persisted array is ready before the clock starts."""
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import common  # noqa: E402
+from cluster import client  # noqa: E402
+
+import dask  # noqa: E402
+import dask.array as da  # noqa: E402
+from dask.distributed import wait  # noqa: E402
+
+if __name__ == "__main__":
+    args = common.parser(__doc__).parse_args()
+    c = client(args.workers)
+    t_ready = time.perf_counter()
+
+    points = np.load(args.input)
+    x = da.from_array(points, chunks=(-(-len(points) // args.partitions), 2)).persist()
+    wait(x)
+
+    t0 = time.perf_counter()
+    k = args.k
+    centers = points[:k].copy()
+    for _ in range(args.iterations):
+        d = ((x[:, None, :] - centers[None, :, :]) ** 2).sum(axis=-1)
+        labels = d.argmin(axis=1)
+        sx = da.bincount(labels, weights=x[:, 0], minlength=k)
+        sy = da.bincount(labels, weights=x[:, 1], minlength=k)
+        n = da.bincount(labels, minlength=k)
+        sx, sy, n = dask.compute(sx, sy, n)
+        nonempty = n > 0
+        centers = centers.copy()
+        centers[nonempty, 0] = sx[nonempty] / n[nonempty]
+        centers[nonempty, 1] = sy[nonempty] / n[nonempty]
+    job_s = time.perf_counter() - t0
+
+    t1 = time.perf_counter()
+    ok, detail = common.reference.check_kmeans(centers, args.ref)
+    verify_s = time.perf_counter() - t1
+    c.close()
+    common.emit(system="dask", variant="array", workload="kmeans", ok=ok, detail=detail,
+                job_s=round(job_s, 3), verify_s=round(verify_s, 3), t_ready=t_ready)
+    sys.exit(0 if ok else 1)
