@@ -44,33 +44,6 @@ struct Args {
     output: Option<PathBuf>,
 }
 
-/// Partial sums per center (x, y, count) of the points nearest to it.
-fn partial_sums(pts: &[[f64; 2]], centers: &[[f64; 2]]) -> Vec<f64> {
-    let mut sums = vec![0.0; centers.len() * 3];
-    for p in pts {
-        let mut best = (f64::INFINITY, 0);
-        for (c, q) in centers.iter().enumerate() {
-            let d = (p[0] - q[0]) * (p[0] - q[0]) + (p[1] - q[1]) * (p[1] - q[1]);
-            if d < best.0 {
-                best = (d, c);
-            }
-        }
-        let s = &mut sums[best.1 * 3..best.1 * 3 + 3];
-        s[0] += p[0];
-        s[1] += p[1];
-        s[2] += 1.0;
-    }
-    sums
-}
-
-fn update(centers: &mut [[f64; 2]], sums: &[f64]) {
-    for (c, s) in centers.iter_mut().zip(sums.chunks_exact(3)) {
-        if s[2] > 0.0 {
-            *c = [s[0] / s[2], s[1] / s[2]];
-        }
-    }
-}
-
 fn main() {
     if let Err(e) = run(Args::parse()) {
         eprintln!("error: {e}");
@@ -105,20 +78,20 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     for _ in 0..args.iterations {
         let c = centers.clone();
         let sums = pts
-            .map_partitions(move |part| vec![partial_sums(&part, &c)])
+            .map_partitions(move |part| {
+                let mut sums = vec![0.0; c.len() * 3];
+                points::assign(&part, &c, &mut sums);
+                vec![sums]
+            })
             .reduce(|a, b| a.iter().zip(&b).map(|(x, y)| x + y).collect())?
             .ok_or("no points")?;
-        update(&mut centers, &sums);
+        points::update(&mut centers, &sums);
     }
     let mut job_s = [start.elapsed().as_secs_f64()];
     session.comm().allreduce(&mut job_s, Op::Max)?;
     if session.rank() == 0 {
         let all = all.unwrap_or_else(|| (0..n).map(|i| points::point(seed, i)).collect());
-        let mut want = first;
-        for _ in 0..args.iterations {
-            let s = partial_sums(&all, &want);
-            update(&mut want, &s);
-        }
+        let want = points::lloyd(&all, &first, args.iterations);
         let err = centers.iter().zip(&want).map(|(a, b)| (a[0] - b[0]).abs().max((a[1] - b[1]).abs())).fold(0.0, f64::max);
         let ok = err < 1e-6;
         if let Some(dir) = &args.output {

@@ -51,12 +51,8 @@ struct Args {
     plan: bool,
 }
 
-/// Points of one block: xs then ys (structure of arrays, for vectorized distances).
-#[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
-struct Block {
-    xs: Vec<f64>,
-    ys: Vec<f64>,
-}
+/// Points of one block.
+type Block = Vec<[f64; 2]>;
 
 const BLOCK_POINTS: usize = 65_536;
 
@@ -75,7 +71,7 @@ impl Source for Points {
         }
         let end = (self.at + BLOCK_POINTS).min(self.share.len());
         let chunk = &self.share[self.at..end];
-        ctx.emit(Block { xs: chunk.iter().map(|p| p[0]).collect(), ys: chunk.iter().map(|p| p[1]).collect() });
+        ctx.emit(chunk.to_vec());
         self.at = end;
         if self.at == self.share.len() {
             self.at = 0;
@@ -91,63 +87,6 @@ struct KMeans {
     centers: Vec<[f64; 2]>,
 }
 
-/// Sums and counts of the points nearest to each center.
-fn assign(blocks: &[Block], centers: &[[f64; 2]], sums: &mut [f64]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2 (checked just above).
-        return unsafe { assign_avx2(blocks, centers, sums) };
-    }
-    assign_portable(blocks, centers, sums);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn assign_avx2(blocks: &[Block], centers: &[[f64; 2]], sums: &mut [f64]) {
-    assign_portable(blocks, centers, sums);
-}
-
-/// Points in chunks: for each center, the distances of a chunk of points (a loop the
-/// compiler vectorizes), keeping the nearest center so far per point.
-#[inline(always)]
-fn assign_portable(blocks: &[Block], centers: &[[f64; 2]], sums: &mut [f64]) {
-    const CHUNK: usize = 256;
-    let mut best = [0.0f64; CHUNK];
-    let mut which = [0.0f64; CHUNK];
-    for b in blocks {
-        for (xs, ys) in b.xs.chunks(CHUNK).zip(b.ys.chunks(CHUNK)) {
-            let n = xs.len();
-            let (best, which) = (&mut best[..n], &mut which[..n]);
-            best.fill(f64::INFINITY);
-            for (c, center) in centers.iter().enumerate() {
-                let (x0, y0, label) = (center[0], center[1], c as f64);
-                for i in 0..n {
-                    let (dx, dy) = (xs[i] - x0, ys[i] - y0);
-                    let d = dx * dx + dy * dy;
-                    let closer = d < best[i];
-                    best[i] = if closer { d } else { best[i] };
-                    which[i] = if closer { label } else { which[i] };
-                }
-            }
-            for i in 0..n {
-                let c = which[i] as usize * 3;
-                sums[c] += xs[i];
-                sums[c + 1] += ys[i];
-                sums[c + 2] += 1.0;
-            }
-        }
-    }
-}
-
-/// New centers from summed coordinates and counts (an empty center stays put).
-fn update(centers: &mut [[f64; 2]], sums: &[f64]) {
-    for (c, s) in centers.iter_mut().zip(sums.chunks_exact(3)) {
-        if s[2] > 0.0 {
-            *c = [s[0] / s[2], s[1] / s[2]];
-        }
-    }
-}
-
 impl Compute for KMeans {
     type In = Block;
     type Out = Vec<[f64; 2]>;
@@ -159,9 +98,11 @@ impl Compute for KMeans {
 
     fn end_of_input(&mut self, ctx: &mut Context<'_, Vec<[f64; 2]>>) -> TaskResult<()> {
         let mut sums = vec![0.0; self.centers.len() * 3];
-        assign(&self.blocks, &self.centers, &mut sums);
+        for block in &self.blocks {
+            points::assign(block, &self.centers, &mut sums);
+        }
         ctx.comm()?.allreduce(&mut sums, Op::Sum)?;
-        update(&mut self.centers, &sums);
+        points::update(&mut self.centers, &sums);
         if ctx.index() == 0 {
             ctx.emit(self.centers.clone());
         }
@@ -256,33 +197,11 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Plain Lloyd's algorithm over all points, one point at a time.
+/// Plain Lloyd's algorithm over all points.
 fn reference(args: &Args, first: &[[f64; 2]]) -> Result<Vec<[f64; 2]>, String> {
     let all: Vec<[f64; 2]> = match &args.input {
         Some(path) => points::read(path)?,
         None => (0..args.points).map(|i| points::point(args.seed, i)).collect(),
     };
-    let mut centers = first.to_vec();
-    for _ in 0..args.iterations {
-        let mut sums = vec![[0.0f64; 3]; centers.len()];
-        for p in &all {
-            let mut best = (f64::INFINITY, 0);
-            for (c, center) in centers.iter().enumerate() {
-                let d = (p[0] - center[0]).powi(2) + (p[1] - center[1]).powi(2);
-                if d < best.0 {
-                    best = (d, c);
-                }
-            }
-            let s = &mut sums[best.1];
-            s[0] += p[0];
-            s[1] += p[1];
-            s[2] += 1.0;
-        }
-        for (c, s) in centers.iter_mut().zip(&sums) {
-            if s[2] > 0.0 {
-                *c = [s[0] / s[2], s[1] / s[2]];
-            }
-        }
-    }
-    Ok(centers)
+    Ok(points::lloyd(&all, first, args.iterations))
 }

@@ -83,3 +83,85 @@ fn read_npy(bytes: &[u8]) -> Result<Vec<[f64; 2]>, String> {
         .map(|c| [f64::from_le_bytes(c[..8].try_into().expect("8 bytes")), f64::from_le_bytes(c[8..].try_into().expect("8 bytes"))])
         .collect())
 }
+
+/// Adds each point to the partial sums `(x, y, count)` of its nearest center
+/// (`sums.len() == 3 * centers.len()`).
+pub(crate) fn assign(points: &[[f64; 2]], centers: &[[f64; 2]], sums: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        return unsafe { assign_avx2(points, centers, sums) };
+    }
+    assign_portable(points, centers, sums);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn assign_avx2(points: &[[f64; 2]], centers: &[[f64; 2]], sums: &mut [f64]) {
+    assign_portable(points, centers, sums);
+}
+
+/// Points in chunks copied to coordinate arrays: for each center, the distances of the
+/// whole chunk (a loop the compiler vectorizes), keeping the nearest center per point.
+#[inline(always)]
+fn assign_portable(points: &[[f64; 2]], centers: &[[f64; 2]], sums: &mut [f64]) {
+    const CHUNK: usize = 256;
+    let (mut xs, mut ys) = ([0.0f64; CHUNK], [0.0f64; CHUNK]);
+    let (mut best, mut which) = ([0.0f64; CHUNK], [0.0f64; CHUNK]);
+    for chunk in points.chunks(CHUNK) {
+        let n = chunk.len();
+        for (i, p) in chunk.iter().enumerate() {
+            xs[i] = p[0];
+            ys[i] = p[1];
+        }
+        let (xs, ys, best, which) = (&xs[..n], &ys[..n], &mut best[..n], &mut which[..n]);
+        best.fill(f64::INFINITY);
+        for (c, center) in centers.iter().enumerate() {
+            let (x0, y0, label) = (center[0], center[1], c as f64);
+            for i in 0..n {
+                let (dx, dy) = (xs[i] - x0, ys[i] - y0);
+                let d = dx * dx + dy * dy;
+                let closer = d < best[i];
+                best[i] = if closer { d } else { best[i] };
+                which[i] = if closer { label } else { which[i] };
+            }
+        }
+        for i in 0..n {
+            let c = which[i] as usize * 3;
+            sums[c] += xs[i];
+            sums[c + 1] += ys[i];
+            sums[c + 2] += 1.0;
+        }
+    }
+}
+
+/// New centers from summed coordinates and counts (a center without points stays put).
+pub(crate) fn update(centers: &mut [[f64; 2]], sums: &[f64]) {
+    for (c, s) in centers.iter_mut().zip(sums.chunks_exact(3)) {
+        if s[2] > 0.0 {
+            *c = [s[0] / s[2], s[1] / s[2]];
+        }
+    }
+}
+
+/// Plain Lloyd's algorithm, one point at a time (the reference).
+pub(crate) fn lloyd(points: &[[f64; 2]], first: &[[f64; 2]], iterations: u64) -> Vec<[f64; 2]> {
+    let mut centers = first.to_vec();
+    for _ in 0..iterations {
+        let mut sums = vec![0.0f64; centers.len() * 3];
+        for p in points {
+            let mut best = (f64::INFINITY, 0);
+            for (c, center) in centers.iter().enumerate() {
+                let d = (p[0] - center[0]).powi(2) + (p[1] - center[1]).powi(2);
+                if d < best.0 {
+                    best = (d, c);
+                }
+            }
+            sums[best.1 * 3] += p[0];
+            sums[best.1 * 3 + 1] += p[1];
+            sums[best.1 * 3 + 2] += 1.0;
+        }
+        update(&mut centers, &sums);
+    }
+    centers
+}
