@@ -14,10 +14,13 @@ all: build
 build:
 	$(CARGO) build -j$(JOBS) --release --bins --examples
 
-## Build everything and run the demos: collectives on 4 local workers, then word count
-## (200 MB of generated text) and K-means (1 M points) with the task API on 2.
+## Build everything and run the demos, each printing a verified JSON summary:
+## collectives, then word count (200 MB of generated text) and K-means (1 M points)
+## through the data API on 4 local workers, and through the task API on 2.
 demo: build
 	$(RELEASE)/heddle run -n 4 -- $(RELEASE)/examples/collectives
+	$(RELEASE)/heddle run -n 4 -- $(RELEASE)/examples/wordcount --generate --seed 1
+	$(RELEASE)/heddle run -n 4 -- $(RELEASE)/examples/kmeans --generate --seed 1
 	$(RELEASE)/heddle run -n 2 -- $(RELEASE)/examples/wordcount_task --generate --seed 1
 	$(RELEASE)/heddle run -n 2 -- $(RELEASE)/examples/kmeans_task --generate --seed 1
 

@@ -1,5 +1,5 @@
-//! The task-API examples under `heddle run`, their output files checked against plain
-//! computations done here from the same input.
+//! The task-API and data-API examples under `heddle run`, their output files checked
+//! against plain computations done here from the same input.
 
 mod common;
 
@@ -12,8 +12,7 @@ fn summary(stdout: &str) -> &str {
 }
 
 #[test]
-fn wordcount_task_part_files_hold_the_counts_of_the_input() {
-    let wc = example("wordcount_task");
+fn wordcount_part_files_hold_the_counts_of_the_input() {
     let dir = std::env::temp_dir().join(format!("heddle-wc-task-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // A small skewed text, with lines that straddle the workers' byte ranges.
@@ -35,9 +34,10 @@ fn wordcount_task_part_files_hold_the_counts_of_the_input() {
     for w in input.split_whitespace() {
         *want.entry(w.to_string()).or_default() += 1;
     }
-    for n in ["1", "2", "3"] {
-        let out = dir.join(format!("out-{n}"));
-        let mark = marker("wordcount_task");
+    for (name, n) in [("wordcount_task", "1"), ("wordcount_task", "2"), ("wordcount_task", "3"), ("wordcount", "2"), ("wordcount", "4")] {
+        let wc = example(name);
+        let out = dir.join(format!("out-{name}-{n}"));
+        let mark = marker(name);
         let (o, _) = run(&mark, &["run", "-n", n, "--", &wc, "--input", path.to_str().unwrap(), "--output", out.to_str().unwrap()]);
         let stdout = text(&o.stdout);
         assert!(o.status.success(), "{stdout}\n{}", text(&o.stderr));
@@ -49,15 +49,14 @@ fn wordcount_task_part_files_hold_the_counts_of_the_input() {
                 assert!(got.insert(w.to_string(), c.parse().unwrap()).is_none(), "{w} in two parts");
             }
         }
-        assert_eq!(got, want, "{n} workers");
+        assert_eq!(got, want, "{name} on {n} workers");
         assert_no_survivors(&mark);
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
-fn kmeans_task_from_csv_and_npy_matches_lloyd() {
-    let km = example("kmeans_task");
+fn kmeans_from_csv_and_npy_matches_lloyd() {
     let dir = std::env::temp_dir().join(format!("heddle-km-task-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // Three well separated clusters; the first three points are one of each.
@@ -101,9 +100,10 @@ fn kmeans_task_from_csv_and_npy_matches_lloyd() {
         bytes.extend_from_slice(&p[1].to_le_bytes());
     }
     std::fs::write(&npy, bytes).unwrap();
-    for (input, n) in [(&csv, "2"), (&npy, "3")] {
-        let out = dir.join(format!("out-{n}"));
-        let mark = marker("kmeans_task");
+    for (name, input, n) in [("kmeans_task", &csv, "2"), ("kmeans_task", &npy, "3"), ("kmeans", &csv, "3"), ("kmeans", &npy, "2")] {
+        let km = example(name);
+        let out = dir.join(format!("out-{name}-{n}"));
+        let mark = marker(name);
         let args = ["run", "-n", n, "--", &km, "--input", input.to_str().unwrap(), "--k", "3", "--iterations", "5", "--output", out.to_str().unwrap()];
         let (o, _) = run(&mark, &args);
         let stdout = text(&o.stdout);
