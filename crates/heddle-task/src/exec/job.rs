@@ -34,6 +34,9 @@ fn job_block(comm: &Communicator) -> Result<u32> {
     Ok(EDGE_IDS_START + block[0] * BLOCK_IDS)
 }
 
+/// How long the job sleeps when nothing moved and nothing else tells it how long to wait.
+const IDLE_SLEEP: Duration = Duration::from_micros(100);
+
 /// Asks a streaming job to end: its sources end their output, and the job drains.
 #[derive(Debug, Clone, Default)]
 pub struct StopHandle(Arc<AtomicBool>);
@@ -170,6 +173,12 @@ impl<'c> Job<'c> {
         self.stop.clone()
     }
 
+    /// Ends the job when `handle` is stopped (instead of its own handle).
+    pub fn stop_with(mut self, handle: StopHandle) -> Self {
+        self.stop = handle;
+        self
+    }
+
     /// Runs the graph once: prepare, one pass, close.
     ///
     /// # Errors
@@ -272,7 +281,8 @@ impl<'c> Job<'c> {
                 Some(edge) if wake.map_or(true, |w| w > now + Duration::from_micros(200)) => edge.wait()?,
                 _ => match wake {
                     Some(w) if w > now => std::thread::sleep((w - now).min(Duration::from_millis(5))),
-                    _ => std::thread::yield_now(),
+                    // Sources waiting for input from outside (a socket, a growing file).
+                    _ => std::thread::sleep(IDLE_SLEEP),
                 },
             }
         }

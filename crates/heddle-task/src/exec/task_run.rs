@@ -179,13 +179,16 @@ where
             return Ok(Step::default());
         }
         let task = &mut self.task;
+        let emitted = c.stats.emitted;
         let produced = c.call(iteration, |ctx| task.next(ctx))?;
         c.runs += 1;
         c.stats.executed += 1;
         if produced == Produced::Done || c.retired() {
             c.finish_outputs();
+            return Ok(Step { moved: true });
         }
-        Ok(Step { moved: true })
+        // A source with nothing to give right now (an idle socket) lets the job wait.
+        Ok(Step { moved: c.stats.emitted > emitted })
     }
 
     fn pass_done(&self) -> bool {
