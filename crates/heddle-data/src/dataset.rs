@@ -9,7 +9,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use heddle_task::{Compute, Edge, Record, Vertex};
+use heddle_task::{Compute, Edge, Record, Strategy, Vertex};
 
 use crate::session::{Build, Session};
 use crate::tasks::{Apply, ApplyTask, CollectTask, FoldTask, Identity, PartitionTask, SinkTask};
@@ -66,6 +66,16 @@ impl<T: Record> DataSet<T> {
         C::In: 'static,
         U: Record,
     {
+        self.then_with(name, edge, task, Strategy::default())
+    }
+
+    /// As [`DataSet::then`], the task running with `strategy`.
+    pub(crate) fn then_with<C, U>(&self, name: &str, edge: impl Fn() -> Edge<T, C::In> + 'static, task: impl Fn(u32) -> C + 'static, strategy: Strategy) -> DataSet<U>
+    where
+        C: Compute<Out = U>,
+        C::In: 'static,
+        U: Record,
+    {
         let parent = self.clone();
         let task = Rc::new(task);
         DataSet::new(&self.session, name, move |b, vname| {
@@ -73,6 +83,7 @@ impl<T: Record> DataSet<T> {
             let t = task.clone();
             let v = b.graph.compute(vname, parent.parallelism(), move |i| t(i));
             b.graph.connect(&from, &v, edge());
+            b.graph.strategy(&v, strategy);
             Ok(v.output())
         })
     }

@@ -14,7 +14,7 @@ use crate::tasks::{CombineTask, Identity, JoinKind, JoinTask, Side, SortTask};
 use crate::Result;
 
 /// The partition of `key` among `p`: a hash that every worker computes alike.
-fn key_partition<K: Hash>(key: &K, p: usize) -> usize {
+pub(crate) fn key_partition<K: Hash>(key: &K, p: usize) -> usize {
     let mut h = FxHasher::default();
     key.hash(&mut h);
     (h.finish() % p as u64) as usize

@@ -25,9 +25,13 @@ mod keyed;
 mod session;
 mod sinks;
 mod sources;
+mod stream;
 mod tasks;
+mod window;
 
 pub use dataset::DataSet;
 pub use error::{Error, Result};
 pub use session::Session;
 pub use sources::OnMalformed;
+pub use stream::Stream;
+pub use window::{now_ms, Time, Window, WindowKind, Windowed};

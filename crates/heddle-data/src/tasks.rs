@@ -276,3 +276,45 @@ impl<T: 'static, A: 'static> Compute for FoldTask<T, A> {
         Ok(())
     }
 }
+
+/// What a stream source has for the executor right now.
+#[derive(Debug)]
+pub(crate) enum Pulled<T> {
+    /// A record.
+    Item(T),
+    /// Nothing yet (waiting on a socket, a file, a rate limit).
+    Pending,
+    /// The stream has ended.
+    End,
+}
+
+/// Makes partition `i` of `p`'s puller (afresh for every pass).
+pub(crate) type MakePull<T> = Rc<dyn Fn(u32, u32) -> Box<dyn FnMut() -> crate::Result<Pulled<T>>>>;
+
+/// A source that pulls records as they become available, never blocking the executor.
+pub(crate) struct PullSource<T> {
+    pub(crate) make: MakePull<T>,
+    pub(crate) index: u32,
+    pub(crate) parallelism: u32,
+    pub(crate) pull: Option<Box<dyn FnMut() -> crate::Result<Pulled<T>>>>,
+}
+
+impl<T: 'static> Source for PullSource<T> {
+    type Out = T;
+
+    fn next(&mut self, ctx: &mut Context<'_, T>) -> Result<Produced> {
+        let (make, index, p) = (&self.make, self.index, self.parallelism);
+        let pull = self.pull.get_or_insert_with(|| make(index, p));
+        for _ in 0..PER_CALL {
+            match pull().map_err(crate::Error::into_task)? {
+                Pulled::Item(x) => ctx.emit(x),
+                Pulled::Pending => break,
+                Pulled::End => {
+                    self.pull = None;
+                    return Ok(Produced::Done);
+                }
+            }
+        }
+        Ok(Produced::More)
+    }
+}
