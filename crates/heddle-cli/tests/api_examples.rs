@@ -126,3 +126,43 @@ fn kmeans_from_csv_and_npy_matches_lloyd() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn stream_window_counts_every_event_in_its_window() {
+    let sw = example("stream_window");
+    let dir = std::env::temp_dir().join(format!("heddle-sw-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // 300 lines ("ms" 0..300) of words; windows of 10 lines.
+    let input: String = (0..300).map(|l| format!("a b{} c{}\n", l % 7, l % 3)).collect();
+    let path = dir.join("words.txt");
+    std::fs::write(&path, &input).unwrap();
+    let out = dir.join("out");
+    for args in [
+        vec!["--input", path.to_str().unwrap(), "--output", out.to_str().unwrap()],
+        vec!["--generate", "--events", "200000", "--rate", "200000"],
+    ] {
+        let mark = marker("stream_window");
+        let mut all = vec!["run", "-n", "2", "--", sw.as_str()];
+        all.extend(args.iter().copied());
+        let (o, _) = run(&mark, &all);
+        let stdout = text(&o.stdout);
+        assert!(o.status.success(), "{stdout}\n{}", text(&o.stderr));
+        assert!(summary(&stdout).contains("\"ok\": true"), "{stdout}");
+        assert_no_survivors(&mark);
+    }
+    // The written windows against a count done here.
+    let mut want: HashMap<(u64, String), u64> = HashMap::new();
+    for (l, line) in input.lines().enumerate() {
+        for w in line.split(' ') {
+            *want.entry(((l as u64 / 10) * 10, w.to_string())).or_default() += 1;
+        }
+    }
+    let mut got: HashMap<(u64, String), u64> = HashMap::new();
+    for line in std::fs::read_to_string(out.join("windows.tsv")).unwrap().lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        assert_eq!(f[1].parse::<u64>().unwrap() - f[0].parse::<u64>().unwrap(), 10);
+        got.insert((f[0].parse().unwrap(), f[2].to_string()), f[3].parse().unwrap());
+    }
+    assert_eq!(got, want);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

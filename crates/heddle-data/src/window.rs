@@ -15,6 +15,8 @@ use std::rc::Rc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use heddle_task::{Compute, Context, Result};
+
+use crate::tasks::Table;
 use serde::{Deserialize, Serialize};
 
 /// Milliseconds since the Unix epoch, now.
@@ -199,8 +201,8 @@ pub(crate) struct WindowTask<K, V> {
     pub(crate) sources: u32,
     /// Watermark per upstream instance (event time).
     pub(crate) marks: HashMap<u32, u64>,
-    /// Time windows by (end, start, key).
-    pub(crate) open: BTreeMap<(u64, u64, K), Open<V>>,
+    /// Time windows by (end, start), each with its keys.
+    pub(crate) open: BTreeMap<(u64, u64), Table<K, Open<V>>>,
     /// Count windows: the records of each key so far (sliding keeps the last `size`).
     pub(crate) counts: HashMap<K, (u64, VecDeque<V>)>,
     /// Sessions of each key: (start, last record time) -> value.
@@ -290,8 +292,8 @@ impl<K: Clone + Ord + Hash + 'static, V: Clone + 'static> WindowTask<K, V> {
                 self.late.set(self.late.get() + 1);
                 continue;
             }
-            let key = (end, start, k.clone());
-            match self.open.get_mut(&key) {
+            let keys = self.open.entry((end, start)).or_default();
+            match keys.get_mut(&k) {
                 Some(w) => {
                     w.value = (self.reduce)(w.value.clone(), v.clone());
                     w.records += 1;
@@ -304,7 +306,7 @@ impl<K: Clone + Ord + Hash + 'static, V: Clone + 'static> WindowTask<K, V> {
                     if fired {
                         ctx.emit(Windowed { key: k.clone(), start, end, value: v.clone(), records: 1, update: true });
                     }
-                    self.open.insert(key, Open { value: v.clone(), records: 1, fired });
+                    keys.insert(k.clone(), Open { value: v.clone(), records: 1, fired });
                 }
             }
         }
@@ -318,20 +320,23 @@ impl<K: Clone + Ord + Hash + 'static, V: Clone + 'static> WindowTask<K, V> {
         }
         let mut forget = Vec::new();
         // Ordered by end: stop at the first window the watermark has not passed.
-        for (key, w) in self.open.iter_mut() {
-            if key.0 > wm {
+        for (&(end, start), keys) in self.open.iter_mut() {
+            if end > wm {
                 break;
             }
-            if !w.fired {
-                w.fired = true;
-                ctx.emit(Windowed { key: key.2.clone(), start: key.1, end: key.0, value: w.value.clone(), records: w.records, update: false });
+            let done = end.saturating_add(late) <= wm;
+            for (k, w) in keys.iter_mut() {
+                if !w.fired {
+                    w.fired = true;
+                    ctx.emit(Windowed { key: k.clone(), start, end, value: w.value.clone(), records: w.records, update: false });
+                }
             }
-            if key.0.saturating_add(late) <= wm {
-                forget.push(key.clone());
+            if done {
+                forget.push((end, start));
             }
         }
-        for key in forget {
-            self.open.remove(&key);
+        for span in forget {
+            self.open.remove(&span);
         }
         if let WindowKind::Session { gap } = self.window.kind {
             for (k, sessions) in &mut self.sessions {

@@ -2,6 +2,8 @@
 //! so each worker makes just its share), and readers of points from CSV (`x,y` lines) or
 //! `.npy` (float64, shape (n, 2), C order).
 
+#![allow(dead_code)] // each example uses part of it
+
 use std::path::Path;
 
 /// Points in the standard dataset.

@@ -1,6 +1,8 @@
 //! The word-count dataset: seeded text, 12 words a line, from a 100,000-word vocabulary
 //! with Zipf-like frequencies (the word of rank r drawn with weight 1/(r+1)).
 
+#![allow(dead_code)] // each example uses part of it
+
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
