@@ -5,7 +5,7 @@ CARGO ?= cargo
 JOBS ?= 2
 RELEASE := target/release
 
-.PHONY: all build demo test test-rust test-spec test-python python-install bench bench-python fuzz clean
+.PHONY: all build demo test test-rust test-deps test-spec test-python python-install bench bench-python fuzz clean
 .PHONY: bench-compare bench-compare-quick
 
 all: build
@@ -27,9 +27,15 @@ demo: build
 ## Build and run every test suite.
 test: test-rust test-spec test-python
 
-test-rust:
+test-rust: test-deps
 	$(CARGO) build -j$(JOBS) --release --bins --examples
 	$(CARGO) test -j$(JOBS) --release --workspace
+
+## System packages the tests run against: redis-server (Redis Streams source and sink).
+test-deps:
+	@command -v redis-server >/dev/null || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q redis-server; }
 
 ## The golden vectors still match their independent Python generator.
 test-spec:

@@ -22,6 +22,7 @@
 mod dataset;
 mod error;
 mod keyed;
+mod redis_io;
 mod session;
 mod sinks;
 mod sources;
@@ -33,5 +34,6 @@ pub use dataset::DataSet;
 pub use error::{Error, Result};
 pub use session::Session;
 pub use sources::OnMalformed;
+pub use redis_io::RedisEntry;
 pub use stream::Stream;
 pub use window::{now_ms, Time, Window, WindowKind, Windowed};

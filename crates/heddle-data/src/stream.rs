@@ -80,7 +80,7 @@ impl<T: Record> Stream<T> {
 
     /// Runs the stream into `sink` until every source ends or `stop` is stopped
     /// (collective: every worker runs it).
-    fn run_sink(&self, each: Rc<dyn Fn(u32, T) -> Result<()>>, end: Rc<dyn Fn(u32) -> Result<()>>, stop: Option<StopHandle>) -> Result<()> {
+    pub(crate) fn run_sink(&self, each: Rc<dyn Fn(u32, T) -> Result<()>>, end: Rc<dyn Fn(u32) -> Result<()>>, stop: Option<StopHandle>) -> Result<()> {
         let session = &self.data.session;
         let mut b = Build::default();
         let v = self.data.vertex(&mut b)?;
@@ -200,7 +200,7 @@ impl<K: Record + Hash + Eq + Ord, V: Record> Stream<(K, V)> {
 }
 
 impl Session {
-    fn stream_of<T: Record>(&self, name: &str, make: MakePull<T>) -> Stream<T> {
+    pub(crate) fn stream_of<T: Record>(&self, name: &str, make: MakePull<T>) -> Stream<T> {
         let p = self.partitions();
         let data = DataSet::new(self, name, move |b, vname| {
             let m = make.clone();

@@ -1,0 +1,82 @@
+//! Redis Streams in and out, against a real `redis-server` (Debian's package; `make test`
+//! installs it when missing) started here on a free port.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use heddle_comm::{local_world, CommConfig};
+use heddle_data::Session;
+
+/// A redis-server on a free port, stopped when dropped.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_redis() -> Server {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server is not installed: run `apt-get install -y redis-server` (make test does this)");
+    let url = format!("redis://127.0.0.1:{port}/");
+    let until = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < until, "redis-server did not start on port {port}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Server { child, url }
+}
+
+fn redis_cli(url: &str) -> redis::Connection {
+    redis::Client::open(url).unwrap().get_connection().unwrap()
+}
+
+#[test]
+fn entries_flow_from_one_redis_stream_through_a_window_into_another() {
+    let server = start_redis();
+    let url = server.url.clone();
+    // 300 entries, then an end marker.
+    let mut c = redis_cli(&url);
+    for i in 0..300 {
+        let _: String = redis::cmd("XADD").arg("events").arg("*").arg("word").arg(format!("w{}", i % 4)).query(&mut c).unwrap();
+    }
+    let _: String = redis::cmd("XADD").arg("events").arg("*").arg("__end__").arg("1").query(&mut c).unwrap();
+    let config = CommConfig { timeout: Duration::from_secs(20), ..CommConfig::default() };
+    let comms = local_world(2, config).unwrap();
+    std::thread::scope(|s| {
+        for comm in comms {
+            let url = url.clone();
+            s.spawn(move || {
+                let session = Session::new(comm).unwrap();
+                session
+                    .redis_stream(&url, "events", "0", Some("__end__"))
+                    .map(|e| (e.fields[0].1.clone(), 1u64))
+                    .window(heddle_data::Window::tumbling_count(25), |_| 0, |a, b| a + b)
+                    .map(|w| format!("{} {}", w.key, w.value))
+                    .write_redis(&url, "counts", None)
+                    .unwrap();
+            });
+        }
+    });
+    let out: Vec<(String, Vec<(String, String)>)> = {
+        let reply: redis::streams::StreamRangeReply = redis::cmd("XRANGE").arg("counts").arg("-").arg("+").query(&mut c).unwrap();
+        reply.ids.into_iter().map(|e| (e.id, e.map.into_iter().map(|(k, v)| (k, redis::from_redis_value(&v).unwrap())).collect())).collect()
+    };
+    // Each word appears 75 times: 3 windows of 25 per word, 12 in all.
+    assert_eq!(out.len(), 12);
+    let mut lines: Vec<String> = out.into_iter().map(|(_, f)| f[0].1.clone()).collect();
+    lines.sort();
+    let mut want: Vec<String> = (0..4).flat_map(|w| std::iter::repeat(format!("w{w} 25")).take(3)).collect();
+    want.sort();
+    assert_eq!(lines, want);
+}
