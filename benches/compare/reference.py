@@ -310,6 +310,68 @@ def check_sorted_dir(directory: str | os.PathLike, ref_path: str | os.PathLike) 
     return True, f"{count} records in {len(files)} files, in key order, checksum equal"
 
 # ---------------------------------------------------------------------------------------------
+# Streaming keyed windowed count
+
+EVENT_KEYS = 1000
+WINDOW_MS = 10_000
+EVENTS_PER_S = 10_000
+JITTER_MS = 2_000
+
+
+def generate_events(directory: str | os.PathLike, n: int, files: int = 20, seed: int = 3) -> Path:
+    """``ts_ms,key`` CSV lines in ``files`` files (part-00000.csv, ... in time order) and all
+    in one file beside them: event times at EVENTS_PER_S, each up to JITTER_MS late (out of
+    order), uniform keys."""
+    directory = Path(directory)
+    done = directory / "_COMPLETE"
+    if done.exists() and events_single_file(directory).exists():
+        return directory
+    directory.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    ts = np.arange(n, dtype=np.int64) * 1000 // EVENTS_PER_S + 1_700_000_000_000
+    ts -= rng.integers(0, JITTER_MS, size=n)
+    keys = rng.integers(0, EVENT_KEYS, size=n)
+    with open(events_single_file(directory), "w") as every:
+        for i in range(files):
+            lo, hi = n * i // files, n * (i + 1) // files
+            lines = "\n".join(f"{t},{k}" for t, k in zip(ts[lo:hi].tolist(), keys[lo:hi].tolist())) + "\n"
+            (directory / f"part-{i:05d}.csv").write_text(lines)
+            every.write(lines)
+    counts = np.zeros((int(ts.max() // WINDOW_MS - ts.min() // WINDOW_MS) + 1, EVENT_KEYS), np.int64)
+    np.add.at(counts, (ts // WINDOW_MS - ts.min() // WINDOW_MS, keys), 1)
+    np.save(directory.parent / (directory.name + ".counts.npy"), counts)
+    (directory.parent / (directory.name + ".first_window.txt")).write_text(str(int(ts.min() // WINDOW_MS)))
+    done.write_text("")
+    return directory
+
+
+def events_single_file(directory: str | os.PathLike) -> Path:
+    """The same events as one file, in the same order (for sources that read a directory's
+    files in parallel or in no particular order, so that event time stays in order)."""
+    return Path(directory).parent / (Path(directory).name + ".all.csv")
+
+
+def streaming_reference(directory: str | os.PathLike) -> Path:
+    return Path(directory).parent / (Path(directory).name + ".counts.npy")
+
+
+def check_window_counts(got: dict, ref_path: str | os.PathLike) -> tuple[bool, str]:
+    """``got``: {(window index = start_ms // WINDOW_MS, key): count}."""
+    ref_path = Path(ref_path)
+    want = np.load(ref_path)
+    first = int((ref_path.parent / ref_path.name.replace(".counts.npy", ".first_window.txt")).read_text())
+    have = np.zeros_like(want)
+    for (w, k), c in got.items():
+        i = int(w) - first
+        if not (0 <= i < want.shape[0] and 0 <= int(k) < want.shape[1]):
+            return False, f"window {w} key {k} outside the input's range"
+        have[i, int(k)] = c
+    if not np.array_equal(have, want):
+        bad = int((have != want).sum())
+        return False, f"{bad} (window, key) counts differ; events {int(have.sum())}, want {int(want.sum())}"
+    return True, f"{int(want.sum())} events, {int((want > 0).sum())} (window, key) counts equal"
+
+# ---------------------------------------------------------------------------------------------
 # Trivial tasks
 
 def task_value(i: int) -> int:
