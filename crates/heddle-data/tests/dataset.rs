@@ -1,26 +1,14 @@
 //! Data sets on 1-4 workers (threads with in-process transports) against plain
 //! computations of the same thing.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use heddle_comm::{local_world, CommConfig};
-use heddle_data::{OnMalformed, Session};
+use common::on_workers;
+use heddle_data::OnMalformed;
 
-/// Runs `body(session)` on every worker of an in-process world of `n`; returns rank 0's
-/// result (and checks every worker finished).
-fn on_workers<R: Send>(n: usize, body: impl Fn(&Session) -> R + Sync) -> Vec<R> {
-    let config = CommConfig { timeout: Duration::from_secs(20), ..CommConfig::default() };
-    let comms = local_world(n, config).expect("a local world");
-    std::thread::scope(|s| {
-        let hs: Vec<_> = comms.into_iter().map(|c| {
-            let body = &body;
-            s.spawn(move || body(&Session::new(c).expect("session")))
-        }).collect();
-        hs.into_iter().map(|h| h.join().expect("worker")).collect()
-    })
-}
 
 fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("heddle-data-{name}-{}", std::process::id()));

@@ -1,6 +1,8 @@
 //! Streams: windows against plain computations of the same windows, late events, and
 //! the sources and sinks (sockets, a growing file, a stop handle).
 
+mod common;
+
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -8,21 +10,10 @@ use std::net::TcpListener;
 use std::rc::Rc;
 use std::time::Duration;
 
-use heddle_comm::{local_world, CommConfig};
+use common::on_workers;
 use heddle_data::{Session, Window, Windowed};
 use heddle_task::StopHandle;
 
-fn on_workers<R: Send>(n: usize, body: impl Fn(&Session) -> R + Sync) -> Vec<R> {
-    let config = CommConfig { timeout: Duration::from_secs(20), ..CommConfig::default() };
-    let comms = local_world(n, config).expect("a local world");
-    std::thread::scope(|s| {
-        let hs: Vec<_> = comms.into_iter().map(|c| {
-            let body = &body;
-            s.spawn(move || body(&Session::new(c).expect("session")))
-        }).collect();
-        hs.into_iter().map(|h| h.join().expect("worker")).collect()
-    })
-}
 
 /// Runs a stream into a vector on every worker; returns all workers' records.
 fn gather<T: heddle_task::Record + Send>(n: usize, make: impl Fn(&Session) -> heddle_data::Stream<T> + Sync) -> Vec<T> {

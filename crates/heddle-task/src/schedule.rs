@@ -73,23 +73,37 @@ pub struct RoundRobin;
 
 impl Scheduler for RoundRobin {
     fn place(&self, vertices: &[VertexShape], workers: &[WorkerSpec]) -> Result<Vec<Vec<usize>>> {
-        let mut cap = Capacity::new(workers)?;
-        let mut plan = Vec::new();
-        for v in vertices {
-            let mut ws = Vec::new();
-            for i in 0..v.parallelism {
-                let w = i as usize % workers.len();
-                let r = Resources { cpu: 0.0, ..v.resources.clone() };
-                if !cap.fits(w, &r) {
-                    return Err(cap.shortfall(&v.name, i, &r, Some(&[w])));
-                }
-                cap.take(w, &r);
-                ws.push(w);
+        place_each(vertices, workers, |v, i, cap| {
+            let w = i as usize % workers.len();
+            let r = Resources { cpu: 0.0, ..v.resources.clone() };
+            if cap.fits(w, &r) {
+                Ok((w, r))
+            } else {
+                Err(cap.shortfall(&v.name, i, &r, Some(&[w])))
             }
-            plan.push(ws);
-        }
-        Ok(plan)
+        })
     }
+}
+
+/// Places every instance of every vertex in order: `pick` chooses a worker (and the
+/// resources it takes there) given what is left.
+fn place_each(
+    vertices: &[VertexShape],
+    workers: &[WorkerSpec],
+    mut pick: impl FnMut(&VertexShape, u32, &Capacity) -> Result<(usize, Resources)>,
+) -> Result<Vec<Vec<usize>>> {
+    let mut cap = Capacity::new(workers)?;
+    let mut plan = Vec::new();
+    for v in vertices {
+        let mut ws = Vec::new();
+        for i in 0..v.parallelism {
+            let (w, taken) = pick(v, i, &cap)?;
+            cap.take(w, &taken);
+            ws.push(w);
+        }
+        plan.push(ws);
+    }
+    Ok(plan)
 }
 
 /// Bin-packing: each instance, in vertex order, on the first worker with enough cpu and
@@ -99,18 +113,10 @@ pub struct FirstFit;
 
 impl Scheduler for FirstFit {
     fn place(&self, vertices: &[VertexShape], workers: &[WorkerSpec]) -> Result<Vec<Vec<usize>>> {
-        let mut cap = Capacity::new(workers)?;
-        let mut plan = Vec::new();
-        for v in vertices {
-            let mut ws = Vec::new();
-            for i in 0..v.parallelism {
-                let w = (0..workers.len()).find(|&w| cap.fits(w, &v.resources)).ok_or_else(|| cap.shortfall(&v.name, i, &v.resources, None))?;
-                cap.take(w, &v.resources);
-                ws.push(w);
-            }
-            plan.push(ws);
-        }
-        Ok(plan)
+        place_each(vertices, workers, |v, i, cap| {
+            let w = (0..workers.len()).find(|&w| cap.fits(w, &v.resources)).ok_or_else(|| cap.shortfall(&v.name, i, &v.resources, None))?;
+            Ok((w, v.resources.clone()))
+        })
     }
 }
 
@@ -122,24 +128,14 @@ pub struct DataLocality;
 
 impl Scheduler for DataLocality {
     fn place(&self, vertices: &[VertexShape], workers: &[WorkerSpec]) -> Result<Vec<Vec<usize>>> {
-        let mut cap = Capacity::new(workers)?;
-        let mut plan = Vec::new();
-        for v in vertices {
+        place_each(vertices, workers, |v, i, cap| {
             let local: Vec<usize> = (0..workers.len()).filter(|&w| v.resources.hosts.contains(&workers[w].host)).collect();
-            let mut ws = Vec::new();
-            for i in 0..v.parallelism {
-                let n = local.len();
-                let near = (0..n).map(|k| local[(i as usize + k) % n]).find(|&w| cap.fits(w, &v.resources));
-                let w = near
-                    .or_else(|| {
-                        (0..workers.len()).filter(|&w| cap.fits(w, &v.resources)).max_by(|&a, &b| cap.cpu[a].total_cmp(&cap.cpu[b]).then(b.cmp(&a)))
-                    })
-                    .ok_or_else(|| cap.shortfall(&v.name, i, &v.resources, None))?;
-                cap.take(w, &v.resources);
-                ws.push(w);
-            }
-            plan.push(ws);
-        }
-        Ok(plan)
+            let n = local.len();
+            let near = (0..n).map(|k| local[(i as usize + k) % n]).find(|&w| cap.fits(w, &v.resources));
+            let w = near
+                .or_else(|| (0..workers.len()).filter(|&w| cap.fits(w, &v.resources)).max_by(|&a, &b| cap.cpu[a].total_cmp(&cap.cpu[b]).then(b.cmp(&a))))
+                .ok_or_else(|| cap.shortfall(&v.name, i, &v.resources, None))?;
+            Ok((w, v.resources.clone()))
+        })
     }
 }

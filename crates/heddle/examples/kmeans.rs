@@ -11,8 +11,6 @@
 #[path = "common/points.rs"]
 mod points;
 
-use std::io::Write;
-use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
@@ -21,27 +19,8 @@ use heddle::Op;
 
 #[derive(Debug, Parser)]
 struct Args {
-    /// Points as CSV (`x,y` lines) or .npy (float64, shape (n, 2)).
-    #[arg(long, conflicts_with = "generate")]
-    input: Option<PathBuf>,
-    /// Generate --points points in 16 Gaussian blobs instead.
-    #[arg(long)]
-    generate: bool,
-    /// Seed of the generated points.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Points to generate.
-    #[arg(long, default_value_t = points::POINTS)]
-    points: u64,
-    /// Centers (the first k points start as centers).
-    #[arg(long, default_value_t = points::BLOBS)]
-    k: usize,
-    /// Iterations.
-    #[arg(long, default_value_t = 10)]
-    iterations: u64,
-    /// Write the final centers as CSV (`centers.csv`) here.
-    #[arg(long)]
-    output: Option<PathBuf>,
+    #[command(flatten)]
+    data: points::PointsInput,
 }
 
 fn main() {
@@ -53,18 +32,16 @@ fn main() {
 
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let session = Session::new(heddle::init()?)?;
-    let all: Option<Vec<[f64; 2]>> = match (&args.input, args.generate) {
-        (Some(path), _) => Some(points::read(path)?),
-        (None, true) => None,
-        (None, false) => return Err("give --input FILE or --generate".into()),
+    let d = &args.data;
+    let all: Option<Vec<[f64; 2]>> = match &d.input {
+        Some(path) => Some(points::read(path)?),
+        None => None,
     };
-    let (n, seed) = (all.as_ref().map_or(args.points, |a| a.len() as u64), args.seed);
-    if args.k == 0 || n < args.k as u64 {
-        return Err(format!("--k {} needs at least that many points (there are {n})", args.k).into());
-    }
+    let (n, seed) = (all.as_ref().map_or(d.points, |a| a.len() as u64), d.seed);
+    d.check(n)?;
     let first: Vec<[f64; 2]> = match &all {
-        Some(a) => a[..args.k].to_vec(),
-        None => (0..args.k as u64).map(|i| points::point(seed, i)).collect(),
+        Some(a) => a[..d.k].to_vec(),
+        None => (0..d.k as u64).map(|i| points::point(seed, i)).collect(),
     };
     // The points, cached where their partition is (generated there, or read from the file).
     let source = match all.clone() {
@@ -75,7 +52,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     session.comm().barrier()?;
     let start = Instant::now();
     let mut centers = first.clone();
-    for _ in 0..args.iterations {
+    for _ in 0..d.iterations {
         let c = centers.clone();
         let sums = pts
             .map_partitions(move |part| {
@@ -90,22 +67,14 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut job_s = [start.elapsed().as_secs_f64()];
     session.comm().allreduce(&mut job_s, Op::Max)?;
     if session.rank() == 0 {
-        let all = all.unwrap_or_else(|| (0..n).map(|i| points::point(seed, i)).collect());
-        let want = points::lloyd(&all, &first, args.iterations);
+        let want = points::lloyd(&d.all()?, &first, d.iterations);
         let err = centers.iter().zip(&want).map(|(a, b)| (a[0] - b[0]).abs().max((a[1] - b[1]).abs())).fold(0.0, f64::max);
         let ok = err < 1e-6;
-        if let Some(dir) = &args.output {
-            std::fs::create_dir_all(dir)?;
-            let mut f = std::fs::File::create(dir.join("centers.csv"))?;
-            writeln!(f, "x,y")?;
-            for c in &centers {
-                writeln!(f, "{},{}", c[0], c[1])?;
-            }
-        }
+        d.write(&centers)?;
         println!(
             "{{\"example\": \"kmeans\", \"api\": \"data\", \"ok\": {ok}, \"points\": {n}, \"k\": {}, \"iterations\": {}, \"max_center_error\": {err:.3e}, \"job_s\": {:.3}, \"workers\": {}}}",
-            args.k,
-            args.iterations,
+            d.k,
+            d.iterations,
             job_s[0],
             session.comm().size()
         );

@@ -14,8 +14,6 @@
 mod points;
 
 use std::cell::RefCell;
-use std::io::Write;
-use std::path::PathBuf;
 use std::rc::Rc;
 
 use clap::Parser;
@@ -25,27 +23,8 @@ use heddle::Op;
 
 #[derive(Debug, Parser)]
 struct Args {
-    /// Points as CSV (`x,y` lines) or .npy (float64, shape (n, 2)).
-    #[arg(long, conflicts_with = "generate")]
-    input: Option<PathBuf>,
-    /// Generate --points points in 16 Gaussian blobs instead.
-    #[arg(long)]
-    generate: bool,
-    /// Seed of the generated points.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Points to generate.
-    #[arg(long, default_value_t = points::POINTS)]
-    points: u64,
-    /// Centers (the first k points start as centers).
-    #[arg(long, default_value_t = points::BLOBS)]
-    k: usize,
-    /// Iterations.
-    #[arg(long, default_value_t = 10)]
-    iterations: u64,
-    /// Write the final centers as CSV (`centers.csv`) here.
-    #[arg(long)]
-    output: Option<PathBuf>,
+    #[command(flatten)]
+    data: points::PointsInput,
     /// Print the plan.
     #[arg(long)]
     plan: bool,
@@ -133,24 +112,22 @@ fn main() {
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let comm = heddle::init()?;
     let (rank, p) = (comm.rank() as u64, comm.size() as u64);
+    let d = &args.data;
     // Every worker loads (or generates) just its share, before the job starts.
-    let (share, first, total): (Vec<[f64; 2]>, Vec<[f64; 2]>, u64) = match (&args.input, args.generate) {
-        (Some(path), _) => {
+    let (share, first, total): (Vec<[f64; 2]>, Vec<[f64; 2]>, u64) = match &d.input {
+        Some(path) => {
             let all = points::read(path)?;
             let n = all.len() as u64;
             let share = all[(n * rank / p) as usize..(n * (rank + 1) / p) as usize].to_vec();
-            (share, all.iter().take(args.k).copied().collect(), n)
+            (share, all.iter().take(d.k).copied().collect(), n)
         }
-        (None, true) => {
-            let n = args.points;
-            let share = (n * rank / p..n * (rank + 1) / p).map(|i| points::point(args.seed, i)).collect();
-            (share, (0..(args.k as u64).min(n)).map(|i| points::point(args.seed, i)).collect(), n)
+        None => {
+            let n = d.points;
+            let share = (n * rank / p..n * (rank + 1) / p).map(|i| points::point(d.seed, i)).collect();
+            (share, (0..(d.k as u64).min(n)).map(|i| points::point(d.seed, i)).collect(), n)
         }
-        (None, false) => return Err("give --input FILE or --generate".into()),
     };
-    if args.k == 0 || (first.len() as u64) < args.k as u64 {
-        return Err(format!("--k {} needs at least that many points (there are {total})", args.k).into());
-    }
+    d.check(total)?;
     let result = Rc::new(RefCell::new(Vec::new()));
     let mut graph = TaskGraph::new();
     let share = RefCell::new(Some(share));
@@ -168,40 +145,24 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     let mut job = Job::new(&comm, &graph, &plan, Options::batch())?;
     comm.barrier()?;
-    job.iterate(&[args.iterations])?;
+    job.iterate(&[d.iterations])?;
     let report = job.close()?;
     let mut job_s = [report.job_s];
     comm.allreduce(&mut job_s, Op::Max)?;
 
     if rank == 0 {
         let centers = result.borrow().clone();
-        let want = reference(&args, &first)?;
+        let want = points::lloyd(&d.all()?, &first, d.iterations);
         let err = centers.iter().zip(&want).map(|(a, b)| (a[0] - b[0]).abs().max((a[1] - b[1]).abs())).fold(0.0, f64::max);
         let ok = centers.len() == want.len() && err < 1e-6;
-        if let Some(dir) = &args.output {
-            std::fs::create_dir_all(dir)?;
-            let mut f = std::fs::File::create(dir.join("centers.csv"))?;
-            writeln!(f, "x,y")?;
-            for c in &centers {
-                writeln!(f, "{},{}", c[0], c[1])?;
-            }
-        }
+        d.write(&centers)?;
         println!(
             "{{\"example\": \"kmeans_task\", \"ok\": {ok}, \"points\": {total}, \"k\": {}, \"iterations\": {}, \"max_center_error\": {err:.3e}, \"job_s\": {:.3}, \"workers\": {p}}}",
-            args.k, args.iterations, job_s[0]
+            d.k, d.iterations, job_s[0]
         );
         if !ok {
             return Err("the centers differ from a single-threaded Lloyd's algorithm".into());
         }
     }
     Ok(())
-}
-
-/// Plain Lloyd's algorithm over all points.
-fn reference(args: &Args, first: &[[f64; 2]]) -> Result<Vec<[f64; 2]>, String> {
-    let all: Vec<[f64; 2]> = match &args.input {
-        Some(path) => points::read(path)?,
-        None => (0..args.points).map(|i| points::point(args.seed, i)).collect(),
-    };
-    Ok(points::lloyd(&all, first, args.iterations))
 }

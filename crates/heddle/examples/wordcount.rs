@@ -23,27 +23,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Debug, Parser)]
 struct Args {
-    /// Text file, directory or glob to count (words separated by whitespace).
-    #[arg(long, conflicts_with = "generate")]
-    input: Option<PathBuf>,
-    /// Generate the input (about --megabytes of text) instead; kept in the temp directory.
-    #[arg(long)]
-    generate: bool,
-    /// Seed of the generated text.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Size of the generated text.
-    #[arg(long, default_value_t = 200)]
-    megabytes: u64,
-    /// Write `word<TAB>count` part files here.
-    #[arg(long)]
-    output: Option<PathBuf>,
+    #[command(flatten)]
+    data: text::TextInput,
     /// Print the plan.
     #[arg(long)]
     explain: bool,
-    /// Skip the check against a single-threaded count.
-    #[arg(long)]
-    no_verify: bool,
 }
 
 fn main() {
@@ -55,18 +39,7 @@ fn main() {
 
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let session = Session::new(heddle::init()?)?;
-    let input = match (&args.input, args.generate) {
-        (Some(path), _) => path.clone(),
-        (None, true) => {
-            let path = std::env::temp_dir().join(format!("heddle-words-{}mb-seed{}.txt", args.megabytes, args.seed));
-            if session.rank() == 0 && !path.exists() {
-                text::generate(&path, args.megabytes << 20, args.seed)?;
-            }
-            session.comm().barrier()?;
-            path
-        }
-        (None, false) => return Err("give --input FILE or --generate".into()),
-    };
+    let input = args.data.resolve(session.comm())?;
     session.comm().barrier()?;
     let start = Instant::now();
     let counts = session
@@ -76,7 +49,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if args.explain && session.rank() == 0 {
         print!("{}", counts.explain()?);
     }
-    let result = match &args.output {
+    let result = match &args.data.output {
         Some(dir) => {
             counts.map(|(w, c)| format!("{w}\t{c}")).write_text(dir)?;
             None
@@ -88,9 +61,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if session.rank() == 0 {
         let got: HashMap<String, u64> = match result {
             Some(pairs) => pairs.into_iter().collect(),
-            None => read_parts(args.output.as_deref().expect("written above"))?,
+            None => read_parts(args.data.output.as_deref().expect("written above"))?,
         };
-        let ok = args.no_verify || got == reference(&input)?;
+        let ok = args.data.no_verify || got == reference(&input)?;
         let words: u64 = got.values().sum();
         println!(
             "{{\"example\": \"wordcount\", \"api\": \"data\", \"ok\": {ok}, \"words\": {words}, \"distinct\": {}, \"job_s\": {:.3}, \"workers\": {}}}",

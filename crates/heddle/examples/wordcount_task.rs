@@ -30,27 +30,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Debug, Parser)]
 struct Args {
-    /// Text file to count (words separated by spaces and newlines).
-    #[arg(long, conflicts_with = "generate")]
-    input: Option<PathBuf>,
-    /// Generate the input (about --megabytes of text) instead; kept in the temp directory.
-    #[arg(long)]
-    generate: bool,
-    /// Seed of the generated text.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Size of the generated text.
-    #[arg(long, default_value_t = 200)]
-    megabytes: u64,
-    /// Write the counts here, one part file per total task.
-    #[arg(long)]
-    output: Option<PathBuf>,
+    #[command(flatten)]
+    data: text::TextInput,
     /// Print the plan.
     #[arg(long)]
     plan: bool,
-    /// Skip the check against a single-threaded count.
-    #[arg(long)]
-    no_verify: bool,
 }
 
 /// Bytes a source emits per block.
@@ -182,18 +166,7 @@ fn main() {
 
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let comm = heddle::init()?;
-    let input = match (&args.input, args.generate) {
-        (Some(path), _) => path.clone(),
-        (None, true) => {
-            let path = std::env::temp_dir().join(format!("heddle-words-{}mb-seed{}.txt", args.megabytes, args.seed));
-            if comm.rank() == 0 && !path.exists() {
-                text::generate(&path, args.megabytes << 20, args.seed)?;
-            }
-            comm.barrier()?;
-            path
-        }
-        (None, false) => return Err("give --input FILE or --generate".into()),
-    };
+    let input = args.data.resolve(&comm)?;
     if !input.is_file() {
         return Err(format!("--input {} is not a readable file", input.display()).into());
     }
@@ -203,7 +176,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let path = input.clone();
     let read = graph.source("read", p, move |i| ReadRange::open(&path, i, p).expect("the input was checked above"));
     let count = graph.compute("count", p, |_| CountWords::default());
-    let (out, t) = (args.output.clone(), totals.clone());
+    let (out, t) = (args.data.output.clone(), totals.clone());
     let total = graph.compute("total", p, move |_| Totals { output: out.clone(), totals: t.clone() });
     graph.connect(&read, &count, Edge::direct());
     graph.connect(&count, &total, Edge::keyed_reduce(|a: u64, b| a + b));
@@ -221,7 +194,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     comm.allreduce(&mut stats, Op::Sum)?;
     let all = comm.gather_object(&local, 0)?;
     if let Some(all) = all {
-        let ok = if args.no_verify {
+        let ok = if args.data.no_verify {
             true
         } else {
             let got: HashMap<String, u64> = all.into_iter().flatten().collect();

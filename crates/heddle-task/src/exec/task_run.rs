@@ -116,6 +116,10 @@ impl<O: Clone> Common<O> {
         }
     }
 
+    fn next_wake(&self) -> Option<Instant> {
+        self.next_tick.filter(|_| !self.done)
+    }
+
     fn retired(&self) -> bool {
         self.strategy.max_runs().is_some_and(|k| self.runs >= k)
     }
@@ -196,11 +200,7 @@ where
     }
 
     fn next_wake(&self) -> Option<Instant> {
-        if self.common.done {
-            None
-        } else {
-            self.common.next_tick
-        }
+        self.common.next_wake()
     }
 
     fn close(&mut self, iteration: &[u64]) -> Result<()> {
@@ -356,11 +356,7 @@ where
     }
 
     fn next_wake(&self) -> Option<Instant> {
-        if self.common.done {
-            None
-        } else {
-            self.common.next_tick
-        }
+        self.common.next_wake()
     }
 
     fn close(&mut self, iteration: &[u64]) -> Result<()> {

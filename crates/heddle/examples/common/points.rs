@@ -4,7 +4,7 @@
 
 #![allow(dead_code)] // each example uses part of it
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Points in the standard dataset.
 pub(crate) const POINTS: u64 = 1_000_000;
@@ -166,4 +166,62 @@ pub(crate) fn lloyd(points: &[[f64; 2]], first: &[[f64; 2]], iterations: u64) ->
         update(&mut centers, &sums);
     }
     centers
+}
+
+/// The K-means examples' input flags.
+#[derive(Debug, clap::Args)]
+pub(crate) struct PointsInput {
+    /// Points as CSV (`x,y` lines) or .npy (float64, shape (n, 2)).
+    #[arg(long, conflicts_with = "generate")]
+    pub(crate) input: Option<PathBuf>,
+    /// Generate --points points in 16 Gaussian blobs instead.
+    #[arg(long)]
+    pub(crate) generate: bool,
+    /// Seed of the generated points.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Points to generate.
+    #[arg(long, default_value_t = POINTS)]
+    pub(crate) points: u64,
+    /// Centers (the first k points start as centers).
+    #[arg(long, default_value_t = BLOBS)]
+    pub(crate) k: usize,
+    /// Iterations.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) iterations: u64,
+    /// Write the final centers as CSV (`centers.csv`) here.
+    #[arg(long)]
+    pub(crate) output: Option<PathBuf>,
+}
+
+impl PointsInput {
+    /// Every point (read, or generated).
+    pub(crate) fn all(&self) -> Result<Vec<[f64; 2]>, String> {
+        match &self.input {
+            Some(path) => read(path),
+            None => Ok((0..self.points).map(|i| point(self.seed, i)).collect()),
+        }
+    }
+
+    /// Checks the flags: an input, and at least k points (`n`).
+    pub(crate) fn check(&self, n: u64) -> Result<(), String> {
+        if self.input.is_none() && !self.generate {
+            return Err("give --input FILE or --generate".into());
+        }
+        if self.k == 0 || n < self.k as u64 {
+            return Err(format!("--k {} needs at least that many points (there are {n})", self.k));
+        }
+        Ok(())
+    }
+
+    /// Writes `centers.csv` to `--output`, if given.
+    pub(crate) fn write(&self, centers: &[[f64; 2]]) -> std::io::Result<()> {
+        let Some(dir) = &self.output else { return Ok(()) };
+        std::fs::create_dir_all(dir)?;
+        let mut text = String::from("x,y\n");
+        for c in centers {
+            text.push_str(&format!("{},{}\n", c[0], c[1]));
+        }
+        std::fs::write(dir.join("centers.csv"), text)
+    }
 }

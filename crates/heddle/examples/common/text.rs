@@ -4,7 +4,7 @@
 #![allow(dead_code)] // each example uses part of it
 
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Words in the vocabulary.
 pub(crate) const VOCABULARY: usize = 100_000;
@@ -75,4 +75,50 @@ pub(crate) fn generate(path: &Path, bytes: u64, seed: u64) -> std::io::Result<()
     out.flush()?;
     drop(out);
     std::fs::rename(tmp, path)
+}
+
+/// The word-count examples' input flags.
+#[derive(Debug, clap::Args)]
+pub(crate) struct TextInput {
+    /// Text file to count (words separated by whitespace).
+    #[arg(long, conflicts_with = "generate")]
+    pub(crate) input: Option<PathBuf>,
+    /// Generate the input (about --megabytes of text) instead; kept in the temp directory.
+    #[arg(long)]
+    pub(crate) generate: bool,
+    /// Seed of the generated text.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Size of the generated text.
+    #[arg(long, default_value_t = 200)]
+    pub(crate) megabytes: u64,
+    /// Write the counts here as `word<TAB>count` part files.
+    #[arg(long)]
+    pub(crate) output: Option<PathBuf>,
+    /// Skip the check against a single-threaded count.
+    #[arg(long)]
+    pub(crate) no_verify: bool,
+}
+
+impl TextInput {
+    /// The input file: `--input`, or the generated text (made by rank 0 if missing;
+    /// every worker waits for it).
+    pub(crate) fn resolve(&self, comm: &heddle::Communicator) -> Result<PathBuf, Box<dyn std::error::Error>> {
+        let path = match (&self.input, self.generate) {
+            (Some(path), _) => path.clone(),
+            (None, true) => {
+                let path = std::env::temp_dir().join(format!("heddle-words-{}mb-seed{}.txt", self.megabytes, self.seed));
+                if comm.rank() == 0 && !path.exists() {
+                    generate(&path, self.megabytes << 20, self.seed)?;
+                }
+                comm.barrier()?;
+                path
+            }
+            (None, false) => return Err("give --input FILE or --generate".into()),
+        };
+        if !path.exists() {
+            return Err(format!("--input {} does not exist", path.display()).into());
+        }
+        Ok(path)
+    }
 }
