@@ -64,13 +64,16 @@ bench-python: python-install
 bench: build
 	$(RELEASE)/heddle bench collectives --vs mpi
 
-## Side by side with Open MPI, Spark, Dask and Ray (benches/compare; peers installed on demand
-## into benches/.venv-*): every workload on every system, 3 repeats, docs/benchmarks.md.
+## Side by side with Open MPI, Spark, Dask, Ray and Flink (benches/compare; peers installed on
+## demand into benches/.venv-*): every workload on every system, 3 repeats, docs/benchmarks.md.
+## Heddle's Python rows need .venv-py (python-install); without it they are reported as missing.
 bench-compare: build
+	@$(MAKE) --no-print-directory python-install || echo "bench-compare: python-install failed; Heddle's Python rows will be skipped"
 	$(PYTHON) benches/compare/run.py --repeat 3
 
 ## The same on small data, once: a smoke test (under 5 minutes once the peers are installed).
 bench-compare-quick: build
+	@$(MAKE) --no-print-directory python-install || echo "bench-compare-quick: python-install failed; Heddle's Python rows will be skipped"
 	$(PYTHON) benches/compare/run.py --quick --repeat 1
 
 ## Coverage-guided fuzzing of the wire decoder (SECONDS=600 by default).
