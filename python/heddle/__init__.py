@@ -1,5 +1,5 @@
-"""Heddle for Python: MPI-style collectives (and, later, task graphs and datasets) on the
-Heddle runtime.
+"""Heddle for Python: MPI-style collectives, task graphs and data sets on the Heddle
+runtime.
 
 Run a script on 4 local workers with ``heddle run -n 4 script.py`` (or
 ``python -m heddle run -n 4 script.py``); in it::
@@ -12,8 +12,9 @@ Run a script on 4 local workers with ``heddle run -n 4 script.py`` (or
     comm.Allreduce(heddle.IN_PLACE, x, op=heddle.SUM)
 
 The communication API lives in :mod:`heddle.comm` (close to mpi4py; its names are also
-exported here); errors in :mod:`heddle.errors`, all subclasses of :class:`HeddleError`.
-Further areas are submodules (``heddle.task``, ``heddle.data``), imported on first use.
+exported here); task graphs of Python tasks in :mod:`heddle.task`; lazy distributed data
+sets in :mod:`heddle.data` (both imported on first use); errors in :mod:`heddle.errors`,
+all subclasses of :class:`HeddleError`.
 """
 
 from __future__ import annotations
@@ -43,8 +44,12 @@ from heddle.errors import (
     ArgumentError,
     CommError,
     ConfigError,
+    DataError,
+    GraphError,
     HeddleError,
     LaunchError,
+    PlanError,
+    TaskError,
     TimeoutError,
     WorkerFailed,
 )
@@ -73,18 +78,17 @@ __all__ = [
     "TimeoutError",
     "WorkerFailed",
     "LaunchError",
+    "GraphError",
+    "PlanError",
+    "TaskError",
+    "DataError",
 ]
 
-#: Submodules loaded on first attribute access (``heddle.task`` once it exists, ...).
+#: Submodules loaded on first attribute access.
 _LAZY_SUBMODULES = ("task", "data")
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY_SUBMODULES:
-        try:
-            return importlib.import_module(f"heddle.{name}")
-        except ModuleNotFoundError as e:
-            if e.name == f"heddle.{name}":
-                raise AttributeError(f"module 'heddle' has no attribute {name!r} (heddle.{name} is not available yet)") from None
-            raise
+        return importlib.import_module(f"heddle.{name}")
     raise AttributeError(f"module 'heddle' has no attribute {name!r}")

@@ -130,6 +130,13 @@ def run(args: Sequence[str]) -> int:
     if "PYTHONUNBUFFERED" not in os.environ:
         # Worker output goes through pipes: unbuffered, lines appear as they are printed.
         env.append(("PYTHONUNBUFFERED", "1"))
+    # Numeric libraries (numpy's BLAS, OpenMP) would each start a thread per core in every
+    # worker and the workers would fight over the cores: give each worker its share, as
+    # Ray and Dask do, unless the user chose.
+    threads = str(max(1, (os.cpu_count() or 1) // max(1, workers)))
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        if var not in os.environ:
+            env.append((var, threads))
     sys.stdout.flush()
     try:
         return _heddle.run_local(

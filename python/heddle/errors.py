@@ -9,7 +9,14 @@ variant to one of the classes below, keeping the Rust message as the text::
     ├── CommError                           communication failed (I/O, malformed data, truncation)
     │   ├── TimeoutError (also builtins.TimeoutError)  no progress for HEDDLE_TIMEOUT_S seconds
     │   └── WorkerFailed                    a peer worker is gone; ``.rank`` says which
-    └── LaunchError                         ``heddle run`` could not start a worker
+    ├── LaunchError                         ``heddle run`` could not start a worker
+    ├── GraphError       (also ValueError)  a malformed task graph (a cycle, an edge into a source ...)
+    ├── PlanError                           a task graph that cannot be placed on the workers
+    ├── TaskError                           a task failed inside the native task system
+    └── DataError                           input data cannot be read or parsed (names file and line)
+
+An exception raised by Python code running inside a job (a task method, a function given
+to a data set) is raised as itself when the job returns, not wrapped.
 """
 
 from __future__ import annotations
@@ -25,6 +32,10 @@ __all__ = [
     "TimeoutError",
     "WorkerFailed",
     "LaunchError",
+    "GraphError",
+    "PlanError",
+    "TaskError",
+    "DataError",
 ]
 
 
@@ -62,3 +73,24 @@ class WorkerFailed(CommError):
 
 class LaunchError(HeddleError):
     """The launcher could not start a worker program (for example, it does not exist)."""
+
+
+class GraphError(HeddleError, ValueError):
+    """A task graph is malformed: a vertex of parallelism 0, duplicate names, an edge into
+    a source, a cycle, a direct edge between vertices of different parallelism, a vertex
+    whose edges deliver records of different shapes."""
+
+
+class PlanError(HeddleError):
+    """A task graph cannot be placed on the workers: the message names the first task that
+    does not fit and what it is short of."""
+
+
+class TaskError(HeddleError):
+    """A task failed inside the native task system (for example, a task object could not be
+    made). Exceptions raised by Python task code are raised as themselves instead."""
+
+
+class DataError(HeddleError):
+    """Input data cannot be read or parsed: a missing file, a malformed CSV or JSON row
+    (the message names the file and line), text that is not UTF-8."""

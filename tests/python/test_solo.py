@@ -191,9 +191,8 @@ def test_buffer_errors_keep_the_python_cause(comm):
     assert info.value.__cause__ is not None
 
 
-def test_lazy_submodules_are_absent_until_they_exist():
-    with pytest.raises(AttributeError, match="not available yet"):
-        heddle.task  # noqa: B018
+def test_task_and_data_are_submodules_loaded_on_first_use():
+    assert heddle.task.TaskGraph and heddle.data.Session
     with pytest.raises(AttributeError):
         heddle.no_such_thing  # noqa: B018
 

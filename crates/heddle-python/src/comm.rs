@@ -145,6 +145,22 @@ impl PyComm {
         &self.inner
     }
 
+    /// The communicator, shared (for task jobs and data sessions built on it).
+    pub(crate) fn shared(&self) -> Arc<Communicator> {
+        self.inner.clone()
+    }
+
+    /// Wraps a communicator made natively (a task vertex's, a session's).
+    pub(crate) fn wrap(comm: Communicator) -> PyComm {
+        PyComm { inner: Arc::new(comm) }
+    }
+
+    /// The public `heddle.Comm` (the Python subclass) around `comm`.
+    pub(crate) fn to_python(py: Python<'_>, comm: Communicator) -> PyResult<Py<PyAny>> {
+        let native = Py::new(py, PyComm::wrap(comm))?;
+        Ok(py.import("heddle.comm")?.getattr("Comm")?.call1((native,))?.unbind())
+    }
+
     fn rank_arg(&self, r: i64, what: &str) -> PyResult<usize> {
         match usize::try_from(r) {
             Ok(u) if u < self.inner.size() => Ok(u),

@@ -20,6 +20,14 @@ pub(crate) enum Kind {
     WorkerFailed,
     /// The launcher could not start the job.
     Launch,
+    /// A task graph is malformed.
+    Graph,
+    /// A task graph cannot be placed on the workers.
+    Plan,
+    /// A task failed (reported by the native task system).
+    Task,
+    /// Input data cannot be read or parsed.
+    Data,
 }
 
 impl Kind {
@@ -31,12 +39,15 @@ impl Kind {
             Kind::Timeout => "TimeoutError",
             Kind::WorkerFailed => "WorkerFailed",
             Kind::Launch => "LaunchError",
+            Kind::Graph => "GraphError",
+            Kind::Plan => "PlanError",
+            Kind::Task => "TaskError",
+            Kind::Data => "DataError",
         }
     }
 
     fn cell(self) -> &'static PyOnceLock<Py<PyType>> {
-        static CELLS: [PyOnceLock<Py<PyType>>; 6] =
-            [PyOnceLock::new(), PyOnceLock::new(), PyOnceLock::new(), PyOnceLock::new(), PyOnceLock::new(), PyOnceLock::new()];
+        static CELLS: [PyOnceLock<Py<PyType>>; 10] = [const { PyOnceLock::new() }; 10];
         &CELLS[self as usize]
     }
 
@@ -94,5 +105,40 @@ pub(crate) fn runtime(e: heddle_runtime::Error) -> PyErr {
         E::Timeout(_) => Kind::Timeout.err(e.to_string()),
         E::Spawn { .. } => Kind::Launch.err(e.to_string()),
         _ => Kind::Comm.err(e.to_string()),
+    }
+}
+
+/// Maps a task-system error to its exception.
+pub(crate) fn task(e: heddle_task::Error) -> PyErr {
+    use heddle_task::Error as E;
+    match e {
+        E::Comm(inner) => comm(inner),
+        E::Graph(_) => Kind::Graph.err(e.to_string()),
+        E::Plan(_) => Kind::Plan.err(e.to_string()),
+        _ => Kind::Task.err(e.to_string()),
+    }
+}
+
+/// Maps a data-API error to its exception.
+pub(crate) fn data(e: heddle_data::Error) -> PyErr {
+    use heddle_data::Error as E;
+    match e {
+        // heddle-data reports failures of its own sources and sinks (unreadable or
+        // malformed input, unwritable output) as task errors without a task name.
+        E::Task(heddle_task::Error::Task { task: name, message }) if name.is_empty() => Kind::Data.err(message),
+        E::Task(inner) => task(inner),
+        E::Comm(inner) => comm(inner),
+        E::InvalidArgument(_) => Kind::Argument.err(e.to_string()),
+        _ => Kind::Data.err(e.to_string()),
+    }
+}
+
+/// The exception of a native run: the first Python exception raised inside it (the
+/// cause of everything else), else the mapped Rust error.
+pub(crate) fn of_run<T, E>(result: Result<T, E>, raised: Option<PyErr>, map: impl FnOnce(E) -> PyErr) -> PyResult<T> {
+    match (result, raised) {
+        (_, Some(e)) => Err(e),
+        (Ok(v), None) => Ok(v),
+        (Err(e), None) => Err(map(e)),
     }
 }

@@ -109,3 +109,28 @@ pub(crate) fn blocking<T: Send, F: FnOnce() -> T + Send>(py: Python<'_>, f: F) -
         f()
     })
 }
+
+/// Moves a value that is not `Send` across [`blocking`]'s boundary.
+struct Here<X>(X);
+
+// SAFETY: `blocking` runs its closure on the calling thread (it only releases the GIL), so
+// the value never leaves this thread. The task and data objects it carries (`Rc`-based) are
+// reachable from Python only through `unsendable` classes, which refuse other threads.
+unsafe impl<X> Send for Here<X> {}
+
+impl<X> Here<X> {
+    fn into_inner(self) -> X {
+        self.0
+    }
+}
+
+/// [`blocking`] for work on this thread's task graphs and data sets (not `Send`): the GIL
+/// is released while it runs; Python callbacks inside take it back as they need it.
+pub(crate) fn blocking_here<T, F: FnOnce() -> T>(py: Python<'_>, f: F) -> T {
+    let f = Here(f);
+    blocking(py, move || {
+        let f = f.into_inner();
+        Here(f())
+    })
+    .into_inner()
+}

@@ -2,17 +2,29 @@
 //! the repository's `pyproject.toml`; the Python layer lives in `python/heddle`).
 //!
 //! Each area registers its classes and functions in [`_heddle`]: the communicator
-//! (`comm`), reduction operators (`op`) and the launcher (`launcher`). Later areas
-//! (tasks, datasets) add a module here and a `register` call. Every call that may wait
-//! releases the GIL through [`interrupt::blocking`], and Rust errors become the exception
-//! classes of `heddle.errors` (`errors`).
+//! (`comm`), reduction operators (`op`), the launcher (`launcher`), task graphs of Python
+//! tasks (`task_graph`, `task_context`, `task_job`) and data sets of Python records
+//! (`data_session`, `data_set`, `text_blocks`), whose records are Python objects
+//! (`record`). Every call that may wait releases the GIL through [`interrupt::blocking`]
+//! (Python callbacks inside native runs take it back as they need it), Rust errors become
+//! the exception classes of `heddle.errors` (`errors`), and a Python exception raised
+//! inside a native run is raised as itself when the run returns (`failure`).
 
 mod buffer;
 mod comm;
+mod data_session;
+mod data_set;
 mod errors;
+mod failure;
 mod interrupt;
+mod json;
 mod launcher;
 mod op;
+mod record;
+mod task_context;
+mod task_graph;
+mod task_job;
+mod text_blocks;
 
 use pyo3::prelude::*;
 
@@ -23,5 +35,10 @@ fn _heddle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     op::register(m)?;
     comm::register(m)?;
     launcher::register(m)?;
+    task_context::register(m)?;
+    task_graph::register(m)?;
+    task_job::register(m)?;
+    data_session::register(m)?;
+    data_set::register(m)?;
     Ok(())
 }

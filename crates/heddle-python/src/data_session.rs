@@ -1,0 +1,215 @@
+//! `heddle._heddle.Session`: a `heddle_data::Session` for Python records, and the sources
+//! of data sets (ranges, lists, generators, text lines and blocks, CSV, JSON lines).
+
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use heddle_data::{OnMalformed, Session};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyString};
+
+use crate::comm::PyComm;
+use crate::data_set::PyDataSet;
+use crate::errors::{self, argument, Kind};
+use crate::failure;
+use crate::interrupt::{blocking_here, blocking};
+use crate::record::PyObj;
+use crate::text_blocks::{list_files, Blocks};
+
+static SESSIONS: AtomicU64 = AtomicU64::new(1);
+
+/// The entry point of the data API on every worker (see ``heddle.data.Session``).
+#[pyclass(unsendable, module = "heddle._heddle", name = "Session")]
+pub(crate) struct PySession {
+    pub(crate) s: Session,
+    pub(crate) id: u64,
+}
+
+impl std::fmt::Debug for PySession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PySession").field("rank", &self.s.rank()).field("partitions", &self.s.partitions()).finish()
+    }
+}
+
+fn on_malformed(skip: bool) -> OnMalformed {
+    if skip {
+        OnMalformed::Skip
+    } else {
+        OnMalformed::Fail
+    }
+}
+
+/// Calls `f(arg)`; a Python exception is recorded and gives `None`.
+fn call_or_none<A: for<'py> IntoPyObject<'py>>(f: &Py<PyAny>, arg: A) -> PyObj {
+    Python::attach(|py| {
+        if failure::failed() {
+            return PyObj::none(py);
+        }
+        match f.bind(py).call1((arg,)) {
+            Ok(r) => PyObj::new(r),
+            Err(e) => {
+                failure::record(e);
+                PyObj::none(py)
+            }
+        }
+    })
+}
+
+impl PySession {
+    fn wrap(&self, ds: heddle_data::DataSet<PyObj>) -> PyDataSet {
+        PyDataSet { ds, session: self.id }
+    }
+}
+
+#[pymethods]
+impl PySession {
+    /// A session over a copy of ``comm`` (collective), with ``partitions`` partitions per
+    /// data set (default: one per worker).
+    #[new]
+    #[pyo3(signature = (comm, partitions = None))]
+    fn new(py: Python<'_>, comm: &PyComm, partitions: Option<u32>) -> PyResult<PySession> {
+        let c = comm.shared();
+        let own = blocking(py, || c.split(Some(0), c.rank() as i64)).map_err(errors::comm)?;
+        let own = own.ok_or_else(|| Kind::Comm.err("could not copy the communicator for the session"))?;
+        let s = blocking_here(py, || Session::new(own)).map_err(errors::data)?;
+        let s = match partitions {
+            Some(p) => s.with_partitions(p).map_err(errors::data)?,
+            None => s,
+        };
+        Ok(PySession { s, id: SESSIONS.fetch_add(1, Ordering::Relaxed) })
+    }
+
+    /// This worker's rank.
+    #[getter]
+    fn rank(&self) -> usize {
+        self.s.rank()
+    }
+
+    /// Number of workers.
+    #[getter]
+    fn size(&self) -> usize {
+        self.s.comm().size()
+    }
+
+    /// Partitions of every data set.
+    #[getter]
+    fn partitions(&self) -> u32 {
+        self.s.partitions()
+    }
+
+    /// The integers ``start .. end``, split evenly.
+    fn range(&self, start: i64, end: i64) -> PyDataSet {
+        let n = end.saturating_sub(start).max(0) as u64;
+        self.wrap(self.s.generate(n, move |i| Python::attach(|py| PyObj::new((start + i as i64).into_pyobject(py).expect("an int").into_any()))))
+    }
+
+    /// The records of ``records`` (the same list on every worker), split evenly in order.
+    fn from_list(&self, records: &Bound<'_, PyAny>) -> PyResult<PyDataSet> {
+        let v: Vec<PyObj> = records.try_iter()?.map(|r| r.map(PyObj::new)).collect::<PyResult<_>>()?;
+        Ok(self.wrap(self.s.from_vec(v)))
+    }
+
+    /// ``f(0) .. f(n - 1)``, each partition making its own share.
+    fn generate(&self, n: u64, f: Py<PyAny>) -> PyDataSet {
+        self.wrap(self.s.generate(n, move |i| call_or_none(&f, i)))
+    }
+
+    /// The lines of a text file, of a directory's files, or of a glob's files (UTF-8).
+    fn text_file(&self, path: PathBuf) -> PyResult<PyDataSet> {
+        let lines = self.s.text_file(&path).map_err(errors::data)?;
+        Ok(self.wrap(lines.map(|l: String| Python::attach(|py| PyObj::new(PyString::new(py, &l).into_any())))))
+    }
+
+    /// Blocks of whole lines (``str``, or ``bytes`` if ``binary``; each line ending with a
+    /// newline) of about ``block_bytes`` from the files of ``path``.
+    #[pyo3(signature = (path, block_bytes, binary = false))]
+    fn text_blocks(&self, path: PathBuf, block_bytes: u64, binary: bool) -> PyResult<PyDataSet> {
+        if block_bytes == 0 {
+            return Err(argument("block_bytes must be at least 1"));
+        }
+        let files = list_files(&path).map_err(input_error)?;
+        let blocks = Rc::new(Blocks::new(files, block_bytes));
+        let b = blocks.clone();
+        // A block in which no line starts (inside a long line) gives no record.
+        let made = self.s.generate(blocks.count(), move |j| {
+            Python::attach(|py| {
+                if failure::failed() {
+                    return None;
+                }
+                let block = b.read(j).map_err(|e| Kind::Data.err(e)).and_then(|bytes| {
+                    if bytes.is_empty() {
+                        return Ok(None);
+                    }
+                    if binary {
+                        return Ok(Some(PyBytes::new(py, &bytes).into_any()));
+                    }
+                    let text = String::from_utf8(bytes).map_err(|_| Kind::Data.err(format!("{}: not UTF-8 text", path.display())))?;
+                    Ok(Some(PyString::new(py, &text).into_any()))
+                });
+                match block {
+                    Ok(t) => t.map(PyObj::new),
+                    Err(e) => {
+                        failure::record(e);
+                        None
+                    }
+                }
+            })
+        });
+        Ok(self.wrap(made.flat_map(|b: Option<PyObj>| b)))
+    }
+
+    /// Rows of CSV files as lists of str (a header line, if ``header``, is skipped in
+    /// every file); malformed rows fail with file and line, or are skipped and counted.
+    #[pyo3(signature = (path, header, skip_malformed = false))]
+    fn read_csv(&self, path: PathBuf, header: bool, skip_malformed: bool) -> PyResult<PyDataSet> {
+        let rows = self.s.read_csv::<Vec<String>>(&path, header, on_malformed(skip_malformed)).map_err(errors::data)?;
+        Ok(self.wrap(rows.map(|row: Vec<String>| {
+            Python::attach(|py| PyObj::new(PyList::new(py, row).expect("a list of str").into_any()))
+        })))
+    }
+
+    /// Records of JSON-lines files (one value per line; blank lines ignored).
+    #[pyo3(signature = (path, skip_malformed = false))]
+    fn read_json_lines(&self, path: PathBuf, skip_malformed: bool) -> PyResult<PyDataSet> {
+        let rows = self.s.read_json_lines::<serde_json::Value>(&path, on_malformed(skip_malformed)).map_err(errors::data)?;
+        Ok(self.wrap(rows.map(|v: serde_json::Value| {
+            Python::attach(|py| match crate::json::to_py(py, &v) {
+                Ok(o) => PyObj::new(o),
+                Err(e) => {
+                    failure::record(e);
+                    PyObj::none(py)
+                }
+            })
+        })))
+    }
+
+    /// Malformed rows skipped so far on all workers (collective).
+    fn skipped_rows(&self, py: Python<'_>) -> PyResult<u64> {
+        let s = &self.s;
+        blocking_here(py, || s.skipped_rows()).map_err(errors::data)
+    }
+}
+
+/// A path that names no file is a bad argument (as in `heddle_data`); a file that cannot
+/// be read is a data error.
+fn input_error(message: String) -> PyErr {
+    if message.ends_with("names no readable file") {
+        argument(message)
+    } else {
+        Kind::Data.err(message)
+    }
+}
+
+/// The files a path names (a file, a directory's files, a glob's matches), sorted.
+#[pyfunction]
+pub(crate) fn list_input_files(path: PathBuf) -> PyResult<Vec<PathBuf>> {
+    Ok(list_files(&path).map_err(input_error)?.into_iter().map(|f| f.0).collect())
+}
+
+/// Adds the session class to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PySession>()?;
+    m.add_function(pyo3::wrap_pyfunction!(list_input_files, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,388 @@
+"""heddle.data: lazy distributed data sets of Python objects, with Python functions.
+
+Every worker runs the same program. A :class:`Session` makes :class:`DataSet` s from
+ranges, lists, generators and files; transformations (``map``, ``filter``,
+``reduce_by_key``, ``join``, ``sort_by_key`` ...) describe new data sets without running
+anything; actions (``collect``, ``count``, ``reduce``, ``write_text`` ...) compile what
+they need into one task graph of Heddle's task system — record-wise steps chained in
+memory, shuffles as dataflow operations — and run it on every worker (they are
+collective). :meth:`DataSet.explain` shows the plan::
+
+    import heddle
+    from heddle.data import Session
+
+    s = Session()                                   # joins the job (heddle.init())
+    counts = (s.text_file("logs/*.txt")
+                .flat_map(lambda line: [(w, 1) for w in line.split()])
+                .reduce_by_key(lambda a, b: a + b))
+    top = counts.collect()                          # a list on rank 0, None elsewhere
+
+Records are any Python objects. Within a worker they pass between steps as they are;
+between workers they are pickled (protocol 5; ``None``, ``bool``, 64-bit ``int``,
+``float``, ``str``, ``bytes`` and tuples of them use a compact encoding). Keyed operations
+take ``(key, value)`` tuples. Keys are compared by a canonical encoding, not by Python's
+``hash`` (which differs between processes): ``None``, ``bool``, ``int`` (any size; numpy
+integers too), ``float``, ``str``, ``bytes`` and tuples of them are equal when their values
+are (``1``, ``1.0`` and ``True`` are three different keys), sort as Python sorts values of
+one type (types sort None < bool < int < float < str < bytes < tuple < others), and any
+other key is equal to another when their pickles are.
+
+Vectorized work: :meth:`DataSet.map_batches` hands ``f`` batches of records as numpy
+arrays (or dicts of column arrays), Arrow record batches (when ``pyarrow`` is installed)
+or lists; :meth:`Session.text_blocks` reads text as blocks of many lines; records may
+themselves be numpy blocks (:meth:`Session.from_numpy`).
+
+Errors: an exception raised by a function inside an action stops the Python calls of
+that action on its worker (the action still ends on every worker), then is raised as
+itself. Input problems raise :class:`heddle.DataError` naming the file and line. Every
+action releases the GIL while it waits for other workers.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
+
+from heddle import _heddle
+from heddle.comm import Comm, init
+
+__all__ = ["Session", "DataSet"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _on_malformed(on_malformed: str) -> bool:
+    if on_malformed not in ("fail", "skip"):
+        raise ValueError(f"on_malformed must be 'fail' or 'skip', not {on_malformed!r}")
+    return on_malformed == "skip"
+
+
+class Session:
+    """The entry point of the data API on every worker (collective to create).
+
+    ``comm`` is the communicator of the workers (default: :func:`heddle.init`); the
+    session works on a copy of it, so collectives of your own on ``comm`` between actions
+    are fine. ``partitions`` is the number of partitions of every data set (default: one
+    per worker).
+    """
+
+    def __init__(self, comm: Optional[Comm] = None, partitions: Optional[int] = None) -> None:
+        self.comm: Comm = comm if comm is not None else init()
+        self._native = _heddle.Session(self.comm, partitions)
+
+    @property
+    def rank(self) -> int:
+        """This worker's rank."""
+        return self._native.rank
+
+    @property
+    def size(self) -> int:
+        """Number of workers."""
+        return self._native.size
+
+    @property
+    def partitions(self) -> int:
+        """Partitions of every data set."""
+        return self._native.partitions
+
+    def _wrap(self, native: Any) -> "DataSet":
+        return DataSet(native, self)
+
+    def range(self, start: int, end: Optional[int] = None) -> "DataSet":
+        """The integers ``start .. end - 1`` (``range(n)``: ``0 .. n - 1``), split evenly."""
+        if end is None:
+            start, end = 0, start
+        return self._wrap(self._native.range(int(start), int(end)))
+
+    def from_list(self, records: Iterable[Any]) -> "DataSet":
+        """The records of ``records`` — the same sequence on every worker (as every worker
+        runs the same program) — split evenly, in order."""
+        return self._wrap(self._native.from_list(records))
+
+    def from_numpy(self, array: Any, rows_per_block: int = 65536) -> "DataSet":
+        """Blocks of ``rows_per_block`` rows of ``array`` (the same array on every worker;
+        a memory map is fine: each partition touches only its blocks) as records: numpy
+        arrays to work on with numpy in ``map``/``map_partitions``."""
+        n = len(array)
+        step = max(1, int(rows_per_block))
+        return self.from_list([array[i : i + step] for i in range(0, n, step)])
+
+    def generate(self, n: int, f: Callable[[int], Any]) -> "DataSet":
+        """``f(0) .. f(n - 1)``, each partition calling ``f`` for its own share (seeded
+        generators; ``f`` may make a whole numpy block per call)."""
+        return self._wrap(self._native.generate(int(n), f))
+
+    def text_file(self, path: PathLike) -> "DataSet":
+        """The lines (``str``, without line ends) of a text file, of every file in a
+        directory, or of the files a glob (``*``, ``?`` in the last component) names;
+        split by byte ranges. The text must be UTF-8."""
+        return self._wrap(self._native.text_file(os.fspath(path)))
+
+    def text_blocks(self, path: PathLike, block_bytes: int = 4 << 20, binary: bool = False) -> "DataSet":
+        """The same text as :meth:`text_file` in blocks: each record is a ``str`` of whole
+        lines (each ending with a newline) of about ``block_bytes`` bytes — for vectorized
+        work such as ``collections.Counter(block.split())``. With ``binary`` the blocks are
+        ``bytes``, not decoded (faster to split and count; any encoding)."""
+        return self._wrap(self._native.text_blocks(os.fspath(path), int(block_bytes), bool(binary)))
+
+    def read_csv(self, path: PathLike, header: bool = True, on_malformed: str = "fail") -> "DataSet":
+        """Rows of CSV files (found as :meth:`text_file` finds them): dicts of ``str`` keyed
+        by the first file's header when ``header`` (each file's first line is its header),
+        else lists of ``str``. Quoted fields must not span lines. A malformed row raises
+        :class:`heddle.DataError` naming its file and line, or with ``on_malformed="skip"``
+        is skipped and counted (:meth:`skipped_rows`)."""
+        skip = _on_malformed(on_malformed)
+        rows = self._wrap(self._native.read_csv(os.fspath(path), bool(header), skip))
+        if not header:
+            return rows
+        first = _heddle.list_input_files(os.fspath(path))[0]
+        with open(first, newline="", encoding="utf-8") as f:
+            names = next(csv.reader(io.StringIO(f.readline())), [])
+        return rows.map(lambda row: dict(zip(names, row)))
+
+    def read_json_lines(self, path: PathLike, on_malformed: str = "fail") -> "DataSet":
+        """Records of JSON-lines files (one JSON value per line, blank lines ignored):
+        dicts, lists, str, int, float, bool, None."""
+        return self._wrap(self._native.read_json_lines(os.fspath(path), _on_malformed(on_malformed)))
+
+    def skipped_rows(self) -> int:
+        """Malformed rows skipped so far on all workers (collective)."""
+        return self._native.skipped_rows()
+
+    def broadcast(self, value: Any = None) -> Any:
+        """Rank 0's ``value`` on every worker (a side input for functions; collective)."""
+        return self.comm.bcast(value, root=0)
+
+    def __repr__(self) -> str:
+        return f"<heddle.data.Session rank={self.rank} workers={self.size} partitions={self.partitions}>"
+
+
+# --- batches for map_batches ---------------------------------------------------------
+
+
+def _numpy() -> Any:
+    import numpy
+
+    return numpy
+
+
+def _to_numpy(records: List[Any]) -> Any:
+    np = _numpy()
+    if records and isinstance(records[0], dict):
+        return {k: np.asarray([r[k] for r in records]) for k in records[0]}
+    return np.asarray(records)
+
+
+def _to_arrow(records: List[Any]) -> Any:
+    try:
+        import pyarrow as pa
+    except ImportError:
+        raise ImportError("batch_format='pyarrow' needs pyarrow (pip install pyarrow)") from None
+    if records and isinstance(records[0], dict):
+        return pa.RecordBatch.from_pylist(records)
+    return pa.RecordBatch.from_pydict({"value": records})
+
+
+_TO_BATCH = {"numpy": _to_numpy, "pyarrow": _to_arrow, "list": list}
+
+
+def _from_batch(out: Any) -> List[Any]:
+    """The records of what a map_batches function returned."""
+    if out is None:
+        return []
+    if isinstance(out, list):
+        return out
+    mod = type(out).__module__
+    if mod.startswith("numpy"):
+        if out.ndim == 0:
+            return [out.item()]
+        if out.ndim == 1:
+            return out.tolist()
+        return [tuple(r) for r in out.tolist()]
+    if mod.startswith("pyarrow"):
+        names = list(out.schema.names)
+        if names == ["value"]:
+            return out.column(0).to_pylist()
+        return out.to_pylist()
+    if isinstance(out, dict):
+        cols = list(out)
+        values = [_from_batch(out[c]) for c in cols]
+        return [dict(zip(cols, row)) for row in zip(*values)]
+    return list(out)
+
+
+class DataSet:
+    """A lazy distributed collection of Python objects, in :attr:`Session.partitions`
+    partitions. Transformations return new data sets; actions run them (collectively)."""
+
+    def __init__(self, native: Any, session: Session) -> None:
+        self._native = native
+        self.session = session
+
+    def _wrap(self, native: Any) -> "DataSet":
+        return DataSet(native, self.session)
+
+    # --- record-wise ---------------------------------------------------------------
+
+    def map(self, f: Callable[[Any], Any]) -> "DataSet":
+        """Each record through ``f``."""
+        return self._wrap(self._native.map(f))
+
+    def flat_map(self, f: Callable[[Any], Iterable[Any]]) -> "DataSet":
+        """Each record to the records of the iterable ``f`` returns (``None``: none)."""
+        return self._wrap(self._native.flat_map(f))
+
+    def filter(self, f: Callable[[Any], Any]) -> "DataSet":
+        """The records for which ``f`` is true."""
+        return self._wrap(self._native.filter(f))
+
+    def key_by(self, f: Callable[[Any], Any]) -> "DataSet":
+        """``(f(record), record)`` for each record."""
+        return self._wrap(self._native.key_by(f))
+
+    def map_partitions(self, f: Callable[[List[Any]], Iterable[Any]]) -> "DataSet":
+        """Each whole partition (a list) through ``f``, which returns an iterable of records."""
+        return self._wrap(self._native.map_partitions(f))
+
+    def map_batches(self, f: Callable[[Any], Any], batch_size: Optional[int] = 4096, batch_format: str = "numpy") -> "DataSet":
+        """Vectorized map: ``f`` gets batches of up to ``batch_size`` consecutive records of a
+        partition (``None``: the whole partition) and returns a batch.
+
+        ``batch_format`` says what a batch is: ``"numpy"`` — ``numpy.asarray(records)`` (a
+        1-D array of numbers, a 2-D array of tuples of numbers), or for dict records a dict
+        of column arrays; ``"pyarrow"`` — a ``pyarrow.RecordBatch`` (dict records give its
+        columns; other records one column ``value``); ``"list"`` — the list of records.
+
+        ``f`` may return a numpy array (1-D: one record per element; 2-D: a tuple per row),
+        a dict of equal-length columns (a dict record per row), a ``pyarrow.RecordBatch`` or
+        ``Table`` (a dict per row, or the values of a lone ``value`` column), or any iterable
+        of records.
+        """
+        try:
+            convert = _TO_BATCH[batch_format]
+        except KeyError:
+            raise ValueError(f"batch_format must be 'numpy', 'pyarrow' or 'list', not {batch_format!r}") from None
+        size = None if batch_size is None else max(1, int(batch_size))
+
+        def run(part: List[Any]) -> List[Any]:
+            out: List[Any] = []
+            step = size or max(1, len(part))
+            for i in range(0, len(part), step):
+                out.extend(_from_batch(f(convert(part[i : i + step]))))
+            return out
+
+        return self.map_partitions(run)
+
+    def union(self, other: "DataSet") -> "DataSet":
+        """The records of both data sets."""
+        return self._wrap(self._native.union(other._native))
+
+    def repartition(self) -> "DataSet":
+        """The same records dealt round-robin over the partitions (evens out skew)."""
+        return self._wrap(self._native.repartition())
+
+    def distinct(self) -> "DataSet":
+        """Every distinct record once (records compared as keys are)."""
+        return self._wrap(self._native.distinct())
+
+    # --- keyed: records are (key, value) tuples ---------------------------------------
+
+    def reduce_by_key(self, f: Callable[[Any, Any], Any]) -> "DataSet":
+        """Values combined per key with ``f`` (associative, commutative): within each
+        partition first, then across them. Gives ``(key, value)`` per key."""
+        return self._wrap(self._native.reduce_by_key(f))
+
+    def aggregate_by_key(self, zero: Any, seq: Callable[[Any, Any], Any], comb: Callable[[Any, Any], Any]) -> "DataSet":
+        """Values folded per key into an accumulator: ``seq(acc, value)`` starting from a
+        deep copy of ``zero``; accumulators merged with ``comb`` (associative, commutative)."""
+        return self._wrap(self._native.aggregate_by_key(zero, seq, comb))
+
+    def group_by_key(self) -> "DataSet":
+        """Every key once with the list of its values: ``(key, [values])``."""
+        return self._wrap(self._native.group_by_key())
+
+    def join(self, other: "DataSet") -> "DataSet":
+        """Inner join: ``(key, (v, w))`` for every pair of values with equal keys."""
+        return self._wrap(self._native.join(other._native))
+
+    def left_join(self, other: "DataSet") -> "DataSet":
+        """Left outer join: every left pair ``(key, (v, w))``, ``w`` ``None`` where no right
+        value has the key."""
+        return self._wrap(self._native.left_join(other._native))
+
+    def full_outer_join(self, other: "DataSet") -> "DataSet":
+        """Full outer join: matched pairs, and unmatched values of either side with ``None``
+        on the other."""
+        return self._wrap(self._native.full_outer_join(other._native))
+
+    def sort_by_key(self) -> "DataSet":
+        """Sorted by key across partitions: partition i holds keys no greater than partition
+        i + 1's, each sorted (stable). Samples the keys now (an action)."""
+        return self._wrap(self._native.sort_by_key())
+
+    # --- in memory and in loops --------------------------------------------------------
+
+    def cache(self) -> "DataSet":
+        """Computes the data set now (an action) and keeps every partition in memory, as
+        Python objects, so later actions start from there."""
+        return self._wrap(self._native.cache())
+
+    def iterate(self, max_steps: int, step: Callable[["DataSet"], "DataSet"], done: Callable[["DataSet", "DataSet"], bool]) -> Tuple["DataSet", int]:
+        """Repeats ``step`` on the data set up to ``max_steps`` times, caching each result,
+        until ``done(previous, next)`` holds (checked after each step, collectively: the
+        loop ends when every worker says so). Returns the last data set and the steps
+        taken."""
+        s = self.session
+        last, steps = self._native.iterate(
+            int(max_steps),
+            lambda nd: step(DataSet(nd, s))._native,
+            lambda a, b: bool(done(DataSet(a, s), DataSet(b, s))),
+        )
+        return DataSet(last, s), steps
+
+    # --- actions -----------------------------------------------------------------------
+
+    def collect(self) -> Optional[List[Any]]:
+        """Every record, in partition order, on rank 0 (``None`` on the other workers)."""
+        return self._native.collect()
+
+    def collect_all(self) -> List[Any]:
+        """Every record, in partition order, on every worker."""
+        return self._native.collect_all()
+
+    def count(self) -> int:
+        """The number of records, on every worker."""
+        return self._native.count()
+
+    def reduce(self, f: Callable[[Any, Any], Any]) -> Any:
+        """All records combined with ``f`` (associative, commutative), on every worker;
+        ``None`` for an empty data set."""
+        return self._native.reduce(f)
+
+    def for_each(self, f: Callable[[Any], Any]) -> None:
+        """Calls ``f(record)`` for every record, on the worker holding it."""
+        self._native.for_each(f)
+
+    def write_text(self, directory: PathLike) -> None:
+        """Writes each record's ``str`` as a line, one part file per partition
+        (``directory/part-00000`` ...), where the partition is."""
+        self._native.write_text(os.fspath(directory))
+
+    def write_json_lines(self, directory: PathLike) -> None:
+        """Writes each record as one line of JSON (dicts, lists, tuples, str, int, float,
+        bool, None), one part file per partition."""
+        self._native.write_json_lines(os.fspath(directory))
+
+    def write_csv(self, directory: PathLike) -> None:
+        """Writes each record as a CSV row (a tuple or list of fields, or one field; fields
+        written with ``str``, ``None`` as empty), one part file per partition, no header."""
+        self._native.write_csv(os.fspath(directory))
+
+    def explain(self) -> str:
+        """The task graph and plan an action on this data set would run."""
+        return self._native.explain()
+
+    def __repr__(self) -> str:
+        return repr(self._native)

@@ -1,0 +1,476 @@
+"""heddle.task: task graphs whose tasks are Python objects, run by Heddle's task system.
+
+Describe a graph of *source* tasks (they produce records) and *compute* tasks (they
+execute the records they receive and may emit records of their own; a compute vertex
+without outgoing edges is a sink), connect them with edges (dataflow operations), place
+their instances on the workers with a scheduler, and run them — in batch or streaming
+mode, once or in nested iterations. Every worker of the job runs the same program::
+
+    import heddle
+    from heddle.task import Compute, Edge, Job, Plan, Source, TaskGraph
+
+    class Numbers(Source):
+        def __init__(self, index):
+            self.next_value, self.end = index * 50, index * 50 + 50
+        def next(self, ctx):                     # emits a bounded slice per call
+            while self.next_value < self.end and ctx.emitted < 1000:
+                ctx.emit(self.next_value)
+                self.next_value += 1
+            return self.next_value < self.end    # True (MORE): call again; False (DONE)
+
+    class Total(Compute):
+        def __init__(self, index):
+            self.total = 0
+        def execute(self, ctx, x):
+            self.total += x
+        def end_of_input(self, ctx):
+            print("total", self.total)
+
+    comm = heddle.init()
+    g = TaskGraph()
+    numbers = g.source("numbers", 2, Numbers)    # factory(index) makes instance `index`
+    total = g.compute("total", 1, Total)
+    g.connect(numbers, total, Edge.hash())
+    plan = Plan(g, comm)                         # round robin by default
+    Job(comm, g, plan).run()
+
+Task life cycle (DataCutter's): ``prepare(ctx)`` once, then ``next(ctx)`` (sources) or
+``execute(ctx, record)`` (compute) as input arrives, ``tick(ctx)`` on timed activations,
+``end_of_input(ctx)`` when every input of a pass has ended, ``close(ctx)`` once at the
+end. Only ``next``/``execute`` are required; subclassing :class:`Source` or
+:class:`Compute` is optional.
+
+Records are Python objects: within a worker they pass between tasks as they are (direct
+edges between co-located instances hand them over in memory); when they cross workers
+they are pickled (protocol 5; ``None``, ``bool``, 64-bit ``int``, ``float``, ``str``,
+``bytes`` and tuples of them use a compact encoding). What a compute task receives
+depends on its incoming edges: the record itself; ``(task, record)`` from
+:meth:`Edge.gather`; ``(key, value)`` from :meth:`Edge.keyed_reduce`; ``(key, [values])``
+from :meth:`Edge.keyed_gather`. A task whose outgoing edges are keyed emits ``(key,
+value)`` tuples. Keys are compared by a canonical encoding (see :mod:`heddle.data`).
+
+Tasks of a vertex marked :meth:`TaskGraph.collective` get a communicator of their own
+(``ctx.comm()``, rank = instance index) for BSP collectives inside the task, e.g. an
+allreduce in ``end_of_input``.
+
+Blocking calls (planning with :meth:`WorkerSpec.discover`, :class:`Job` creation,
+:meth:`Job.run`, :meth:`Job.iterate` ...) release the GIL while they wait; the Python
+task methods take it back to run. An exception raised by a task ends the job on its
+worker and is raised as itself by the call that ran the job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from heddle import _heddle
+from heddle.comm import Comm
+
+__all__ = [
+    "MORE",
+    "DONE",
+    "Source",
+    "Compute",
+    "Context",
+    "Edge",
+    "Strategy",
+    "Resources",
+    "WorkerSpec",
+    "RoundRobin",
+    "FirstFit",
+    "DataLocality",
+    "Vertex",
+    "TaskGraph",
+    "Plan",
+    "Job",
+    "Report",
+    "TaskStats",
+    "StopHandle",
+]
+
+#: Returned by :meth:`Source.next`: more records remain, call again.
+MORE = True
+#: Returned by :meth:`Source.next`: this pass is over (``None`` means the same).
+DONE = False
+
+#: What task methods receive as ``ctx``: ``emit(record)``, ``emit_all(records)``,
+#: ``emitted``, ``name``, ``index``, ``parallelism``, ``task``, ``worker``, ``iteration``,
+#: ``strategy`` / ``set_strategy(s)``, ``comm()``. Valid only during the call.
+Context = _heddle.Context
+#: Ends a streaming job: ``stop()`` (from a task or another thread).
+StopHandle = _heddle.StopHandle
+
+
+class Source:
+    """Base class of source tasks (optional: any object with ``next(ctx)`` will do)."""
+
+    def prepare(self, ctx: Context) -> None:
+        """Called once, before anything else."""
+
+    def next(self, ctx: Context) -> Optional[bool]:
+        """Emits the next records with ``ctx.emit``; a bounded slice per call (say a few
+        thousand), so the executor can move them. Returns :data:`MORE` (``True``) to be
+        called again, :data:`DONE` (``False`` or ``None``) when this pass is over."""
+        raise NotImplementedError
+
+    def close(self, ctx: Context) -> None:
+        """Called once, after the last pass."""
+
+
+class Compute:
+    """Base class of compute (and sink) tasks (optional: any object with
+    ``execute(ctx, record)`` will do)."""
+
+    def prepare(self, ctx: Context) -> None:
+        """Called once, before anything else."""
+
+    def execute(self, ctx: Context, record: Any) -> None:
+        """Executes one received record; may emit records with ``ctx.emit``."""
+        raise NotImplementedError
+
+    def tick(self, ctx: Context) -> None:
+        """A timed activation (a strategy with a period), after the waiting input."""
+
+    def end_of_input(self, ctx: Context) -> None:
+        """Every input has ended for this pass: emit results that need all of it."""
+
+    def close(self, ctx: Context) -> None:
+        """Called once, after the last pass (or when the task retires)."""
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """When a task runs (Granules' scheduling strategies): when data arrives, every
+    ``period_ms`` milliseconds, at most ``max_runs`` times, or a combination::
+
+        Strategy.on_data()                         # every arriving record (the default)
+        Strategy.periodic(20)                      # only every 20 ms: input waits, then runs, then tick()
+        Strategy.on_data().every(50).at_most(10)   # on data, also every 50 ms, 10 activations in all
+
+    A task may change its strategy while it runs (``ctx.set_strategy``). A task that
+    reaches ``max_runs`` retires: it closes, its outputs end, and input arriving later is
+    counted as discarded.
+    """
+
+    runs_on_data: bool = True
+    period_ms: Optional[float] = None
+    max_runs: Optional[int] = None
+
+    @staticmethod
+    def on_data() -> "Strategy":
+        """Runs whenever input is waiting."""
+        return Strategy(True, None, None)
+
+    @staticmethod
+    def periodic(period_ms: float) -> "Strategy":
+        """Runs every ``period_ms`` milliseconds only: input waits in the task's queue until
+        the next run, which executes all of it and then calls ``tick``."""
+        return Strategy(False, float(period_ms), None)
+
+    def every(self, period_ms: float) -> "Strategy":
+        """Also runs every ``period_ms`` milliseconds (``tick`` with no input waiting)."""
+        return Strategy(self.runs_on_data, float(period_ms), self.max_runs)
+
+    def at_most(self, runs: int) -> "Strategy":
+        """Retires the task after ``runs`` activations."""
+        return Strategy(self.runs_on_data, self.period_ms, int(runs))
+
+
+@dataclass(frozen=True)
+class Edge:
+    """How records move between the instances of two vertices (a dataflow operation)."""
+
+    kind: str
+    func: Optional[Callable[..., Any]] = None
+
+    @staticmethod
+    def direct() -> "Edge":
+        """Instance i to instance i (equal parallelism). Between instances on one worker
+        the records pass in memory, as Python objects (chaining)."""
+        return Edge("direct")
+
+    @staticmethod
+    def hash() -> "Edge":
+        """Each record to the instance a hash of its canonical encoding picks (equal
+        records, equal instance, on every worker)."""
+        return Edge("hash")
+
+    @staticmethod
+    def partition(partitioner: Callable[[Any], int]) -> "Edge":
+        """Each record to instance ``partitioner(record) % parallelism``."""
+        return Edge("partition", partitioner)
+
+    @staticmethod
+    def broadcast() -> "Edge":
+        """Every record to every downstream instance."""
+        return Edge("broadcast")
+
+    @staticmethod
+    def reduce(reducer: Callable[[Any, Any], Any]) -> "Edge":
+        """All records combined with ``reducer`` (associative, commutative) into one value
+        per downstream instance (in streaming mode: running values)."""
+        return Edge("reduce", reducer)
+
+    @staticmethod
+    def gather() -> "Edge":
+        """Every record to every downstream instance as ``(task, record)``, ``task`` being
+        the sending instance's task id."""
+        return Edge("gather")
+
+    @staticmethod
+    def keyed_reduce(reducer: Callable[[Any, Any], Any]) -> "Edge":
+        """``(key, value)`` records grouped by key, values combined with ``reducer``
+        (combined on the sending worker first in batch mode)."""
+        return Edge("keyed_reduce", reducer)
+
+    @staticmethod
+    def keyed_gather() -> "Edge":
+        """``(key, value)`` records grouped by key: ``(key, [values])`` per key."""
+        return Edge("keyed_gather")
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What each instance of a vertex requests: ``cpu`` cores (fractions allowed),
+    ``memory`` bytes, and ``hosts`` holding its input (preferred by :class:`DataLocality`)."""
+
+    cpu: float = 1.0
+    memory: int = 0
+    hosts: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """One worker as schedulers see it."""
+
+    rank: int
+    host: str
+    cpu: float
+    memory: int
+
+    @staticmethod
+    def discover(comm: Comm) -> List["WorkerSpec"]:
+        """Every worker of ``comm`` with its host and its share of the host's cores and
+        memory (collective: every worker must call it)."""
+        return [WorkerSpec(*w) for w in _heddle.discover(comm)]
+
+
+@dataclass(frozen=True)
+class RoundRobin:
+    """Instance i of every vertex on worker ``i mod workers`` (instances of one-to-one
+    vertices end up together, so direct edges chain). Memory requests are checked; cpu may
+    be shared."""
+
+    name: str = field(default="round_robin", init=False)
+
+
+@dataclass(frozen=True)
+class FirstFit:
+    """Bin packing: each instance, in vertex order, on the first worker with enough cpu
+    and memory left."""
+
+    name: str = field(default="first_fit", init=False)
+
+
+@dataclass(frozen=True)
+class DataLocality:
+    """Instances whose request names hosts go, round robin, to workers on those hosts with
+    room; others (and any that do not fit there) to the worker with the most free cpu."""
+
+    name: str = field(default="data_locality", init=False)
+
+
+Scheduler = Union[RoundRobin, FirstFit, DataLocality]
+
+
+@dataclass(frozen=True)
+class Vertex:
+    """A vertex of a :class:`TaskGraph` (returned by ``source`` and ``compute``)."""
+
+    id: int
+    name: str
+
+
+class TaskGraph:
+    """A graph of Python tasks: vertices made with :meth:`source` and :meth:`compute`,
+    connected with :meth:`connect`."""
+
+    def __init__(self) -> None:
+        self._native = _heddle.TaskGraph()
+        self._vertices: List[Vertex] = []
+
+    def _add(self, name: str, source: bool, parallelism: int, factory: Callable[[int], Any]) -> Vertex:
+        if not callable(factory):
+            raise TypeError(f"the factory of vertex {name!r} must be callable (index -> task object)")
+        v = Vertex(self._native.add_vertex(str(name), source, int(parallelism), factory), str(name))
+        self._vertices.append(v)
+        return v
+
+    def source(self, name: str, parallelism: int, factory: Callable[[int], Any]) -> Vertex:
+        """A source vertex of ``parallelism`` instances; ``factory(i)`` makes instance ``i``
+        (a class whose constructor takes the index works)."""
+        return self._add(name, True, parallelism, factory)
+
+    def compute(self, name: str, parallelism: int, factory: Callable[[int], Any]) -> Vertex:
+        """A compute vertex (a sink if nothing connects from it) of ``parallelism``
+        instances; ``factory(i)`` makes instance ``i``."""
+        return self._add(name, False, parallelism, factory)
+
+    def connect(self, from_: Vertex, to: Vertex, edge: Edge) -> "TaskGraph":
+        """Connects ``from_``'s output to ``to``'s input through ``edge``."""
+        self._native.connect(from_.id, to.id, edge.kind, edge.func)
+        return self
+
+    def strategy(self, vertex: Vertex, strategy: Strategy) -> "TaskGraph":
+        """Sets the strategy the instances of ``vertex`` start with."""
+        self._native.set_strategy(vertex.id, strategy.runs_on_data, strategy.period_ms, strategy.max_runs)
+        return self
+
+    def resources(self, vertex: Vertex, resources: Resources) -> "TaskGraph":
+        """Sets the resources each instance of ``vertex`` requests."""
+        self._native.set_resources(vertex.id, float(resources.cpu), int(resources.memory), list(resources.hosts))
+        return self
+
+    def collective(self, vertex: Vertex) -> "TaskGraph":
+        """Gives the instances of ``vertex`` a communicator of their own (``ctx.comm()``,
+        rank = instance index) for collectives inside the tasks; needs at most one
+        instance of the vertex per worker."""
+        self._native.set_collective(vertex.id)
+        return self
+
+    def validate(self) -> None:
+        """Checks the graph as planning would; raises :class:`heddle.GraphError`."""
+        self._native.validate()
+
+    @property
+    def vertices(self) -> List[Vertex]:
+        """The vertices, in the order they were added."""
+        return list(self._vertices)
+
+
+class Plan:
+    """Where every task instance runs: ``Plan(graph, comm)`` discovers the workers of
+    ``comm`` (collective); ``Plan(graph, [WorkerSpec, ...])`` plans for given workers.
+    Deterministic: every worker computes the same plan. ``print(plan)`` shows it."""
+
+    def __init__(self, graph: TaskGraph, workers: Union[Comm, Sequence[WorkerSpec]], scheduler: Scheduler = RoundRobin()) -> None:
+        specs = WorkerSpec.discover(workers) if isinstance(workers, _heddle.Comm) else list(workers)
+        self._native = _heddle.make_plan(graph._native, [(w.rank, w.host, float(w.cpu), int(w.memory)) for w in specs], scheduler.name)
+
+    @classmethod
+    def _wrap(cls, native: Any) -> "Plan":
+        p = cls.__new__(cls)
+        p._native = native
+        return p
+
+    @property
+    def workers(self) -> List[List[int]]:
+        """For each vertex, the worker (index into :attr:`world`) of each instance."""
+        return self._native.workers
+
+    @property
+    def vertices(self) -> List[Tuple[str, str, int]]:
+        """``(name, kind, parallelism)`` of each vertex; kind is source, compute or sink."""
+        return self._native.vertices
+
+    @property
+    def edges(self) -> List[Tuple[int, int, str, bool]]:
+        """``(from, to, kind, chained)`` of each edge (chained: records pass in memory)."""
+        return self._native.edges
+
+    @property
+    def first_task(self) -> List[int]:
+        """Task id of instance 0 of each vertex (instance i has ``first + i``)."""
+        return self._native.first_task
+
+    @property
+    def world(self) -> List[WorkerSpec]:
+        """The workers planned for."""
+        return [WorkerSpec(*w) for w in self._native.world]
+
+    def __str__(self) -> str:
+        return str(self._native)
+
+    def __repr__(self) -> str:
+        return repr(self._native)
+
+
+@dataclass(frozen=True)
+class TaskStats:
+    """Counters of one task instance."""
+
+    task: str
+    worker: int
+    executed: int
+    ticks: int
+    emitted: int
+    discarded: int
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a job did on this worker: passes run, seconds from the first pass to the end
+    of the last, and the counters of the task instances on this worker."""
+
+    passes: int
+    job_s: float
+    tasks: List[TaskStats]
+
+    @staticmethod
+    def _from(d: Dict[str, Any]) -> "Report":
+        return Report(d["passes"], d["job_s"], [TaskStats(**t) for t in d["tasks"]])
+
+
+class Job:
+    """This worker's task instances of a plan (collective: every worker creates the job
+    with the same graph and plan). ``mode`` is ``"batch"`` (tasks end when their input
+    ends) or ``"streaming"`` (long-running, until :meth:`StopHandle.stop`). The plan
+    defaults to ``Plan(graph, comm)``."""
+
+    def __init__(
+        self,
+        comm: Comm,
+        graph: TaskGraph,
+        plan: Optional[Plan] = None,
+        mode: str = "batch",
+        budget_bytes: Optional[int] = None,
+        batch_bytes: Optional[int] = None,
+    ) -> None:
+        if mode not in ("batch", "streaming"):
+            raise ValueError(f"mode must be 'batch' or 'streaming', not {mode!r}")
+        if plan is None:
+            plan = Plan(graph, comm)
+        self._native = _heddle.Job(comm, graph._native, plan._native, mode == "streaming", budget_bytes, batch_bytes)
+
+    def run(self) -> Report:
+        """Runs the graph once: prepare, one pass, close."""
+        return Report._from(self._native.run())
+
+    def iterate(self, counts: Iterable[int]) -> None:
+        """Runs nested loops of passes, ``counts = [outer, inner, ...]``; tasks keep their
+        state across passes and see the counters in ``ctx.iteration``. May be called again
+        to continue; :meth:`close` ends the job."""
+        self._native.iterate([int(c) for c in counts])
+
+    def run_pass(self, iteration: Sequence[int] = ()) -> None:
+        """Runs one pass with the iteration counters ``iteration``."""
+        self._native.one_pass([int(i) for i in iteration])
+
+    def close(self) -> Report:
+        """Closes every task (once) and reports."""
+        return Report._from(self._native.close())
+
+    def stop_handle(self) -> StopHandle:
+        """A handle that ends a streaming job (``stop()``, from a task or another thread)."""
+        return self._native.stop_handle()
+
+    @property
+    def plan(self) -> Plan:
+        """The plan the job runs."""
+        return Plan._wrap(self._native.plan)
+
+    @property
+    def mode(self) -> str:
+        """``"batch"`` or ``"streaming"``."""
+        return self._native.mode

@@ -1,0 +1,125 @@
+"""heddle.data: data sets of Python records, in a world of one (errors, keys, batches) and
+in jobs of 2, 3 and 4 workers (tests/python/jobs/data_ops.py checks every transformation
+and action against a plain Python computation)."""
+
+import collections
+import operator
+
+import numpy as np
+import pytest
+
+import heddle
+from heddle.data import Session
+
+from conftest import assert_all_ok, run_job
+
+
+@pytest.fixture(scope="module")
+def s():
+    return Session(heddle.init())
+
+
+def test_a_pipeline_in_a_world_of_one(s):
+    lines = ["a b a", "b c", ""]
+    counts = s.from_list(lines).flat_map(str.split).map(lambda w: (w, 1)).reduce_by_key(operator.add)
+    assert sorted(counts.collect()) == [("a", 2), ("b", 2), ("c", 1)]
+    assert (s.rank, s.size, s.partitions) == (0, 1, 1)
+    assert s.broadcast({"x": 1}) == {"x": 1}
+    plan = counts.explain()
+    assert "KeyedReduce (dataflow operation)" in plan and "from_vec" in plan, plan
+
+
+def test_exceptions_in_functions_are_raised_as_themselves(s):
+    xs = s.range(10)
+    with pytest.raises(ValueError, match="bad 3"):
+        xs.map(lambda x: x if x != 3 else (_ for _ in ()).throw(ValueError("bad 3"))).count()
+    with pytest.raises(ZeroDivisionError):
+        xs.filter(lambda x: 1 / (x - 5)).collect()
+    with pytest.raises(TypeError):
+        xs.flat_map(lambda x: x).count()  # an int is not iterable
+    with pytest.raises(ZeroDivisionError):
+        xs.reduce(lambda a, b: a / 0)
+    with pytest.raises(KeyError):
+        xs.map(lambda x: (x % 2, x)).reduce_by_key(lambda a, b: {}[a]).collect()
+    with pytest.raises(RuntimeError, match="sink"):
+        xs.for_each(lambda x: (_ for _ in ()).throw(RuntimeError("sink")))
+    with pytest.raises(ZeroDivisionError):
+        s.generate(3, lambda i: 1 / 0).count()
+    with pytest.raises(heddle.ArgumentError, match=r"\(key, value\) pairs"):
+        xs.group_by_key().collect()
+    assert xs.count() == 10  # still usable
+
+
+def test_input_errors_name_the_file_and_line(s, tmp_path):
+    (tmp_path / "rows.csv").write_text('a,b\n1,2\n"unclosed,3\n')
+    (tmp_path / "rows.jsonl").write_text('{"a": 1}\n\n[1, 2\n')
+    (tmp_path / "latin1.txt").write_bytes(b"caf\xe9\n")
+    with pytest.raises(heddle.DataError, match=r"rows.jsonl line 3"):
+        s.read_json_lines(tmp_path / "rows.jsonl").count()
+    assert s.read_json_lines(tmp_path / "rows.jsonl", on_malformed="skip").collect() == [{"a": 1}]
+    with pytest.raises(heddle.DataError, match=r"latin1.txt.*UTF-8"):
+        s.text_file(tmp_path / "latin1.txt").count()
+    with pytest.raises(heddle.DataError, match=r"UTF-8"):
+        s.text_blocks(tmp_path / "latin1.txt").count()
+    assert s.text_blocks(tmp_path / "latin1.txt", binary=True).collect() == [b"caf\xe9\n"]
+    for source in (s.text_file, s.text_blocks, s.read_json_lines, s.read_csv):
+        with pytest.raises(heddle.ArgumentError, match="no readable file"):
+            source(tmp_path / "missing-*.txt")
+    with pytest.raises(ValueError, match="on_malformed"):
+        s.read_csv(tmp_path / "rows.csv", on_malformed="ignore")
+
+
+def test_data_sets_of_two_sessions_do_not_mix(s):
+    other = Session(heddle.init())
+    with pytest.raises(heddle.ArgumentError, match="different sessions"):
+        s.range(3).union(other.range(3))
+    with pytest.raises(heddle.ArgumentError, match="different sessions"):
+        s.range(3).map(lambda x: (x, x)).join(other.range(3).map(lambda x: (x, x)))
+
+
+def test_keys_compare_by_value_and_type_and_sort_as_python_does(s):
+    keys = [3, -2**70, 2**64 + 1, -1, 0, 2.5, -0.5, float("inf"), "b", "a", "ab", "", b"z", b"", (1, "a"), (1,), (0, "z", None), None, True, False]
+    got = [k for k, _ in s.from_list([(k, i) for i, k in enumerate(keys)]).sort_by_key().collect()]
+    by_type = {}
+    for k in keys:
+        by_type.setdefault(type(k), []).append(k)
+    order = [type(None), bool, int, float, str, bytes, tuple]
+    assert got == [k for t in order for k in sorted(by_type[t])]
+    pairs = [(1, "int"), (1.0, "float"), (True, "bool"), (np.int64(1), "np"), ((1, 2), "t"), ((1, 2), "t2"), (-0.0, "nz"), (0.0, "z")]
+    grouped = {repr(k): sorted(v) for k, v in s.from_list(pairs).group_by_key().collect()}
+    assert grouped == {"1": ["int", "np"], "1.0": ["float"], "True": ["bool"], "(1, 2)": ["t", "t2"], "-0.0": ["nz", "z"]} or grouped == {
+        "1": ["int", "np"], "1.0": ["float"], "True": ["bool"], "(1, 2)": ["t", "t2"], "0.0": ["nz", "z"]}
+
+
+def test_map_batches_formats(s):
+    xs = s.range(100)
+    assert xs.map_batches(lambda a: a ** 2, batch_size=16).collect() == [x * x for x in range(100)]
+    assert xs.map_batches(lambda b: [len(b)], batch_size=30, batch_format="list").collect() == [30, 30, 30, 10]
+    assert xs.map_batches(lambda a: None).collect() == []
+    assert xs.map_batches(lambda a: np.float64(a.sum()), batch_size=None).collect() == [4950.0]
+    with pytest.raises(ValueError, match="batch_format"):
+        xs.map_batches(lambda a: a, batch_format="pandas")
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.compute  # noqa: F401
+    rows = s.from_list([{"x": i, "y": str(i)} for i in range(10)])
+    out = rows.map_batches(lambda rb: pa.RecordBatch.from_pydict({"x2": pa.compute.multiply(rb.column("x"), 2)}), batch_size=4, batch_format="pyarrow")
+    assert out.collect() == [{"x2": 2 * i} for i in range(10)]
+
+
+def test_word_count_matches_a_counter(s, tmp_path):
+    text = "".join(f"w{i % 7} w{i % 3} x\n" for i in range(1000))
+    (tmp_path / "t.txt").write_text(text)
+    counts = (
+        s.text_blocks(tmp_path / "t.txt", block_bytes=1000, binary=True)
+        .map_partitions(lambda blocks: collections.Counter(w for b in blocks for w in b.split()).items())
+        .reduce_by_key(operator.add)
+        .collect()
+    )
+    assert dict(counts) == {w.encode(): n for w, n in collections.Counter(text.split()).items()}
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_data_sets_on_workers(n, tmp_path):
+    job = run_job(n, "data_ops.py", str(tmp_path))
+    assert_all_ok(job, n)
+    assert all(rep["checks"] >= 55 for rep in job.reports.values()), job.reports

@@ -1,0 +1,91 @@
+"""The Python examples (examples/python/wordcount.py, kmeans.py) under ``heddle run``:
+each checks itself against a plain Python reference and prints the Rust examples' JSON
+line; their generated datasets match the Rust examples' (when those are built)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import run_job
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "python"
+RUST = ROOT / "target" / "release" / "examples"
+sys.path.insert(0, str(EXAMPLES))
+import common  # noqa: E402
+
+
+def report(job, example):
+    assert job.returncode == 0, job
+    rep = job.reports[0]
+    assert rep["example"] == example and rep["api"] == "python" and rep["ok"] is True, job
+    return rep
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_wordcount_on_generated_text(n, tmp_path):
+    env = {"TMPDIR": str(tmp_path)}
+    rep = report(run_job(n, str(EXAMPLES / "wordcount.py"), "--generate", "--megabytes", "2", "--seed", "5", "--block-bytes", "100000", env=env), "wordcount")
+    text = (tmp_path / "heddle-words-2mb-seed5.txt").read_text()
+    assert rep["words"] == len(text.split()) and rep["workers"] == n
+    assert set(rep) == {"example", "api", "ok", "words", "distinct", "job_s", "workers"}
+
+
+def test_wordcount_input_and_output(tmp_path):
+    (tmp_path / "in.txt").write_text("the cat  the dog\n\nand\tthe end\n" * 100)
+    out = tmp_path / "out"
+    rep = report(run_job(2, str(EXAMPLES / "wordcount.py"), "--input", str(tmp_path / "in.txt"), "--output", str(out)), "wordcount")
+    assert (rep["words"], rep["distinct"]) == (700, 5)
+    lines = [l for p in sorted(out.iterdir()) for l in p.read_text().splitlines()]
+    assert sorted(lines) == sorted(["the\t300", "cat\t100", "dog\t100", "and\t100", "end\t100"])
+
+
+def test_generated_text_is_the_rust_examples(tmp_path):
+    rust = RUST / "wordcount"
+    if not rust.exists():
+        pytest.skip("the Rust examples are not built (make build)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEDDLE_")}
+    env["TMPDIR"] = str(tmp_path)
+    done = subprocess.run([str(rust), "--generate", "--megabytes", "1", "--seed", "9"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done
+    common.generate_words(tmp_path / "python.txt", 1, 9)
+    assert (tmp_path / "python.txt").read_bytes() == (tmp_path / "heddle-words-1mb-seed9.txt").read_bytes()
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_kmeans_on_generated_points(n, tmp_path):
+    rep = report(run_job(n, str(EXAMPLES / "kmeans.py"), "--generate", "--points", "30000", "--k", "8", "--iterations", "6", "--output", str(tmp_path)), "kmeans")
+    assert (rep["points"], rep["k"], rep["iterations"], rep["workers"]) == (30000, 8, 6, n)
+    assert rep["max_center_error"] < 1e-6
+    assert np.loadtxt(tmp_path / "centers.csv", delimiter=",", skiprows=1).shape == (8, 2)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "npy"])
+def test_kmeans_reads_csv_and_npy(fmt, tmp_path):
+    pts = common.points(4, 0, 5000)
+    path = tmp_path / f"points.{fmt}"
+    if fmt == "npy":
+        np.save(path, pts)
+    else:
+        np.savetxt(path, pts, delimiter=",", header="x,y", comments="", fmt="%.17g")
+    rep = report(run_job(2, str(EXAMPLES / "kmeans.py"), "--input", str(path), "--k", "5", "--iterations", "4"), "kmeans")
+    assert rep["points"] == 5000
+
+
+def test_generated_points_are_the_rust_examples(tmp_path):
+    rust = RUST / "kmeans"
+    if not rust.exists():
+        pytest.skip("the Rust examples are not built (make build)")
+    args = ["--generate", "--points", "20000", "--seed", "3", "--k", "6", "--iterations", "3"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEDDLE_")}
+    done = subprocess.run([str(rust), *args, "--output", str(tmp_path / "rust")], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done
+    report(run_job(1, str(EXAMPLES / "kmeans.py"), *args, "--output", str(tmp_path / "python")), "kmeans")
+    rust_centers = np.loadtxt(tmp_path / "rust" / "centers.csv", delimiter=",", skiprows=1)
+    python_centers = np.loadtxt(tmp_path / "python" / "centers.csv", delimiter=",", skiprows=1)
+    assert np.abs(rust_centers - python_centers).max() < 1e-9
