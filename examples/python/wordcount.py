@@ -46,18 +46,19 @@ def read_parts(directory: Path) -> dict:
     return counts
 
 
-def reference(path: Path) -> collections.Counter:
-    """A plain single-threaded count of every word of the input (a file or a directory)."""
-    files = sorted(path.iterdir()) if path.is_dir() else [path]
+def reference(path: Path) -> dict:
+    """A plain single-threaded count of every word of the input (a file or a directory's
+    files), words separated by ASCII whitespace as in the Rust example."""
+    files = sorted(p for p in path.iterdir() if not p.name.startswith(".")) if path.is_dir() else [path]
     counts = collections.Counter()
     for f in files:
-        counts.update(f.read_text().split())
-    return counts
+        counts.update(f.read_bytes().split())
+    return {word.decode(): n for word, n in counts.items()}
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--input", type=Path, help="text file or directory to count (words separated by whitespace)")
+    p.add_argument("--input", type=Path, help="text file or directory to count (UTF-8, words separated by ASCII whitespace)")
     p.add_argument("--generate", action="store_true", help="generate the input (about --megabytes of text) instead")
     p.add_argument("--seed", type=int, default=1, help="seed of the generated text")
     p.add_argument("--megabytes", type=int, default=200, help="size of the generated text")

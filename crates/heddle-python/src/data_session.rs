@@ -105,7 +105,8 @@ impl PySession {
     }
 
     /// The records of ``records`` (the same list on every worker), split evenly in order.
-    fn from_list(&self, records: &Bound<'_, PyAny>) -> PyResult<PyDataSet> {
+    #[pyo3(name = "from_list")]
+    fn of_records(&self, records: &Bound<'_, PyAny>) -> PyResult<PyDataSet> {
         let v: Vec<PyObj> = records.try_iter()?.map(|r| r.map(PyObj::new)).collect::<PyResult<_>>()?;
         Ok(self.wrap(self.s.from_vec(v)))
     }
