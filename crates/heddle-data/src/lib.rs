@@ -22,6 +22,7 @@
 mod dataset;
 mod error;
 mod keyed;
+mod parquet_io;
 mod redis_io;
 mod session;
 mod sinks;

@@ -179,7 +179,7 @@ fn open(path: &Path) -> Result<File> {
 
 /// Files of `path` (a file, a directory's files, or a glob's matches) with their sizes,
 /// sorted by name.
-fn list_files(path: &Path) -> Result<Vec<(PathBuf, u64)>> {
+pub(crate) fn list_files(path: &Path) -> Result<Vec<(PathBuf, u64)>> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let candidates: Vec<PathBuf> = if name.contains(['*', '?']) {
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
