@@ -248,24 +248,39 @@ def test_a_collective_vertex_needs_one_instance_per_worker(comm):
 
 
 def test_a_job_releases_the_gil_while_it_waits(comm):
-    # The sink runs every 10 ms only; meanwhile the job loop waits without the GIL and
-    # another Python thread keeps running.
+    # The sink runs every 10 ms only; between its calls the job loop waits without the
+    # GIL, so another Python thread keeps running during the job (measured from the
+    # task's prepare to its close, both inside the job).
     progress = [0]
+    marks = []
     stop = threading.Event()
 
     def spin():
         while not stop.is_set():
             progress[0] += 1
 
+    class Marked(Probe):
+        def prepare(self, ctx):
+            marks.append(progress[0])
+
+        def close(self, ctx):
+            marks.append(progress[0])
+
+    seen = []
+    g = TaskGraph()
+    src = g.source("src", 1, lambda i: Numbers(0, 20, 1))
+    probe = g.compute("probe", 1, lambda i: Marked(seen))
+    g.connect(src, probe, Edge.direct())
+    g.strategy(probe, Strategy.periodic(10)).strategy(src, Strategy.periodic(10))
     t = threading.Thread(target=spin)
     t.start()
     try:
-        seen, stats = probe_job(comm, Strategy.periodic(10), n=20, source_strategy=Strategy.periodic(10))
+        Job(comm, g).run()
     finally:
         stop.set()
         t.join(timeout=10)
     assert seen == list(range(20))
-    assert progress[0] > 10_000, progress
+    assert marks[1] - marks[0] > 100_000, marks
 
 
 @pytest.mark.parametrize("n", [2, 3, 4])
