@@ -52,7 +52,11 @@ impl<T: Record> DataSet<T> {
             open.borrow_mut().remove(&i);
             Ok(())
         });
-        self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask { each: each.clone(), end: end.clone() })
+        self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask { each: each.clone(), end: end.clone() })?;
+        // Every part is closed on every worker before any worker goes on (and, say,
+        // lists the directory).
+        self.session.comm().barrier()?;
+        Ok(())
     }
 
     /// Writes each record's `Display` as a line.
