@@ -974,7 +974,8 @@ def report(results: dict, args) -> int:
         loads = [r["load1"] for r in rows if r.get("load1") is not None]
         if loads:
             notes.append(f"Load average (1 min) just before each run: median {statistics.median(loads):.1f}, "
-                         f"max {max(loads):.1f} on {os.cpu_count()} cores (other work on the VM shows up here).")
+                         f"max {max(loads):.1f} on {os.cpu_count()} cores. It includes the previous run's own load (up to about 2 "
+                         f"after a run that kept both cores busy); the rest is other work on the VM.")
         if results["repeat"] == 1:
             notes.append("This run used `--repeat 1`: one measurement per cell (no min–max). Three repeats take about "
                          "40 minutes on this 2-core VM (Spark and Flink start a JVM per run; Spark's 10,000 tasks alone "
