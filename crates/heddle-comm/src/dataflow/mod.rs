@@ -21,7 +21,9 @@
 //!         let mut op = Partition::new(c, spec, Options::batch(), |x: &u64| *x as usize).unwrap();
 //!         let src = c.rank() as u32;
 //!         let out = drive(&mut op, vec![(src, vec![src as u64 * 10, src as u64 * 10 + 1])]).unwrap();
-//!         out.into_iter().flat_map(|(_, evs)| evs).filter_map(|e| match e { Event::Data(x) => Some(x), _ => None }).collect()
+//!         let mut got: Vec<u64> = out.into_iter().flat_map(|(_, evs)| evs).filter_map(|e| match e { Event::Data(x) => Some(x), _ => None }).collect();
+//!         got.sort(); // records of different sources arrive in no set order
+//!         got
 //!     })).collect();
 //!     hs.into_iter().map(|h| h.join().unwrap()).collect()
 //! });
