@@ -75,6 +75,7 @@ def main() -> int:
     p.add_argument("--k", type=int, default=common.BLOBS, help="centers (the first k points start as centers)")
     p.add_argument("--iterations", type=int, default=10, help="iterations")
     p.add_argument("--output", type=Path, help="write the final centers as CSV (centers.csv) here")
+    p.add_argument("--no-verify", action="store_true", help="skip the check against a plain Lloyd's algorithm")
     args = p.parse_args()
     if (args.input is None) == (not args.generate):
         p.error("give --input FILE or --generate")
@@ -104,14 +105,17 @@ def main() -> int:
     job_s = comm.allreduce(time.perf_counter() - start, op=max)
 
     if comm.rank == 0:
-        everything = common.read_points(args.input) if args.input is not None else common.points(args.seed, 0, n)
-        want = lloyd(np.asarray(everything), first, args.iterations)
-        err = float(np.abs(centers - want).max())
-        ok = err < 1e-6
+        if args.no_verify:
+            err, ok = None, True
+        else:
+            everything = common.read_points(args.input) if args.input is not None else common.points(args.seed, 0, n)
+            want = lloyd(np.asarray(everything), first, args.iterations)
+            err = float(np.abs(centers - want).max())
+            ok = err < 1e-6
         if args.output:
             args.output.mkdir(parents=True, exist_ok=True)
             np.savetxt(args.output / "centers.csv", centers, delimiter=",", header="x,y", comments="", fmt="%.17g")
-        line = {"example": "kmeans", "api": "python", "ok": ok, "points": n, "k": args.k, "iterations": args.iterations, "max_center_error": float(f"{err:.3e}"), "job_s": round(job_s, 3), "workers": comm.size}
+        line = {"example": "kmeans", "api": "python", "ok": ok, "points": n, "k": args.k, "iterations": args.iterations, "max_center_error": None if err is None else float(f"{err:.3e}"), "job_s": round(job_s, 3), "workers": comm.size}
         print(json.dumps(line))
         if not ok:
             print("error: the centers differ from a plain Lloyd's algorithm", file=sys.stderr)
