@@ -5,6 +5,7 @@ checks every result against a plain computation)."""
 import os
 import signal
 import threading
+import time
 
 import pytest
 
@@ -302,6 +303,7 @@ def test_an_exception_in_a_task_fails_the_job_and_stops_the_others(piddir):
 def test_ctrl_c_in_a_worker_blocked_in_a_job_ends_the_job(what, piddir):
     proc = popen_job(2, "block_in_job.py", str(piddir), what)
     pids = wait_for_pids(piddir, 2, proc)
+    time.sleep(0.5)  # rank 0 wrote its pid from inside the job; let it reach the wait
     os.kill(pids[0], signal.SIGINT)
     code, out, err = finish(proc)
     assert code == 130, (code, out, err)
