@@ -34,7 +34,7 @@ mod window;
 pub use dataset::DataSet;
 pub use error::{Error, Result};
 pub use session::Session;
-pub use sources::OnMalformed;
+pub use sources::{list_files, OnMalformed};
 pub use redis_io::RedisEntry;
 pub use stream::Stream;
 pub use window::{now_ms, Time, Window, WindowKind, Windowed};

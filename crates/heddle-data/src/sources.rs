@@ -177,9 +177,14 @@ fn open(path: &Path) -> Result<File> {
     File::open(path).map_err(|e| io(path, e))
 }
 
-/// Files of `path` (a file, a directory's files, or a glob's matches) with their sizes,
-/// sorted by name.
-pub(crate) fn list_files(path: &Path) -> Result<Vec<(PathBuf, u64)>> {
+/// Files of `path` (a file, a directory's files but hidden ones, or the matches of a glob —
+/// `*` and `?` in the last component) with their sizes, sorted by name: what the file
+/// sources of a session read.
+///
+/// # Errors
+/// [`Error::Io`] for an unreadable directory or file, [`Error::InvalidArgument`] when the
+/// path names no readable file.
+pub fn list_files(path: &Path) -> Result<Vec<(PathBuf, u64)>> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let candidates: Vec<PathBuf> = if name.contains(['*', '?']) {
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));

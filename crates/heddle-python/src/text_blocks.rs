@@ -7,55 +7,9 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-/// Files of `path` with their sizes, sorted by name: a file, a directory's files (not
-/// hidden ones), or the matches of a glob (`*`, `?`) in the last path component.
+/// Files of `path` with their sizes, sorted by name (see [`heddle_data::list_files`]).
 pub(crate) fn list_files(path: &Path) -> Result<Vec<(PathBuf, u64)>, String> {
-    let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let candidates: Vec<PathBuf> = if name.contains(['*', '?']) {
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let entries = std::fs::read_dir(dir).map_err(|e| io(dir, e))?;
-        entries.flatten().map(|e| e.path()).filter(|p| p.file_name().is_some_and(|n| glob_match(&name, &n.to_string_lossy()))).collect()
-    } else if path.is_dir() {
-        let entries = std::fs::read_dir(path).map_err(|e| io(path, e))?;
-        entries.flatten().map(|e| e.path()).filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))).collect()
-    } else {
-        vec![path.to_path_buf()]
-    };
-    let mut files = Vec::new();
-    for f in candidates {
-        let meta = std::fs::metadata(&f).map_err(|e| io(&f, e))?;
-        if meta.is_file() {
-            files.push((f, meta.len()));
-        }
-    }
-    if files.is_empty() {
-        return Err(format!("{} names no readable file", path.display()));
-    }
-    files.sort();
-    Ok(files)
-}
-
-fn glob_match(pattern: &str, name: &str) -> bool {
-    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
-    let (mut pi, mut ni, mut star, mut mark) = (0, 0, None, 0);
-    while ni < n.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
-            pi += 1;
-            ni += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ni;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ni = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
+    heddle_data::list_files(path).map_err(|e| e.to_string())
 }
 
 /// Blocks of about `block_bytes` over `files`: block `j` of `count()` covers bytes
