@@ -61,6 +61,7 @@ worker and is raised as itself by the call that ran the job.
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -102,32 +103,32 @@ Context = _heddle.Context
 StopHandle = _heddle.StopHandle
 
 
-class Source:
+class Source(abc.ABC):
     """Base class of source tasks (optional: any object with ``next(ctx)`` will do)."""
 
     def prepare(self, ctx: Context) -> None:
         """Called once, before anything else."""
 
+    @abc.abstractmethod
     def next(self, ctx: Context) -> Optional[bool]:
         """Emits the next records with ``ctx.emit``; a bounded slice per call (say a few
         thousand), so the executor can move them. Returns :data:`MORE` (``True``) to be
         called again, :data:`DONE` (``False`` or ``None``) when this pass is over."""
-        raise NotImplementedError
 
     def close(self, ctx: Context) -> None:
         """Called once, after the last pass."""
 
 
-class Compute:
+class Compute(abc.ABC):
     """Base class of compute (and sink) tasks (optional: any object with
     ``execute(ctx, record)`` will do)."""
 
     def prepare(self, ctx: Context) -> None:
         """Called once, before anything else."""
 
+    @abc.abstractmethod
     def execute(self, ctx: Context, record: Any) -> None:
         """Executes one received record; may emit records with ``ctx.emit``."""
-        raise NotImplementedError
 
     def tick(self, ctx: Context) -> None:
         """A timed activation (a strategy with a period), after the waiting input."""
