@@ -30,6 +30,8 @@ test: test-rust test-spec test-python
 test-rust: test-deps
 	$(CARGO) build -j$(JOBS) --release --bins --examples
 	$(CARGO) test -j$(JOBS) --release --workspace
+	@echo "== the task and data suites again, on 2 executor threads per worker"
+	HEDDLE_TASK_THREADS=2 $(CARGO) test -j$(JOBS) --release -p heddle-task -p heddle-data --tests
 
 ## System packages the tests run against: redis-server (Redis Streams source and sink).
 test-deps:

@@ -3,19 +3,18 @@
 //! record-wise step a task chained to the one before, shuffles as dataflow operations)
 //! and run it on every worker.
 
-use std::cell::RefCell;
 use std::marker::PhantomData;
-use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use heddle_task::{Compute, Edge, Record, Strategy, Vertex};
 
+use crate::Locked;
 use crate::session::{Build, Session};
 use crate::tasks::{Apply, ApplyTask, CollectTask, FoldTask, Identity, PartitionTask, SinkTask};
 use crate::{Error, Result};
 
-type Make<T> = Rc<dyn Fn(&mut Build) -> Result<Vertex<(), T>>>;
+type Make<T> = Arc<dyn Fn(&mut Build) -> Result<Vertex<(), T>> + Send + Sync>;
 
 /// A lazy distributed collection of `T`, in [`Session::partitions`] partitions.
 pub struct DataSet<T> {
@@ -39,10 +38,10 @@ impl<T> std::fmt::Debug for DataSet<T> {
 
 impl<T: Record> DataSet<T> {
     /// A data set made by `make`, which adds its vertices to a graph being built.
-    pub(crate) fn new(session: &Session, name: &str, make: impl Fn(&mut Build, &str) -> Result<Vertex<(), T>> + 'static) -> DataSet<T> {
+    pub(crate) fn new(session: &Session, name: &str, make: impl Fn(&mut Build, &str) -> Result<Vertex<(), T>> + Send + Sync + 'static) -> DataSet<T> {
         let id = session.next_id();
         let vertex_name = format!("{name}#{id}");
-        DataSet { session: session.clone(), id, name: name.to_string(), make: Rc::new(move |b| make(b, &vertex_name)) }
+        DataSet { session: session.clone(), id, name: name.to_string(), make: Arc::new(move |b| make(b, &vertex_name)) }
     }
 
     /// This data set's vertex in `b`, added (with everything it depends on) if new.
@@ -60,24 +59,24 @@ impl<T: Record> DataSet<T> {
     }
 
     /// A data set computed from this one's records by the task `task`, over `edge`.
-    pub(crate) fn then<C, U>(&self, name: &str, edge: impl Fn() -> Edge<T, C::In> + 'static, task: impl Fn(u32) -> C + 'static) -> DataSet<U>
+    pub(crate) fn then<C, U>(&self, name: &str, edge: impl Fn() -> Edge<T, C::In> + Send + Sync + 'static, task: impl Fn(u32) -> C + Send + Sync + 'static) -> DataSet<U>
     where
         C: Compute<Out = U>,
-        C::In: 'static,
+        C::In: Send + 'static,
         U: Record,
     {
         self.then_with(name, edge, task, Strategy::default())
     }
 
     /// As [`DataSet::then`], the task running with `strategy`.
-    pub(crate) fn then_with<C, U>(&self, name: &str, edge: impl Fn() -> Edge<T, C::In> + 'static, task: impl Fn(u32) -> C + 'static, strategy: Strategy) -> DataSet<U>
+    pub(crate) fn then_with<C, U>(&self, name: &str, edge: impl Fn() -> Edge<T, C::In> + Send + Sync + 'static, task: impl Fn(u32) -> C + Send + Sync + 'static, strategy: Strategy) -> DataSet<U>
     where
         C: Compute<Out = U>,
-        C::In: 'static,
+        C::In: Send + 'static,
         U: Record,
     {
         let parent = self.clone();
-        let task = Rc::new(task);
+        let task = Arc::new(task);
         DataSet::new(&self.session, name, move |b, vname| {
             let from = parent.vertex(b)?;
             let t = task.clone();
@@ -93,15 +92,15 @@ impl<T: Record> DataSet<T> {
     }
 
     /// Each record through `f`.
-    pub fn map<U: Record>(&self, f: impl Fn(T) -> U + 'static) -> DataSet<U> {
-        self.apply("map", Rc::new(move |x, out: &mut dyn FnMut(U)| out(f(x))))
+    pub fn map<U: Record>(&self, f: impl Fn(T) -> U + Send + Sync + 'static) -> DataSet<U> {
+        self.apply("map", Arc::new(move |x, out: &mut dyn FnMut(U)| out(f(x))))
     }
 
     /// Each record to any number of records.
-    pub fn flat_map<U: Record, I: IntoIterator<Item = U>>(&self, f: impl Fn(T) -> I + 'static) -> DataSet<U> {
+    pub fn flat_map<U: Record, I: IntoIterator<Item = U>>(&self, f: impl Fn(T) -> I + Send + Sync + 'static) -> DataSet<U> {
         self.apply(
             "flat_map",
-            Rc::new(move |x, out: &mut dyn FnMut(U)| {
+            Arc::new(move |x, out: &mut dyn FnMut(U)| {
                 for u in f(x) {
                     out(u);
                 }
@@ -110,10 +109,10 @@ impl<T: Record> DataSet<T> {
     }
 
     /// The records for which `keep` holds.
-    pub fn filter(&self, keep: impl Fn(&T) -> bool + 'static) -> DataSet<T> {
+    pub fn filter(&self, keep: impl Fn(&T) -> bool + Send + Sync + 'static) -> DataSet<T> {
         self.apply(
             "filter",
-            Rc::new(move |x, out: &mut dyn FnMut(T)| {
+            Arc::new(move |x, out: &mut dyn FnMut(T)| {
                 if keep(&x) {
                     out(x);
                 }
@@ -122,13 +121,13 @@ impl<T: Record> DataSet<T> {
     }
 
     /// `(f(record), record)` for each record.
-    pub fn key_by<K: Record>(&self, f: impl Fn(&T) -> K + 'static) -> DataSet<(K, T)> {
-        self.apply("key_by", Rc::new(move |x, out: &mut dyn FnMut((K, T))| out((f(&x), x))))
+    pub fn key_by<K: Record>(&self, f: impl Fn(&T) -> K + Send + Sync + 'static) -> DataSet<(K, T)> {
+        self.apply("key_by", Arc::new(move |x, out: &mut dyn FnMut((K, T))| out((f(&x), x))))
     }
 
     /// Each whole partition through `f` (which sees all its records at once).
-    pub fn map_partitions<U: Record>(&self, f: impl Fn(Vec<T>) -> Vec<U> + 'static) -> DataSet<U> {
-        let f: Rc<dyn Fn(Vec<T>) -> Vec<U>> = Rc::new(f);
+    pub fn map_partitions<U: Record>(&self, f: impl Fn(Vec<T>) -> Vec<U> + Send + Sync + 'static) -> DataSet<U> {
+        let f: Arc<dyn Fn(Vec<T>) -> Vec<U> + Send + Sync> = Arc::new(f);
         self.then("map_partitions", Edge::direct, move |_| PartitionTask { f: f.clone(), held: Vec::new() })
     }
 
@@ -162,14 +161,14 @@ impl<T: Record> DataSet<T> {
     /// # Errors
     /// As any action.
     pub fn cache(&self) -> Result<DataSet<T>> {
-        let parts: Rc<RefCell<Vec<Vec<T>>>> = Rc::new(RefCell::new(vec![Vec::new(); self.parallelism() as usize]));
+        let parts: Arc<Mutex<Vec<Vec<T>>>> = Arc::new(Mutex::new(vec![Vec::new(); self.parallelism() as usize]));
         let keep = parts.clone();
         self.for_each_partition(move |i, records| {
-            keep.borrow_mut()[i as usize] = records;
+            keep.locked()[i as usize] = records;
             Ok(())
         })?;
-        let parts = Rc::new(parts.take());
-        Ok(crate::sources::from_partitions(&self.session, "cached", move |i, _| parts[i as usize].clone()))
+        // Behind a lock only because records need not be `Sync`; each pass clones its part.
+        Ok(crate::sources::from_partitions(&self.session, "cached", move |i, _| parts.locked()[i as usize].clone()))
     }
 
     /// Prints (returns) the task graph and plan an action on this data set would run.
@@ -179,13 +178,13 @@ impl<T: Record> DataSet<T> {
     pub fn explain(&self) -> Result<String> {
         let mut b = Build::default();
         let v = self.vertex(&mut b)?;
-        let sink = b.graph.compute("explain", self.parallelism(), |_| CollectTask::<T>(Rc::default()));
+        let sink = b.graph.compute("explain", self.parallelism(), |_| CollectTask::<T>(Arc::default()));
         b.graph.connect(&v, &sink, Edge::direct());
         self.session.explain(&b)
     }
 
     /// Runs the pipeline into a sink of `parallelism` instances behind `edge`.
-    pub(crate) fn run_into<U: Record, C: Compute<In = U, Out = ()>>(&self, edge: Edge<T, U>, parallelism: u32, task: impl Fn(u32) -> C + 'static) -> Result<()> {
+    pub(crate) fn run_into<U: Record, C: Compute<In = U, Out = ()>>(&self, edge: Edge<T, U>, parallelism: u32, task: impl Fn(u32) -> C + Send + Sync + 'static) -> Result<()> {
         let mut b = Build::default();
         let v = self.vertex(&mut b)?;
         let sink = b.graph.compute("action", parallelism, task);
@@ -199,10 +198,10 @@ impl<T: Record> DataSet<T> {
     /// # Errors
     /// A task or communication failure.
     pub fn collect(&self) -> Result<Option<Vec<T>>> {
-        let got = Rc::new(RefCell::new(Vec::new()));
+        let got = Arc::new(Mutex::new(Vec::new()));
         let g = got.clone();
         self.run_into(Edge::gather(), 1, move |_| CollectTask(g.clone()))?;
-        let records: Vec<T> = got.take().into_iter().map(|(_, x)| x).collect();
+        let records: Vec<T> = got.taken().into_iter().map(|(_, x)| x).collect();
         Ok((self.session.rank() == 0).then_some(records))
     }
 
@@ -212,17 +211,17 @@ impl<T: Record> DataSet<T> {
     /// As [`DataSet::collect`].
     pub fn collect_all(&self) -> Result<Vec<T>> {
         let workers = self.session.comm().size() as u32;
-        let got = Rc::new(RefCell::new(Vec::new()));
+        let got = Arc::new(Mutex::new(Vec::new()));
         let g = got.clone();
         self.run_into(Edge::gather(), workers, move |_| CollectTask(g.clone()))?;
-        let records: Vec<T> = got.take().into_iter().map(|(_, x)| x).collect();
+        let records: Vec<T> = got.taken().into_iter().map(|(_, x)| x).collect();
         Ok(records)
     }
 
     /// Each partition folded into one value: `fold(fold(zero(), r1), r2) ...` (partitions
     /// without records give nothing unless `emit_empty`).
-    pub(crate) fn fold_partitions<A: Record>(&self, zero: impl Fn() -> A + 'static, fold: impl Fn(A, T) -> A + 'static, emit_empty: bool) -> DataSet<A> {
-        let (zero, fold): (Rc<dyn Fn() -> A>, Rc<dyn Fn(A, T) -> A>) = (Rc::new(zero), Rc::new(fold));
+    pub(crate) fn fold_partitions<A: Record>(&self, zero: impl Fn() -> A + Send + Sync + 'static, fold: impl Fn(A, T) -> A + Send + Sync + 'static, emit_empty: bool) -> DataSet<A> {
+        let (zero, fold): (Arc<dyn Fn() -> A + Send + Sync>, Arc<dyn Fn(A, T) -> A + Send + Sync>) = (Arc::new(zero), Arc::new(fold));
         self.then("fold", Edge::direct, move |_| FoldTask { zero: zero.clone(), fold: fold.clone(), acc: None, emit_empty })
     }
 
@@ -245,14 +244,14 @@ impl<T: Record> DataSet<T> {
         // Partial results per partition (an Option, so empty partitions add nothing).
         let partials = self.fold_partitions(|| None::<T>, move |acc, x| Some(match acc { Some(a) => g(a, x), None => x }), true);
         let workers = self.session.comm().size() as u32;
-        let got = Rc::new(RefCell::new(Vec::new()));
+        let got = Arc::new(Mutex::new(Vec::new()));
         let c = got.clone();
         let combine = move |a: Option<T>, b: Option<T>| match (a, b) {
             (Some(a), Some(b)) => Some(f(a, b)),
             (a, b) => a.or(b),
         };
         partials.run_into(Edge::reduce(combine), workers, move |_| CollectTask(c.clone()))?;
-        let mut got = got.take();
+        let mut got = got.taken();
         Ok(got.pop().flatten())
     }
 
@@ -260,9 +259,9 @@ impl<T: Record> DataSet<T> {
     ///
     /// # Errors
     /// The first error `f` returns, or as [`DataSet::collect`].
-    pub fn for_each(&self, f: impl Fn(u32, T) -> Result<()> + 'static) -> Result<()> {
-        let each: Rc<dyn Fn(u32, T) -> Result<()>> = Rc::new(f);
-        let end: Rc<dyn Fn(u32) -> Result<()>> = Rc::new(|_| Ok(()));
+    pub fn for_each(&self, f: impl Fn(u32, T) -> Result<()> + Send + Sync + 'static) -> Result<()> {
+        let each: Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync> = Arc::new(f);
+        let end: Arc<dyn Fn(u32) -> Result<()> + Send + Sync> = Arc::new(|_| Ok(()));
         self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask { each: each.clone(), end: end.clone() })
     }
 
@@ -270,14 +269,14 @@ impl<T: Record> DataSet<T> {
     ///
     /// # Errors
     /// As [`DataSet::for_each`].
-    pub fn for_each_partition(&self, f: impl Fn(u32, Vec<T>) -> Result<()> + 'static) -> Result<()> {
-        let held: Rc<RefCell<Vec<T>>> = Rc::default();
+    pub fn for_each_partition(&self, f: impl Fn(u32, Vec<T>) -> Result<()> + Send + Sync + 'static) -> Result<()> {
+        let held: Arc<Mutex<Vec<T>>> = Arc::default();
         let h = held.clone();
-        let each: Rc<dyn Fn(u32, T) -> Result<()>> = Rc::new(move |_, x| {
-            h.borrow_mut().push(x);
+        let each: Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync> = Arc::new(move |_, x| {
+            h.locked().push(x);
             Ok(())
         });
-        let end: Rc<dyn Fn(u32) -> Result<()>> = Rc::new(move |i| f(i, held.take()));
+        let end: Arc<dyn Fn(u32) -> Result<()> + Send + Sync> = Arc::new(move |i| f(i, held.taken()));
         self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask { each: each.clone(), end: end.clone() })
     }
 
@@ -309,7 +308,7 @@ impl<T: Record> DataSet<T> {
 
 /// Checks the partition count of two data sets that must line up.
 pub(crate) fn same_session<A, B>(a: &DataSet<A>, b: &DataSet<B>) -> Result<()> {
-    if !Rc::ptr_eq(&a.session.0, &b.session.0) {
+    if !Arc::ptr_eq(&a.session.0, &b.session.0) {
         return Err(Error::InvalidArgument("the two data sets belong to different sessions".into()));
     }
     Ok(())

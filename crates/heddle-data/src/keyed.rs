@@ -3,7 +3,6 @@
 
 use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use heddle_task::{Edge, Record};
@@ -26,8 +25,8 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
     pub fn reduce_by_key(&self, f: impl Fn(V, V) -> V + Send + Sync + 'static) -> DataSet<(K, V)> {
         let f = Arc::new(f);
         let g = f.clone();
-        let fold: Rc<dyn Fn(V, V) -> V> = Rc::new(move |a, b| g(a, b));
-        let first: Rc<dyn Fn(V) -> V> = Rc::new(|v| v);
+        let fold: Arc<dyn Fn(V, V) -> V + Send + Sync> = Arc::new(move |a, b| g(a, b));
+        let first: Arc<dyn Fn(V) -> V + Send + Sync> = Arc::new(|v| v);
         let combined = self.then("combine", Edge::direct, move |_| CombineTask { first: first.clone(), fold: fold.clone(), table: Default::default() });
         combined.then("reduce_by_key", move || { let f = f.clone(); Edge::keyed_reduce(move |a, b| f(a, b)) }, |_| Identity(PhantomData))
     }
@@ -36,14 +35,14 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
     /// `zero()`), `comb` merges two accumulators (associative, commutative).
     pub fn aggregate_by_key<A: Record>(
         &self,
-        zero: impl Fn() -> A + 'static,
-        seq: impl Fn(A, V) -> A + 'static,
+        zero: impl Fn() -> A + Send + Sync + 'static,
+        seq: impl Fn(A, V) -> A + Send + Sync + 'static,
         comb: impl Fn(A, A) -> A + Send + Sync + 'static,
     ) -> DataSet<(K, A)> {
-        let seq = Rc::new(seq);
+        let seq = Arc::new(seq);
         let s2 = seq.clone();
-        let first: Rc<dyn Fn(V) -> A> = Rc::new(move |v| s2(zero(), v));
-        let fold: Rc<dyn Fn(A, V) -> A> = Rc::new(move |a, v| seq(a, v));
+        let first: Arc<dyn Fn(V) -> A + Send + Sync> = Arc::new(move |v| s2(zero(), v));
+        let fold: Arc<dyn Fn(A, V) -> A + Send + Sync> = Arc::new(move |a, v| seq(a, v));
         let combined = self.then("combine", Edge::direct, move |_| CombineTask { first: first.clone(), fold: fold.clone(), table: Default::default() });
         let comb = Arc::new(comb);
         combined.then("aggregate_by_key", move || { let c = comb.clone(); Edge::keyed_reduce(move |a, b| c(a, b)) }, |_| Identity(PhantomData))

@@ -31,6 +31,26 @@ mod stream;
 mod tasks;
 mod window;
 
+/// Locks shared state of a data set's tasks. Every critical section leaves the state
+/// consistent, so a lock poisoned by a panicking task is still usable.
+pub(crate) trait Locked<T> {
+    fn locked(&self) -> std::sync::MutexGuard<'_, T>;
+
+    /// Takes the state out, leaving its default.
+    fn taken(&self) -> T
+    where
+        T: Default,
+    {
+        std::mem::take(&mut *self.locked())
+    }
+}
+
+impl<T> Locked<T> for std::sync::Mutex<T> {
+    fn locked(&self) -> std::sync::MutexGuard<'_, T> {
+        self.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 pub use dataset::DataSet;
 pub use error::{Error, Result};
 pub use session::Session;

@@ -2,14 +2,12 @@
 //! partitions; rows become records and records rows through serde (`serde_arrow`), one
 //! column per struct field, with the schema traced from the record type.
 
-use std::cell::RefCell;
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 use arrow_schema::{FieldRef, Schema, SchemaRef};
@@ -24,6 +22,7 @@ use serde_arrow::schema::{SchemaLike, TracingOptions};
 use serde_arrow::utils::Item;
 use serde_arrow::ArrayBuilder;
 
+use crate::Locked;
 use crate::dataset::DataSet;
 use crate::session::Session;
 use crate::sources::{from_iter_fn, list_files};
@@ -146,8 +145,8 @@ impl Session {
         let columns: Option<Vec<String>> = layout.as_ref().map(|l| l.fields.iter().map(|f| f.name().clone()).collect());
         let item = layout.is_some_and(|l| l.item);
         let files = listed.iter().map(|(f, _)| ParquetFile::open(f, columns.as_deref())).collect::<Result<Vec<_>>>()?;
-        let files = Rc::new(files);
-        Ok(from_iter_fn(self, "read_parquet", Rc::new(move |i, p| Box::new(Rows::<T>::new(files.clone(), item, i, p)))))
+        let files = Arc::new(files);
+        Ok(from_iter_fn(self, "read_parquet", Arc::new(move |i, p| Box::new(Rows::<T>::new(files.clone(), item, i, p)))))
     }
 }
 
@@ -162,7 +161,7 @@ struct Reading {
 
 /// The records of partition `i` of `p`: row groups `i, i + p, ...` of the files in order.
 struct Rows<T> {
-    files: Rc<Vec<ParquetFile>>,
+    files: Arc<Vec<ParquetFile>>,
     /// Whether records are the column `item`.
     item: bool,
     /// (file, row group) still to read.
@@ -172,7 +171,7 @@ struct Rows<T> {
 }
 
 impl<T: DeserializeOwned> Rows<T> {
-    fn new(files: Rc<Vec<ParquetFile>>, item: bool, i: u32, p: u32) -> Rows<T> {
+    fn new(files: Arc<Vec<ParquetFile>>, item: bool, i: u32, p: u32) -> Rows<T> {
         let all = files.iter().enumerate().flat_map(|(f, pf)| (0..pf.group_starts.len()).map(move |g| (f, g)));
         let todo = all.skip(i as usize).step_by(p.max(1) as usize).collect();
         Rows { files, item, todo, current: None, ready: Vec::new().into_iter() }
@@ -294,11 +293,11 @@ impl<T: Record> DataSet<T> {
         let schema: SchemaRef = Arc::new(Schema::new(fields.clone()));
         let dir = dir.as_ref().to_path_buf();
         std::fs::create_dir_all(&dir).map_err(|e| Error::Io { path: dir.display().to_string(), source: e })?;
-        let parts: Rc<RefCell<HashMap<u32, Part>>> = Rc::default();
+        let parts: Arc<Mutex<HashMap<u32, Part>>> = Arc::default();
         let with = {
             let parts = parts.clone();
-            Rc::new(move |i: u32, f: &mut dyn FnMut(&mut Part) -> Result<()>| -> Result<()> {
-                let mut parts = parts.borrow_mut();
+            Arc::new(move |i: u32, f: &mut dyn FnMut(&mut Part) -> Result<()>| -> Result<()> {
+                let mut parts = parts.locked();
                 let part = match parts.entry(i) {
                     Entry::Occupied(e) => e.into_mut(),
                     Entry::Vacant(v) => v.insert(Part::create(dir.join(format!("part-{i:05}.parquet")), &schema, &fields)?),
@@ -307,7 +306,7 @@ impl<T: Record> DataSet<T> {
             })
         };
         let w = with.clone();
-        let each: Rc<dyn Fn(u32, T) -> Result<()>> = Rc::new(move |i, x| {
+        let each: Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync> = Arc::new(move |i, x| {
             w(i, &mut |part| {
                 let pushed = if item { part.rows.push(Item(&x)) } else { part.rows.push(&x) };
                 pushed.map_err(|e| io(&part.path, format_args!("a record that does not fit the schema: {e}")))?;
@@ -318,9 +317,9 @@ impl<T: Record> DataSet<T> {
                 Ok(())
             })
         });
-        let end: Rc<dyn Fn(u32) -> Result<()>> = Rc::new(move |i| {
+        let end: Arc<dyn Fn(u32) -> Result<()> + Send + Sync> = Arc::new(move |i| {
             with(i, &mut Part::flush)?; // an empty partition's file is created here
-            let part = parts.borrow_mut().remove(&i).expect("created above");
+            let part = parts.locked().remove(&i).expect("created above");
             part.writer.close().map_err(|e| io(&part.path, e))?;
             Ok(())
         });

@@ -1,12 +1,13 @@
 //! Redis Streams as a stream source and sink (XREAD from a stream key; XADD to one).
 
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use heddle_task::{Record, StopHandle};
 use redis::streams::{StreamReadOptions, StreamReadReply};
 use redis::Commands;
 use serde::{Deserialize, Serialize};
 
+use crate::Locked;
 use crate::stream::Stream;
 use crate::tasks::Pulled;
 use crate::{Error, Result, Session};
@@ -36,7 +37,7 @@ impl Session {
         let (url, key, after, end_field) = (url.to_string(), key.to_string(), after.to_string(), end_field.map(str::to_string));
         self.stream_of(
             "redis_stream",
-            Rc::new(move |i, _| {
+            Arc::new(move |i, _| {
                 let (url, key, end_field) = (url.clone(), key.clone(), end_field.clone());
                 let mut last = after.clone();
                 let mut conn: Option<redis::Connection> = None;
@@ -88,9 +89,9 @@ impl<T: Record + std::fmt::Display> Stream<T> {
     /// As [`Stream::run`]; a connection or command that fails.
     pub fn write_redis(&self, url: &str, key: &str, stop: Option<StopHandle>) -> Result<()> {
         let (url, key) = (url.to_string(), key.to_string());
-        let conn: Rc<std::cell::RefCell<Option<redis::Connection>>> = Rc::default();
-        let each: Rc<dyn Fn(u32, T) -> Result<()>> = Rc::new(move |_, x| {
-            let mut conn = conn.borrow_mut();
+        let conn: Arc<Mutex<Option<redis::Connection>>> = Arc::default();
+        let each: Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync> = Arc::new(move |_, x| {
+            let mut conn = conn.locked();
             if conn.is_none() {
                 let client = redis::Client::open(url.as_str()).map_err(|e| redis_err(&url, e))?;
                 *conn = Some(client.get_connection().map_err(|e| redis_err(&url, e))?);
@@ -99,6 +100,6 @@ impl<T: Record + std::fmt::Display> Stream<T> {
             let _: String = c.xadd(&key, "*", &[("value", x.to_string())]).map_err(|e| redis_err(&url, e))?;
             Ok(())
         });
-        self.run_sink(each, Rc::new(|_| Ok(())), stop)
+        self.run_sink(each, Arc::new(|_| Ok(())), stop)
     }
 }

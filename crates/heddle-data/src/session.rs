@@ -1,9 +1,9 @@
 //! The session: the communicator, the workers and the defaults every data set shares.
 
 use std::any::Any;
-use std::cell::Cell;
 use std::collections::HashMap;
-use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use heddle_comm::dataflow::Options;
 use heddle_comm::Communicator;
@@ -18,9 +18,11 @@ pub(crate) struct Inner {
     pub(crate) workers: Vec<WorkerSpec>,
     pub(crate) parallelism: u32,
     pub(crate) opts: Options,
-    next_id: Cell<usize>,
+    /// Executor threads per worker (`None`: heddle-task's default).
+    threads: Option<usize>,
+    next_id: AtomicUsize,
     /// Malformed rows skipped on this worker (when asked to skip them).
-    pub(crate) skipped: Rc<Cell<u64>>,
+    pub(crate) skipped: Arc<AtomicU64>,
 }
 
 /// Entry point of the data API on every worker: every worker runs the same program, and
@@ -33,7 +35,7 @@ pub(crate) struct Inner {
 /// assert_eq!(squares.collect().unwrap(), Some(vec![0, 4, 16, 36, 64]));
 /// ```
 #[derive(Clone)]
-pub struct Session(pub(crate) Rc<Inner>);
+pub struct Session(pub(crate) Arc<Inner>);
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -50,7 +52,7 @@ impl Session {
     pub fn new(comm: Communicator) -> Result<Session> {
         let workers = WorkerSpec::discover(&comm)?;
         let parallelism = comm.size() as u32;
-        Ok(Session(Rc::new(Inner { comm, workers, parallelism, opts: Options::batch(), next_id: Cell::new(0), skipped: Rc::default() })))
+        Ok(Session(Arc::new(Inner { comm, workers, parallelism, opts: Options::batch(), threads: None, next_id: AtomicUsize::new(0), skipped: Arc::default() })))
     }
 
     /// Uses `partitions` partitions per data set (default: one per worker).
@@ -61,8 +63,8 @@ impl Session {
         if partitions == 0 {
             return Err(crate::Error::InvalidArgument("a session needs at least one partition".into()));
         }
-        let inner = Rc::try_unwrap(self.0).map_err(|_| crate::Error::InvalidArgument("set partitions before making data sets".into()))?;
-        Ok(Session(Rc::new(Inner { parallelism: partitions, ..inner })))
+        let inner = Arc::try_unwrap(self.0).map_err(|_| crate::Error::InvalidArgument("set partitions before making data sets".into()))?;
+        Ok(Session(Arc::new(Inner { parallelism: partitions, ..inner })))
     }
 
     /// Uses `opts` for the operations between stages (buffers, spill budget and directories).
@@ -70,8 +72,21 @@ impl Session {
     /// # Errors
     /// [`crate::Error::InvalidArgument`] once data sets exist.
     pub fn with_options(self, opts: Options) -> Result<Session> {
-        let inner = Rc::try_unwrap(self.0).map_err(|_| crate::Error::InvalidArgument("set options before making data sets".into()))?;
-        Ok(Session(Rc::new(Inner { opts, ..inner })))
+        let inner = Arc::try_unwrap(self.0).map_err(|_| crate::Error::InvalidArgument("set options before making data sets".into()))?;
+        Ok(Session(Arc::new(Inner { opts, ..inner })))
+    }
+
+    /// Runs each worker's tasks on `threads` executor threads (see
+    /// [`heddle_task::Job::threads`]; default 1, or `HEDDLE_TASK_THREADS`).
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for zero, or once data sets exist.
+    pub fn with_threads(self, threads: usize) -> Result<Session> {
+        if threads == 0 {
+            return Err(crate::Error::InvalidArgument("a session needs at least one executor thread".into()));
+        }
+        let inner = Arc::try_unwrap(self.0).map_err(|_| crate::Error::InvalidArgument("set threads before making data sets".into()))?;
+        Ok(Session(Arc::new(Inner { threads: Some(threads), ..inner })))
     }
 
     /// The communicator, for collectives between data-set actions.
@@ -103,21 +118,28 @@ impl Session {
     /// # Errors
     /// A failed allreduce.
     pub fn skipped_rows(&self) -> Result<u64> {
-        let mut n = [self.0.skipped.get()];
+        let mut n = [self.0.skipped.load(Ordering::Relaxed)];
         self.0.comm.allreduce(&mut n, heddle_comm::Op::Sum)?;
         Ok(n[0])
     }
 
     pub(crate) fn next_id(&self) -> usize {
-        let id = self.0.next_id.get();
-        self.0.next_id.set(id + 1);
-        id
+        self.0.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Plans and runs a built graph (collective).
     pub(crate) fn run(&self, build: Build) -> Result<Report> {
         let plan = Plan::new(&build.graph, &self.0.workers, &RoundRobin)?;
-        Ok(Job::new(&self.0.comm, &build.graph, &plan, self.0.opts.clone())?.run()?)
+        Ok(self.job(&build, &plan, self.0.opts.clone())?.run()?)
+    }
+
+    /// A job of a built graph with the session's threads (collective).
+    pub(crate) fn job<'s>(&'s self, build: &Build, plan: &Plan, opts: Options) -> Result<Job<'s>> {
+        let job = Job::new(&self.0.comm, &build.graph, plan, opts)?;
+        Ok(match self.0.threads {
+            Some(n) => job.threads(n),
+            None => job,
+        })
     }
 
     /// The plan of a built graph, as text.
@@ -134,11 +156,11 @@ pub(crate) struct Build {
 }
 
 impl Build {
-    pub(crate) fn cached<T: 'static>(&self, id: usize) -> Option<Vertex<(), T>> {
+    pub(crate) fn cached<T: Send + 'static>(&self, id: usize) -> Option<Vertex<(), T>> {
         self.built.get(&id).and_then(|b| b.downcast_ref::<Vertex<(), T>>()).copied()
     }
 
-    pub(crate) fn remember<T: 'static>(&mut self, id: usize, v: Vertex<(), T>) {
+    pub(crate) fn remember<T: Send + 'static>(&mut self, id: usize, v: Vertex<(), T>) {
         self.built.insert(id, Box::new(v));
     }
 }

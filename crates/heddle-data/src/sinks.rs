@@ -1,17 +1,17 @@
 //! Partitioned writes: one part file per partition (`part-00000`, ...) in a directory,
 //! written where the partition is.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Display;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use heddle_task::{Edge, Record};
 use serde::Serialize;
 
+use crate::Locked;
 use crate::dataset::DataSet;
 use crate::tasks::SinkTask;
 use crate::{Error, Result};
@@ -24,16 +24,16 @@ type Writer = BufWriter<File>;
 
 impl<T: Record> DataSet<T> {
     /// Writes partition i with `write(out, record)` into `dir/part-{i:05}`.
-    fn write_parts(&self, dir: &Path, write: impl Fn(&mut Writer, T) -> std::io::Result<()> + 'static) -> Result<()> {
+    fn write_parts(&self, dir: &Path, write: impl Fn(&mut Writer, T) -> std::io::Result<()> + Send + Sync + 'static) -> Result<()> {
         let dir: PathBuf = dir.to_path_buf();
         std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
-        let open: Rc<RefCell<HashMap<u32, Writer>>> = Rc::default();
-        let path_of = Rc::new(move |i: u32| dir.join(format!("part-{i:05}")));
+        let open: Arc<Mutex<HashMap<u32, Writer>>> = Arc::default();
+        let path_of = Arc::new(move |i: u32| dir.join(format!("part-{i:05}")));
         let get = {
             let (open, path_of) = (open.clone(), path_of.clone());
             move |i: u32, f: &mut dyn FnMut(&mut Writer) -> std::io::Result<()>| -> Result<()> {
                 let path = path_of(i);
-                let mut open = open.borrow_mut();
+                let mut open = open.locked();
                 let out = match open.entry(i) {
                     std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                     std::collections::hash_map::Entry::Vacant(v) => v.insert(BufWriter::new(File::create(&path).map_err(|e| io(&path, e))?)),
@@ -41,15 +41,15 @@ impl<T: Record> DataSet<T> {
                 f(out).map_err(|e| io(&path, e))
             }
         };
-        let get = Rc::new(get);
+        let get = Arc::new(get);
         let g = get.clone();
-        let each: Rc<dyn Fn(u32, T) -> Result<()>> = Rc::new(move |i, x| {
+        let each: Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync> = Arc::new(move |i, x| {
             let mut x = Some(x);
             g(i, &mut |out| write(out, x.take().expect("written once")))
         });
-        let end: Rc<dyn Fn(u32) -> Result<()>> = Rc::new(move |i| {
+        let end: Arc<dyn Fn(u32) -> Result<()> + Send + Sync> = Arc::new(move |i| {
             get(i, &mut |out| out.flush())?;
-            open.borrow_mut().remove(&i);
+            open.locked().remove(&i);
             Ok(())
         });
         self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask { each: each.clone(), end: end.clone() })?;

@@ -4,11 +4,13 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 
 use heddle_task::{Record, Vertex};
 use serde::de::DeserializeOwned;
 
+use crate::Locked;
 use crate::dataset::DataSet;
 use crate::session::Session;
 use crate::tasks::{IterSource, MakeIter};
@@ -25,8 +27,8 @@ pub(crate) fn from_iter_fn<T: Record>(session: &Session, name: &str, make: MakeI
 }
 
 /// A data set whose partition `i` of `p` holds `make(i, p)`.
-pub(crate) fn from_partitions<T: Record>(session: &Session, name: &str, make: impl Fn(u32, u32) -> Vec<T> + 'static) -> DataSet<T> {
-    from_iter_fn(session, name, Rc::new(move |i, p| Box::new(make(i, p).into_iter().map(Ok))))
+pub(crate) fn from_partitions<T: Record>(session: &Session, name: &str, make: impl Fn(u32, u32) -> Vec<T> + Send + Sync + 'static) -> DataSet<T> {
+    from_iter_fn(session, name, Arc::new(move |i, p| Box::new(make(i, p).into_iter().map(Ok))))
 }
 
 fn share(n: u64, i: u32, p: u32) -> std::ops::Range<u64> {
@@ -47,22 +49,24 @@ impl Session {
     /// The numbers `start..end`, split evenly.
     pub fn range(&self, start: u64, end: u64) -> DataSet<u64> {
         let n = end.saturating_sub(start);
-        from_iter_fn(self, "range", Rc::new(move |i, p| Box::new(share(n, i, p).map(move |x| Ok(start + x)))))
+        from_iter_fn(self, "range", Arc::new(move |i, p| Box::new(share(n, i, p).map(move |x| Ok(start + x)))))
     }
 
     /// The records of `records` (the same vector on every worker), split evenly in order.
     pub fn from_vec<T: Record>(&self, records: Vec<T>) -> DataSet<T> {
-        let records = Rc::new(records);
+        // Behind a lock only because records need not be `Sync`.
+        let records = Arc::new(Mutex::new(records));
         from_partitions(self, "from_vec", move |i, p| {
+            let records = records.locked();
             let r = share(records.len() as u64, i, p);
             records[r.start as usize..r.end as usize].to_vec()
         })
     }
 
     /// `f(0) .. f(n - 1)`, each partition making its own share (seeded generators).
-    pub fn generate<T: Record>(&self, n: u64, f: impl Fn(u64) -> T + 'static) -> DataSet<T> {
-        let f = Rc::new(f);
-        from_iter_fn(self, "generate", Rc::new(move |i, p| {
+    pub fn generate<T: Record>(&self, n: u64, f: impl Fn(u64) -> T + Send + Sync + 'static) -> DataSet<T> {
+        let f = Arc::new(f);
+        from_iter_fn(self, "generate", Arc::new(move |i, p| {
             let f = f.clone();
             Box::new(share(n, i, p).map(move |x| Ok(f(x))))
         }))
@@ -75,8 +79,8 @@ impl Session {
     /// # Errors
     /// A path that names no readable file.
     pub fn text_file(&self, path: impl AsRef<Path>) -> Result<DataSet<String>> {
-        let files = Rc::new(list_files(path.as_ref())?);
-        Ok(from_iter_fn(self, "text_file", Rc::new(move |i, p| Box::new(Lines::new(files.clone(), i, p)))))
+        let files = Arc::new(list_files(path.as_ref())?);
+        Ok(from_iter_fn(self, "text_file", Arc::new(move |i, p| Box::new(Lines::new(files.clone(), i, p)))))
     }
 
     /// Rows of CSV files (as [`Session::text_file`] finds them) deserialized into `T`
@@ -86,7 +90,7 @@ impl Session {
     /// # Errors
     /// As [`Session::text_file`]; a file whose header cannot be read.
     pub fn read_csv<T: Record + DeserializeOwned>(&self, path: impl AsRef<Path>, headers: bool, on_malformed: OnMalformed) -> Result<DataSet<T>> {
-        let files = Rc::new(list_files(path.as_ref())?);
+        let files = Arc::new(list_files(path.as_ref())?);
         let header = match (headers, files.first()) {
             (true, Some((f, _))) => {
                 let mut first = String::new();
@@ -95,12 +99,12 @@ impl Session {
             }
             _ => None,
         };
-        let header = Rc::new(header);
+        let header = Arc::new(header);
         let skipped = self.0.skipped.clone();
         Ok(from_iter_fn(
             self,
             "read_csv",
-            Rc::new(move |i, p| {
+            Arc::new(move |i, p| {
                 let header = header.clone();
                 let skipped = skipped.clone();
                 let rows = Lines::new(files.clone(), i, p).into_numbered().filter_map(move |r| {
@@ -124,12 +128,12 @@ impl Session {
     /// # Errors
     /// As [`Session::text_file`].
     pub fn read_json_lines<T: Record + DeserializeOwned>(&self, path: impl AsRef<Path>, on_malformed: OnMalformed) -> Result<DataSet<T>> {
-        let files = Rc::new(list_files(path.as_ref())?);
+        let files = Arc::new(list_files(path.as_ref())?);
         let skipped = self.0.skipped.clone();
         Ok(from_iter_fn(
             self,
             "read_json_lines",
-            Rc::new(move |i, p| {
+            Arc::new(move |i, p| {
                 let skipped = skipped.clone();
                 let rows = Lines::new(files.clone(), i, p).into_numbered().filter_map(move |r| {
                     let (line, at) = match r {
@@ -158,11 +162,11 @@ fn csv_record(line: &str) -> std::result::Result<csv::StringRecord, String> {
 }
 
 /// A row's fate: kept, skipped and counted, or an error naming its file and line.
-fn malformed<T>(parsed: std::result::Result<T, String>, at: &Position, on: OnMalformed, skipped: &Rc<std::cell::Cell<u64>>) -> Option<Result<T>> {
+fn malformed<T>(parsed: std::result::Result<T, String>, at: &Position, on: OnMalformed, skipped: &Arc<AtomicU64>) -> Option<Result<T>> {
     match parsed {
         Ok(x) => Some(Ok(x)),
         Err(_) if on == OnMalformed::Skip => {
-            skipped.set(skipped.get() + 1);
+            skipped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             None
         }
         Err(message) => Some(Err(Error::Parse { path: at.file.display().to_string(), line: at.line_number(), message })),
@@ -277,7 +281,7 @@ struct Lines {
 }
 
 impl Lines {
-    fn new(files: Rc<Vec<(PathBuf, u64)>>, i: u32, p: u32) -> Lines {
+    fn new(files: Arc<Vec<(PathBuf, u64)>>, i: u32, p: u32) -> Lines {
         let total: u64 = files.iter().map(|f| f.1).sum();
         let r = share(total, i, p);
         let mut segments = Vec::new();

@@ -3,18 +3,19 @@
 //! sinks consume them. [`Stream::run`] runs until every source ends or a stop handle is
 //! stopped.
 
-use std::cell::Cell;
 use std::hash::Hash;
 use std::io::{Read, Write};
 use std::marker::PhantomData;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use heddle_comm::dataflow::Options;
-use heddle_task::{Edge, Job, Plan, Record, RoundRobin, StopHandle, Strategy};
+use heddle_task::{Edge, Plan, Record, RoundRobin, StopHandle, Strategy};
 
+use crate::Locked;
 use crate::dataset::DataSet;
 use crate::session::{Build, Session};
 use crate::tasks::{MakePull, PullSource, Pulled, SinkTask};
@@ -27,7 +28,7 @@ const TICK: Duration = Duration::from_millis(1);
 /// An unbounded, lazily described stream of `T`.
 pub struct Stream<T> {
     pub(crate) data: DataSet<T>,
-    late: Rc<Cell<u64>>,
+    late: Arc<AtomicU64>,
 }
 
 impl<T> Clone for Stream<T> {
@@ -48,22 +49,22 @@ impl<T: Record> Stream<T> {
     }
 
     /// Each record through `f`.
-    pub fn map<U: Record>(&self, f: impl Fn(T) -> U + 'static) -> Stream<U> {
+    pub fn map<U: Record>(&self, f: impl Fn(T) -> U + Send + Sync + 'static) -> Stream<U> {
         self.wrap(self.data.map(f))
     }
 
     /// Each record to any number of records.
-    pub fn flat_map<U: Record, I: IntoIterator<Item = U>>(&self, f: impl Fn(T) -> I + 'static) -> Stream<U> {
+    pub fn flat_map<U: Record, I: IntoIterator<Item = U>>(&self, f: impl Fn(T) -> I + Send + Sync + 'static) -> Stream<U> {
         self.wrap(self.data.flat_map(f))
     }
 
     /// The records for which `keep` holds.
-    pub fn filter(&self, keep: impl Fn(&T) -> bool + 'static) -> Stream<T> {
+    pub fn filter(&self, keep: impl Fn(&T) -> bool + Send + Sync + 'static) -> Stream<T> {
         self.wrap(self.data.filter(keep))
     }
 
     /// `(f(record), record)` for each record.
-    pub fn key_by<K: Record>(&self, f: impl Fn(&T) -> K + 'static) -> Stream<(K, T)> {
+    pub fn key_by<K: Record>(&self, f: impl Fn(&T) -> K + Send + Sync + 'static) -> Stream<(K, T)> {
         self.wrap(self.data.key_by(f))
     }
 
@@ -75,12 +76,12 @@ impl<T: Record> Stream<T> {
     /// Records dropped because they came later than their window's allowed lateness, on
     /// this worker so far.
     pub fn late_records(&self) -> u64 {
-        self.late.get()
+        self.late.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Runs the stream into `sink` until every source ends or `stop` is stopped
     /// (collective: every worker runs it).
-    pub(crate) fn run_sink(&self, each: Rc<dyn Fn(u32, T) -> Result<()>>, end: Rc<dyn Fn(u32) -> Result<()>>, stop: Option<StopHandle>) -> Result<()> {
+    pub(crate) fn run_sink(&self, each: Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync>, end: Arc<dyn Fn(u32) -> Result<()> + Send + Sync>, stop: Option<StopHandle>) -> Result<()> {
         let session = &self.data.session;
         let mut b = Build::default();
         let v = self.data.vertex(&mut b)?;
@@ -88,7 +89,7 @@ impl<T: Record> Stream<T> {
         b.graph.connect(&v, &sink, Edge::direct());
         let plan = Plan::new(&b.graph, &session.0.workers, &RoundRobin)?;
         let opts = Options { mode: heddle_comm::dataflow::Mode::Streaming, ..session.0.opts.clone() };
-        let mut job = Job::new(&session.0.comm, &b.graph, &plan, opts)?;
+        let mut job = session.job(&b, &plan, opts)?;
         if let Some(stop) = stop {
             job = job.stop_with(stop);
         }
@@ -101,8 +102,8 @@ impl<T: Record> Stream<T> {
     ///
     /// # Errors
     /// The first error of `f`, a task or communication failure.
-    pub fn run(&self, f: impl Fn(u32, T) -> Result<()> + 'static, stop: Option<StopHandle>) -> Result<()> {
-        self.run_sink(Rc::new(f), Rc::new(|_| Ok(())), stop)
+    pub fn run(&self, f: impl Fn(u32, T) -> Result<()> + Send + Sync + 'static, stop: Option<StopHandle>) -> Result<()> {
+        self.run_sink(Arc::new(f), Arc::new(|_| Ok(())), stop)
     }
 
     /// Appends each record's `Display` as a line to `dir/part-NNNNN` (one per partition),
@@ -137,17 +138,17 @@ impl<T: Record> Stream<T> {
         T: std::fmt::Display,
     {
         let addr = addr.to_string();
-        let conns: Rc<std::cell::RefCell<std::collections::HashMap<u32, TcpStream>>> = Rc::default();
+        let conns: Arc<Mutex<std::collections::HashMap<u32, TcpStream>>> = Arc::default();
         let io = |a: &str, e: std::io::Error| Error::Io { path: format!("tcp://{a}"), source: e };
         let (c2, a2) = (conns.clone(), addr.clone());
-        let end: Rc<dyn Fn(u32) -> Result<()>> = Rc::new(move |i| {
-            if let Some(mut s) = c2.borrow_mut().remove(&i) {
+        let end: Arc<dyn Fn(u32) -> Result<()> + Send + Sync> = Arc::new(move |i| {
+            if let Some(mut s) = c2.locked().remove(&i) {
                 s.flush().map_err(|e| io(&a2, e))?;
             }
             Ok(())
         });
-        let each: Rc<dyn Fn(u32, T) -> Result<()>> = Rc::new(move |i, x| {
-            let mut conns = conns.borrow_mut();
+        let each: Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync> = Arc::new(move |i, x| {
+            let mut conns = conns.locked();
             if !conns.contains_key(&i) {
                 conns.insert(i, TcpStream::connect(&addr).map_err(|e| io(&addr, e))?);
             }
@@ -164,13 +165,13 @@ impl<K: Record + Hash + Eq + Ord, V: Record> Stream<(K, V)> {
     /// [`Window::event_time`]). Results come as windows fire; with event time, late
     /// records within the allowed lateness re-emit their window (`update`), later ones are
     /// dropped and counted ([`Stream::late_records`]).
-    pub fn window(&self, window: Window, event_time: impl Fn(&V) -> u64 + 'static, reduce: impl Fn(V, V) -> V + 'static) -> Stream<Windowed<K, V>> {
+    pub fn window(&self, window: Window, event_time: impl Fn(&V) -> u64 + Send + Sync + 'static, reduce: impl Fn(V, V) -> V + Send + Sync + 'static) -> Stream<Windowed<K, V>> {
         let p = self.data.parallelism();
         let event = match window.time {
             crate::window::Time::Event { out_of_orderness, .. } => Some(out_of_orderness),
             crate::window::Time::Processing => None,
         };
-        let time: Rc<dyn Fn(&V) -> u64> = Rc::new(event_time);
+        let time: Arc<dyn Fn(&V) -> u64 + Send + Sync> = Arc::new(event_time);
         let stamped = self.data.then(
             "stamp",
             Edge::direct,
@@ -178,7 +179,7 @@ impl<K: Record + Hash + Eq + Ord, V: Record> Stream<(K, V)> {
         );
         // Windows also run on a timer, to fire processing-time windows.
         let timed = Strategy::on_data().every(TICK);
-        let reduce: Rc<dyn Fn(V, V) -> V> = Rc::new(reduce);
+        let reduce: Arc<dyn Fn(V, V) -> V + Send + Sync> = Arc::new(reduce);
         let late = self.late.clone();
         let windows = stamped.then_with(
             "window",
@@ -206,23 +207,23 @@ impl Session {
             let m = make.clone();
             Ok(b.graph.source(vname, p, move |i| PullSource { make: m.clone(), index: i, parallelism: p, pull: None }))
         });
-        Stream { data, late: Rc::default() }
+        Stream { data, late: Arc::default() }
     }
 
     /// A finite stream of `records` (the same vector on every worker), split evenly in
     /// order: a replay, handy for tests and backfills.
     pub fn stream_from_vec<T: Record>(&self, records: Vec<T>) -> Stream<T> {
-        Stream { data: self.from_vec(records), late: Rc::default() }
+        Stream { data: self.from_vec(records), late: Arc::default() }
     }
 
     /// `f(0), f(1), ...` split over the partitions (partition i makes the sequence numbers
     /// congruent to i), at most `rate` records per second per partition if given, until
     /// `limit` records in all if given (else until stopped).
-    pub fn stream_generate<T: Record>(&self, rate: Option<u64>, limit: Option<u64>, f: impl Fn(u64) -> T + 'static) -> Stream<T> {
-        let f = Rc::new(f);
+    pub fn stream_generate<T: Record>(&self, rate: Option<u64>, limit: Option<u64>, f: impl Fn(u64) -> T + Send + Sync + 'static) -> Stream<T> {
+        let f = Arc::new(f);
         self.stream_of(
             "stream_generate",
-            Rc::new(move |i, p| {
+            Arc::new(move |i, p| {
                 let f = f.clone();
                 let start = Instant::now();
                 let mut seq = u64::from(i);
@@ -251,7 +252,7 @@ impl Session {
         let addr = addr.to_string();
         self.stream_of(
             "socket_text",
-            Rc::new(move |i, _| {
+            Arc::new(move |i, _| {
                 let addr = addr.clone();
                 let mut conn: Option<(TcpStream, Vec<u8>)> = None;
                 Box::new(move || {
@@ -279,7 +280,7 @@ impl Session {
         let end_marker = end_marker.map(str::to_string);
         self.stream_of(
             "follow_file",
-            Rc::new(move |i, _| {
+            Arc::new(move |i, _| {
                 let (path, end_marker) = (path.clone(), end_marker.clone());
                 let mut file: Option<std::fs::File> = None;
                 let mut pending = Vec::new();

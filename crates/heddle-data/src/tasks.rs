@@ -1,11 +1,13 @@
 //! The tasks data sets compile to: closures wrapped as heddle-task sources and compute
 //! tasks.
 
-use std::cell::RefCell;
 use std::hash::Hash;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use heddle_task::{Compute, Context, Produced, Result, Source};
+
+use crate::Locked;
+
 /// Tables of keys that stay on this worker: a fast, well-mixing hash (FxHash mixes
 /// string keys too little: lookups of similar words collide).
 pub(crate) type Table<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
@@ -14,17 +16,17 @@ pub(crate) type Table<K, V> = std::collections::HashMap<K, V, foldhash::fast::Ra
 const PER_CALL: usize = 4096;
 
 /// Makes partition `i` of `p`'s records (afresh for every pass).
-pub(crate) type MakeIter<T> = Rc<dyn Fn(u32, u32) -> Box<dyn Iterator<Item = crate::Result<T>>>>;
+pub(crate) type MakeIter<T> = Arc<dyn Fn(u32, u32) -> Box<dyn Iterator<Item = crate::Result<T>> + Send> + Send + Sync>;
 
 /// A source over an iterator per partition.
 pub(crate) struct IterSource<T> {
     pub(crate) make: MakeIter<T>,
     pub(crate) index: u32,
     pub(crate) parallelism: u32,
-    pub(crate) iter: Option<Box<dyn Iterator<Item = crate::Result<T>>>>,
+    pub(crate) iter: Option<Box<dyn Iterator<Item = crate::Result<T>> + Send>>,
 }
 
-impl<T: 'static> Source for IterSource<T> {
+impl<T: Send + 'static> Source for IterSource<T> {
     type Out = T;
 
     fn next(&mut self, ctx: &mut Context<'_, T>) -> Result<Produced> {
@@ -45,12 +47,12 @@ impl<T: 'static> Source for IterSource<T> {
 }
 
 /// A function from one record to any number of records.
-pub(crate) type Apply<T, U> = Rc<dyn Fn(T, &mut dyn FnMut(U))>;
+pub(crate) type Apply<T, U> = Arc<dyn Fn(T, &mut dyn FnMut(U)) + Send + Sync>;
 
 /// Applies a record-wise function (map, flat_map, filter, key_by).
 pub(crate) struct ApplyTask<T, U>(pub(crate) Apply<T, U>);
 
-impl<T: 'static, U: 'static> Compute for ApplyTask<T, U> {
+impl<T: Send + 'static, U: Send + 'static> Compute for ApplyTask<T, U> {
     type In = T;
     type Out = U;
 
@@ -62,11 +64,11 @@ impl<T: 'static, U: 'static> Compute for ApplyTask<T, U> {
 
 /// Holds its whole partition, then applies a function to all of it.
 pub(crate) struct PartitionTask<T, U> {
-    pub(crate) f: Rc<dyn Fn(Vec<T>) -> Vec<U>>,
+    pub(crate) f: Arc<dyn Fn(Vec<T>) -> Vec<U> + Send + Sync>,
     pub(crate) held: Vec<T>,
 }
 
-impl<T: 'static, U: 'static> Compute for PartitionTask<T, U> {
+impl<T: Send + 'static, U: Send + 'static> Compute for PartitionTask<T, U> {
     type In = T;
     type Out = U;
 
@@ -86,12 +88,12 @@ impl<T: 'static, U: 'static> Compute for PartitionTask<T, U> {
 /// Combines values by key within the partition (the map side of a keyed reduction):
 /// one record per key leaves, at the end.
 pub(crate) struct CombineTask<K, V, A> {
-    pub(crate) first: Rc<dyn Fn(V) -> A>,
-    pub(crate) fold: Rc<dyn Fn(A, V) -> A>,
+    pub(crate) first: Arc<dyn Fn(V) -> A + Send + Sync>,
+    pub(crate) fold: Arc<dyn Fn(A, V) -> A + Send + Sync>,
     pub(crate) table: Table<K, Option<A>>,
 }
 
-impl<K: Hash + Eq + 'static, V: 'static, A: 'static> Compute for CombineTask<K, V, A> {
+impl<K: Hash + Eq + Send + 'static, V: Send + 'static, A: Send + 'static> Compute for CombineTask<K, V, A> {
     type In = (K, V);
     type Out = (K, A);
 
@@ -141,7 +143,7 @@ pub(crate) struct JoinTask<K, V, W> {
     pub(crate) table: Table<K, (Vec<V>, Vec<W>)>,
 }
 
-impl<K: Hash + Eq + Clone + 'static, V: Clone + 'static, W: Clone + 'static> Compute for JoinTask<K, V, W> {
+impl<K: Hash + Eq + Clone + Send + 'static, V: Clone + Send + 'static, W: Clone + Send + 'static> Compute for JoinTask<K, V, W> {
     type In = (K, Side<V, W>);
     type Out = (K, (Option<V>, Option<W>));
 
@@ -184,7 +186,7 @@ impl<K: Hash + Eq + Clone + 'static, V: Clone + 'static, W: Clone + 'static> Com
 /// Holds its partition and emits it sorted by key (stable) at the end.
 pub(crate) struct SortTask<K, V>(pub(crate) Vec<(K, V)>);
 
-impl<K: Ord + 'static, V: 'static> Compute for SortTask<K, V> {
+impl<K: Ord + Send + 'static, V: Send + 'static> Compute for SortTask<K, V> {
     type In = (K, V);
     type Out = (K, V);
 
@@ -206,7 +208,7 @@ impl<K: Ord + 'static, V: 'static> Compute for SortTask<K, V> {
 /// Passes records on unchanged (the receiving side of a shuffle).
 pub(crate) struct Identity<T>(pub(crate) std::marker::PhantomData<fn(T)>);
 
-impl<T: 'static> Compute for Identity<T> {
+impl<T: Send + 'static> Compute for Identity<T> {
     type In = T;
     type Out = T;
 
@@ -217,25 +219,25 @@ impl<T: 'static> Compute for Identity<T> {
 }
 
 /// Keeps what it receives (collect).
-pub(crate) struct CollectTask<T>(pub(crate) Rc<RefCell<Vec<T>>>);
+pub(crate) struct CollectTask<T>(pub(crate) Arc<Mutex<Vec<T>>>);
 
-impl<T: 'static> Compute for CollectTask<T> {
+impl<T: Send + 'static> Compute for CollectTask<T> {
     type In = T;
     type Out = ();
 
     fn execute(&mut self, _: &mut Context<'_, ()>, x: T) -> Result<()> {
-        self.0.borrow_mut().push(x);
+        self.0.locked().push(x);
         Ok(())
     }
 }
 
 /// Calls a function per record, and another at the end of the partition.
 pub(crate) struct SinkTask<T> {
-    pub(crate) each: Rc<dyn Fn(u32, T) -> crate::Result<()>>,
-    pub(crate) end: Rc<dyn Fn(u32) -> crate::Result<()>>,
+    pub(crate) each: Arc<dyn Fn(u32, T) -> crate::Result<()> + Send + Sync>,
+    pub(crate) end: Arc<dyn Fn(u32) -> crate::Result<()> + Send + Sync>,
 }
 
-impl<T: 'static> Compute for SinkTask<T> {
+impl<T: Send + 'static> Compute for SinkTask<T> {
     type In = T;
     type Out = ();
 
@@ -251,13 +253,13 @@ impl<T: 'static> Compute for SinkTask<T> {
 /// Folds its partition into one value, emitted at the end (none if `fold` never ran and
 /// `emit_empty` is off).
 pub(crate) struct FoldTask<T, A> {
-    pub(crate) zero: Rc<dyn Fn() -> A>,
-    pub(crate) fold: Rc<dyn Fn(A, T) -> A>,
+    pub(crate) zero: Arc<dyn Fn() -> A + Send + Sync>,
+    pub(crate) fold: Arc<dyn Fn(A, T) -> A + Send + Sync>,
     pub(crate) acc: Option<A>,
     pub(crate) emit_empty: bool,
 }
 
-impl<T: 'static, A: 'static> Compute for FoldTask<T, A> {
+impl<T: Send + 'static, A: Send + 'static> Compute for FoldTask<T, A> {
     type In = T;
     type Out = A;
 
@@ -289,17 +291,17 @@ pub(crate) enum Pulled<T> {
 }
 
 /// Makes partition `i` of `p`'s puller (afresh for every pass).
-pub(crate) type MakePull<T> = Rc<dyn Fn(u32, u32) -> Box<dyn FnMut() -> crate::Result<Pulled<T>>>>;
+pub(crate) type MakePull<T> = Arc<dyn Fn(u32, u32) -> Box<dyn FnMut() -> crate::Result<Pulled<T>> + Send + Sync> + Send + Sync>;
 
 /// A source that pulls records as they become available, never blocking the executor.
 pub(crate) struct PullSource<T> {
     pub(crate) make: MakePull<T>,
     pub(crate) index: u32,
     pub(crate) parallelism: u32,
-    pub(crate) pull: Option<Box<dyn FnMut() -> crate::Result<Pulled<T>>>>,
+    pub(crate) pull: Option<Box<dyn FnMut() -> crate::Result<Pulled<T>> + Send + Sync>>,
 }
 
-impl<T: 'static> Source for PullSource<T> {
+impl<T: Send + 'static> Source for PullSource<T> {
     type Out = T;
 
     fn next(&mut self, ctx: &mut Context<'_, T>) -> Result<Produced> {

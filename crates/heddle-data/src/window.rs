@@ -11,7 +11,8 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::Hash;
-use std::rc::Rc;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use heddle_task::{Compute, Context, Result};
@@ -141,7 +142,7 @@ pub(crate) enum Element<K, V> {
 
 /// Before the shuffle: stamps records, and sends watermarks to every window instance.
 pub(crate) struct Stamp<K, V> {
-    pub(crate) time: Rc<dyn Fn(&V) -> u64>,
+    pub(crate) time: Arc<dyn Fn(&V) -> u64 + Send + Sync>,
     pub(crate) event: Option<u64>,
     pub(crate) targets: u32,
     pub(crate) max_seen: u64,
@@ -149,7 +150,7 @@ pub(crate) struct Stamp<K, V> {
     pub(crate) _kv: std::marker::PhantomData<fn(K)>,
 }
 
-impl<K: 'static, V: 'static> Stamp<K, V> {
+impl<K: Send + 'static, V: Send + 'static> Stamp<K, V> {
     fn marks(&self, ctx: &mut Context<'_, Element<K, V>>, time: u64) {
         for to in 0..self.targets {
             ctx.emit(Element::Mark { time, from: ctx.index(), to });
@@ -157,7 +158,7 @@ impl<K: 'static, V: 'static> Stamp<K, V> {
     }
 }
 
-impl<K: 'static, V: 'static> Compute for Stamp<K, V> {
+impl<K: Send + 'static, V: Send + 'static> Compute for Stamp<K, V> {
     type In = (K, V);
     type Out = Element<K, V>;
 
@@ -197,7 +198,7 @@ pub(crate) struct Open<V> {
 /// After the shuffle: keeps each key's windows and emits their results.
 pub(crate) struct WindowTask<K, V> {
     pub(crate) window: Window,
-    pub(crate) reduce: Rc<dyn Fn(V, V) -> V>,
+    pub(crate) reduce: Arc<dyn Fn(V, V) -> V + Send + Sync>,
     pub(crate) sources: u32,
     /// Watermark per upstream instance (event time).
     pub(crate) marks: HashMap<u32, u64>,
@@ -207,10 +208,10 @@ pub(crate) struct WindowTask<K, V> {
     pub(crate) counts: HashMap<K, (u64, VecDeque<V>)>,
     /// Sessions of each key: (start, last record time) -> value.
     pub(crate) sessions: HashMap<K, Vec<(u64, u64, V, u64)>>,
-    pub(crate) late: Rc<std::cell::Cell<u64>>,
+    pub(crate) late: Arc<AtomicU64>,
 }
 
-impl<K: Clone + Ord + Hash + 'static, V: Clone + 'static> WindowTask<K, V> {
+impl<K: Clone + Ord + Hash + Send + 'static, V: Clone + Send + 'static> WindowTask<K, V> {
     fn watermark(&self) -> u64 {
         match self.window.time {
             Time::Processing => now_ms(),
@@ -263,7 +264,7 @@ impl<K: Clone + Ord + Hash + 'static, V: Clone + 'static> WindowTask<K, V> {
             }
             WindowKind::Session { gap } => {
                 if t + gap + late <= wm && wm != 0 {
-                    self.late.set(self.late.get() + 1);
+                    self.late.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     return;
                 }
                 let sessions = self.sessions.entry(k).or_default();
@@ -289,7 +290,7 @@ impl<K: Clone + Ord + Hash + 'static, V: Clone + 'static> WindowTask<K, V> {
         for &start in starts {
             let end = start + size;
             if end + late <= wm && wm != 0 {
-                self.late.set(self.late.get() + 1);
+                self.late.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 continue;
             }
             let keys = self.open.entry((end, start)).or_default();
@@ -355,7 +356,7 @@ impl<K: Clone + Ord + Hash + 'static, V: Clone + 'static> WindowTask<K, V> {
     }
 }
 
-impl<K: Clone + Ord + Hash + 'static, V: Clone + 'static> Compute for WindowTask<K, V> {
+impl<K: Clone + Ord + Hash + Send + 'static, V: Clone + Send + 'static> Compute for WindowTask<K, V> {
     type In = Element<K, V>;
     type Out = Windowed<K, V>;
 

@@ -3,11 +3,10 @@
 
 mod common;
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::on_workers;
@@ -18,13 +17,14 @@ use heddle_task::StopHandle;
 /// Runs a stream into a vector on every worker; returns all workers' records.
 fn gather<T: heddle_task::Record + Send>(n: usize, make: impl Fn(&Session) -> heddle_data::Stream<T> + Sync) -> Vec<T> {
     on_workers(n, |s| {
-        let got = Rc::new(RefCell::new(Vec::new()));
+        let got = Arc::new(Mutex::new(Vec::new()));
         let g = got.clone();
         make(s).run(move |_, x| {
-            g.borrow_mut().push(x);
+            g.lock().unwrap().push(x);
             Ok(())
         }, None).unwrap();
-        got.take()
+        let v = std::mem::take(&mut *got.lock().unwrap());
+        v
     })
     .into_iter()
     .flatten()
@@ -126,7 +126,7 @@ fn event_time_tumbling_and_sliding_windows_on_1_to_3_workers() {
 fn late_events_update_their_window_within_the_lateness_and_are_dropped_after() {
     let events: Vec<(u32, u64)> = vec![(1, 1), (1, 3), (1, 12), (1, 2), (1, 30), (1, 4), (1, 16), (1, 35)];
     let (results, late) = on_workers(1, |s| {
-        let got = Rc::new(RefCell::new(Vec::new()));
+        let got = Arc::new(Mutex::new(Vec::new()));
         let g = got.clone();
         let stream = s.stream_from_vec(events.clone()).map(|(k, t)| (k, t)).window(
             Window::tumbling(Duration::from_millis(10)).event_time(Duration::from_millis(5), Duration::from_millis(10)),
@@ -137,11 +137,11 @@ fn late_events_update_their_window_within_the_lateness_and_are_dropped_after() {
         stream
             .map(|w| (w.start, w.end, w.records, w.update))
             .run(move |_, x| {
-                g.borrow_mut().push(x);
+                g.lock().unwrap().push(x);
                 Ok(())
             }, None)
             .unwrap();
-        let v = got.take();
+        let v = std::mem::take(&mut *got.lock().unwrap());
         (v, late.late_records())
     })
     .remove(0);
@@ -236,16 +236,16 @@ fn socket_and_growing_file_sources_and_sinks() {
 fn an_unbounded_stream_runs_until_stopped() {
     let counts = on_workers(2, |s| {
         let stop = StopHandle::default();
-        let seen = Rc::new(RefCell::new(0u64));
+        let seen = Arc::new(Mutex::new(0u64));
         let (g, st) = (seen.clone(), stop.clone());
         s.stream_generate(None, None, |i| i).run(move |_, _| {
-            *g.borrow_mut() += 1;
-            if *g.borrow() == 10_000 {
+            *g.lock().unwrap() += 1;
+            if *g.lock().unwrap() == 10_000 {
                 st.stop();
             }
             Ok(())
         }, Some(stop)).unwrap();
-        let n = *seen.borrow();
+        let n = *seen.lock().unwrap();
         n
     });
     assert!(counts.iter().all(|&c| c >= 10_000), "{counts:?}");

@@ -2,7 +2,7 @@
 //! of data sets (ranges, lists, generators, text lines and blocks, CSV, JSON lines).
 
 use std::path::PathBuf;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use heddle_data::{OnMalformed, Session};
@@ -72,7 +72,9 @@ impl PySession {
         let c = comm.shared();
         let own = blocking(py, || c.split(Some(0), c.rank() as i64)).map_err(errors::comm)?;
         let own = own.ok_or_else(|| Kind::Comm.err("could not copy the communicator for the session"))?;
-        let s = blocking_here(py, || Session::new(own)).map_err(errors::data)?;
+        // One executor thread: Python code runs under the GIL anyway, and a run's first
+        // exception is kept per thread (see `failure`).
+        let s = blocking_here(py, || Session::new(own)).and_then(|s| s.with_threads(1)).map_err(errors::data)?;
         let s = match partitions {
             Some(p) => s.with_partitions(p).map_err(errors::data)?,
             None => s,
@@ -130,7 +132,7 @@ impl PySession {
             return Err(argument("block_bytes must be at least 1"));
         }
         let files = list_files(&path).map_err(input_error)?;
-        let blocks = Rc::new(Blocks::new(files, block_bytes));
+        let blocks = Arc::new(Blocks::new(files, block_bytes));
         let b = blocks.clone();
         // A block in which no line starts (inside a long line) gives no record.
         let made = self.s.generate(blocks.count(), move |j| {

@@ -67,7 +67,7 @@ fn pairs(ds: &DataSet<PyObj>) -> DataSet<(PyKey, PyObj)> {
 }
 
 /// Python tuples from native `(key, value)` pairs, the value made by `value`.
-fn tuples<V: heddle_task::Record>(ds: &DataSet<(PyKey, V)>, value: impl Fn(Python<'_>, V) -> PyResult<Bound<'_, PyAny>> + 'static) -> DataSet<PyObj> {
+fn tuples<V: heddle_task::Record>(ds: &DataSet<(PyKey, V)>, value: impl Fn(Python<'_>, V) -> PyResult<Bound<'_, PyAny>> + Send + Sync + 'static) -> DataSet<PyObj> {
     ds.flat_map(move |(k, v): (PyKey, V)| guarded(|py| Ok(PyObj::new(pair_to(py, k, value(py, v)?)?))))
 }
 

@@ -114,7 +114,7 @@ pub(crate) fn blocking<T: Send, F: FnOnce() -> T + Send>(py: Python<'_>, f: F) -
 struct Here<X>(X);
 
 // SAFETY: `blocking` runs its closure on the calling thread (it only releases the GIL), so
-// the value never leaves this thread. The task and data objects it carries (`Rc`-based) are
+// the value never leaves this thread. The task and data objects it carries (not `Send`) are
 // reachable from Python only through `unsendable` classes, which refuse other threads.
 unsafe impl<X> Send for Here<X> {}
 

@@ -40,7 +40,7 @@ pub(crate) enum OutTag {
 }
 
 /// A record received, handed to Python.
-pub(crate) trait InRec: 'static {
+pub(crate) trait InRec: Send + 'static {
     fn into_py(self, py: Python<'_>) -> PyResult<Bound<'_, PyAny>>;
 }
 
@@ -70,7 +70,7 @@ impl InRec for (PyKey, Vec<PyObj>) {
 }
 
 /// A record emitted from Python.
-pub(crate) trait OutRec: Clone + 'static {
+pub(crate) trait OutRec: Clone + Send + 'static {
     const TAG: OutTag;
     fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self>;
 }

@@ -236,7 +236,7 @@ fn configure<I, O>(g: &mut TaskGraph, v: &Vertex<I, O>, d: &VertexDesc) {
 }
 
 /// Connects two built vertices with a typed edge.
-fn link<T: 'static, U: 'static>(g: &mut TaskGraph, from: &Built, to: &Built, edge: Edge<T, U>) -> PyResult<()> {
+fn link<T: Send + 'static, U: Send + 'static>(g: &mut TaskGraph, from: &Built, to: &Built, edge: Edge<T, U>) -> PyResult<()> {
     let mismatch = || Kind::Graph.err("an edge's record shapes do not match its vertices (internal)");
     let f = from.output.downcast_ref::<Vertex<(), T>>().ok_or_else(mismatch)?;
     match to.out {

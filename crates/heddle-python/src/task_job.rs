@@ -174,7 +174,9 @@ impl PyJob {
             opts.batch_bytes = b as usize;
         }
         let p = plan.plan.clone();
-        let (job, raised) = blocking_here(py, || failure::scope(|| Job::new(c, &g, &p, opts)));
+        // One executor thread, the caller's: Python tasks run under the GIL anyway, and a
+        // run's first exception is kept per thread (see `failure`).
+        let (job, raised) = blocking_here(py, || failure::scope(|| Job::new(c, &g, &p, opts).map(|j| j.threads(1))));
         let job = errors::of_run(job, raised, errors::task)?;
         Ok(PyJob { stop: job.stop_handle(), job: Some(job), plan: plan.plan.clone(), streaming, comm: shared })
     }

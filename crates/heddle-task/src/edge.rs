@@ -49,9 +49,10 @@ impl<T, U> std::fmt::Debug for Edge<T, U> {
 }
 
 /// What records crossing an edge must be: serializable (they may cross workers) and
-/// clonable (a task with several outgoing edges sends each a copy).
-pub trait Record: Serialize + DeserializeOwned + Clone + 'static {}
-impl<T: Serialize + DeserializeOwned + Clone + 'static> Record for T {}
+/// clonable (a task with several outgoing edges sends each a copy), and may move between
+/// a worker's executor threads.
+pub trait Record: Serialize + DeserializeOwned + Clone + Send + 'static {}
+impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Record for T {}
 
 fn boxed<T, U, O>(op: heddle_comm::Result<O>) -> heddle_comm::Result<BoxedOp<T, U>>
 where

@@ -3,7 +3,7 @@
 
 use std::any::Any;
 use std::marker::PhantomData;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use heddle_comm::Communicator;
 
@@ -60,9 +60,9 @@ pub(crate) trait VertexFactory {
     fn build(&self, info: TaskInfo, inbox: Option<Box<dyn Any>>, inputs: usize, outs: Vec<Box<dyn Any>>, strategy: Strategy, comm: Option<Communicator>) -> Result<Box<dyn TaskRun>>;
 }
 
-fn ports<O: 'static>(outs: Vec<Box<dyn Any>>) -> Result<Vec<Rc<dyn OutPort<O>>>> {
+fn ports<O: Send + 'static>(outs: Vec<Box<dyn Any>>) -> Result<Vec<Arc<dyn OutPort<O>>>> {
     outs.into_iter()
-        .map(|o| o.downcast::<Rc<dyn OutPort<O>>>().map(|b| *b).map_err(|_| Error::Graph("an edge's input type does not match its task's output type".into())))
+        .map(|o| o.downcast::<Arc<dyn OutPort<O>>>().map(|b| *b).map_err(|_| Error::Graph("an edge's input type does not match its task's output type".into())))
         .collect()
 }
 
@@ -178,7 +178,7 @@ impl TaskGraph {
     }
 
     /// Connects `from`'s output to `to`'s input through `edge`.
-    pub fn connect<A, T: 'static, U: 'static, B>(&mut self, from: &Vertex<A, T>, to: &Vertex<U, B>, edge: Edge<T, U>) -> &mut Self {
+    pub fn connect<A, T: Send + 'static, U: Send + 'static, B>(&mut self, from: &Vertex<A, T>, to: &Vertex<U, B>, edge: Edge<T, U>) -> &mut Self {
         let chainable = edge.chain.is_some();
         self.edges.push(EdgeDef { from: from.id, to: to.id, kind: edge.kind, chainable, factory: Box::new(edge) });
         self

@@ -19,18 +19,18 @@
 //!     }
 //! }
 //! /// Adds up what it receives.
-//! struct Total(std::rc::Rc<std::cell::Cell<u64>>);
+//! struct Total(std::sync::Arc<std::sync::atomic::AtomicU64>);
 //! impl Compute for Total {
 //!     type In = u64;
 //!     type Out = ();
 //!     fn execute(&mut self, _: &mut Context<'_, ()>, x: u64) -> Result<()> {
-//!         self.0.set(self.0.get() + x);
+//!         self.0.fetch_add(x, std::sync::atomic::Ordering::Relaxed);
 //!         Ok(())
 //!     }
 //! }
 //!
 //! let comm = heddle_comm::solo(heddle_comm::CommConfig::default()).unwrap();
-//! let sum = std::rc::Rc::new(std::cell::Cell::new(0));
+//! let sum = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
 //! let mut g = TaskGraph::new();
 //! let numbers = g.source("numbers", 2, |i| Numbers { next: i as u64 * 50, end: i as u64 * 50 + 50 });
 //! let s = sum.clone();
@@ -38,7 +38,7 @@
 //! g.connect(&numbers, &total, Edge::hash());
 //! let plan = Plan::new(&g, &WorkerSpec::discover(&comm).unwrap(), &RoundRobin).unwrap();
 //! Job::new(&comm, &g, &plan, Options::batch()).unwrap().run().unwrap();
-//! assert_eq!(sum.get(), (0..100).sum::<u64>());
+//! assert_eq!(sum.load(std::sync::atomic::Ordering::Relaxed), (0..100).sum::<u64>());
 //! ```
 
 mod context;
@@ -56,7 +56,7 @@ mod task;
 pub use context::{Context, TaskInfo};
 pub use edge::{Edge, EdgeKind, Record};
 pub use error::{Error, Result};
-pub use exec::{Job, Report, StopHandle, TaskStats};
+pub use exec::{Job, Report, StopHandle, TaskStats, THREADS_ENV};
 pub use graph::{TaskGraph, Vertex, VertexKind};
 pub use plan::{Plan, PlannedEdge};
 pub use resources::{Resources, WorkerSpec};

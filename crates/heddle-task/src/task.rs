@@ -16,9 +16,9 @@ pub enum Produced {
 
 /// A task that produces records. `next` should emit a bounded slice of records per call
 /// (say a few thousand), so the executor can move them and keep memory bounded.
-pub trait Source: 'static {
+pub trait Source: Send + 'static {
     /// Records it emits.
-    type Out: 'static;
+    type Out: Send + 'static;
 
     /// Called once, before anything else.
     ///
@@ -44,11 +44,11 @@ pub trait Source: 'static {
 }
 
 /// A task that executes the records it receives and may emit records of its own.
-pub trait Compute: 'static {
+pub trait Compute: Send + 'static {
     /// Records it receives.
-    type In: 'static;
+    type In: Send + 'static;
     /// Records it emits (`()` for a sink).
-    type Out: 'static;
+    type Out: Send + 'static;
 
     /// Called once, before anything else.
     ///

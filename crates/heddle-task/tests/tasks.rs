@@ -1,9 +1,8 @@
 //! The task system against naive references: graphs on 1-4 workers (threads with
 //! in-process transports), schedulers, strategies, iterations and BSP inside tasks.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use heddle_comm::dataflow::{Options, TaskId};
@@ -47,13 +46,13 @@ impl Compute for Keyed {
 }
 
 /// Collects what it receives into a shared vector.
-struct Collect<T>(Rc<RefCell<Vec<T>>>);
+struct Collect<T>(Arc<Mutex<Vec<T>>>);
 
-impl<T: 'static> Compute for Collect<T> {
+impl<T: Send + 'static> Compute for Collect<T> {
     type In = T;
     type Out = ();
     fn execute(&mut self, _: &mut Context<'_, ()>, x: T) -> Result<()> {
-        self.0.borrow_mut().push(x);
+        self.0.lock().unwrap().push(x);
         Ok(())
     }
 }
@@ -82,7 +81,7 @@ fn keyed_counts_match_a_plain_count() {
         for per in 1..=3u32 {
             let p = workers_n as u32 * per;
             let got = on_workers(workers_n, |comm| {
-                let out = Rc::new(RefCell::new(Vec::new()));
+                let out = Arc::new(Mutex::new(Vec::new()));
                 let mut g = TaskGraph::new();
                 let src = g.source("numbers", p, move |i| Numbers { next: n * u64::from(i) / u64::from(p), end: n * u64::from(i + 1) / u64::from(p), per_call: 100 });
                 let key = g.compute("key", p, move |_| Keyed { keys });
@@ -93,7 +92,7 @@ fn keyed_counts_match_a_plain_count() {
                 let plan = Plan::new(&g, &workers(comm), &RoundRobin).unwrap();
                 assert!(plan.edges[0].chained, "direct edge between co-located instances is chained");
                 Job::new(comm, &g, &plan, Options::batch()).unwrap().run().unwrap();
-                let v = out.borrow().clone();
+                let v = out.lock().unwrap().clone();
                 v
             });
             let mut total: BTreeMap<u64, u64> = BTreeMap::new();
@@ -119,7 +118,7 @@ fn every_edge_kind_in_both_modes() {
                 let mk = |g: &mut TaskGraph, name: &str| g.source(name, p, move |i| Numbers { next: u64::from(i) * 100, end: u64::from(i) * 100 + 100, per_call: 7 });
                 let mut g = TaskGraph::new();
                 let a = mk(&mut g, "a");
-                let (part, bcast, red, gat) = (Rc::new(RefCell::new(vec![])), Rc::new(RefCell::new(vec![])), Rc::new(RefCell::new(vec![])), Rc::new(RefCell::new(vec![])));
+                let (part, bcast, red, gat) = (Arc::new(Mutex::new(vec![])), Arc::new(Mutex::new(vec![])), Arc::new(Mutex::new(vec![])), Arc::new(Mutex::new(vec![])));
                 let (pc, bc, rc, gc) = (part.clone(), bcast.clone(), red.clone(), gat.clone());
                 let s1 = g.compute("part", p, move |_| Collect(pc.clone()));
                 let s2 = g.compute("bcast", p, move |_| Collect(bc.clone()));
@@ -131,7 +130,7 @@ fn every_edge_kind_in_both_modes() {
                 g.connect(&a, &s4, Edge::gather());
                 let plan = Plan::new(&g, &workers(comm), &RoundRobin).unwrap();
                 Job::new(comm, &g, &plan, opts.clone()).unwrap().run().unwrap();
-                let collected = (part.borrow().clone(), bcast.borrow().clone(), red.borrow().clone(), gat.borrow().clone());
+                let collected = (part.lock().unwrap().clone(), bcast.lock().unwrap().clone(), red.lock().unwrap().clone(), gat.lock().unwrap().clone());
                 collected
             });
             let p = workers_n as u64;
@@ -245,8 +244,8 @@ fn malformed_graphs_are_refused_with_the_reason() {
 
 /// Counts executions and ticks; can switch strategy after `switch_after` records.
 struct Probe {
-    seen: Rc<RefCell<Vec<u64>>>,
-    ticks: Rc<RefCell<u64>>,
+    seen: Arc<Mutex<Vec<u64>>>,
+    ticks: Arc<Mutex<u64>>,
     switch_to: Option<(usize, Strategy)>,
 }
 
@@ -254,16 +253,16 @@ impl Compute for Probe {
     type In = u64;
     type Out = ();
     fn execute(&mut self, ctx: &mut Context<'_, ()>, x: u64) -> Result<()> {
-        self.seen.borrow_mut().push(x);
+        self.seen.lock().unwrap().push(x);
         if let Some((after, s)) = self.switch_to {
-            if self.seen.borrow().len() == after {
+            if self.seen.lock().unwrap().len() == after {
                 ctx.set_strategy(s);
             }
         }
         Ok(())
     }
     fn tick(&mut self, _: &mut Context<'_, ()>) -> Result<()> {
-        *self.ticks.borrow_mut() += 1;
+        *self.ticks.lock().unwrap() += 1;
         Ok(())
     }
 }
@@ -271,7 +270,7 @@ impl Compute for Probe {
 /// A source that emits one number per call, every `period` (a periodic source).
 fn probe_job(strategy: Strategy, source_strategy: Option<Strategy>, n: u64, switch_to: Option<(usize, Strategy)>) -> (Vec<u64>, u64, heddle_task::Report) {
     let comm = heddle_comm::solo(CommConfig::default()).unwrap();
-    let (seen, ticks) = (Rc::new(RefCell::new(Vec::new())), Rc::new(RefCell::new(0)));
+    let (seen, ticks) = (Arc::new(Mutex::new(Vec::new())), Arc::new(Mutex::new(0)));
     let mut g = TaskGraph::new();
     // Timed sources emit one record per run; others many (so tasks run batches).
     let per_call = if source_strategy.is_some() { 1 } else { 50 };
@@ -285,8 +284,8 @@ fn probe_job(strategy: Strategy, source_strategy: Option<Strategy>, n: u64, swit
     }
     let plan = Plan::new(&g, &workers(&comm), &RoundRobin).unwrap();
     let report = Job::new(&comm, &g, &plan, Options::batch()).unwrap().run().unwrap();
-    let seen = seen.borrow().clone();
-    let ticks = *ticks.borrow();
+    let seen = seen.lock().unwrap().clone();
+    let ticks = *ticks.lock().unwrap();
     (seen, ticks, report)
 }
 
@@ -349,7 +348,7 @@ impl Source for PerPass {
 /// vertex communicator each iteration (BSP inside dataflow).
 struct Accumulate {
     state: u64,
-    log: Rc<RefCell<Vec<(Vec<u64>, u64)>>>,
+    log: Arc<Mutex<Vec<(Vec<u64>, u64)>>>,
 }
 
 impl Compute for Accumulate {
@@ -362,7 +361,7 @@ impl Compute for Accumulate {
     fn end_of_input(&mut self, ctx: &mut Context<'_, ()>) -> Result<()> {
         let mut total = [self.state];
         ctx.comm()?.allreduce(&mut total, heddle_comm::Op::Sum)?;
-        self.log.borrow_mut().push((ctx.iteration().to_vec(), total[0]));
+        self.log.lock().unwrap().push((ctx.iteration().to_vec(), total[0]));
         Ok(())
     }
 }
@@ -372,7 +371,7 @@ fn nested_iterations_keep_task_state_and_run_collectives_inside_tasks() {
     for n in 1..=3usize {
         let logs = on_workers(n, |comm| {
             let p = comm.size() as u32;
-            let log = Rc::new(RefCell::new(Vec::new()));
+            let log = Arc::new(Mutex::new(Vec::new()));
             let mut g = TaskGraph::new();
             // Every pass, instance i emits 1..=10 (its state grows by 55 per pass).
             let src = g.source("src", p, |_| PerPass { pass: None, next: 1 });
@@ -385,7 +384,7 @@ fn nested_iterations_keep_task_state_and_run_collectives_inside_tasks() {
             job.iterate(&[2, 3]).unwrap();
             let report = job.close().unwrap();
             assert_eq!(report.passes, 6);
-            let l = log.borrow().clone();
+            let l = log.lock().unwrap().clone();
             l
         });
         for log in logs {
@@ -401,7 +400,7 @@ fn a_collective_vertex_needs_one_instance_per_worker() {
     let comm = heddle_comm::solo(CommConfig::default()).unwrap();
     let mut g = TaskGraph::new();
     let src = g.source("src", 2, |_| Numbers { next: 0, end: 1, per_call: 1 });
-    let acc = g.compute("acc", 2, |_| Accumulate { state: 0, log: Rc::default() });
+    let acc = g.compute("acc", 2, |_| Accumulate { state: 0, log: Arc::default() });
     g.connect(&src, &acc, Edge::direct());
     g.collective(&acc);
     let plan = Plan::new(&g, &workers(&comm), &RoundRobin).unwrap();
@@ -455,17 +454,17 @@ impl Source for Endless {
 /// Stops the job after `after` records.
 struct StopAfter {
     after: usize,
-    seen: Rc<RefCell<Vec<u64>>>,
-    stop: Rc<RefCell<Option<heddle_task::StopHandle>>>,
+    seen: Arc<Mutex<Vec<u64>>>,
+    stop: Arc<Mutex<Option<heddle_task::StopHandle>>>,
 }
 
 impl Compute for StopAfter {
     type In = u64;
     type Out = ();
     fn execute(&mut self, _: &mut Context<'_, ()>, x: u64) -> Result<()> {
-        self.seen.borrow_mut().push(x);
-        if self.seen.borrow().len() == self.after {
-            if let Some(h) = self.stop.borrow().as_ref() {
+        self.seen.lock().unwrap().push(x);
+        if self.seen.lock().unwrap().len() == self.after {
+            if let Some(h) = self.stop.lock().unwrap().as_ref() {
                 h.stop();
             }
         }
@@ -476,8 +475,8 @@ impl Compute for StopAfter {
 #[test]
 fn a_streaming_job_runs_until_stopped_and_loses_nothing_sent() {
     let results = on_workers(2, |comm| {
-        let seen = Rc::new(RefCell::new(Vec::new()));
-        let stop = Rc::new(RefCell::new(None));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(Mutex::new(None));
         let mut g = TaskGraph::new();
         let src = g.source("endless", 2, |i| Endless(u64::from(i) << 40));
         let (s, h) = (seen.clone(), stop.clone());
@@ -485,10 +484,10 @@ fn a_streaming_job_runs_until_stopped_and_loses_nothing_sent() {
         g.connect(&src, &sink, Edge::hash());
         let plan = Plan::new(&g, &workers(comm), &RoundRobin).unwrap();
         let job = Job::new(comm, &g, &plan, Options::streaming()).unwrap();
-        *stop.borrow_mut() = Some(job.stop_handle());
+        *stop.lock().unwrap() = Some(job.stop_handle());
         let report = job.run().unwrap();
         let emitted: u64 = report.tasks.iter().filter(|t| t.task.starts_with("endless")).map(|t| t.emitted).sum();
-        let v = seen.borrow().clone();
+        let v = seen.lock().unwrap().clone();
         (v, emitted)
     });
     // Everything emitted by both sources arrived somewhere, each once.

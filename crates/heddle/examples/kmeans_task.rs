@@ -14,7 +14,7 @@
 mod points;
 
 use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use clap::Parser;
 use heddle::comm::dataflow::{Options, TaskId};
@@ -90,14 +90,14 @@ impl Compute for KMeans {
 }
 
 /// Keeps the latest centers.
-struct Centers(Rc<RefCell<Vec<[f64; 2]>>>);
+struct Centers(Arc<Mutex<Vec<[f64; 2]>>>);
 
 impl Compute for Centers {
     type In = (TaskId, Vec<[f64; 2]>);
     type Out = ();
 
     fn execute(&mut self, _: &mut Context<'_, ()>, (_, centers): (TaskId, Vec<[f64; 2]>)) -> TaskResult<()> {
-        *self.0.borrow_mut() = centers;
+        *self.0.lock().expect("the centers' lock") = centers;
         Ok(())
     }
 }
@@ -128,7 +128,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     d.check(total)?;
-    let result = Rc::new(RefCell::new(Vec::new()));
+    let result = Arc::new(Mutex::new(Vec::new()));
     let mut graph = TaskGraph::new();
     let share = RefCell::new(Some(share));
     let source = graph.source("points", p as u32, move |_| Points { share: share.borrow_mut().take().unwrap_or_default(), at: 0 });
@@ -151,7 +151,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     comm.allreduce(&mut job_s, Op::Max)?;
 
     if rank == 0 {
-        let centers = result.borrow().clone();
+        let centers = result.lock().expect("the centers' lock").clone();
         let want = points::lloyd(&d.all()?, &first, d.iterations);
         let err = centers.iter().zip(&want).map(|(a, b)| (a[0] - b[0]).abs().max((a[1] - b[1]).abs())).fold(0.0, f64::max);
         let ok = centers.len() == want.len() && err < 1e-6;

@@ -14,10 +14,8 @@
 #[path = "common/text.rs"]
 mod text;
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
@@ -106,21 +104,21 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let counts = stream.map(|(w, t)| (w, (t, 1u64))).window(window, |v| v.0, |a, b| (a.0.max(b.0), a.1 + b.1));
     // Each result: the window, the word, its count, and how long after the window's end
     // it came out (µs).
-    let results: Rc<RefCell<Vec<(u64, u64, u32, u64, u64)>>> = Rc::default();
+    let results: std::sync::Arc<std::sync::Mutex<Vec<(u64, u64, u32, u64, u64)>>> = std::sync::Arc::default();
     let r = results.clone();
     session.comm().barrier()?;
     let start = Instant::now();
     counts.run(
         move |_, w| {
             let lag = wall_us().saturating_sub(w.end * 1000);
-            r.borrow_mut().push((w.start, w.end, w.key, w.value.1, lag));
+            r.lock().expect("the results' lock").push((w.start, w.end, w.key, w.value.1, lag));
             Ok(())
         },
         None,
     )?;
     let mut job_s = [start.elapsed().as_secs_f64()];
     session.comm().allreduce(&mut job_s, Op::Max)?;
-    let local = results.take();
+    let local = std::mem::take(&mut *results.lock().expect("the results' lock"));
     let all = session.comm().gather_object(&local, 0)?;
     if let Some(all) = all {
         let mut all: Vec<(u64, u64, u32, u64, u64)> = all.into_iter().flatten().collect();

@@ -12,12 +12,11 @@
 #[path = "common/text.rs"]
 mod text;
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use clap::Parser;
 use heddle::comm::dataflow::Options;
@@ -133,7 +132,7 @@ impl Compute for CountWords {
 /// Collects the totals of the words hashed to it and writes its part file.
 struct Totals {
     output: Option<PathBuf>,
-    totals: Rc<RefCell<Vec<(String, u64)>>>,
+    totals: Arc<Mutex<Vec<(String, u64)>>>,
 }
 
 impl Compute for Totals {
@@ -141,7 +140,7 @@ impl Compute for Totals {
     type Out = ();
 
     fn execute(&mut self, _: &mut Context<'_, ()>, pair: (String, u64)) -> TaskResult<()> {
-        self.totals.borrow_mut().push(pair);
+        self.totals.lock().expect("the totals' lock").push(pair);
         Ok(())
     }
 
@@ -150,7 +149,7 @@ impl Compute for Totals {
         let io = |e: std::io::Error| heddle::task::Error::Graph(format!("writing {}: {e}", dir.display()));
         std::fs::create_dir_all(dir).map_err(io)?;
         let mut out = BufWriter::new(File::create(dir.join(format!("part-{:05}", ctx.index()))).map_err(io)?);
-        for (word, count) in self.totals.borrow().iter() {
+        for (word, count) in self.totals.lock().expect("the totals' lock").iter() {
             writeln!(out, "{word}\t{count}").map_err(io)?;
         }
         out.flush().map_err(io)
@@ -171,7 +170,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         return Err(format!("--input {} is not a readable file", input.display()).into());
     }
     let p = comm.size() as u32;
-    let totals = Rc::new(RefCell::new(Vec::new()));
+    let totals = Arc::new(Mutex::new(Vec::new()));
     let mut graph = TaskGraph::new();
     let path = input.clone();
     let read = graph.source("read", p, move |i| ReadRange::open(&path, i, p).expect("the input was checked above"));
@@ -189,7 +188,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut job_s = [report.job_s];
     comm.allreduce(&mut job_s, Op::Max)?;
 
-    let local = totals.borrow().clone();
+    let local = totals.lock().expect("the totals' lock").clone();
     let mut stats = [local.len() as u64, local.iter().map(|(_, c)| c).sum()];
     comm.allreduce(&mut stats, Op::Sum)?;
     let all = comm.gather_object(&local, 0)?;

@@ -3,14 +3,13 @@
 //! between them.
 
 use std::any::Any;
-use std::cell::RefCell;
 use std::collections::HashMap;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use heddle_comm::dataflow::{EdgeSpec, Event, Offer, Options, TaskId};
 use heddle_comm::Communicator;
 
-use super::ports::{Inbox, LocalPort, OpPort, OutPort, Outbox, SharedInbox, QUEUE_CAP};
+use super::ports::{lock, Inbox, LocalPort, OpPort, OutPort, Outbox, SharedInbox, QUEUE_CAP};
 use crate::edge::{BoxedOp, Edge};
 use crate::{Error, Result};
 
@@ -30,7 +29,7 @@ pub(crate) trait EdgeRun {
 
 /// Builds an edge's instance on a worker: links the downstream inboxes (`Box<dyn Any>`
 /// holding `SharedInbox<U>`) and returns the upstream ports (`Box<dyn Any>` holding
-/// `Rc<dyn OutPort<T>>`), by local source task.
+/// `Arc<dyn OutPort<T>>`), by local source task.
 pub(crate) trait EdgeFactory {
     fn instantiate(
         &self,
@@ -40,7 +39,7 @@ pub(crate) trait EdgeFactory {
     ) -> Result<(Box<dyn EdgeRun>, Vec<(TaskId, Box<dyn Any>)>)>;
 }
 
-impl<T: 'static, U: 'static> EdgeFactory for Edge<T, U> {
+impl<T: Send + 'static, U: Send + 'static> EdgeFactory for Edge<T, U> {
     fn instantiate(
         &self,
         sources: &[TaskId],
@@ -66,17 +65,17 @@ impl<T: 'static, U: 'static> EdgeFactory for Edge<T, U> {
                 .iter()
                 .zip(&inboxes)
                 .map(|(&s, (_, inbox))| {
-                    let port: Rc<dyn OutPort<T>> = Rc::new(LocalPort { inbox: inbox.clone(), map });
+                    let port: Arc<dyn OutPort<T>> = Arc::new(LocalPort { inbox: inbox.clone(), map });
                     (s, Box::new(port) as Box<dyn Any>)
                 })
                 .collect();
             return Ok((Box::new(Chained), ports));
         }
-        let outboxes: Vec<(TaskId, Rc<RefCell<Outbox<T>>>)> = sources.iter().map(|&s| (s, Rc::default())).collect();
+        let outboxes: Vec<(TaskId, Arc<Mutex<Outbox<T>>>)> = sources.iter().map(|&s| (s, Arc::default())).collect();
         let ports = outboxes
             .iter()
             .map(|(s, o)| {
-                let port: Rc<dyn OutPort<T>> = Rc::new(OpPort(o.clone()));
+                let port: Arc<dyn OutPort<T>> = Arc::new(OpPort(o.clone()));
                 (*s, Box::new(port) as Box<dyn Any>)
             })
             .collect();
@@ -110,7 +109,7 @@ type MakeOp<T, U> = std::sync::Arc<dyn Fn(&Communicator, EdgeSpec, Options) -> h
 struct OpEdge<T, U> {
     make: MakeOp<T, U>,
     op: Option<BoxedOp<T, U>>,
-    outboxes: Vec<(TaskId, Rc<RefCell<Outbox<T>>>)>,
+    outboxes: Vec<(TaskId, Arc<Mutex<Outbox<T>>>)>,
     inboxes: Vec<(TaskId, SharedInbox<U>)>,
     /// A record the operation handed back (edge full), per source.
     held: HashMap<TaskId, T>,
@@ -123,7 +122,7 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
         self.op = Some((self.make)(comm, spec, opts)?);
         self.finished.clear();
         for (_, o) in &self.outboxes {
-            o.borrow_mut().finished = false;
+            lock(o).finished = false;
         }
         Ok(())
     }
@@ -133,7 +132,7 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
         let mut moved = false;
         for (s, outbox) in &self.outboxes {
             loop {
-                let next = self.held.remove(s).or_else(|| outbox.borrow_mut().items.pop_front());
+                let next = self.held.remove(s).or_else(|| lock(outbox).items.pop_front());
                 let Some(record) = next else { break };
                 match op.offer(*s, record)? {
                     Offer::Accepted => moved = true,
@@ -144,7 +143,7 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
                 }
             }
             let ended = {
-                let o = outbox.borrow();
+                let o = lock(outbox);
                 o.finished && o.items.is_empty()
             };
             if ended && !self.held.contains_key(s) && !self.finished.contains(s) {
@@ -155,7 +154,7 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
         }
         moved |= op.progress()?;
         for (t, inbox) in &self.inboxes {
-            let mut inbox = inbox.borrow_mut();
+            let mut inbox = lock(inbox);
             while inbox.items.len() < QUEUE_CAP {
                 match op.poll(*t) {
                     Some(Event::Data(u)) => inbox.items.push_back(u),
@@ -186,7 +185,7 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
 }
 
 /// A fresh inbox, type-erased, for a downstream task of input type `U`.
-pub(crate) fn new_inbox<U: 'static>() -> (SharedInbox<U>, Box<dyn Any>) {
-    let inbox: SharedInbox<U> = Rc::new(RefCell::new(Inbox::default()));
+pub(crate) fn new_inbox<U: Send + 'static>() -> (SharedInbox<U>, Box<dyn Any>) {
+    let inbox: SharedInbox<U> = Arc::new(Mutex::new(Inbox::default()));
     (inbox.clone(), Box::new(inbox))
 }

@@ -12,6 +12,7 @@ use heddle_comm::dataflow::{EdgeSpec, Mode, Options, TaskId};
 use heddle_comm::Communicator;
 
 use super::edge_run::EdgeRun;
+use super::pool;
 use super::task_run::{TaskRun, TaskStats};
 use crate::{Error, Plan, Result, TaskGraph, TaskInfo};
 
@@ -47,7 +48,7 @@ impl StopHandle {
         self.0.store(true, Ordering::Release);
     }
 
-    fn requested(&self) -> bool {
+    pub(crate) fn requested(&self) -> bool {
         self.0.load(Ordering::Acquire)
     }
 }
@@ -76,11 +77,28 @@ pub struct Job<'c> {
     elapsed: Duration,
     /// First edge id of the job's block.
     edge_block: u32,
+    /// Task ids of `tasks`.
+    task_ids: Vec<TaskId>,
+    /// Executor threads per worker (1: the calling thread runs everything).
+    threads: usize,
+}
+
+/// The environment variable that sets the default number of executor threads per worker.
+pub const THREADS_ENV: &str = "HEDDLE_TASK_THREADS";
+
+/// Executor threads from [`THREADS_ENV`] (1 when unset).
+fn default_threads() -> Result<usize> {
+    match std::env::var(THREADS_ENV) {
+        Err(_) => Ok(1),
+        Ok(v) => v.trim().parse::<usize>().ok().filter(|&n| n >= 1).ok_or_else(|| {
+            Error::Graph(format!("{THREADS_ENV}={v:?} is not a number of threads: set it to a whole number of at least 1, or unset it"))
+        }),
+    }
 }
 
 impl std::fmt::Debug for Job<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Job").field("plan", &self.plan).field("mode", &self.opts.mode).field("passes", &self.passes).finish_non_exhaustive()
+        f.debug_struct("Job").field("plan", &self.plan).field("mode", &self.opts.mode).field("threads", &self.threads).field("passes", &self.passes).finish_non_exhaustive()
     }
 }
 
@@ -145,6 +163,7 @@ impl<'c> Job<'c> {
         }
         // The local task instances.
         let mut tasks = Vec::new();
+        let mut task_ids = Vec::new();
         for (v, def) in graph.vertices.iter().enumerate() {
             let inputs = graph.edges.iter().filter(|e| e.to == v).count();
             for (i, t) in local(v) {
@@ -152,6 +171,7 @@ impl<'c> Job<'c> {
                 let inbox = inboxes.remove(&t).map(|(typed, _)| typed);
                 let ports = outs.remove(&t).unwrap_or_default();
                 tasks.push(def.factory.build(info, inbox, inputs, ports, def.strategy, vertex_comms.remove(&v))?);
+                task_ids.push(t);
             }
         }
         Ok(Job {
@@ -165,7 +185,18 @@ impl<'c> Job<'c> {
             passes: 0,
             elapsed: Duration::ZERO,
             edge_block,
+            task_ids,
+            threads: default_threads()?,
         })
+    }
+
+    /// Runs this worker's task instances on `n` executor threads (at least 1): chains of
+    /// chained instances are spread over them, one chain per thread, and the calling thread
+    /// drives the edges. With 1 (the default, or [`THREADS_ENV`]) the calling thread runs
+    /// everything.
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n.max(1);
+        self
     }
 
     /// A handle that ends a streaming job from another thread (or a task).
@@ -242,7 +273,12 @@ impl<'c> Job<'c> {
         for t in &mut self.tasks {
             t.begin_pass(started);
         }
-        let result = self.drive(iteration);
+        let groups = if self.threads > 1 { pool::groups(&self.task_ids, &self.plan, self.threads) } else { Vec::new() };
+        let result = if groups.len() > 1 {
+            pool::drive(&mut self.tasks, &groups, &mut self.edges, &self.stop, iteration)
+        } else {
+            self.drive(iteration)
+        };
         for t in &mut self.tasks {
             t.end_pass();
         }

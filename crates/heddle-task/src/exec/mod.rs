@@ -3,8 +3,9 @@
 
 pub(crate) mod edge_run;
 mod job;
+mod pool;
 pub(crate) mod ports;
 pub(crate) mod task_run;
 
-pub use job::{Job, Report, StopHandle};
+pub use job::{Job, Report, StopHandle, THREADS_ENV};
 pub use task_run::TaskStats;

@@ -1,8 +1,7 @@
 //! The queues between tasks and edges on one worker.
 
-use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Records a task may have waiting on one outgoing port, or in its inbox, before the
 /// executor stops running its producer (back-pressure inside the worker).
@@ -22,10 +21,17 @@ impl<U> Default for Inbox<U> {
     }
 }
 
-pub(crate) type SharedInbox<U> = Rc<RefCell<Inbox<U>>>;
+/// An inbox shared by the task (on its executor thread) and the edges feeding it.
+pub(crate) type SharedInbox<U> = Arc<Mutex<Inbox<U>>>;
+
+/// Locks a queue. A queue is never left half-updated (every critical section only moves
+/// whole records), so a lock poisoned by a panicking task is still consistent.
+pub(crate) fn lock<Q>(queue: &Mutex<Q>) -> MutexGuard<'_, Q> {
+    queue.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// Where a task's emitted records go on one outgoing edge.
-pub(crate) trait OutPort<T> {
+pub(crate) trait OutPort<T>: Send + Sync {
     /// Takes every record of `items`.
     fn push(&self, items: &mut Vec<T>);
     /// Records pushed and not yet taken by the edge.
@@ -48,19 +54,19 @@ impl<T> Default for Outbox<T> {
 }
 
 /// An outgoing port into an operation.
-pub(crate) struct OpPort<T>(pub(crate) Rc<RefCell<Outbox<T>>>);
+pub(crate) struct OpPort<T>(pub(crate) Arc<Mutex<Outbox<T>>>);
 
-impl<T> OutPort<T> for OpPort<T> {
+impl<T: Send> OutPort<T> for OpPort<T> {
     fn push(&self, items: &mut Vec<T>) {
-        self.0.borrow_mut().items.extend(items.drain(..));
+        lock(&self.0).items.extend(items.drain(..));
     }
 
     fn backlog(&self) -> usize {
-        self.0.borrow().items.len()
+        lock(&self.0).items.len()
     }
 
     fn finish(&self) {
-        self.0.borrow_mut().finished = true;
+        lock(&self.0).finished = true;
     }
 }
 
@@ -71,17 +77,17 @@ pub(crate) struct LocalPort<T, U> {
     pub(crate) map: fn(T) -> U,
 }
 
-impl<T, U> OutPort<T> for LocalPort<T, U> {
+impl<T, U: Send> OutPort<T> for LocalPort<T, U> {
     fn push(&self, items: &mut Vec<T>) {
         let map = self.map;
-        self.inbox.borrow_mut().items.extend(items.drain(..).map(map));
+        lock(&self.inbox).items.extend(items.drain(..).map(map));
     }
 
     fn backlog(&self) -> usize {
-        self.inbox.borrow().items.len()
+        lock(&self.inbox).items.len()
     }
 
     fn finish(&self) {
-        self.inbox.borrow_mut().ended += 1;
+        lock(&self.inbox).ended += 1;
     }
 }

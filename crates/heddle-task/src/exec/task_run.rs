@@ -1,12 +1,12 @@
 //! A task instance as the executor drives it: when it may run (its strategy, its input,
 //! room on its outputs), and its life cycle.
 
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 
 use heddle_comm::Communicator;
 
-use super::ports::{OutPort, SharedInbox, QUEUE_CAP};
+use super::ports::{lock, OutPort, SharedInbox, QUEUE_CAP};
 use crate::{Compute, Context, Error, Produced, Result, Source, Strategy, TaskInfo};
 
 /// Records a compute task executes per activation of the executor loop before the loop
@@ -37,7 +37,7 @@ pub struct TaskStats {
 }
 
 /// A type-erased task instance.
-pub(crate) trait TaskRun {
+pub(crate) trait TaskRun: Send {
     fn prepare(&mut self, iteration: &[u64]) -> Result<()>;
     /// Starts a pass over the input (an iteration).
     fn begin_pass(&mut self, now: Instant);
@@ -57,7 +57,7 @@ pub(crate) trait TaskRun {
 /// What source and compute runs share: identity, outputs, strategy, counters.
 struct Common<O> {
     info: TaskInfo,
-    outs: Vec<Rc<dyn OutPort<O>>>,
+    outs: Vec<Arc<dyn OutPort<O>>>,
     emitted: Vec<O>,
     strategy: Strategy,
     comm: Option<Communicator>,
@@ -68,7 +68,7 @@ struct Common<O> {
 }
 
 impl<O: Clone> Common<O> {
-    fn new(info: TaskInfo, outs: Vec<Rc<dyn OutPort<O>>>, strategy: Strategy, comm: Option<Communicator>) -> Self {
+    fn new(info: TaskInfo, outs: Vec<Arc<dyn OutPort<O>>>, strategy: Strategy, comm: Option<Communicator>) -> Self {
         let stats = TaskStats { task: info.to_string(), worker: info.worker, ..TaskStats::default() };
         Common { info, outs, emitted: Vec::new(), strategy, comm, next_tick: None, runs: 0, stats, done: false }
     }
@@ -151,7 +151,7 @@ impl<S: Source> SourceRun<S>
 where
     S::Out: Clone,
 {
-    pub(crate) fn new(task: S, info: TaskInfo, outs: Vec<Rc<dyn OutPort<S::Out>>>, strategy: Strategy, comm: Option<Communicator>) -> Self {
+    pub(crate) fn new(task: S, info: TaskInfo, outs: Vec<Arc<dyn OutPort<S::Out>>>, strategy: Strategy, comm: Option<Communicator>) -> Self {
         SourceRun { task, common: Common::new(info, outs, strategy, comm) }
     }
 }
@@ -234,7 +234,7 @@ where
         info: TaskInfo,
         inbox: SharedInbox<C::In>,
         inputs: usize,
-        outs: Vec<Rc<dyn OutPort<C::Out>>>,
+        outs: Vec<Arc<dyn OutPort<C::Out>>>,
         strategy: Strategy,
         comm: Option<Communicator>,
     ) -> Self {
@@ -244,7 +244,7 @@ where
     /// A retired task: what still arrives is counted and dropped; its outputs end.
     /// Returns whether anything changed.
     fn retire(&mut self) -> bool {
-        let dropped = std::mem::take(&mut self.inbox.borrow_mut().items).len() as u64;
+        let dropped = std::mem::take(&mut lock(&self.inbox).items).len() as u64;
         self.common.stats.discarded += dropped;
         let mut moved = dropped > 0;
         if !self.common.done {
@@ -261,7 +261,7 @@ where
         let allowed = self.common.strategy.max_runs().map_or(usize::MAX, |k| k.saturating_sub(self.common.runs) as usize);
         let take = limit.min(allowed);
         let batch: Vec<C::In> = {
-            let mut inbox = self.inbox.borrow_mut();
+            let mut inbox = lock(&self.inbox);
             let n = take.min(inbox.items.len());
             inbox.items.drain(..n).collect()
         };
@@ -282,7 +282,7 @@ where
             }
             Ok(())
         })?;
-        let mut inbox = self.inbox.borrow_mut();
+        let mut inbox = lock(&self.inbox);
         for (k, item) in items.enumerate() {
             inbox.items.insert(k, item);
         }
@@ -304,7 +304,7 @@ where
     fn begin_pass(&mut self, _now: Instant) {
         self.common.done = false;
         self.common.next_tick = None;
-        self.inbox.borrow_mut().ended = 0;
+        lock(&self.inbox).ended = 0;
     }
 
     fn step(&mut self, now: Instant, iteration: &[u64]) -> Result<Step> {
@@ -331,7 +331,7 @@ where
             }
         }
         let ended = {
-            let inbox = self.inbox.borrow();
+            let inbox = lock(&self.inbox);
             inbox.ended >= self.inputs && inbox.items.is_empty()
         };
         if ended && !self.common.done {
