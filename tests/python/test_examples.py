@@ -1,4 +1,4 @@
-"""The Python examples (examples/python/wordcount.py, kmeans.py) under ``heddle run``:
+"""The Python examples (examples/python/wordcount.py, kmeans.py, tasks.py) under ``heddle run``:
 each checks itself against a plain Python reference and prints the Rust examples' JSON
 line; their generated datasets match the Rust examples' (when those are built)."""
 
@@ -89,3 +89,11 @@ def test_generated_points_are_the_rust_examples(tmp_path):
     rust_centers = np.loadtxt(tmp_path / "rust" / "centers.csv", delimiter=",", skiprows=1)
     python_centers = np.loadtxt(tmp_path / "python" / "centers.csv", delimiter=",", skiprows=1)
     assert np.abs(rust_centers - python_centers).max() < 1e-9
+
+
+@pytest.mark.parametrize("n, tasks", [(1, 1), (2, 1), (2, 500), (3, 7)])
+def test_tasks_sum_their_squares(n, tasks):
+    rep = report(run_job(n, str(EXAMPLES / "tasks.py"), "--tasks", str(tasks)), "tasks")
+    assert (rep["tasks"], rep["workers"]) == (tasks, n)
+    want = sum(i * i for i in range(tasks))
+    assert rep["detail"] == f"sum {want}, want {want}"
