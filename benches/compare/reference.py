@@ -371,6 +371,20 @@ def check_window_counts(got: dict, ref_path: str | os.PathLike) -> tuple[bool, s
         return False, f"{bad} (window, key) counts differ; events {int(have.sum())}, want {int(want.sum())}"
     return True, f"{int(want.sum())} events, {int((want > 0).sum())} (window, key) counts equal"
 
+
+def read_window_counts_dir(directory: str | os.PathLike) -> dict[tuple[int, int], int]:
+    """``window,key,count`` lines of every part file of a directory (the latest line of a
+    (window, key) wins, as in an update-mode sink)."""
+    got: dict[tuple[int, int], int] = {}
+    for part in sorted(Path(directory).iterdir()):
+        if not part.is_file() or part.name.startswith((".", "_")):
+            continue
+        for line in part.read_text().splitlines():
+            if line:
+                w, k, c = line.split(",")
+                got[(int(w), int(k))] = int(c)
+    return got
+
 # ---------------------------------------------------------------------------------------------
 # Trivial tasks
 

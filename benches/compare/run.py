@@ -163,7 +163,8 @@ def setup_system(system: str) -> dict:
 
 
 def build_heddle() -> None:
-    need = [HEDDLE] + [EXAMPLES / n for n in ("wordcount_task", "kmeans_task", "terasort", "bench_collectives")]
+    need = [HEDDLE] + [EXAMPLES / n for n in ("wordcount_task", "kmeans_task", "terasort", "bench_collectives",
+                                              "tiny_tasks", "stream_events")]
     if all(p.exists() for p in need):
         return
     log("building Heddle (cargo build --release --bins --examples)")
@@ -297,6 +298,11 @@ def check_heddle_sort(d, out):
     return reference.check_sorted_dir(out, d["ref"])
 
 
+def check_heddle_streaming(d, out):
+    import reference
+    return reference.check_window_counts(reference.read_window_counts_dir(out), d["ref"])
+
+
 def heddle_python_example(name: str) -> Path | None:
     p = ROOT / "examples" / "python" / f"{name}.py"
     return p if p.exists() and (ROOT / ".venv-py" / "bin" / "python").exists() else None
@@ -341,9 +347,8 @@ def variants() -> list[Variant]:
         Variant("kmeans", "flink", "not included", None, note="K-means is in Flink ML, a separate library (not on PyPI with apache-flink)"),
         # sort ---------------------------------------------------------------------------
         Variant("sort", "heddle", "Rust dataflow sort (terasort)",
-                lambda d, out, s, st: heddle_run("terasort", "--input", d["input"], "--output", out),
-                harness_check=check_heddle_sort,
-                note="job time excludes reading the input (loaded before the clock starts)"),
+                lambda d, out, s, st: heddle_run("terasort", "--input", d["input"], "--time-read", "--output", out),
+                harness_check=check_heddle_sort),
         Variant("sort", "mpi", "mpi4py + numpy sample sort", peer("mpi", "sort.py")),
         Variant("sort", "spark", "DataFrame", peer("spark", "sort_df.py")),
         Variant("sort", "spark", "RDD", peer("spark", "sort_rdd.py")),
@@ -352,15 +357,20 @@ def variants() -> list[Variant]:
         Variant("sort", "flink", "Table API SQL ORDER BY", peer("flink", "sort_sql.py"),
                 note="a global ORDER BY runs in one task"),
         # trivial tasks --------------------------------------------------------------------
-        Variant("tasks", "heddle", "not yet implemented", None,
-                note="no Python task API and no Rust program for many tiny tasks yet"),
+        Variant("tasks", "heddle", "Rust task API, a task instance each + reduce edge (tiny_tasks --via graph)",
+                lambda d, out, s, st: heddle_run("tiny_tasks", "--tasks", s.tasks, "--via", "graph")),
+        Variant("tasks", "heddle", "Rust CCR ports, closures on 1-thread dispatchers + allreduce (tiny_tasks --via ports)",
+                lambda d, out, s, st: heddle_run("tiny_tasks", "--tasks", s.tasks, "--via", "ports")),
         Variant("tasks", "spark", "RDD, 1 partition per task", peer("spark", "tasks.py"), max_repeats=1,
                 note="run in the first repeat only (about 30 ms a task: 5 minutes for 10,000)"),
         Variant("tasks", "dask", "futures (client.map)", peer("dask", "tasks.py")),
         Variant("tasks", "ray", "tasks", peer("ray", "tasks.py")),
         # streaming ------------------------------------------------------------------------
-        Variant("streaming", "heddle", "not yet implemented", None,
-                note="no keyed windowed count program yet"),
+        Variant("streaming", "heddle", "Rust Stream API, event-time tumbling windows (stream_events)",
+                lambda d, out, s, st: heddle_run("stream_events", "--input", Path(d["input"]) / "part-*.csv",
+                                                 "--output", out),
+                harness_check=check_heddle_streaming,
+                note="replays the files with stream_from_vec: each worker reads and parses all of them inside the clock"),
         Variant("streaming", "spark", "Structured Streaming", peer("spark", "streaming_window.py")),
         Variant("tasks", "mpi", "not applicable", None, note="MPI has no task API"),
         Variant("streaming", "mpi", "not applicable", None, note="MPI has no streaming API"),
@@ -370,28 +380,31 @@ def variants() -> list[Variant]:
                 note="reads the same events as one file (one source reader keeps event time in order)"),
         Variant("tasks", "flink", "not applicable", None, note="Flink has no API for independent tasks"),
     ]
-    for name in ("wordcount", "kmeans"):
+    # The Python front end's versions (examples/python/NAME.py), run when the heddle package
+    # installed in .venv-py (make python-install) can import them: workload -> (example,
+    # variant, extra arguments, harness check).
+    python_rows = {
+        "wordcount": ("wordcount", "Python (heddle.data)",
+                      lambda d, out, s: ["--input", d["input"], "--output", out, "--no-verify"], check_heddle_wordcount),
+        "kmeans": ("kmeans", "Python (heddle.data)",
+                   lambda d, out, s: ["--input", d["input"], "--k", 16, "--iterations", 10, "--output", out],
+                   check_heddle_kmeans),
+        "tasks": ("tasks", "Python heddle.task, a task instance each + reduce edge (tasks.py)",
+                  lambda d, out, s: ["--tasks", s.tasks], None),
+    }
+    py = str(ROOT / ".venv-py" / "bin" / "python")
+    for workload, (name, label, extra, check) in python_rows.items():
         ex = heddle_python_example(name)
         if not ex:
             continue
-        # The Python front end's versions (examples/python/NAME.py), run when the heddle
-        # package installed in .venv-py (make python-install) can import them.
-        py = str(ROOT / ".venv-py" / "bin" / "python")
         if not python_example_runs(py, ex):
-            v.append(Variant(name, "heddle", "Python (heddle.data)", None,
+            v.append(Variant(workload, "heddle", label, None,
                              note=f"examples/python/{name}.py is there but .venv-py's heddle cannot run it "
                                   "(make python-install)"))
             continue
-        if name == "wordcount":
-            make = (lambda d, out, s, st, ex=ex, py=py: [py, "-m", "heddle", "run", "-n", str(WORKERS), str(ex),
-                                                         "--input", str(d["input"]), "--output", str(out), "--no-verify"])
-            check = check_heddle_wordcount
-        else:
-            make = (lambda d, out, s, st, ex=ex, py=py: [py, "-m", "heddle", "run", "-n", str(WORKERS), str(ex),
-                                                         "--input", str(d["input"]), "--k", "16", "--iterations", "10",
-                                                         "--output", str(out)])
-            check = check_heddle_kmeans
-        v.append(Variant(name, "heddle", "Python (heddle.data)", make, harness_check=check))
+        make = (lambda d, out, s, st, ex=ex, extra=extra:
+                [py, "-m", "heddle", "run", "-n", str(WORKERS), str(ex), *map(str, extra(d, out, s))])
+        v.append(Variant(workload, "heddle", label, make, harness_check=check))
     return v
 
 
@@ -584,7 +597,9 @@ def run_allreduce(quick: bool, timeout: float, pause: float, systems: list[str])
 # ---------------------------------------------------------------------------------------------
 # Report
 
-def summarize(rows: list[dict]) -> list[dict]:
+def summarize(rows: list[dict], listed: list[tuple[str, str, str]]) -> list[dict]:
+    """Medians and min-max per (workload, system, variant); ratios to the Heddle Rust
+    variant listed first in ``listed`` (the (workload, system, variant) of ``variants()``)."""
     groups: dict = {}
     for r in rows:
         groups.setdefault((r["workload"], r["system"], r["variant"]), []).append(r)
@@ -598,9 +613,11 @@ def summarize(rows: list[dict]) -> list[dict]:
                     "verified": bool(rs) and len(good) == len(rs), "job_s": stats("job_s"),
                     "run_s": stats("run_s"), "peak_pss_mib": stats("peak_pss_mib"),
                     "detail": next((r["detail"] for r in rs if not r["ok"]), rs[-1]["detail"])})
+    position = {key: i for i, key in enumerate(listed)}
     for w in {o["workload"] for o in out}:
-        base = [o for o in out if o["workload"] == w and o["system"] == "heddle" and o["job_s"][0]
-                and o["variant"].startswith("Rust")]
+        base = sorted((o for o in out if o["workload"] == w and o["system"] == "heddle" and o["job_s"][0]
+                       and o["variant"].startswith("Rust")),
+                      key=lambda o: position.get((o["workload"], o["system"], o["variant"]), len(listed)))
         for o in out:
             if o["workload"] != w:
                 continue
@@ -627,8 +644,16 @@ def fmt_s(t) -> str:
     if med is None:
         return "—"
     def f(x):
-        return f"{x:.3f}" if x < 1 else f"{x:.2f}" if x < 100 else f"{x:.0f}"
+        # Two significant digits below 10 ms (trivial tasks), else 3 decimals below 1 s.
+        return f"{x:.2g}" if x < 0.01 else f"{x:.3f}" if x < 1 else f"{x:.2f}" if x < 100 else f"{x:.0f}"
     return f"{f(med)} ({f(lo)}–{f(hi)})" if hi is not None and hi != lo else f(med)
+
+
+def fmt_ratio(r) -> str:
+    """1.0×, 12.3×; two significant digits below 0.1× (a Heddle variant faster than the base)."""
+    if not r:
+        return "—"
+    return f"{r:.1f}×" if r >= 0.1 else f"{r:.2g}×"
 
 
 def markdown_table(summary: list[dict]) -> str:
@@ -643,8 +668,7 @@ def markdown_table(summary: list[dict]) -> str:
             lines.append(f"| {o['workload']} | {o['system']} | {o['variant']} | — | — | — | — | — | {o['detail']} |")
             continue
         pss = f"{o['peak_pss_mib'][0]:.0f}" if o["peak_pss_mib"][0] is not None else "—"
-        jr = f"{o['job_ratio']:.1f}×" if o.get("job_ratio") else "—"
-        rr = f"{o['run_ratio']:.1f}×" if o.get("run_ratio") else "—"
+        jr, rr = fmt_ratio(o.get("job_ratio")), fmt_ratio(o.get("run_ratio"))
         ver = "yes" if o["verified"] else f"**NO** ({o['ok_runs']}/{o['runs']}: {o['detail']})"
         lines.append(f"| {o['workload']} | {o['system']} | {variant} | {fmt_s(o['job_s'])} | {fmt_s(o['run_s'])} | "
                      f"{pss} | {jr} | {rr} | {ver} |")
@@ -816,7 +840,7 @@ Job time: measured inside each program, start-up excluded (after `SparkSession`/
 `heddle::init`), the same way for everyone; for K-means every system loads or caches its points before the clock starts.
 Whole run: wall clock of the whole command (start-up, job and shutdown; the program's own output check subtracted).
 Peak PSS: the largest sum of the proportional set size of every process of the run (JVM, Python workers, raylet, …),
-sampled every 0.05 s for the first second, every 0.1 s until 5 s, then every 0.25 s, from `/proc/PID/smaps_rollup`. Ratios divide the median by Heddle's (Rust) median.
+sampled every 0.05 s for the first second, every 0.1 s until 5 s, then every 0.25 s, from `/proc/PID/smaps_rollup`. Ratios divide the median by the median of Heddle's (first) Rust variant.
 
 {markdown_table(summary)}
 
@@ -838,19 +862,29 @@ sampled every 0.05 s for the first second, every 0.1 s until 5 s, then every 0.2
 
 NOTES = [
     "Every system's output is verified against a reference (benches/compare/reference.py): the peers check their own "
-    "output after the clock stops; Heddle's part files and centers are checked by the harness with the same code "
-    "(Heddle's word count runs with `--no-verify`; its K-means and terasort also validate themselves in-process).",
-    "Heddle's terasort loads its share of the input before its clock starts (the peers read the input inside their job "
-    "time); the whole-run column includes the read for everyone.",
+    "output after the clock stops; Heddle's part files, centers and window counts are checked by the harness with the "
+    "same code (Heddle's word count runs with `--no-verify`; its K-means, terasort and streaming window count also "
+    "validate themselves in-process, its task programs check their sum).",
+    "Heddle's terasort runs with `--time-read`: its clock starts before each worker reads its share of the input, as "
+    "the peers' clocks do.",
     "Runs are interleaved: each repeat runs every workload on every system, rotating the order of the systems, after a "
     "`sync` and an idle pause; medians over the repeats are shown with min–max.",
     "OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (set on this VM for old OpenBLAS builds) are unset for every run; "
     "OMP/OPENBLAS/MKL threads are 1 per worker process.",
     "Spark uses 8 shuffle partitions with adaptive execution and 32 MiB input splits (the 200-partition default is for "
     "clusters); Dask and Ray use 8 input partitions; MPI one per rank.",
-    "Trivial tasks and streaming: Heddle has no Python task API and no Rust program for them yet (\"not yet "
-    "implemented\"); the peers' versions are ready (Spark, Dask, Ray tasks; Spark Structured Streaming and Flink SQL "
-    "windows).",
+    "Trivial tasks, Heddle: `tiny_tasks --via graph` (task API: a source vertex with one instance per task, placed "
+    "round robin on the workers, each emitting its square once, and a reduce edge into one task; building and planning "
+    "the graph are inside the clock), `--via ports` (CCR: each worker queues its share as closures on a one-thread "
+    "`Dispatcher`, a multiple-item receive sums them, an allreduce adds the workers' sums) and "
+    "examples/python/tasks.py (the task-graph version with Python task objects). Spark, Dask and Ray ship every "
+    "task from a driver to worker processes; Heddle's workers each run their own share (SPMD), so only the sums "
+    "cross processes.",
+    "Streaming, Heddle: `stream_events` (Stream API: event time with a 5 s watermark, tumbling 10 s windows, counts "
+    "kept in memory by each worker and written after the clock for the harness's check). The data API has no stream "
+    "source of a directory of files yet, so it replays the files with `stream_from_vec`: every worker reads and "
+    "parses all of them inside the clock and streams its half (the two halves of event time in parallel; a "
+    "window's watermark is the least of its inputs'). heddle.data (Python) has no Stream API: no Python row.",
     "Flink (PyFlink 2.x, Table API SQL only: no Python UDF on the data path) runs word count, sort and the streaming "
     "window count; its results are written by filesystem sinks and read back by the checker (PyFlink's row-by-row "
     "collect is far too slow for large results).",
@@ -940,7 +974,7 @@ def report(results: dict, args) -> int:
     sizes = Sizes(**results["sizes"])
     wl, sy = results.get("workloads", WORKLOADS), results.get("systems", SYSTEMS)
     vs = [v for v in variants() if v.workload in wl and v.system in sy]
-    summary = summarize(rows)
+    summary = summarize(rows, [(v.workload, v.system, v.variant) for v in vs])
     for v in vs:
         if not v.make_cmd:
             summary.append({"workload": v.workload, "system": v.system, "variant": v.variant, "not_implemented": True,
