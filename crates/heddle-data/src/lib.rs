@@ -19,6 +19,7 @@
 //! assert_eq!(counts.collect().unwrap(), Some(vec![("a".to_string(), 3), ("b".to_string(), 2)]));
 //! ```
 
+mod combine;
 mod dataset;
 mod error;
 mod keyed;
@@ -29,6 +30,7 @@ mod sinks;
 mod sources;
 mod stream;
 mod tasks;
+mod text_blocks;
 mod window;
 
 /// Locks shared state of a data set's tasks. Every critical section leaves the state
@@ -51,10 +53,12 @@ impl<T> Locked<T> for std::sync::Mutex<T> {
     }
 }
 
+pub use combine::Combiner;
 pub use dataset::DataSet;
 pub use error::{Error, Result};
 pub use session::Session;
 pub use sources::{list_files, OnMalformed};
 pub use redis_io::RedisEntry;
 pub use stream::Stream;
+pub use text_blocks::TextBlocks;
 pub use window::{now_ms, Time, Window, WindowKind, Windowed};

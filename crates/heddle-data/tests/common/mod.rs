@@ -10,6 +10,16 @@ use heddle_data::Session;
 /// Runs `body(session)` on every worker of an in-process world of `n` (threads) and
 /// returns every worker's result, in rank order. A failure shows within 20 s.
 pub fn on_workers<R: Send>(n: usize, body: impl Fn(&Session) -> R + Sync) -> Vec<R> {
+    on_sessions(n, None, body)
+}
+
+/// As [`on_workers`], each worker running its tasks on `threads` executor threads.
+pub fn on_workers_with<R: Send>(n: usize, threads: usize, body: impl Fn(&Session) -> R + Sync) -> Vec<R> {
+    on_sessions(n, Some(threads), body)
+}
+
+/// Sessions with `threads` executor threads (or the default: `HEDDLE_TASK_THREADS`).
+fn on_sessions<R: Send>(n: usize, threads: Option<usize>, body: impl Fn(&Session) -> R + Sync) -> Vec<R> {
     let config = CommConfig { timeout: Duration::from_secs(20), ..CommConfig::default() };
     let comms = local_world(n, config).expect("a local world");
     std::thread::scope(|s| {
@@ -17,7 +27,14 @@ pub fn on_workers<R: Send>(n: usize, body: impl Fn(&Session) -> R + Sync) -> Vec
             .into_iter()
             .map(|c| {
                 let body = &body;
-                s.spawn(move || body(&Session::new(c).expect("session")))
+                s.spawn(move || {
+                    let session = Session::new(c).expect("session");
+                    let session = match threads {
+                        Some(t) => session.with_threads(t).expect("threads"),
+                        None => session,
+                    };
+                    body(&session)
+                })
             })
             .collect();
         hs.into_iter().map(|h| h.join().expect("worker")).collect()

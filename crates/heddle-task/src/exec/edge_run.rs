@@ -3,7 +3,6 @@
 //! between them.
 
 use std::any::Any;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use heddle_comm::dataflow::{EdgeSpec, Event, Offer, Options, TaskId};
@@ -79,7 +78,8 @@ impl<T: Send + 'static, U: Send + 'static> EdgeFactory for Edge<T, U> {
                 (*s, Box::new(port) as Box<dyn Any>)
             })
             .collect();
-        let run = OpEdge { make: self.make.clone(), op: None, outboxes, inboxes, held: HashMap::new(), finished: Vec::new() };
+        let held = outboxes.iter().map(|_| None).collect();
+        let run = OpEdge { make: self.make.clone(), op: None, outboxes, inboxes, held, open: Vec::new() };
         Ok((Box::new(run), ports))
     }
 }
@@ -111,16 +111,17 @@ struct OpEdge<T, U> {
     op: Option<BoxedOp<T, U>>,
     outboxes: Vec<(TaskId, Arc<Mutex<Outbox<T>>>)>,
     inboxes: Vec<(TaskId, SharedInbox<U>)>,
-    /// A record the operation handed back (edge full), per source.
-    held: HashMap<TaskId, T>,
-    /// Sources whose end the operation has been told.
-    finished: Vec<TaskId>,
+    /// A record the operation handed back (edge full), per source (as `outboxes`).
+    held: Vec<Option<T>>,
+    /// Positions in `outboxes` of the sources whose end the operation has not been told
+    /// (a pump visits only these: a graph may have thousands of sources on a worker).
+    open: Vec<usize>,
 }
 
 impl<T, U> EdgeRun for OpEdge<T, U> {
     fn open(&mut self, comm: &Communicator, spec: EdgeSpec, opts: Options) -> Result<()> {
         self.op = Some((self.make)(comm, spec, opts)?);
-        self.finished.clear();
+        self.open = (0..self.outboxes.len()).collect();
         for (_, o) in &self.outboxes {
             lock(o).finished = false;
         }
@@ -130,14 +131,17 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
     fn pump(&mut self) -> Result<bool> {
         let op = self.op.as_mut().ok_or_else(|| Error::Graph("an edge was pumped outside a pass".into()))?;
         let mut moved = false;
-        for (s, outbox) in &self.outboxes {
+        let mut k = 0;
+        while k < self.open.len() {
+            let at = self.open[k];
+            let (s, outbox) = &self.outboxes[at];
             loop {
-                let next = self.held.remove(s).or_else(|| lock(outbox).items.pop_front());
+                let next = self.held[at].take().or_else(|| lock(outbox).items.pop_front());
                 let Some(record) = next else { break };
                 match op.offer(*s, record)? {
                     Offer::Accepted => moved = true,
                     Offer::Full(back) => {
-                        self.held.insert(*s, back);
+                        self.held[at] = Some(back);
                         break;
                     }
                 }
@@ -146,10 +150,12 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
                 let o = lock(outbox);
                 o.finished && o.items.is_empty()
             };
-            if ended && !self.held.contains_key(s) && !self.finished.contains(s) {
+            if ended && self.held[at].is_none() {
                 op.finish(*s)?;
-                self.finished.push(*s);
+                self.open.swap_remove(k);
                 moved = true;
+            } else {
+                k += 1;
             }
         }
         moved |= op.progress()?;
@@ -169,7 +175,7 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
     }
 
     fn is_done(&self) -> bool {
-        self.op.as_ref().map_or(true, |op| op.is_done()) && self.held.is_empty()
+        self.op.as_ref().map_or(true, |op| op.is_done()) && self.held.iter().all(Option::is_none)
     }
 
     fn wait(&mut self) -> Result<()> {
