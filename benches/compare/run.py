@@ -163,7 +163,7 @@ def setup_system(system: str) -> dict:
 
 
 def build_heddle() -> None:
-    need = [HEDDLE] + [EXAMPLES / n for n in ("wordcount_task", "kmeans_task", "terasort", "bench_collectives",
+    need = [HEDDLE] + [EXAMPLES / n for n in ("wordcount_task", "kmeans_task", "terasort_dataflow", "terasort", "bench_collectives",
                                               "tiny_tasks", "stream_events")]
     if all(p.exists() for p in need):
         return
@@ -346,8 +346,11 @@ def variants() -> list[Variant]:
         Variant("kmeans", "ray", "tasks over numpy blocks", peer("ray", "kmeans_tasks.py")),
         Variant("kmeans", "flink", "not included", None, note="K-means is in Flink ML, a separate library (not on PyPI with apache-flink)"),
         # sort ---------------------------------------------------------------------------
-        Variant("sort", "heddle", "Rust dataflow sort (terasort)",
-                lambda d, out, s, st: heddle_run("terasort", "--input", d["input"], "--time-read", "--output", out),
+        Variant("sort", "heddle", "Rust dataflow sort (terasort_dataflow)",
+                lambda d, out, s, st: heddle_run("terasort_dataflow", "--input", d["input"], "--time-read", "--output", out),
+                harness_check=check_heddle_sort),
+        Variant("sort", "heddle", "Rust data API, sort_by_key (terasort)",
+                lambda d, out, s, st: heddle_run("terasort", "--input", d["input"], "--output", out),
                 harness_check=check_heddle_sort),
         Variant("sort", "mpi", "mpi4py + numpy sample sort", peer("mpi", "sort.py")),
         Variant("sort", "spark", "DataFrame", peer("spark", "sort_df.py")),
@@ -865,7 +868,7 @@ NOTES = [
     "output after the clock stops; Heddle's part files, centers and window counts are checked by the harness with the "
     "same code (Heddle's word count runs with `--no-verify`; its K-means, terasort and streaming window count also "
     "validate themselves in-process, its task programs check their sum).",
-    "Heddle's terasort runs with `--time-read`: its clock starts before each worker reads its share of the input, as "
+    "Heddle's terasort_dataflow runs with `--time-read`: its clock starts before each worker reads its share of the input, as "
     "the peers' clocks do.",
     "Runs are interleaved: each repeat runs every workload on every system, rotating the order of the systems, after a "
     "`sync` and an idle pause; medians over the repeats are shown with min–max.",

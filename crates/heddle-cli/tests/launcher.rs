@@ -163,7 +163,6 @@ fn dataflow_wordcount_across_processes() {
 
 #[test]
 fn terasort_generated_and_from_a_file_with_spill() {
-    let ts = example("terasort");
     let dir = std::env::temp_dir().join(format!("heddle-terasort-{}", std::process::id()));
     let out_dir = dir.join("out");
     std::fs::create_dir_all(&dir).unwrap();
@@ -188,8 +187,10 @@ fn terasort_generated_and_from_a_file_with_spill() {
         &["--records", "200000", "--mem-budget", "1000000"],
         &["--input", input.to_str().unwrap(), "--mem-budget", "200000"],
     ];
-    for extra in runs {
-        let mark = marker("terasort");
+    // The dataflow version and the data-API version: the same job, the same checks.
+    for (name, extra) in ["terasort_dataflow", "terasort"].into_iter().flat_map(|n| runs.map(|r| (n, r))) {
+        let ts = example(name);
+        let mark = marker(name);
         let mut args = vec!["run", "-n", "3", "--", ts.as_str(), "--output", out_dir.to_str().unwrap(), "--spill-dir", dir.to_str().unwrap()];
         args.extend_from_slice(extra);
         let (out, _) = run(&mark, &args);
@@ -197,7 +198,7 @@ fn terasort_generated_and_from_a_file_with_spill() {
         assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
         let json = stdout.lines().find(|l| l.starts_with("[0] {\"example\"")).expect("summary line");
         assert!(json.contains("\"valid\": true"), "{json}");
-        assert!(!json.contains("\"spilled_bytes\": 0,"), "a small budget must spill: {json}");
+        assert!(!json.contains("\"spilled_bytes\": 0,"), "{name}: a small budget must spill: {json}");
         // The part files, concatenated in order, are the sorted input.
         let mut all = Vec::new();
         for r in 0..3 {

@@ -5,7 +5,7 @@ use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use heddle_task::{Edge, Record};
+use heddle_task::{Compute, Context, Edge, Record};
 use rustc_hash::FxHasher;
 
 use crate::dataset::{same_session, DataSet};
@@ -93,32 +93,97 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
     }
 
     /// Sorted by key across partitions: partition i holds keys no greater than partition
-    /// i + 1's, each sorted (stable). Samples the keys now (an action) to pick the ranges.
+    /// i + 1's, each sorted (equal keys in arrival order). Samples the keys now (an action
+    /// over the input, as Spark's `sortByKey` does) to pick the ranges and estimate the
+    /// size: partitions that fit the session's memory budget
+    /// ([`crate::Session::with_options`]) are sorted in memory; larger ones through the
+    /// dataflow sort, which spills sorted runs to disk.
     ///
     /// # Errors
     /// As any action.
     pub fn sort_by_key(&self) -> Result<DataSet<(K, V)>>
     where
-        K: Send + Sync,
+        K: Sync,
     {
         let p = self.parallelism() as usize;
-        let sample = self.map_partitions(|mut records: Vec<(K, V)>| {
-            records.sort_by(|a, b| a.0.cmp(&b.0));
-            let step = (records.len() / 64).max(1);
-            records.into_iter().step_by(step).map(|(k, _)| k).collect::<Vec<K>>()
-        });
-        let mut keys = sample.collect_all()?;
+        let samples = self.then("sample_keys", Edge::direct, |i| SampleTask::new(u64::from(i))).collect_all()?;
+        let records: u64 = samples.iter().map(|s| s.1).sum();
+        let bytes: u64 = samples.iter().map(|s| s.2).sum();
+        let mut keys: Vec<K> = samples.into_iter().flat_map(|s| s.0).collect();
         keys.sort();
         let splitters: Vec<K> = (1..p).filter_map(|i| keys.get(i * keys.len() / p).cloned()).collect();
-        let splitters = Arc::new(splitters);
-        Ok(self.then(
-            "sort_by_key",
-            move || {
-                let s = splitters.clone();
-                Edge::partition(move |x: &(K, V)| s.partition_point(|k| *k <= x.0))
-            },
-            |_| SortTask(Vec::new()),
-        ))
+        // Twice the even share of the encoded bytes, for skew and the decoded records' size.
+        let per_partition = 2 * bytes / p as u64;
+        if per_partition <= self.session.0.opts.spill.budget_bytes as u64 || records == 0 {
+            let splitters = Arc::new(splitters);
+            return Ok(self.then(
+                "sort_by_key",
+                move || {
+                    let s = splitters.clone();
+                    Edge::partition(move |x: &(K, V)| s.partition_point(|k| *k <= x.0))
+                },
+                |_| SortTask(Vec::new()),
+            ));
+        }
+        Ok(self.then("sort_by_key", move || Edge::sort(splitters.clone()), |_| Identity(PhantomData)))
+    }
+}
+
+/// Keys sampled per partition to pick the ranges of a sort.
+const SAMPLE: usize = 1024;
+/// Every this many records, one is encoded to estimate the partition's size.
+const SIZE_EVERY: u64 = 64;
+
+/// A uniform sample of [`SAMPLE`] keys of its partition (reservoir sampling, seeded by
+/// the partition so every run picks the same keys), with the partition's record count
+/// and an estimate of its encoded bytes; emitted as one record at the end.
+struct SampleTask<K, V> {
+    kept: Vec<K>,
+    seen: u64,
+    sized: (u64, u64),
+    rng: u64,
+    _v: PhantomData<fn(V)>,
+}
+
+impl<K, V> SampleTask<K, V> {
+    fn new(seed: u64) -> Self {
+        SampleTask { kept: Vec::with_capacity(SAMPLE), seen: 0, sized: (0, 0), rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1, _v: PhantomData }
+    }
+
+    fn next_random(&mut self) -> u64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        self.rng
+    }
+}
+
+impl<K: Record, V: Record> Compute for SampleTask<K, V> {
+    type In = (K, V);
+    type Out = (Vec<K>, u64, u64);
+
+    fn execute(&mut self, _: &mut Context<'_, (Vec<K>, u64, u64)>, x: (K, V)) -> heddle_task::Result<()> {
+        if self.seen % SIZE_EVERY == 0 {
+            self.sized.0 += 1;
+            self.sized.1 += bincode::serialized_size(&x).unwrap_or(0);
+        }
+        self.seen += 1;
+        let k = x.0;
+        if self.kept.len() < SAMPLE {
+            self.kept.push(k);
+        } else {
+            let j = self.next_random() % self.seen;
+            if (j as usize) < SAMPLE {
+                self.kept[j as usize] = k;
+            }
+        }
+        Ok(())
+    }
+
+    fn end_of_input(&mut self, ctx: &mut Context<'_, (Vec<K>, u64, u64)>) -> heddle_task::Result<()> {
+        let bytes = if self.sized.0 == 0 { 0 } else { self.sized.1 * self.seen / self.sized.0 };
+        ctx.emit((std::mem::take(&mut self.kept), self.seen, bytes));
+        Ok(())
     }
 }
 

@@ -5,7 +5,7 @@
 use std::hash::Hash;
 use std::sync::Arc;
 
-use heddle_comm::dataflow::{EdgeSpec, Gather, KeyedGather, KeyedReduce, Operation, Options, Partition, Reduce, TaskId};
+use heddle_comm::dataflow::{EdgeSpec, Gather, KeyedGather, KeyedReduce, Operation, Options, Partition, Reduce, Sort, TaskId};
 use heddle_comm::Communicator;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -32,6 +32,8 @@ pub enum EdgeKind {
     KeyedReduce,
     /// Records grouped by key, values collected per key.
     KeyedGather,
+    /// Records range-partitioned by key, each range sorted.
+    Sort,
 }
 
 /// An edge's operation, before it is placed.
@@ -134,5 +136,25 @@ impl<K: Record + Ord, V: Record> Edge<(K, V), (K, Vec<V>)> {
     /// Records `(key, value)` grouped by key, with every value of the key.
     pub fn keyed_gather() -> Edge<(K, V), (K, Vec<V>)> {
         Edge { kind: EdgeKind::KeyedGather, make: Arc::new(|c, s, o| boxed(KeyedGather::new(c, s, o))), chain: None }
+    }
+}
+
+impl<K: Record + Ord, V: Record> Edge<(K, V), (K, V)> {
+    /// Records `(key, value)` range-partitioned by ascending `splitters` (one fewer than
+    /// the downstream instances: instance i receives the keys between splitter i − 1 and
+    /// splitter i; with fewer, the last instances receive nothing) and, in batch mode, received sorted by key (equal keys in arrival
+    /// order), spilling sorted runs to disk beyond the options' memory budget; the
+    /// instances' outputs in order form a total order.
+    pub fn sort(splitters: Vec<K>) -> Edge<(K, V), (K, V)> {
+        let splitters = Arc::new(splitters);
+        Edge {
+            kind: EdgeKind::Sort,
+            make: Arc::new(move |c, s, o| {
+                // Extra splitters are dropped; fewer leave the last instances without records.
+                let cut = splitters.iter().take(s.targets.len().saturating_sub(1)).cloned().collect();
+                boxed(Sort::new(c, s, o, cut))
+            }),
+            chain: None,
+        }
     }
 }

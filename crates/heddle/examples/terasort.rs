@@ -1,49 +1,46 @@
-//! Terasort: N 100-byte records with 10-byte keys, sorted across workers. Each worker
-//! generates (or reads) its share; key samples are gathered to rank 0, which broadcasts
-//! the splitters (BSP collectives); a dataflow sort range-partitions the records and
-//! sorts each target's range with disk spill beyond `--mem-budget`; each target streams
-//! its sorted range into its part file. A validator checks global order, record count and an order-independent
-//! checksum against the input.
+//! Terasort with the data API: N 100-byte records with 10-byte keys (generated, or read
+//! from a file of 100-byte lines), `sort_by_key` across workers (a sample of the keys
+//! picks the ranges; each range is sorted with disk spill beyond `--mem-budget`), each
+//! sorted partition streamed into its part file. The clock covers reading the input,
+//! sampling, sorting and writing. A validator then checks global order, record count and
+//! an order-independent checksum against the input. (`terasort_dataflow` is the same job
+//! written on the dataflow layer.)
 //!
-//! The clock starts once every worker holds its share of the input, or with `--time-read`
-//! before the workers read (or generate) it, so that the job time includes reading the
-//! input as a sort job's does; the input's checksum is taken after the clock either way.
-//!
-//! `heddle run -n 2 -- target/release/examples/terasort --records 1000000 --output /tmp/ts`
+//! ```text
+//! heddle run -n 2 -- target/release/examples/terasort --records 1000000 --output /tmp/ts
+//! heddle run -n 2 -- target/release/examples/terasort --input records.txt --mem-budget 268435456
+//! ```
 
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
-use std::path::PathBuf;
+#[path = "common/records.rs"]
+mod records;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use clap::Parser;
-use heddle::comm::dataflow::{EdgeSpec, Event, Offer, Operation, Options, Placement, Sort, TaskId};
-use heddle::{Communicator, Op};
+use heddle::comm::dataflow::Options;
+use heddle::data::{DataSet, Session};
+use heddle::Op;
+use records::{generate, record_hash, Part, KEY, RECORD};
 use serde_bytes::ByteBuf;
 
-// Millions of small records: an allocator built for that.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-const RECORD: usize = 100;
-const KEY: usize = 10;
-/// Encoded as a length (always 10) and the bytes, so encoded keys sort like the keys.
-type Key = serde_bytes::ByteArray<KEY>;
 
 #[derive(Debug, Parser)]
 struct Args {
     /// Records to generate (ignored with --input).
     #[arg(long, default_value_t = 1_000_000)]
     records: u64,
-    /// Sort this file instead: 100-byte records, or 100-byte lines ending in a newline.
+    /// Sort this file instead: 100-byte lines (a 10-byte key, 90 bytes, a newline).
     #[arg(long)]
     input: Option<PathBuf>,
-    /// Start the clock before loading the input (reading --input, or generating it).
-    #[arg(long)]
-    time_read: bool,
-    /// Memory for held records per target before sorted runs spill to disk.
+    /// Memory for held records per partition before sorted runs spill to disk.
     #[arg(long, default_value_t = 1 << 30)]
     mem_budget: usize,
-    /// Write the sorted part files (one per target, in key order) here.
+    /// Write the sorted part files (one per partition, in key order) here.
     #[arg(long)]
     output: Option<PathBuf>,
     /// Directory for spill files (default: the system temp directory).
@@ -55,149 +52,44 @@ struct Args {
 }
 
 type BoxError = Box<dyn std::error::Error>;
+type Record = ([u8; KEY], ByteBuf);
 
-/// Record `i` of the seeded input: a random key, then the index and filler.
-fn generate(seed: u64, i: u64) -> [u8; RECORD] {
-    let mut x = (seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).wrapping_add(0x632B_E59B_D9B4_E019);
-    let mut next = || {
-        x ^= x >> 30;
-        x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        x ^= x >> 27;
-        x = x.wrapping_mul(0x94D0_49BB_1331_11EB);
-        x ^= x >> 31;
-        x
-    };
-    let mut r = [b'.'; RECORD];
-    r[..8].copy_from_slice(&next().to_le_bytes());
-    r[8..10].copy_from_slice(&next().to_le_bytes()[..2]);
-    r[10..18].copy_from_slice(&i.to_le_bytes());
-    r
+/// A record's key and the rest of it.
+fn split(bytes: &[u8]) -> Record {
+    let mut key = [0u8; KEY];
+    key.copy_from_slice(&bytes[..KEY]);
+    (key, ByteBuf::from(bytes[KEY..RECORD].to_vec()))
 }
 
-/// A 64-bit hash of one record, eight bytes at a time; their sum is an order-independent
-/// checksum.
-fn record_hash(k: &[u8], v: &[u8]) -> u64 {
-    let mix = |h: u64, bytes: &[u8]| {
-        bytes.chunks(8).fold(h, |h, c| {
-            let mut w = [0u8; 8];
-            w[..c.len()].copy_from_slice(c);
-            (h ^ u64::from_le_bytes(w)).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29)
-        })
-    };
-    let h = mix(mix(0xcbf2_9ce4_8422_2325, k), v);
-    (h ^ (h >> 32)).wrapping_mul(0xBF58_476D_1CE4_E5B9)
-}
-
-/// One target's sorted output as it streams out: written to its part file (if any) and
-/// checked on the way.
-struct Part {
-    file: Option<BufWriter<std::fs::File>>,
-    count: u64,
-    checksum: u64,
-    ordered: bool,
-    first: Option<Key>,
-    last: Option<Key>,
-}
-
-impl Part {
-    fn create(dir: Option<&std::path::Path>, rank: usize) -> Result<Part, BoxError> {
-        let file = match dir {
-            Some(dir) => {
-                std::fs::create_dir_all(dir)?;
-                Some(BufWriter::new(std::fs::File::create(dir.join(format!("part-{rank:05}")))?))
-            }
-            None => None,
-        };
-        Ok(Part { file, count: 0, checksum: 0, ordered: true, first: None, last: None })
-    }
-
-    fn add(&mut self, k: &Key, v: &[u8]) -> Result<(), BoxError> {
-        if let Some(f) = &mut self.file {
-            f.write_all(k.as_slice())?;
-            f.write_all(v)?;
+/// The input as a data set (lazy: read by the job that uses it).
+fn input(session: &Session, args: &Args) -> Result<DataSet<Record>, BoxError> {
+    Ok(match &args.input {
+        None => {
+            let seed = args.seed;
+            session.generate(args.records, move |i| split(&generate(seed, i)))
         }
-        self.ordered &= self.last.as_ref().map_or(true, |l| l <= k);
-        self.first.get_or_insert(*k);
-        self.last = Some(*k);
-        self.count += 1;
-        self.checksum = self.checksum.wrapping_add(record_hash(k.as_slice(), v));
-        Ok(())
-    }
-
-    fn close(&mut self) -> Result<(), BoxError> {
-        if let Some(f) = &mut self.file {
-            f.flush()?;
+        Some(path) => {
+            check_lines(path)?;
+            session.text_blocks(path, 4 << 20)?.flat_map(|block: String| block.lines().map(|l| split(l.as_bytes())).collect::<Vec<_>>())
         }
-        Ok(())
-    }
+    })
 }
 
-/// This worker's share of the input: records back to back in one buffer (no per-record
-/// allocation), `stride` bytes apart.
-struct Input {
-    bytes: Vec<u8>,
-    stride: usize,
-}
-
-impl Input {
-    fn load(args: &Args, rank: usize, size: usize) -> Result<Input, BoxError> {
-        let split = |n: u64| (n * rank as u64 / size as u64, n * (rank as u64 + 1) / size as u64);
-        match &args.input {
-            None => {
-                let (lo, hi) = split(args.records);
-                let mut bytes = Vec::with_capacity((hi - lo) as usize * RECORD);
-                for i in lo..hi {
-                    bytes.extend_from_slice(&generate(args.seed, i));
-                }
-                Ok(Input { bytes, stride: RECORD })
-            }
-            Some(path) => {
-                let mut f = std::fs::File::open(path).map_err(|e| format!("cannot open --input {}: {e}", path.display()))?;
-                let len = f.metadata()?.len();
-                // Lines if the first record ends in a newline and the size fits; else raw records.
-                let mut first = [0u8; RECORD + 1];
-                let lines = len % (RECORD as u64 + 1) == 0 && f.read_exact(&mut first).is_ok() && first[RECORD] == b'\n';
-                let stride = if lines { RECORD + 1 } else { RECORD };
-                if len % stride as u64 != 0 {
-                    return Err(format!("{} holds {len} bytes: not a whole number of 100-byte records or lines", path.display()).into());
-                }
-                let (lo, hi) = split(len / stride as u64);
-                f.seek(SeekFrom::Start(lo * stride as u64))?;
-                let mut bytes = vec![0u8; (hi - lo) as usize * stride];
-                f.read_exact(&mut bytes)?;
-                Ok(Input { bytes, stride })
-            }
-        }
+/// A file of whole 100-byte lines, or a clear error.
+fn check_lines(path: &Path) -> Result<(), BoxError> {
+    let len = std::fs::metadata(path).map_err(|e| format!("cannot read --input {}: {e}", path.display()))?.len();
+    let mut first = vec![0u8; RECORD + 1];
+    let lines = len % (RECORD as u64 + 1) == 0
+        && std::io::Read::read_exact(&mut std::fs::File::open(path)?, &mut first).is_ok()
+        && first[RECORD] == b'\n';
+    if !lines {
+        return Err(format!(
+            "{} is not a file of 100-byte lines ({len} bytes); raw 100-byte records are read by terasort_dataflow",
+            path.display()
+        )
+        .into());
     }
-
-    fn len(&self) -> usize {
-        self.bytes.len() / self.stride
-    }
-
-    fn key(&self, i: usize) -> Key {
-        let at = i * self.stride;
-        Key::new(self.bytes[at..at + KEY].try_into().expect("a record holds a key"))
-    }
-
-    fn value(&self, i: usize) -> &[u8] {
-        let at = i * self.stride;
-        &self.bytes[at + KEY..at + RECORD]
-    }
-
-    fn checksum(&self) -> u64 {
-        (0..self.len()).fold(0u64, |sum, i| sum.wrapping_add(record_hash(self.key(i).as_slice(), self.value(i))))
-    }
-}
-
-/// Splitters from every worker's key sample: gathered at rank 0, broadcast to all.
-fn splitters(comm: &Communicator, input: &Input) -> Result<Vec<Key>, BoxError> {
-    let step = (input.len() / 1000).max(1);
-    let sample: Vec<Key> = (0..input.len()).step_by(step).map(|i| input.key(i)).collect();
-    let all = comm.gather_object(&sample, 0)?;
-    let cut = all.map(|s| Sort::<Key, ByteBuf>::splitters_from_sample(s.concat(), comm.size()));
-    let mut cut: Vec<Key> = comm.broadcast_object(cut.as_ref(), 0)?;
-    cut.resize(comm.size() - 1, Key::new([0xff; KEY]));
-    Ok(cut)
+    Ok(())
 }
 
 fn main() {
@@ -208,85 +100,53 @@ fn main() {
 }
 
 fn run(args: Args) -> Result<(), BoxError> {
-    let comm = heddle::init()?;
-    let (rank, size) = (comm.rank(), comm.size());
-    if args.time_read {
-        comm.barrier()?;
-    }
-    let read_start = Instant::now();
-    let input = Input::load(&args, rank, size)?;
-    let in_count = input.len() as u64;
-    comm.barrier()?;
-    let start = if args.time_read { read_start } else { Instant::now() };
-    let cut = splitters(&comm, &input)?;
-    // One source and one target per worker: task w and task size + w on worker w.
-    let p = size as TaskId;
-    let placement = Placement::from_pairs((0..p).map(|w| (w, w as usize)).chain((0..p).map(|w| (p + w, w as usize))));
-    let spec = EdgeSpec::new(1, (0..p).collect(), (p..2 * p).collect(), placement);
     let dirs = vec![args.spill_dir.clone().unwrap_or_else(std::env::temp_dir)];
-    let opts = Options::batch().spill(args.mem_budget, dirs).batch_size(256 << 10);
-    let mut sort = Sort::new_bytewise(&comm, spec, opts, cut)?;
-    // Stream: offer this worker's records, and write (and check) the target's sorted
-    // records as they come, never holding the sorted part in memory.
-    let (source, target) = (rank as TaskId, p + rank as TaskId);
-    let mut part = Part::create(args.output.as_deref(), rank)?;
-    let mut records = (0..input.len()).map(|i| (input.key(i), ByteBuf::from(input.value(i).to_vec())));
-    let mut held = None;
-    let mut finished = false;
-    loop {
-        let mut moved = false;
-        while let Some(item) = held.take().or_else(|| records.next()) {
-            match sort.offer(source, item)? {
-                Offer::Accepted => moved = true,
-                Offer::Full(back) => {
-                    held = Some(back);
-                    break;
-                }
-            }
-        }
-        if held.is_none() && !finished {
-            sort.finish(source)?;
-            finished = true;
-        }
-        moved |= sort.progress()?;
-        while let Some(event) = sort.poll(target) {
-            moved = true;
-            if let Event::Data((k, v)) = event {
-                part.add(&k, &v)?;
-            }
-        }
-        if finished && sort.is_done() {
-            break;
-        }
-        if !moved {
-            sort.wait()?;
-        }
+    let session = Session::new(heddle::init()?)?.with_options(Options::batch().spill(args.mem_budget, dirs))?;
+    let records = input(&session, &args)?;
+    session.comm().barrier()?;
+    let start = Instant::now();
+    // Each sorted partition streams into its part, written and checked on the way.
+    let parts: Arc<Mutex<BTreeMap<u32, Part>>> = Arc::default();
+    let (sink, dir) = (parts.clone(), args.output.clone());
+    records.sort_by_key()?.for_each(move |i, (k, v)| {
+        let mut parts = sink.lock().expect("the parts' lock");
+        let part = match parts.entry(i) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => e.insert(Part::create(dir.as_deref(), i as usize).map_err(|source| io(&dir, source))?),
+        };
+        part.add(&k, &v).map_err(|source| io(&dir, source))
+    })?;
+    let mut parts = std::mem::take(&mut *parts.lock().expect("the parts' lock"));
+    for part in parts.values_mut() {
+        part.close()?;
     }
-    part.close()?;
-    let spilled = sort.spilled_bytes();
     let job_s = {
         let mut t = [start.elapsed().as_secs_f64()];
-        comm.allreduce(&mut t, Op::Max)?;
+        session.comm().allreduce(&mut t, Op::Max)?;
         t[0]
     };
 
-    // Validate: sorted within the part, parts in order, same count and checksum as the input.
-    let in_sum = input.checksum();
-    let (ordered, out_sum) = (part.ordered, part.checksum);
-    let bounds = comm.allgather_object(&(part.first, part.last))?;
-    let parts: Vec<(Key, Key)> = bounds.into_iter().filter_map(|(a, b)| a.zip(b)).collect();
-    let across = parts.windows(2).all(|w| w[0].1 <= w[1].0);
-    let [out_count, total, in_sum, out_sum, spilled] = {
-        let mut c = [part.count, in_count, in_sum, out_sum, spilled];
+    // Validate: each part sorted, parts in order, the same count and checksum as the input.
+    let comm = session.comm();
+    let bounds = comm.allgather_object(&parts.iter().map(|(i, p)| (*i, p.first, p.last)).collect::<Vec<_>>())?;
+    let mut ranges: Vec<(u32, [u8; KEY], [u8; KEY])> = bounds.into_iter().flatten().filter_map(|(i, a, b)| Some((i, a?, b?))).collect();
+    ranges.sort();
+    let across = ranges.windows(2).all(|w| w[0].2 <= w[1].1);
+    let ordered = parts.values().all(|p| p.ordered);
+    let [out_count, out_sum] = {
+        let mut c = [parts.values().map(|p| p.count).sum::<u64>(), parts.values().fold(0u64, |s, p| s.wrapping_add(p.checksum))];
         comm.allreduce(&mut c, Op::Sum)?;
         c
     };
+    let in_count = records.count()?;
+    let in_sum = records.map(|(k, v)| record_hash(&k, &v)).reduce(u64::wrapping_add)?.unwrap_or(0);
     let mut ok = [u8::from(ordered)];
     comm.allreduce(&mut ok, Op::Min)?;
-    let valid = ok[0] == 1 && across && out_count == total && in_sum == out_sum;
-    if rank == 0 {
+    let valid = ok[0] == 1 && across && out_count == in_count && in_sum == out_sum;
+    if comm.rank() == 0 {
         println!(
-            "{{\"example\": \"terasort\", \"ok\": {valid}, \"records\": {out_count}, \"valid\": {valid}, \"job_s\": {job_s:.3}, \"spilled_bytes\": {spilled}, \"workers\": {size}}}"
+            "{{\"example\": \"terasort\", \"api\": \"data\", \"ok\": {valid}, \"records\": {out_count}, \"valid\": {valid}, \"job_s\": {job_s:.3}, \"workers\": {}}}",
+            comm.size()
         );
     }
     if valid {
@@ -294,4 +154,8 @@ fn run(args: Args) -> Result<(), BoxError> {
     } else {
         Err("the output is not a sorted permutation of the input".into())
     }
+}
+
+fn io(dir: &Option<PathBuf>, source: std::io::Error) -> heddle::data::Error {
+    heddle::data::Error::Io { path: dir.as_ref().map_or_else(|| "(no output)".into(), |d| d.display().to_string()), source }
 }

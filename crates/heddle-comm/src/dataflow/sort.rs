@@ -39,7 +39,8 @@ impl<K, V> std::fmt::Debug for Sorting<K, V> {
 pub type Sort<K, V> = Dataflow<Sorting<K, V>>;
 
 impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned> Dataflow<Sorting<K, V>> {
-    /// A sort over `splitters` (ascending, one fewer than the targets).
+    /// A sort over `splitters` (ascending; one fewer than the targets, or fewer still:
+    /// then the last targets receive nothing).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if the splitters do not fit the targets or are not
@@ -60,9 +61,10 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
     }
 
     fn build(comm: &Communicator, spec: EdgeSpec, opts: Options, splitters: Vec<K>, order: Option<KeyOrder>) -> Result<Self> {
-        if splitters.len() + 1 != spec.targets.len() {
+        // Fewer splitters leave the last targets without records (a sample of few keys).
+        if splitters.len() + 1 > spec.targets.len().max(1) {
             return Err(Error::InvalidArgument(format!(
-                "sort over {} targets needs {} splitters, got {}",
+                "sort over {} targets takes at most {} splitters, got {}",
                 spec.targets.len(),
                 spec.targets.len().saturating_sub(1),
                 splitters.len()

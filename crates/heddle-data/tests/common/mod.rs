@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use heddle_comm::dataflow::Options;
 use heddle_comm::{local_world, CommConfig};
 use heddle_data::Session;
 
@@ -16,6 +17,14 @@ pub fn on_workers<R: Send>(n: usize, body: impl Fn(&Session) -> R + Sync) -> Vec
 /// As [`on_workers`], each worker running its tasks on `threads` executor threads.
 pub fn on_workers_with<R: Send>(n: usize, threads: usize, body: impl Fn(&Session) -> R + Sync) -> Vec<R> {
     on_sessions(n, Some(threads), body)
+}
+
+/// As [`on_workers`], the sessions using `opts` (a memory budget, spill directories).
+pub fn on_sessions_with_options<R: Send>(n: usize, opts: Options, body: impl Fn(&Session) -> R + Sync) -> Vec<R> {
+    on_workers(n, |s| {
+        let fresh = Session::new(s.comm().split(Some(0), s.rank() as i64).expect("split").expect("a member")).expect("session");
+        body(&fresh.with_options(opts.clone()).expect("options"))
+    })
 }
 
 /// Sessions with `threads` executor threads (or the default: `HEDDLE_TASK_THREADS`).
