@@ -32,6 +32,12 @@ arrays (or dicts of column arrays), Arrow record batches (when ``pyarrow`` is in
 or lists; :meth:`Session.text_blocks` reads text as blocks of many lines; records may
 themselves be numpy blocks (:meth:`Session.from_numpy`).
 
+Streams (:class:`Stream`, from ``Session.stream_generate``, ``socket_text``,
+``follow_file``, ``redis_stream`` or ``stream_from_list``) run the same record-wise steps on
+unbounded input, with keyed windows (:class:`Window`: tumbling, sliding and session
+windows on processing or event time, count windows) and sinks that run until the sources
+end or a :class:`StopHandle`, a timeout or a number of records stops them.
+
 Errors: an exception raised by a function inside an action stops the Python calls of
 that action on its worker (the action still ends on every worker), then is raised as
 itself. Input problems raise :class:`heddle.DataError` naming the file and line. Every
@@ -47,8 +53,9 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Uni
 
 from heddle import _heddle
 from heddle.comm import Comm, init
+from heddle.stream import Address, StopHandle, Stream, Window, Windowed, _address
 
-__all__ = ["Session", "DataSet"]
+__all__ = ["Session", "DataSet", "Stream", "Window", "Windowed", "StopHandle"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -154,6 +161,42 @@ class Session:
     def broadcast(self, value: Any = None) -> Any:
         """Rank 0's ``value`` on every worker (a side input for functions; collective)."""
         return self.comm.bcast(value, root=0)
+
+    # --- stream sources -------------------------------------------------------------------
+
+    def _stream(self, native: Any) -> Stream:
+        return Stream(native, self)
+
+    def stream_from_list(self, records: Iterable[Any]) -> Stream:
+        """A finite stream of ``records`` (the same sequence on every worker), split evenly
+        in order: a replay, for tests and backfills."""
+        return self._stream(_heddle.Stream.from_list(self._native, records))
+
+    def stream_generate(self, f: Callable[[int], Any], rate: Optional[int] = None, limit: Optional[int] = None) -> Stream:
+        """``f(0), f(1), ...`` as they are made: partition i calls ``f`` with the numbers
+        congruent to i (so each is made once), at most ``rate`` records per second per
+        partition (``None``: as fast as possible), until ``limit`` records in all
+        (``None``: until the run is stopped)."""
+        return self._stream(_heddle.Stream.generate(self._native, f, None if rate is None else int(rate), None if limit is None else int(limit)))
+
+    def socket_text(self, address: Address) -> Stream:
+        """The lines (``str``, without line ends) a TCP server at ``address`` (``"host:port"``
+        or ``(host, port)``) sends; partition 0 connects, and the stream ends when the
+        server closes the connection."""
+        return self._stream(_heddle.Stream.socket_text(self._native, _address(address)))
+
+    def follow_file(self, path: PathLike, end_marker: Optional[str] = None) -> Stream:
+        """The lines of a file as it grows, like ``tail -f`` from its start (partition 0
+        reads; it waits for the file to appear), until the run is stopped, or until a line
+        equal to ``end_marker`` (not emitted) if one is given."""
+        return self._stream(_heddle.Stream.follow_file(self._native, os.fspath(path), end_marker))
+
+    def redis_stream(self, url: str, key: str, after: str = "0", end_field: Optional[str] = None) -> Stream:
+        """The entries of the Redis stream ``key`` at ``url`` (``redis://host:port/``) after
+        entry id ``after`` (``"0"``: from the start) as ``(id, {field: value})``; partition 0
+        reads. An entry with a field named ``end_field`` ends the stream (and is not
+        emitted); otherwise it runs until stopped."""
+        return self._stream(_heddle.Stream.redis_stream(self._native, url, key, after, end_field))
 
     def __repr__(self) -> str:
         return f"<heddle.data.Session rank={self.rank} workers={self.size} partitions={self.partitions}>"

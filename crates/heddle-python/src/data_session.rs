@@ -41,7 +41,7 @@ fn on_malformed(skip: bool) -> OnMalformed {
 }
 
 /// Calls `f(arg)`; a Python exception is recorded and gives `None`.
-fn call_or_none<A: for<'py> IntoPyObject<'py>>(f: &Py<PyAny>, arg: A) -> PyObj {
+pub(crate) fn call_or_none<A: for<'py> IntoPyObject<'py>>(f: &Py<PyAny>, arg: A) -> PyObj {
     Python::attach(|py| {
         if failure::failed() {
             return PyObj::none(py);

@@ -34,7 +34,7 @@ impl std::fmt::Debug for PyDataSet {
 
 /// Runs `f(py)` unless the run has failed; a Python exception is recorded and gives
 /// `None`.
-fn guarded<T>(f: impl FnOnce(Python<'_>) -> PyResult<T>) -> Option<T> {
+pub(crate) fn guarded<T>(f: impl FnOnce(Python<'_>) -> PyResult<T>) -> Option<T> {
     if failure::failed() {
         return None;
     }
@@ -59,6 +59,45 @@ fn records_of(r: &Bound<'_, PyAny>) -> PyResult<Vec<PyObj>> {
         return Ok(t.iter().map(PyObj::new).collect());
     }
     r.try_iter()?.map(|x| x.map(PyObj::new)).collect()
+}
+
+// The record-wise steps of data sets and streams.
+
+/// `map`: each record through `f`; after a failure records pass unchanged (the run raises
+/// anyway).
+pub(crate) fn map_step(f: Py<PyAny>) -> impl Fn(PyObj) -> PyObj + Send + Sync + 'static {
+    move |x: PyObj| {
+        if failure::failed() {
+            return x;
+        }
+        Python::attach(|py| match f.bind(py).call1((x.bind(py),)) {
+            Ok(y) => PyObj::new(y),
+            Err(e) => {
+                failure::record(e);
+                x
+            }
+        })
+    }
+}
+
+/// `flat_map`: each record to the records of the iterable `f` returns.
+pub(crate) fn flat_map_step(f: Py<PyAny>) -> impl Fn(PyObj) -> Vec<PyObj> + Send + Sync + 'static {
+    move |x: PyObj| guarded(|py| records_of(&f.bind(py).call1((x.into_bound(py),))?)).unwrap_or_default()
+}
+
+/// `filter`: whether `f(record)` is true.
+pub(crate) fn filter_step(f: Py<PyAny>) -> impl Fn(&PyObj) -> bool + Send + Sync + 'static {
+    move |x: &PyObj| guarded(|py| f.bind(py).call1((x.bind(py),))?.is_truthy()).unwrap_or(false)
+}
+
+/// `key_by` (a flat map): the tuple `(f(record), record)`.
+pub(crate) fn key_by_step(f: Py<PyAny>) -> impl Fn(PyObj) -> Option<PyObj> + Send + Sync + 'static {
+    move |x: PyObj| {
+        guarded(|py| {
+            let k = f.bind(py).call1((x.bind(py),))?;
+            Ok(PyObj::new(PyTuple::new(py, [k, x.into_bound(py)])?.into_any()))
+        })
+    }
 }
 
 /// `(key, value)` pairs of a data set of Python pairs.
@@ -98,39 +137,22 @@ impl PyDataSet {
 impl PyDataSet {
     /// Each record through ``f``.
     fn map(&self, f: Py<PyAny>) -> PyDataSet {
-        // After a failure the record passes unchanged (the action raises anyway).
-        self.wrap(self.ds.map(move |x: PyObj| {
-            if failure::failed() {
-                return x;
-            }
-            Python::attach(|py| match f.bind(py).call1((x.bind(py),)) {
-                Ok(y) => PyObj::new(y),
-                Err(e) => {
-                    failure::record(e);
-                    x
-                }
-            })
-        }))
+        self.wrap(self.ds.map(map_step(f)))
     }
 
     /// Each record to the records of the iterable ``f`` returns.
     fn flat_map(&self, f: Py<PyAny>) -> PyDataSet {
-        self.wrap(self.ds.flat_map(move |x: PyObj| guarded(|py| records_of(&f.bind(py).call1((x.into_bound(py),))?)).unwrap_or_default()))
+        self.wrap(self.ds.flat_map(flat_map_step(f)))
     }
 
     /// The records for which ``f`` is true.
     fn filter(&self, f: Py<PyAny>) -> PyDataSet {
-        self.wrap(self.ds.filter(move |x: &PyObj| guarded(|py| f.bind(py).call1((x.bind(py),))?.is_truthy()).unwrap_or(false)))
+        self.wrap(self.ds.filter(filter_step(f)))
     }
 
     /// ``(f(record), record)`` for each record.
     fn key_by(&self, f: Py<PyAny>) -> PyDataSet {
-        self.wrap(self.ds.flat_map(move |x: PyObj| {
-            guarded(|py| {
-                let k = f.bind(py).call1((x.bind(py),))?;
-                Ok(PyObj::new(PyTuple::new(py, [k, x.into_bound(py)])?.into_any()))
-            })
-        }))
+        self.wrap(self.ds.flat_map(key_by_step(f)))
     }
 
     /// Each whole partition (a list) through ``f``, which returns an iterable of records.

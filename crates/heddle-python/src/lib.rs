@@ -3,17 +3,19 @@
 //!
 //! Each area registers its classes and functions in [`_heddle`]: the communicator
 //! (`comm`), reduction operators (`op`), the launcher (`launcher`), task graphs of Python
-//! tasks (`task_graph`, `task_context`, `task_job`) and data sets of Python records
-//! (`data_session`, `data_set`, `text_blocks`), whose records are Python objects
-//! (`record`). Every call that may wait releases the GIL through [`interrupt::blocking`]
-//! (Python callbacks inside native runs take it back as they need it), Rust errors become
-//! the exception classes of `heddle.errors` (`errors`), and a Python exception raised
-//! inside a native run is raised as itself when the run returns (`failure`).
+//! tasks (`task_graph`, `task_context`, `task_job`), data sets and streams of Python
+//! records (`data_session`, `data_set`, `data_stream`, `text_blocks`), whose records are
+//! Python objects (`record`). Every call that may wait releases the GIL through
+//! [`interrupt::blocking`] (Python callbacks inside native runs take it back as they need
+//! it), Rust errors become the exception classes of `heddle.errors` (`errors`), and a
+//! Python exception raised inside a native run is raised as itself when the run returns
+//! (`failure`).
 
 mod buffer;
 mod comm;
 mod data_session;
 mod data_set;
+mod data_stream;
 mod errors;
 mod failure;
 mod interrupt;
@@ -40,5 +42,6 @@ fn _heddle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     task_job::register(m)?;
     data_session::register(m)?;
     data_set::register(m)?;
+    data_stream::register(m)?;
     Ok(())
 }

@@ -89,13 +89,19 @@ impl PyPlan {
     }
 }
 
-/// Ends a streaming job from anywhere (another thread, a task).
+/// Ends a streaming job or stream run from anywhere (another thread, a task, a callback).
 #[pyclass(frozen, module = "heddle._heddle", name = "StopHandle")]
 #[derive(Debug)]
-pub(crate) struct PyStopHandle(StopHandle);
+pub(crate) struct PyStopHandle(pub(crate) StopHandle);
 
 #[pymethods]
 impl PyStopHandle {
+    /// A handle not stopped yet, to give a stream run (``Stream.run(stop=...)``).
+    #[new]
+    fn new() -> PyStopHandle {
+        PyStopHandle(StopHandle::default())
+    }
+
     /// Asks the job to end: its sources end their output and the job drains.
     fn stop(&self) {
         self.0.stop();

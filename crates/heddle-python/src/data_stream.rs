@@ -1,0 +1,399 @@
+//! `heddle._heddle.Stream`: a `heddle_data::Stream` of Python records — sources (lists,
+//! paced generators, sockets, growing files, Redis Streams), the record-wise steps of data
+//! sets, keyed windows reduced by a Python function, and sinks that run until the sources
+//! end or the run is stopped (a stop handle, a timeout, a count of records).
+//!
+//! Failures: as in a data set, the first Python exception of a run is kept and the run's
+//! later Python calls are skipped (see `failure`, `data_set`); as a stream's sources may
+//! never end, the exception also stops this worker's sources. The run then ends once every
+//! worker's sources have ended and raises the exception as itself. A run fed by other
+//! workers whose sources go on cannot end (their records keep coming, and no task of a
+//! stream can fail the job), so [`Watchdog`] ends its worker, as `interrupt` does a worker
+//! blocked at Ctrl-C.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex, PoisonError};
+use std::time::Duration;
+
+use heddle_data::{Error, Stream, Window, Windowed};
+use heddle_task::StopHandle;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyString, PyTuple, PyType};
+
+use crate::data_session::{call_or_none, PySession};
+use crate::data_set::{filter_step, flat_map_step, guarded, key_by_step, map_step};
+use crate::errors::{self, argument, Kind};
+use crate::failure;
+use crate::interrupt::blocking_here;
+use crate::record::{pair_from, PyKey, PyObj};
+use crate::task_graph::combine;
+use crate::task_job::PyStopHandle;
+
+/// How long a failed stream run on several workers may take to end before its worker
+/// exits.
+const GRACE: Duration = Duration::from_secs(2);
+
+/// An unbounded, lazily described stream of Python objects (see ``heddle.data.Stream``).
+#[pyclass(unsendable, module = "heddle._heddle", name = "Stream")]
+pub(crate) struct PyStream {
+    st: Stream<PyObj>,
+    session: u64,
+    workers: usize,
+}
+
+impl std::fmt::Debug for PyStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.st)
+    }
+}
+
+/// An exception with its traceback, as Python prints it.
+fn described(e: &PyErr) -> String {
+    Python::attach(|py| {
+        let lines = py.import("traceback").and_then(|tb| tb.call_method1("format_exception", (e.get_type(py), e.value(py), e.traceback(py))));
+        lines.and_then(|l| l.extract::<Vec<String>>()).map_or_else(|_| format!("{e}\n"), |l| l.concat())
+    })
+}
+
+/// A Python `str` record.
+fn text(line: String) -> PyObj {
+    Python::attach(|py| PyObj::new(PyString::new(py, &line).into_any()))
+}
+
+/// An event time from `event_time`'s result: a non-negative int of milliseconds.
+fn timestamp(t: &Bound<'_, PyAny>) -> PyResult<u64> {
+    t.extract::<u64>().map_err(|_| {
+        let shown = t.repr().map(|r| r.to_string()).unwrap_or_else(|_| "an unprintable object".into());
+        argument(format!("event_time must return a timestamp in milliseconds as a non-negative int (e.g. int(time.time() * 1000)), got {shown}"))
+    })
+}
+
+/// A window result as a ``heddle.data.Windowed`` named tuple.
+fn windowed(py: Python<'_>, w: Windowed<PyKey, PyObj>) -> PyResult<PyObj> {
+    static CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    let class = CLASS.import(py, "heddle.stream", "Windowed")?;
+    Ok(PyObj::new(class.call1((w.key.into_py(py)?, w.start, w.end, w.value.into_bound(py), w.records, w.update))?))
+}
+
+/// The window `kind` names, with sizes in ms (count windows: in records).
+fn window_of(kind: &str, size: u64, slide: u64, event: Option<(u64, u64)>) -> PyResult<Window> {
+    if size == 0 || slide == 0 {
+        return Err(argument(format!("a {kind} window needs a size and slide of at least 1, got {size} and {slide}")));
+    }
+    let ms = Duration::from_millis;
+    let w = match kind {
+        "tumbling_count" => Window::tumbling_count(size),
+        "sliding_count" => Window::sliding_count(size, slide),
+        "tumbling" => Window::tumbling(ms(size)),
+        "sliding" => Window::sliding(ms(size), ms(slide)),
+        "session" => Window::session(ms(size)),
+        _ => return Err(argument(format!("unknown window kind {kind:?}: use tumbling, sliding, session, tumbling_count or sliding_count"))),
+    };
+    Ok(match event {
+        Some((out_of_orderness, lateness)) => w.event_time(ms(out_of_orderness), ms(lateness)),
+        None => w,
+    })
+}
+
+/// Where a stream run on several workers is.
+enum Watch {
+    Running,
+    /// Raised an exception (described).
+    Failed(String),
+    Ended,
+}
+
+/// Ends the worker of a failed stream run that does not end: [`GRACE`] after the
+/// exception, if the run is still going, it prints the exception and exits with status 1
+/// (`heddle run` then stops the other workers).
+#[derive(Clone)]
+struct Watchdog(Arc<(Mutex<Watch>, Condvar)>);
+
+impl Watchdog {
+    fn start() -> PyResult<Watchdog> {
+        let dog = Watchdog(Arc::new((Mutex::new(Watch::Running), Condvar::new())));
+        let state = dog.0.clone();
+        std::thread::Builder::new()
+            .name("heddle-stream-watchdog".into())
+            .spawn(move || watch(&state.0, &state.1))
+            .map_err(|e| Kind::Comm.err(format!("could not start the stream's watchdog thread: {e}")))?;
+        Ok(dog)
+    }
+
+    fn set(&self, to: Watch) {
+        let (state, changed) = &*self.0;
+        *state.lock().unwrap_or_else(PoisonError::into_inner) = to;
+        changed.notify_all();
+    }
+}
+
+fn watch(state: &Mutex<Watch>, changed: &Condvar) {
+    let running = state.lock().unwrap_or_else(PoisonError::into_inner);
+    let failed = changed.wait_while(running, |s| matches!(s, Watch::Running)).unwrap_or_else(PoisonError::into_inner);
+    let (last, _) = changed.wait_timeout_while(failed, GRACE, |s| matches!(s, Watch::Failed(_))).unwrap_or_else(PoisonError::into_inner);
+    if let Watch::Failed(exception) = &*last {
+        eprintln!("{exception}heddle: this exception stopped a stream run that cannot end while other workers' sources still run; exiting with status 1");
+        // SAFETY: _exit(2) ends the process without unwinding into Python, whose thread
+        // is inside the run.
+        unsafe { libc::_exit(1) };
+    }
+}
+
+/// When a run ends besides its sources ending: its stop handle (stopped by the caller, a
+/// timer or a failure) and a number of records reaching this worker's sink.
+struct Until {
+    stop: StopHandle,
+    max_records: Option<u64>,
+    seen: AtomicU64,
+}
+
+impl Until {
+    fn new(stop: Option<&PyStopHandle>, max_records: Option<u64>) -> PyResult<Until> {
+        if max_records == Some(0) {
+            return Err(argument("max_records must be at least 1 (or None: no limit)"));
+        }
+        Ok(Until { stop: stop.map_or_else(StopHandle::default, |s| s.0.clone()), max_records, seen: AtomicU64::new(0) })
+    }
+
+    /// Counts a record reaching the sink, stopping at `max_records`.
+    fn arrived(&self) {
+        let n = self.seen.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.max_records.is_some_and(|m| n >= m) {
+            self.stop.stop();
+        }
+    }
+}
+
+/// Stops `stop` after `seconds`, unless the returned sender is dropped first (the run ended).
+fn stop_after(stop: StopHandle, seconds: f64) -> PyResult<mpsc::Sender<()>> {
+    let after = Duration::try_from_secs_f64(seconds).map_err(|_| argument(format!("timeout must be a non-negative number of seconds, got {seconds}")))?;
+    let (alive, ended) = mpsc::channel::<()>();
+    std::thread::Builder::new()
+        .name("heddle-stream-timeout".into())
+        .spawn(move || {
+            if ended.recv_timeout(after) == Err(mpsc::RecvTimeoutError::Timeout) {
+                stop.stop();
+            }
+        })
+        .map_err(|e| Kind::Comm.err(format!("could not start the stream's timeout thread: {e}")))?;
+    Ok(alive)
+}
+
+/// One open connection or file per partition of a sink.
+type PerPartition<W> = Mutex<HashMap<u32, W>>;
+
+/// Writes `bytes` to partition `i`'s writer, opening it with `open` first if needed.
+fn write_to<W: Write>(writers: &PerPartition<W>, i: u32, bytes: &[u8], open: impl FnOnce() -> std::io::Result<W>) -> std::io::Result<()> {
+    let mut writers = writers.lock().unwrap_or_else(PoisonError::into_inner);
+    let w = match writers.entry(i) {
+        std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+        std::collections::hash_map::Entry::Vacant(v) => v.insert(open()?),
+    };
+    w.write_all(bytes)
+}
+
+/// A record's `str` and a newline (`None` once the run has failed: nothing is written).
+fn line_of(x: &PyObj) -> Option<String> {
+    guarded(|py| Ok(format!("{}\n", x.bind(py).str()?)))
+}
+
+impl PyStream {
+    fn wrap(&self, st: Stream<PyObj>) -> PyStream {
+        PyStream { st, session: self.session, workers: self.workers }
+    }
+
+    fn of(session: &PySession, st: Stream<PyObj>) -> PyStream {
+        PyStream { st, session: session.id, workers: session.s.comm().size() }
+    }
+
+    /// Runs the stream into `each` on every worker until its sources end or `until` (or
+    /// `timeout` seconds) stops it; raises the first Python exception of the run, which
+    /// also stops it (and on several workers starts the [`Watchdog`]).
+    fn run_into(
+        &self,
+        py: Python<'_>,
+        stop: Option<&PyStopHandle>,
+        timeout: Option<f64>,
+        max_records: Option<u64>,
+        each: impl Fn(u32, PyObj) -> heddle_data::Result<()> + Send + Sync + 'static,
+    ) -> PyResult<()> {
+        let until = Arc::new(Until::new(stop, max_records)?);
+        let _timer = timeout.map(|t| stop_after(until.stop.clone(), t)).transpose()?;
+        let dog = if self.workers > 1 { Some(Watchdog::start()?) } else { None };
+        let stop = until.stop.clone();
+        let (dog2, stop2) = (dog.clone(), stop.clone());
+        let on_failure = move |e: &PyErr| {
+            stop2.stop();
+            if let Some(dog) = &dog2 {
+                dog.set(Watch::Failed(described(e)));
+            }
+        };
+        let st = &self.st;
+        let (r, raised) = blocking_here(py, || {
+            failure::scope_watched(on_failure, || {
+                st.run(
+                    move |i, x| {
+                        until.arrived();
+                        each(i, x)
+                    },
+                    Some(stop.clone()),
+                )
+            })
+        });
+        if let Some(dog) = dog {
+            dog.set(Watch::Ended);
+        }
+        errors::of_run(r, raised, errors::data)
+    }
+}
+
+#[pymethods]
+impl PyStream {
+    /// The records of ``records`` (the same list on every worker), split evenly in order:
+    /// a finite stream (a replay).
+    #[staticmethod]
+    fn from_list(session: &PySession, records: &Bound<'_, PyAny>) -> PyResult<PyStream> {
+        let v: Vec<PyObj> = records.try_iter()?.map(|r| r.map(PyObj::new)).collect::<PyResult<_>>()?;
+        Ok(PyStream::of(session, session.s.stream_from_vec(v)))
+    }
+
+    /// ``f(0), f(1), ...`` split over the partitions (partition i makes the numbers
+    /// congruent to i), at most ``rate`` per second per partition, until ``limit`` in all.
+    #[staticmethod]
+    #[pyo3(signature = (session, f, rate = None, limit = None))]
+    fn generate(session: &PySession, f: Py<PyAny>, rate: Option<u64>, limit: Option<u64>) -> PyResult<PyStream> {
+        if rate == Some(0) {
+            return Err(argument("rate must be at least 1 record per second (or None: as fast as possible)"));
+        }
+        Ok(PyStream::of(session, session.s.stream_generate(rate, limit, move |i| call_or_none(&f, i))))
+    }
+
+    /// Lines (str) read from a TCP server at ``addr`` until it closes the connection.
+    #[staticmethod]
+    fn socket_text(session: &PySession, addr: &str) -> PyStream {
+        PyStream::of(session, session.s.socket_text(addr).map(text))
+    }
+
+    /// The lines (str) of a file as it grows, until a line equal to ``end_marker``.
+    #[staticmethod]
+    #[pyo3(signature = (session, path, end_marker = None))]
+    fn follow_file(session: &PySession, path: PathBuf, end_marker: Option<&str>) -> PyStream {
+        PyStream::of(session, session.s.follow_file(path, end_marker).map(text))
+    }
+
+    /// ``(id, {field: value})`` for the entries of the Redis stream ``key`` at ``url``.
+    #[staticmethod]
+    #[pyo3(signature = (session, url, key, after = "0", end_field = None))]
+    fn redis_stream(session: &PySession, url: &str, key: &str, after: &str, end_field: Option<&str>) -> PyStream {
+        let entries = session.s.redis_stream(url, key, after, end_field).map(|e: heddle_data::RedisEntry| {
+            Python::attach(|py| {
+                let fields = PyDict::new(py);
+                for (f, v) in e.fields {
+                    fields.set_item(f, v).expect("str keys and values");
+                }
+                PyObj::new(PyTuple::new(py, [PyString::new(py, &e.id).into_any(), fields.into_any()]).expect("a pair").into_any())
+            })
+        });
+        PyStream::of(session, entries)
+    }
+
+    /// Each record through ``f``.
+    fn map(&self, f: Py<PyAny>) -> PyStream {
+        self.wrap(self.st.map(map_step(f)))
+    }
+
+    /// Each record to the records of the iterable ``f`` returns.
+    fn flat_map(&self, f: Py<PyAny>) -> PyStream {
+        self.wrap(self.st.flat_map(flat_map_step(f)))
+    }
+
+    /// The records for which ``f`` is true.
+    fn filter(&self, f: Py<PyAny>) -> PyStream {
+        self.wrap(self.st.filter(filter_step(f)))
+    }
+
+    /// ``(f(record), record)`` for each record.
+    fn key_by(&self, f: Py<PyAny>) -> PyStream {
+        self.wrap(self.st.flat_map(key_by_step(f)))
+    }
+
+    /// The records of both streams.
+    fn union(&self, other: &PyStream) -> PyResult<PyStream> {
+        if self.session != other.session {
+            return Err(argument("the two streams belong to different sessions"));
+        }
+        Ok(self.wrap(self.st.union(&other.st)))
+    }
+
+    /// Keyed windows over ``(key, value)`` records: each key's values per window reduced
+    /// with ``reduce``, as ``Windowed`` named tuples. ``kind`` names the window; sizes in
+    /// ms (count windows: records); ``event`` is ``(out_of_orderness, allowed_lateness)``
+    /// in ms for event time, with ``event_time(value)`` giving each value's timestamp.
+    #[pyo3(signature = (kind, size, slide, event, reduce, event_time = None))]
+    fn window(&self, kind: &str, size: u64, slide: u64, event: Option<(u64, u64)>, reduce: Py<PyAny>, event_time: Option<Py<PyAny>>) -> PyResult<PyStream> {
+        let window = window_of(kind, size, slide, event)?;
+        let time = move |v: &PyObj| match &event_time {
+            Some(f) => guarded(|py| timestamp(&f.bind(py).call1((v.bind(py),))?)).unwrap_or(0),
+            None => 0,
+        };
+        let pairs = self.st.flat_map(|x: PyObj| guarded(|py| pair_from(x.bind(py))));
+        let results = pairs.window(window, time, move |a, b| combine(&reduce, a, b));
+        Ok(self.wrap(results.flat_map(|w| guarded(|py| windowed(py, w)))))
+    }
+
+    /// Records dropped as later than their window's allowed lateness, on this worker so far.
+    fn late_records(&self) -> u64 {
+        self.st.late_records()
+    }
+
+    /// Calls ``f(record)`` for each record as it arrives (``None``: consumes the records),
+    /// on the worker where it is, until the sources end or the run is stopped.
+    #[pyo3(signature = (f = None, stop = None, timeout = None, max_records = None))]
+    fn run(&self, py: Python<'_>, f: Option<Py<PyAny>>, stop: Option<PyRef<'_, PyStopHandle>>, timeout: Option<f64>, max_records: Option<u64>) -> PyResult<()> {
+        self.run_into(py, stop.as_deref(), timeout, max_records, move |_, x| {
+            if let Some(f) = &f {
+                guarded(|py| f.bind(py).call1((x.into_bound(py),)).map(drop));
+            }
+            Ok(())
+        })
+    }
+
+    /// Appends each record's ``str`` as a line to ``dir/part-NNNNN`` (one per partition).
+    #[pyo3(signature = (dir, stop = None, timeout = None, max_records = None))]
+    fn write_lines(&self, py: Python<'_>, dir: PathBuf, stop: Option<PyRef<'_, PyStopHandle>>, timeout: Option<f64>, max_records: Option<u64>) -> PyResult<()> {
+        std::fs::create_dir_all(&dir).map_err(|e| errors::data(Error::Io { path: dir.display().to_string(), source: e }))?;
+        let files: PerPartition<File> = Mutex::default();
+        self.run_into(py, stop.as_deref(), timeout, max_records, move |i, x| {
+            let Some(line) = line_of(&x) else { return Ok(()) };
+            let path = dir.join(format!("part-{i:05}"));
+            write_to(&files, i, line.as_bytes(), || OpenOptions::new().create(true).append(true).open(&path))
+                .map_err(|e| Error::Io { path: path.display().to_string(), source: e })
+        })
+    }
+
+    /// Sends each record's ``str`` as a line to the TCP server at ``addr`` (one connection
+    /// per partition, closed when the run ends).
+    #[pyo3(signature = (addr, stop = None, timeout = None, max_records = None))]
+    fn write_socket(&self, py: Python<'_>, addr: String, stop: Option<PyRef<'_, PyStopHandle>>, timeout: Option<f64>, max_records: Option<u64>) -> PyResult<()> {
+        let conns: PerPartition<TcpStream> = Mutex::default();
+        self.run_into(py, stop.as_deref(), timeout, max_records, move |i, x| {
+            let Some(line) = line_of(&x) else { return Ok(()) };
+            write_to(&conns, i, line.as_bytes(), || TcpStream::connect(&addr)).map_err(|e| Error::Io { path: format!("tcp://{addr}"), source: e })
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<heddle.data.Stream {:?}>", self.st)
+    }
+}
+
+/// Adds the stream class to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyStream>()
+}

@@ -1,0 +1,327 @@
+"""heddle.data streams: windows against plain Python windowing (tests/python/jobs/
+windows_reference.py), late events, empty input, unicode keys, the sources and sinks,
+stopping, exceptions and argument errors in a world of one; and
+tests/python/jobs/stream_ops.py on 2 and 3 workers."""
+
+import collections
+import operator
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import heddle
+from heddle.data import Session, StopHandle, Window, Windowed
+
+from conftest import JOBS, assert_all_ok, assert_gone, run_job
+
+sys.path.insert(0, str(JOBS))
+from windows_reference import as_tuples, count_windows, event_windows, plain_windows, session_windows  # noqa: E402
+
+UNICODE_KEYS = ["naïve", "日本語", "Ωmega", "emoji 🙂", "e\u0301", "\u00e9", "", "a\x00b"]
+
+
+@pytest.fixture(scope="module")
+def s():
+    return Session(heddle.init())
+
+
+def stamped(events):
+    """``(key, (time, 1))`` records of ``(key, time)`` events, windowed by time, counted."""
+    return [(k, (t, 1)) for k, t in events]
+
+
+def later_and_sum(a, b):
+    return (max(a[0], b[0]), a[1] + b[1])
+
+
+def test_record_wise_steps_match_plain_python(s):
+    xs = list(range(100))
+    st = s.stream_from_list(xs)
+    assert st.map(lambda x: x * 2).filter(lambda x: x % 3 == 0).collect() == [x * 2 for x in xs if x * 2 % 3 == 0]
+    assert st.flat_map(lambda x: [x] * (x % 3)).collect() == [y for x in xs for y in [x] * (x % 3)]
+    assert st.key_by(lambda x: x % 4).collect() == [(x % 4, x) for x in xs]
+    assert sorted(st.union(s.stream_from_list(["a", "b"])).collect(), key=str) == sorted(xs + ["a", "b"], key=str)
+
+
+def test_event_time_tumbling_and_sliding_windows_match_plain_windows(s):
+    # Times slightly out of order, within the out-of-orderness: nothing is late.
+    events = [(f"k{i % 5}", i // 3 + (0 if i % 7 == 0 else 2)) for i in range(3000)]
+    for size, slide in [(100, 100), (100, 40), (7, 3)]:
+        window = Window.sliding(size, slide) if size != slide else Window.tumbling(size)
+        got = s.stream_from_list(stamped(events)).window(window.event_time(out_of_orderness=50), later_and_sum, event_time=lambda v: v[0]).collect()
+        want = plain_windows(((k, (t, 1), t) for k, t in events), size, slide, later_and_sum)
+        assert as_tuples(got) == want, (size, slide)
+
+
+def test_late_events_update_their_window_within_the_lateness_and_are_dropped_after(s):
+    events = [(1, 1), (1, 3), (1, 12), (1, 2), (1, 30), (1, 4), (1, 16), (1, 35)]
+    st = s.stream_from_list(events).window(Window.tumbling(10).event_time(5, 10), max, event_time=lambda t: t)
+    got = st.collect()
+    # (1,30) moves the watermark to 25: [0,10) and [10,20) fire. (1,4) is past [0,10)'s
+    # lateness (10 + 10 <= 25): dropped. (1,16) is late for [10,20) but within its
+    # lateness: the window fires again, updated. The end fires [30,40).
+    assert [(w.start, w.end, w.records, w.update) for w in got] == [(0, 10, 3, False), (10, 20, 1, False), (10, 20, 2, True), (30, 40, 2, False)]
+    assert st.late_records() == 1
+    want, late = event_windows([(k, t, t) for k, t in events], 10, 10, 5, 10, max)
+    assert (as_tuples(got), late) == (want, 1)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_out_of_order_events_against_a_plain_watermark(s, seed):
+    rng = random.Random(seed)
+    events = [(rng.choice("abc"), max(0, i + rng.randint(-40, 5))) for i in range(1, 600)]
+    dropped = 0
+    for size, slide, ooo, lateness in [(20, 20, 5, 15), (30, 10, 0, 0), (25, 5, 10, 30)]:
+        st = s.stream_from_list(stamped(events))
+        windowed = st.window(Window.sliding(size, slide).event_time(ooo, lateness), later_and_sum, event_time=lambda v: v[0])
+        got = as_tuples(windowed.collect())
+        want, late = event_windows(((k, (t, 1), t) for k, t in events), size, slide, ooo, lateness, later_and_sum)
+        assert got == want, (size, slide, ooo, lateness)
+        assert windowed.late_records() == late, (size, slide, ooo, lateness)
+        dropped += late
+    assert dropped > 0 and any(w[5] for w in got)  # some records late, some windows updated
+
+
+def test_count_windows_match_plain_count_windows(s):
+    events = [("ключ" if i % 3 else "key", i) for i in range(200)]
+    for size, slide in [(7, 7), (4, 2), (3, 5)]:
+        window = Window.tumbling_count(size) if size == slide else Window.sliding_count(size, slide)
+        got = s.stream_from_list(events).window(window, operator.add).collect()
+        assert as_tuples(got) == count_windows(events, size, slide, operator.add), (size, slide)
+
+
+def test_session_windows_split_at_gaps(s):
+    times = [1, 3, 8, 30, 33, 70, 71, 72, 200, 5, 40]
+    events = [(k, t) for t in times for k in ("x", "y") if (t + len(k)) % 2 or k == "x"]
+    got = s.stream_from_list(events).window(Window.session(10).event_time(1000), max, event_time=lambda t: t).collect()
+    assert as_tuples(got) == session_windows(((k, t, t) for k, t in events), 10, max)
+
+
+def test_processing_time_windows_count_every_record_once(s):
+    got = s.stream_generate(lambda i: (i % 4, 1), rate=20_000, limit=4000).window(Window.tumbling(20), operator.add).collect()
+    assert sum(w.value for w in got) == sum(w.records for w in got) == 4000
+    assert all(w.end - w.start == 20 and w.start % 20 == 0 and not w.update for w in got)
+    per_key = collections.Counter()
+    for w in got:
+        per_key[w.key] += w.value
+    assert per_key == {k: 1000 for k in range(4)}
+
+
+def test_unicode_keys_meet_in_their_windows(s):
+    events = [(UNICODE_KEYS[i % len(UNICODE_KEYS)], i % 50) for i in range(800)]
+    got = s.stream_from_list(stamped(events)).window(Window.tumbling(25).event_time(50), later_and_sum, event_time=lambda v: v[0]).collect()
+    assert as_tuples(got) == plain_windows(((k, (t, 1), t) for k, t in events), 25, 25, later_and_sum)
+    assert {w.key for w in got} == set(UNICODE_KEYS)  # "é" composed and decomposed stay two keys
+
+
+def test_empty_input(s, tmp_path):
+    empty = s.stream_from_list([])
+    windowed = empty.window(Window.tumbling(10).event_time(), operator.add, event_time=lambda v: v)
+    assert windowed.collect() == [] and windowed.late_records() == 0
+    assert empty.window(Window.tumbling_count(3), operator.add).collect() == []
+    assert s.stream_generate(lambda i: i, limit=0).collect() == []
+    empty.write_lines(tmp_path / "out")
+    assert list((tmp_path / "out").iterdir()) == []
+    seen = []
+    empty.run(seen.append)
+    assert seen == []
+
+
+def test_results_are_windowed_named_tuples(s):
+    (w,) = s.stream_from_list([("k", 5)]).window(Window.tumbling(10).event_time(), operator.add, event_time=lambda v: v).collect()
+    assert isinstance(w, Windowed) and w == Windowed("k", 0, 10, 5, 1, False)
+    key, start, end, value, records, update = w
+    assert (key, start, end, value, records, update) == ("k", 0, 10, 5, 1, False)
+
+
+def serve_lines(lines):
+    """A TCP server that sends ``lines`` to its first client, then closes; its address."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def send():
+        conn, _ = server.accept()
+        with conn:
+            conn.sendall("".join(f"{l}\n" for l in lines).encode())
+        server.close()
+
+    threading.Thread(target=send, daemon=True).start()
+    return server.getsockname()
+
+
+def collect_lines():
+    """A TCP server that keeps every line its clients send; its address and a function
+    waiting for the lines."""
+    server = socket.create_server(("127.0.0.1", 0))
+    got, done = [], threading.Event()
+
+    def receive():
+        conn, _ = server.accept()
+        with conn, conn.makefile(encoding="utf-8") as f:
+            got.extend(line.rstrip("\n") for line in f)
+        server.close()
+        done.set()
+
+    threading.Thread(target=receive, daemon=True).start()
+
+    def lines():
+        assert done.wait(30), "the sink did not close its connection"
+        return got
+
+    return server.getsockname(), lines
+
+
+def test_socket_source_and_sink(s):
+    source = serve_lines([f"line {i} é" for i in range(500)])
+    sink, received = collect_lines()
+    s.socket_text(source).map(str.upper).write_socket(sink)
+    assert received() == [f"LINE {i} É" for i in range(500)]
+
+
+def test_a_growing_file_is_followed_until_its_end_marker(s, tmp_path):
+    path = tmp_path / "log.txt"
+
+    def grow():
+        for batch in range(5):
+            with open(path, "a", encoding="utf-8") as f:
+                f.writelines(f"event {batch * 40 + i}\n" for i in range(40))
+            time.sleep(0.01)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write("END\n")
+
+    writer = threading.Thread(target=grow)
+    writer.start()
+    s.follow_file(path, end_marker="END").filter(lambda l: l.endswith("7")).write_lines(tmp_path / "out")
+    writer.join()
+    lines = [l for p in sorted((tmp_path / "out").iterdir()) for l in p.read_text().splitlines()]
+    assert sorted(lines) == sorted(f"event {i}" for i in range(200) if i % 10 == 7)
+
+
+@pytest.fixture
+def redis_url(tmp_path):
+    if not (shutil.which("redis-server") and shutil.which("redis-cli")):
+        pytest.skip("redis-server is not installed (make test-deps installs it)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path)], stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).returncode != 0:
+        assert time.monotonic() < deadline, "redis-server did not start"
+        time.sleep(0.05)
+    yield port
+    server.kill()
+    server.wait()
+
+
+def test_redis_stream_source(s, redis_url):
+    port = redis_url
+    cli = ["redis-cli", "-p", str(port)]
+    for i in range(120):
+        subprocess.run([*cli, "XADD", "events", "*", "word", f"w{i % 4}", "n", str(i)], check=True, capture_output=True)
+    subprocess.run([*cli, "XADD", "events", "*", "__end__", "1"], check=True, capture_output=True)
+    entries = s.redis_stream(f"redis://127.0.0.1:{port}/", "events", end_field="__end__").collect()
+    assert [e[1] for e in entries] == [{"word": f"w{i % 4}", "n": str(i)} for i in range(120)]
+    assert all(isinstance(e[0], str) and "-" in e[0] for e in entries)
+    counts = s.redis_stream(f"redis://127.0.0.1:{port}/", "events", end_field="__end__").map(lambda e: (e[1]["word"], 1)).window(Window.tumbling_count(10), operator.add).collect()
+    assert sorted((w.key, w.value) for w in counts) == sorted((f"w{k}", 10) for k in range(4) for _ in range(3))
+
+
+def test_unbounded_streams_stop(s):
+    # After a number of records reaching the sink (records already on their way still come).
+    seen = []
+    s.stream_generate(lambda i: i).run(seen.append, max_records=1000)
+    assert len(seen) >= 1000 and seen[:1000] == list(range(1000))
+    # After a time.
+    s.stream_generate(lambda i: i).run(timeout=0.2)
+    # By a handle, from the sink or from another thread.
+    stop = StopHandle()
+    s.stream_generate(lambda i: i).run(lambda x: x == 500 and stop.stop(), stop=stop)
+    stop = StopHandle()
+    timer = threading.Timer(0.1, stop.stop)
+    timer.start()
+    s.stream_generate(lambda i: i, rate=1000).run(stop=stop)
+    timer.join()
+    # A handle that is stopped already ends the run at once.
+    stopped = StopHandle()
+    stopped.stop()
+    s.stream_generate(lambda i: i).run(stop=stopped)
+
+
+def test_exceptions_in_functions_are_raised_as_themselves(s):
+    finite = s.stream_from_list(list(range(100)))
+    with pytest.raises(ValueError, match="bad 37"):
+        finite.map(lambda x: x if x != 37 else (_ for _ in ()).throw(ValueError("bad 37"))).run()
+    with pytest.raises(ZeroDivisionError):
+        finite.filter(lambda x: 1 / (x - 5)).collect()
+    with pytest.raises(TypeError):
+        finite.flat_map(lambda x: x).run()  # an int is not iterable
+    with pytest.raises(KeyError):
+        finite.map(lambda x: (x % 2, x)).window(Window.tumbling_count(2), lambda a, b: {}[a]).run()
+    with pytest.raises(RuntimeError, match="sink"):
+        finite.run(lambda x: (_ for _ in ()).throw(RuntimeError("sink")))
+    with pytest.raises(heddle.ArgumentError, match=r"\(key, value\) pairs"):
+        finite.window(Window.tumbling_count(2), operator.add).run()
+    with pytest.raises(heddle.ArgumentError, match="event_time must return a timestamp in milliseconds"):
+        finite.map(lambda x: (x, x)).window(Window.tumbling(5).event_time(), operator.add, event_time=lambda v: v / 2).run()
+    # Unbounded sources stop at the exception, even when nothing reaches the sink any more.
+    with pytest.raises(ZeroDivisionError):
+        s.stream_generate(lambda i: 1 // (i - 300)).run()
+    with pytest.raises(ZeroDivisionError):
+        s.stream_generate(lambda i: i).filter(lambda x: 1 // (x - 300) and False).run()
+    assert finite.collect() == list(range(100))  # still usable
+
+
+def test_argument_errors_say_what_to_do(s, tmp_path):
+    pairs = s.stream_from_list([("k", 1)])
+    with pytest.raises(ValueError, match="at least 1 ms"):
+        Window.tumbling(0)
+    with pytest.raises(ValueError, match="at least 1"):
+        Window.sliding_count(3, 0)
+    with pytest.raises(TypeError, match="milliseconds"):
+        Window.session("10ms")
+    with pytest.raises(ValueError, match="count records and have no clock"):
+        Window.tumbling_count(3).event_time()
+    with pytest.raises(ValueError, match="give event_time=f"):
+        pairs.window(Window.tumbling(10).event_time(), operator.add)
+    with pytest.raises(ValueError, match=r"use Window.tumbling\(10\).event_time"):
+        pairs.window(Window.tumbling(10), operator.add, event_time=lambda v: v)
+    with pytest.raises(heddle.ArgumentError, match="rate must be at least 1"):
+        s.stream_generate(lambda i: i, rate=0)
+    with pytest.raises(heddle.ArgumentError, match="max_records must be at least 1"):
+        pairs.run(max_records=0)
+    with pytest.raises(heddle.ArgumentError, match="timeout must be a non-negative number of seconds"):
+        pairs.run(timeout=-1)
+    with pytest.raises(heddle.ArgumentError, match="different sessions"):
+        pairs.union(Session(heddle.init()).stream_from_list([]))
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    with pytest.raises(heddle.DataError, match=f"tcp://127.0.0.1:{port}"):
+        s.socket_text(("127.0.0.1", port)).run()
+    with pytest.raises(heddle.DataError, match=f"tcp://127.0.0.1:{port}"):
+        pairs.write_socket(f"127.0.0.1:{port}")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(heddle.DataError, match="file"):
+        pairs.write_lines(tmp_path / "file" / "out")
+    assert repr(Window.sliding(100, 40).event_time(5, 10)) == "Window.sliding(100, 40).event_time(5, 10)"
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_streams_on_workers(n, tmp_path):
+    job = run_job(n, "stream_ops.py", str(tmp_path))
+    assert_all_ok(job, n)
+    assert job.reports[0]["checks"] >= 19 and all(rep["checks"] >= 16 for rep in job.reports.values()), job.reports
+
+
+def test_an_exception_in_an_unbounded_stream_fails_its_worker_and_stops_the_others(piddir):
+    job = run_job(3, "stream_fail.py", str(piddir))
+    assert job.returncode == 1, job
+    assert "ValueError: boom: cannot take 15002" in job.stdout + job.stderr
+    assert "heddle: rank 2 exited with status 1; stopping the other" in job.stderr
+    assert_gone([int(f.read_text()) for f in piddir.glob("*.pid")])
