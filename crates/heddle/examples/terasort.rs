@@ -35,8 +35,11 @@ struct Args {
     #[arg(long, default_value_t = 1_000_000)]
     records: u64,
     /// Sort this file instead: 100-byte lines (a 10-byte key, 90 bytes, a newline).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "generate")]
     input: Option<PathBuf>,
+    /// Generate the records (the default without --input), seeded with --seed.
+    #[arg(long)]
+    generate: bool,
     /// Memory for held records per partition before sorted runs spill to disk.
     #[arg(long, default_value_t = 1 << 30)]
     mem_budget: usize,
