@@ -1,6 +1,7 @@
-"""The Python examples (examples/python/wordcount.py, kmeans.py, tasks.py) under ``heddle run``:
-each checks itself against a plain Python reference and prints the Rust examples' JSON
-line; their generated datasets match the Rust examples' (when those are built)."""
+"""The Python examples (examples/python/wordcount.py, kmeans.py, tasks.py,
+stream_window.py) under ``heddle run``: each checks itself against a plain Python
+reference and prints the Rust examples' JSON line; their generated datasets match the
+Rust examples' (when those are built)."""
 
 import json
 import os
@@ -97,3 +98,53 @@ def test_tasks_sum_their_squares(n, tasks):
     assert (rep["tasks"], rep["workers"]) == (tasks, n)
     want = sum(i * i for i in range(tasks))
     assert rep["detail"] == f"sum {want}, want {want}"
+
+
+STREAM_KEYS = {"example", "api", "ok", "records", "windows", "job_s", "records_per_s", "records_per_s_per_worker", "latency_p50_ms", "latency_p99_ms", "workers"}
+
+
+def window_counts(path):
+    """``(start, end, word) -> count`` of a ``windows.tsv``."""
+    rows = (line.split("\t") for line in path.read_text(encoding="utf-8").splitlines())
+    return {(int(a), int(b), w): int(n) for a, b, w, n in rows}
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_stream_window_on_generated_events(n, tmp_path):
+    rep = report(run_job(n, str(EXAMPLES / "stream_window.py"), "--generate", "--events", "30000", "--rate", "20000", "--seed", "4", "--output", str(tmp_path)), "stream_window")
+    assert (rep["records"], rep["workers"]) == (30000, n) and set(rep) == STREAM_KEYS
+    assert sum(window_counts(tmp_path / "windows.tsv").values()) == 30000
+
+
+def test_stream_window_on_a_file(tmp_path):
+    lines = [" ".join(["the", "naïve", "日本語", f"w{i % 7}", "the"][: 1 + i % 5]) for i in range(400)]
+    (tmp_path / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rep = report(run_job(2, str(EXAMPLES / "stream_window.py"), "--input", str(tmp_path / "in.txt"), "--window-ms", "7", "--output", str(tmp_path / "out")), "stream_window")
+    want = {}
+    for i, line in enumerate(lines):
+        for w in line.split():
+            key = (i - i % 7, i - i % 7 + 7, w)
+            want[key] = want.get(key, 0) + 1
+    assert window_counts(tmp_path / "out" / "windows.tsv") == want
+    assert (rep["records"], rep["windows"]) == (sum(want.values()), len(want))
+
+
+def test_stream_window_matches_the_rust_example(tmp_path):
+    rust = RUST / "stream_window"
+    if not rust.exists():
+        pytest.skip("the Rust examples are not built (make build)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEDDLE_")}
+    (tmp_path / "in.txt").write_text("".join(f"a{i % 3} b{i % 5} c\n" for i in range(300)))
+    for args, name in [(["--input", str(tmp_path / "in.txt")], "file"), (["--generate", "--events", "20000", "--seed", "6"], "generated")]:
+        done = subprocess.run([str(rust), *args, "--output", str(tmp_path / "rust" / name)], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done
+        report(run_job(2, str(EXAMPLES / "stream_window.py"), *args, "--output", str(tmp_path / "python" / name)), "stream_window")
+    # Line times: the same windows. Clock times: the same words drawn, counted alike.
+    assert window_counts(tmp_path / "rust" / "file" / "windows.tsv") == window_counts(tmp_path / "python" / "file" / "windows.tsv")
+    per_word = []
+    for side in ("rust", "python"):
+        totals = {}
+        for (_, _, w), count in window_counts(tmp_path / side / "generated" / "windows.tsv").items():
+            totals[w] = totals.get(w, 0) + count
+        per_word.append(totals)
+    assert per_word[0] == per_word[1]
