@@ -13,8 +13,8 @@ Run a script on 4 local workers with ``heddle run -n 4 script.py`` (or
 
 The communication API lives in :mod:`heddle.comm` (close to mpi4py; its names are also
 exported here); task graphs of Python tasks in :mod:`heddle.task`; lazy distributed data
-sets in :mod:`heddle.data` (both imported on first use); errors in :mod:`heddle.errors`,
-all subclasses of :class:`HeddleError`.
+sets and streams in :mod:`heddle.data` (both imported on first use); errors in
+:mod:`heddle.errors`, all subclasses of :class:`HeddleError`.
 """
 
 from __future__ import annotations
