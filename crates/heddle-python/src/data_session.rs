@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use heddle_data::{OnMalformed, Session};
+use heddle_data::{OnMalformed, Session, TextBlocks};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
@@ -15,7 +15,6 @@ use crate::errors::{self, argument, Kind};
 use crate::failure;
 use crate::interrupt::{blocking_here, blocking};
 use crate::record::PyObj;
-use crate::text_blocks::{list_files, Blocks};
 
 static SESSIONS: AtomicU64 = AtomicU64::new(1);
 
@@ -131,8 +130,7 @@ impl PySession {
         if block_bytes == 0 {
             return Err(argument("block_bytes must be at least 1"));
         }
-        let files = list_files(&path).map_err(input_error)?;
-        let blocks = Arc::new(Blocks::new(files, block_bytes));
+        let blocks = Arc::new(TextBlocks::new(&path, block_bytes).map_err(|e| input_error(e.to_string()))?);
         let b = blocks.clone();
         // A block in which no line starts (inside a long line) gives no record.
         let made = self.s.generate(blocks.count(), move |j| {
@@ -140,7 +138,7 @@ impl PySession {
                 if failure::failed() {
                     return None;
                 }
-                let block = b.read(j).map_err(|e| Kind::Data.err(e)).and_then(|bytes| {
+                let block = b.read(j).map_err(|e| Kind::Data.err(e.to_string())).and_then(|bytes| {
                     if bytes.is_empty() {
                         return Ok(None);
                     }
@@ -207,7 +205,7 @@ fn input_error(message: String) -> PyErr {
 /// The files a path names (a file, a directory's files, a glob's matches), sorted.
 #[pyfunction]
 pub(crate) fn list_input_files(path: PathBuf) -> PyResult<Vec<PathBuf>> {
-    Ok(list_files(&path).map_err(input_error)?.into_iter().map(|f| f.0).collect())
+    Ok(heddle_data::list_files(&path).map_err(|e| input_error(e.to_string()))?.into_iter().map(|f| f.0).collect())
 }
 
 /// Adds the session class to the module.

@@ -4,7 +4,7 @@
 //! Each area registers its classes and functions in [`_heddle`]: the communicator
 //! (`comm`), reduction operators (`op`), the launcher (`launcher`), task graphs of Python
 //! tasks (`task_graph`, `task_context`, `task_job`), data sets and streams of Python
-//! records (`data_session`, `data_set`, `data_stream`, `text_blocks`), whose records are
+//! records (`data_session`, `data_set`, `data_stream`), whose records are
 //! Python objects (`record`). Every call that may wait releases the GIL through
 //! [`interrupt::blocking`] (Python callbacks inside native runs take it back as they need
 //! it), Rust errors become the exception classes of `heddle.errors` (`errors`), and a
@@ -26,7 +26,6 @@ mod record;
 mod task_context;
 mod task_graph;
 mod task_job;
-mod text_blocks;
 
 use pyo3::prelude::*;
 
