@@ -22,11 +22,16 @@ pub struct DataSet<T> {
     id: usize,
     name: String,
     make: Make<T>,
+    /// The partitions, for a data set made by [`DataSet::cache`].
+    cached: Option<Cached<T>>,
 }
+
+/// Cached partitions, by index. Behind a lock only because records need not be `Sync`.
+type Cached<T> = Arc<Mutex<Vec<Vec<T>>>>;
 
 impl<T> Clone for DataSet<T> {
     fn clone(&self) -> Self {
-        DataSet { session: self.session.clone(), id: self.id, name: self.name.clone(), make: self.make.clone() }
+        DataSet { session: self.session.clone(), id: self.id, name: self.name.clone(), make: self.make.clone(), cached: self.cached.clone() }
     }
 }
 
@@ -41,7 +46,7 @@ impl<T: Record> DataSet<T> {
     pub(crate) fn new(session: &Session, name: &str, make: impl Fn(&mut Build, &str) -> Result<Vertex<(), T>> + Send + Sync + 'static) -> DataSet<T> {
         let id = session.next_id();
         let vertex_name = format!("{name}#{id}");
-        DataSet { session: session.clone(), id, name: name.to_string(), make: Arc::new(move |b| make(b, &vertex_name)) }
+        DataSet { session: session.clone(), id, name: name.to_string(), make: Arc::new(move |b| make(b, &vertex_name)), cached: None }
     }
 
     /// This data set's vertex in `b`, added (with everything it depends on) if new.
@@ -125,8 +130,16 @@ impl<T: Record> DataSet<T> {
         self.apply("key_by", Arc::new(move |x, out: &mut dyn FnMut((K, T))| out((f(&x), x))))
     }
 
-    /// Each whole partition through `f` (which sees all its records at once).
+    /// Each whole partition through `f` (which sees all its records at once). A cached data
+    /// set hands each partition over whole (a copy), without passing records one by one.
     pub fn map_partitions<U: Record>(&self, f: impl Fn(Vec<T>) -> Vec<U> + Send + Sync + 'static) -> DataSet<U> {
+        if let Some(parts) = self.cached.clone() {
+            // A cached partition goes to `f` whole, without passing record by record.
+            return crate::sources::from_partitions(&self.session, "map_partitions(cached)", move |i, _| {
+                let part = parts.locked()[i as usize].clone();
+                f(part)
+            });
+        }
         let f: Arc<dyn Fn(Vec<T>) -> Vec<U> + Send + Sync> = Arc::new(f);
         self.then("map_partitions", Edge::direct, move |_| PartitionTask { f: f.clone(), held: Vec::new() })
     }
@@ -167,8 +180,10 @@ impl<T: Record> DataSet<T> {
             keep.locked()[i as usize] = records;
             Ok(())
         })?;
-        // Behind a lock only because records need not be `Sync`; each pass clones its part.
-        Ok(crate::sources::from_partitions(&self.session, "cached", move |i, _| parts.locked()[i as usize].clone()))
+        let p = parts.clone();
+        let mut cached = crate::sources::from_partitions(&self.session, "cached", move |i, _| p.locked()[i as usize].clone());
+        cached.cached = Some(parts);
+        Ok(cached)
     }
 
     /// Prints (returns) the task graph and plan an action on this data set would run.

@@ -314,6 +314,10 @@ fn cache_and_iterate_keep_data_across_steps() {
             .iterate(20, |d| Ok(d.map(|x| x / 2)), |_, next| Ok(next.reduce(u64::max).unwrap().unwrap_or(0) < 10))
             .unwrap();
         let side = s.broadcast(if s.rank() == 0 { Some(&41u64) } else { None }).unwrap();
+        // Whole cached partitions (handed over at once) and streamed ones: the same.
+        let sizes = |d: &heddle_data::DataSet<u64>| d.map_partitions(|p| vec![(p.len() as u64, p.iter().sum::<u64>())]).collect_all().unwrap();
+        assert_eq!(sizes(&xs), sizes(&s.range(0, 1000)), "cached partitions");
+        assert_eq!(sizes(&xs).iter().map(|x| x.1).sum::<u64>(), (0..1000).sum::<u64>());
         (last.reduce(u64::max).unwrap(), steps, xs.count().unwrap(), side)
     });
     for (max, steps, count, side) in r {
