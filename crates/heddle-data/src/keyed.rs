@@ -9,7 +9,8 @@ use heddle_task::{Compute, Context, Edge, Record};
 use rustc_hash::FxHasher;
 
 use crate::dataset::{same_session, DataSet};
-use crate::tasks::{CombineTask, Identity, JoinKind, JoinTask, Side, SortTask};
+use crate::sort_task::ExternalSort;
+use crate::tasks::{CombineTask, Identity, JoinKind, JoinTask, Side};
 use crate::Result;
 
 /// The partition of `key` among `p`: a hash that every worker computes alike.
@@ -95,9 +96,9 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
     /// Sorted by key across partitions: partition i holds keys no greater than partition
     /// i + 1's, each sorted (equal keys in arrival order). Samples the keys now (an action
     /// over the input, as Spark's `sortByKey` does) to pick the ranges and estimate the
-    /// size: partitions that fit the session's memory budget
-    /// ([`crate::Session::with_options`]) are sorted in memory; larger ones through the
-    /// dataflow sort, which spills sorted runs to disk.
+    /// records' size; each partition then holds its records up to the session's spill
+    /// budget ([`crate::Session::with_options`]) and writes sorted runs to disk beyond it,
+    /// merged at the end.
     ///
     /// # Errors
     /// As any action.
@@ -112,20 +113,20 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
         let mut keys: Vec<K> = samples.into_iter().flat_map(|s| s.0).collect();
         keys.sort();
         let splitters: Vec<K> = (1..p).filter_map(|i| keys.get(i * keys.len() / p).cloned()).collect();
-        // Twice the even share of the encoded bytes, for skew and the decoded records' size.
-        let per_partition = 2 * bytes / p as u64;
-        if per_partition <= self.session.0.opts.spill.budget_bytes as u64 || records == 0 {
-            let splitters = Arc::new(splitters);
-            return Ok(self.then(
-                "sort_by_key",
-                move || {
-                    let s = splitters.clone();
-                    Edge::partition(move |x: &(K, V)| s.partition_point(|k| *k <= x.0))
-                },
-                |_| SortTask(Vec::new()),
-            ));
-        }
-        Ok(self.then("sort_by_key", move || Edge::sort(splitters.clone()), |_| Identity(PhantomData)))
+        // Records held decoded per partition before a run spills: the budget over twice the
+        // records' encoded size (decoded records take more room than encoded ones).
+        let per_record = if records == 0 { 1 } else { (bytes / records).max(1) };
+        let max_held = (self.session.0.opts.spill.budget_bytes as u64 / (2 * per_record)).max(1024) as usize;
+        let dirs = self.session.0.opts.spill.dirs.clone();
+        let splitters = Arc::new(splitters);
+        Ok(self.then(
+            "sort_by_key",
+            move || {
+                let s = splitters.clone();
+                Edge::partition(move |x: &(K, V)| s.partition_point(|k| *k <= x.0))
+            },
+            move |_| ExternalSort::new(max_held, dirs.clone()),
+        ))
     }
 }
 

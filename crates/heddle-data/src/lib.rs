@@ -27,6 +27,7 @@ mod parquet_io;
 mod redis_io;
 mod session;
 mod sinks;
+mod sort_task;
 mod sources;
 mod stream;
 mod tasks;

@@ -183,28 +183,6 @@ impl<K: Hash + Eq + Clone + Send + 'static, V: Clone + Send + 'static, W: Clone 
     }
 }
 
-/// Holds its partition and emits it sorted by key (stable) at the end.
-pub(crate) struct SortTask<K, V>(pub(crate) Vec<(K, V)>);
-
-impl<K: Ord + Send + 'static, V: Send + 'static> Compute for SortTask<K, V> {
-    type In = (K, V);
-    type Out = (K, V);
-
-    fn execute(&mut self, _: &mut Context<'_, (K, V)>, x: (K, V)) -> Result<()> {
-        self.0.push(x);
-        Ok(())
-    }
-
-    fn end_of_input(&mut self, ctx: &mut Context<'_, (K, V)>) -> Result<()> {
-        let mut held = std::mem::take(&mut self.0);
-        held.sort_by(|a, b| a.0.cmp(&b.0));
-        for x in held {
-            ctx.emit(x);
-        }
-        Ok(())
-    }
-}
-
 /// Passes records on unchanged (the receiving side of a shuffle).
 pub(crate) struct Identity<T>(pub(crate) std::marker::PhantomData<fn(T)>);
 

@@ -186,6 +186,7 @@ fn sort_by_key_beyond_the_memory_budget_matches_a_plain_sort() {
         sorted.sort();
         assert_eq!(sorted, want, "{n} workers: the same records");
         assert!(got.windows(2).all(|w| w[0].0 <= w[1].0), "{n} workers: globally sorted");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "{n} workers: the spilled runs are removed");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -80,6 +80,18 @@ pub trait Compute: Send + 'static {
         Ok(())
     }
 
+    /// Called after [`Compute::end_of_input`], again and again while it returns
+    /// [`Produced::More`] and whenever the task's outputs have room: results too many to
+    /// emit in one call (a sorted partition, a large table) go out a bounded slice at a
+    /// time, so memory stays bounded. The pass's outputs end when it returns
+    /// [`Produced::Done`] (the default, at once).
+    ///
+    /// # Errors
+    /// As [`Compute::prepare`].
+    fn drain(&mut self, _ctx: &mut Context<'_, Self::Out>) -> Result<Produced> {
+        Ok(Produced::Done)
+    }
+
     /// Called once, after the last iteration (or when the task retires).
     ///
     /// # Errors

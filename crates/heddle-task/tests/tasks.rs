@@ -500,3 +500,66 @@ fn a_streaming_job_runs_until_stopped_and_loses_nothing_sent() {
     assert_eq!(n as u64, emitted, "every emitted record arrived");
     assert!(n >= 5000);
 }
+
+/// Keeps `(instance, record)` for each record it receives, in arrival order.
+struct ByInstance(Arc<Mutex<Vec<(u32, (u64, u64))>>>);
+
+impl Compute for ByInstance {
+    type In = (u64, u64);
+    type Out = ();
+    fn execute(&mut self, ctx: &mut Context<'_, ()>, x: (u64, u64)) -> Result<()> {
+        self.0.lock().unwrap().push((ctx.index(), x));
+        Ok(())
+    }
+}
+
+/// Keys scattered by a multiplicative hash, value the record's number.
+struct Scatter;
+
+impl Compute for Scatter {
+    type In = u64;
+    type Out = (u64, u64);
+    fn execute(&mut self, ctx: &mut Context<'_, (u64, u64)>, x: u64) -> Result<()> {
+        ctx.emit((x.wrapping_mul(0x9E37_79B9_7F4A_7C15) % 1000, x));
+        Ok(())
+    }
+}
+
+/// A sort edge over 3 instances on 1-3 workers, with a budget small enough to spill: each
+/// instance receives its key range sorted, and all of them hold every record once.
+#[test]
+fn a_sort_edge_sorts_each_range_and_the_ranges_follow_each_other() {
+    let n = 20_000u64;
+    let dir = std::env::temp_dir().join(format!("heddle-task-sort-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for workers_n in 1..=3usize {
+        let got = on_workers(workers_n, |comm| {
+            let out = Arc::new(Mutex::new(Vec::new()));
+            let mut g = TaskGraph::new();
+            let p = workers_n as u32;
+            let src = g.source("numbers", p, move |i| Numbers { next: n * u64::from(i) / u64::from(p), end: n * u64::from(i + 1) / u64::from(p), per_call: 500 });
+            let key = g.compute("scatter", p, |_| Scatter);
+            let o = out.clone();
+            let sink = g.compute("sorted", 3, move |_| ByInstance(o.clone()));
+            g.connect(&src, &key, Edge::direct());
+            g.connect(&key, &sink, Edge::sort(vec![333, 667]));
+            let plan = Plan::new(&g, &workers(comm), &RoundRobin).unwrap();
+            let opts = Options::batch().spill(16 << 10, vec![dir.clone()]);
+            Job::new(comm, &g, &plan, opts).unwrap().run().unwrap();
+            let v = out.lock().unwrap().clone();
+            v
+        });
+        let all: Vec<(u32, (u64, u64))> = got.into_iter().flatten().collect();
+        let mut records: Vec<u64> = all.iter().map(|(_, r)| r.1).collect();
+        records.sort_unstable();
+        assert_eq!(records, (0..n).collect::<Vec<_>>(), "{workers_n} workers: every record once");
+        for i in 0..3u32 {
+            let keys: Vec<u64> = all.iter().filter(|(at, _)| *at == i).map(|(_, r)| r.0).collect();
+            assert!(keys.windows(2).all(|w| w[0] <= w[1]), "{workers_n} workers: instance {i} receives its range sorted");
+            let (lo, hi) = [(0, 333), (333, 667), (667, 1000)][i as usize];
+            assert!(keys.iter().all(|k| (lo..hi).contains(k)), "{workers_n} workers: instance {i} holds keys {lo}..{hi}");
+        }
+    }
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "spill files removed");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -223,6 +223,8 @@ pub(crate) struct ComputeRun<C: Compute> {
     common: Common<C::Out>,
     inbox: SharedInbox<C::In>,
     inputs: usize,
+    /// `end_of_input` ran this pass: `drain` until it is done.
+    draining: bool,
 }
 
 impl<C: Compute> ComputeRun<C>
@@ -238,7 +240,7 @@ where
         strategy: Strategy,
         comm: Option<Communicator>,
     ) -> Self {
-        ComputeRun { task, common: Common::new(info, outs, strategy, comm), inbox, inputs }
+        ComputeRun { task, common: Common::new(info, outs, strategy, comm), inbox, inputs, draining: false }
     }
 
     /// A retired task: what still arrives is counted and dropped; its outputs end.
@@ -303,6 +305,7 @@ where
 
     fn begin_pass(&mut self, _now: Instant) {
         self.common.done = false;
+        self.draining = false;
         self.common.next_tick = None;
         lock(&self.inbox).ended = 0;
     }
@@ -336,8 +339,15 @@ where
         };
         if ended && !self.common.done {
             let task = &mut self.task;
-            self.common.call(iteration, |ctx| task.end_of_input(ctx))?;
-            self.common.finish_outputs();
+            if self.draining {
+                if self.common.call(iteration, |ctx| task.drain(ctx))? == Produced::Done {
+                    self.draining = false;
+                    self.common.finish_outputs();
+                }
+            } else {
+                self.common.call(iteration, |ctx| task.end_of_input(ctx))?;
+                self.draining = true;
+            }
             moved = true;
         } else if self.common.retired() {
             moved |= self.retire();
