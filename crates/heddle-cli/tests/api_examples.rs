@@ -34,11 +34,14 @@ fn wordcount_part_files_hold_the_counts_of_the_input() {
     for w in input.split_whitespace() {
         *want.entry(w.to_string()).or_default() += 1;
     }
-    for (name, n) in [("wordcount_task", "1"), ("wordcount_task", "2"), ("wordcount_task", "3"), ("wordcount", "2"), ("wordcount", "4")] {
+    // The last two run each worker's tasks on 2 executor threads.
+    let runs = [("wordcount_task", "1", "1"), ("wordcount_task", "2", "1"), ("wordcount_task", "3", "1"), ("wordcount", "2", "1"), ("wordcount", "4", "1"), ("wordcount_task", "2", "2"), ("wordcount", "3", "2")];
+    for (name, n, threads) in runs {
         let wc = example(name);
-        let out = dir.join(format!("out-{name}-{n}"));
+        let out = dir.join(format!("out-{name}-{n}-{threads}"));
         let mark = marker(name);
-        let (o, _) = run(&mark, &["run", "-n", n, "--", &wc, "--input", path.to_str().unwrap(), "--output", out.to_str().unwrap()]);
+        let env = format!("HEDDLE_TASK_THREADS={threads}");
+        let (o, _) = run(&mark, &["run", "-n", n, "--", "env", &env, &wc, "--input", path.to_str().unwrap(), "--output", out.to_str().unwrap()]);
         let stdout = text(&o.stdout);
         assert!(o.status.success(), "{stdout}\n{}", text(&o.stderr));
         assert!(summary(&stdout).contains("\"ok\": true"), "{stdout}");
@@ -49,7 +52,7 @@ fn wordcount_part_files_hold_the_counts_of_the_input() {
                 assert!(got.insert(w.to_string(), c.parse().unwrap()).is_none(), "{w} in two parts");
             }
         }
-        assert_eq!(got, want, "{name} on {n} workers");
+        assert_eq!(got, want, "{name} on {n} workers, {threads} threads each");
         assert_no_survivors(&mark);
     }
     std::fs::remove_dir_all(&dir).unwrap();

@@ -29,6 +29,8 @@ const RUNTIME_KEYS: &[&str] = &[
     "HEDDLE_INIT_TIMEOUT_S",
     "HEDDLE_HOST_ID",
     "HEDDLE_LOG",
+    // Executor threads per worker, read by heddle-task's jobs.
+    "HEDDLE_TASK_THREADS",
 ];
 
 /// Rejects a `HEDDLE_*` variable nobody reads: a misspelled setting must not be ignored.
@@ -120,7 +122,7 @@ mod tests {
 
     #[test]
     fn misspelled_settings_are_refused_with_a_suggestion() {
-        assert!(check_known_keys(["HEDDLE_RANK".to_string(), "PATH".to_string(), "HEDDLE_WINDOW".to_string()]).is_ok());
+        assert!(check_known_keys(["HEDDLE_RANK".to_string(), "PATH".to_string(), "HEDDLE_WINDOW".to_string(), "HEDDLE_TASK_THREADS".to_string()]).is_ok());
         let e = check_known_keys(["HEDDLE_TIMOUT_S".to_string()]).unwrap_err().to_string();
         assert!(e.contains("unknown setting HEDDLE_TIMOUT_S; did you mean HEDDLE_TIMEOUT_S?"), "{e}");
         let e = check_known_keys(["HEDDLE_FROBNICATE".to_string()]).unwrap_err().to_string();
