@@ -63,7 +63,7 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=1, help="seed of the generated text")
     p.add_argument("--megabytes", type=int, default=200, help="size of the generated text")
     p.add_argument("--output", type=Path, help="write word<TAB>count part files here")
-    p.add_argument("--block-bytes", type=int, default=256 << 10, help="bytes of text per block (small blocks keep each split list in cache)")
+    p.add_argument("--block-bytes", type=int, default=64 << 10, help="bytes of text per block (small blocks keep each split list in cache)")
     p.add_argument("--explain", action="store_true", help="print the plan")
     p.add_argument("--no-verify", action="store_true", help="skip the check against a plain count")
     args = p.parse_args()
