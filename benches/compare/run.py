@@ -887,7 +887,7 @@ NOTES = [
     "kept in memory by each worker and written after the clock for the harness's check). The data API has no stream "
     "source of a directory of files yet, so it replays the files with `stream_from_vec`: every worker reads and "
     "parses all of them inside the clock and streams its half (the two halves of event time in parallel; a "
-    "window's watermark is the least of its inputs'). heddle.data (Python) has no Stream API: no Python row.",
+    "window's watermark is the least of its inputs'). heddle.data (Python) has a Stream API, but the harness has no Python streaming program for it yet (nor a Python sort): no Python row for these two workloads.",
     "Flink (PyFlink 2.x, Table API SQL only: no Python UDF on the data path) runs word count, sort and the streaming "
     "window count; its results are written by filesystem sinks and read back by the checker (PyFlink's row-by-row "
     "collect is far too slow for large results).",
