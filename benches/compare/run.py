@@ -2,7 +2,7 @@
 """Side-by-side benchmark suite: Heddle against Open MPI (mpi4py), Spark, Dask, Ray and Flink.
 
     python3 benches/compare/run.py [--workloads wordcount,kmeans,sort,allreduce,tasks,streaming]
-                                   [--systems heddle,mpi,spark,dask,ray,flink] [--repeat 3] [--quick]
+                                   [--systems heddle,mpi,spark,dask,ray,flink] [--repeat 3] [--quick] [--merge]
 
 (``make bench-compare`` / ``make bench-compare-quick``.) The script re-executes itself in
 its own virtualenv (benches/.venv-compare: numpy, matplotlib), then
@@ -394,9 +394,17 @@ def variants() -> list[Variant]:
                    check_heddle_kmeans),
         "tasks": ("tasks", "Python heddle.task, a task instance each + reduce edge (tasks.py)",
                   lambda d, out, s: ["--tasks", s.tasks], None),
+        "sort": ("sort", "Python heddle.data, sort_by_key of (key, record) bytes pairs (sort.py)",
+                 lambda d, out, s: ["--input", d["input"], "--output", out, "--no-verify"], check_heddle_sort,
+                 "binary text blocks split into pairs in Python, records pickled across workers; the clock "
+                 "includes reading and writing"),
+        "streaming": ("stream_events", "Python Stream, event-time tumbling windows (stream_events.py)",
+                      lambda d, out, s: ["--input", Path(d["input"]) / "part-*.csv", "--output", out],
+                      check_heddle_streaming,
+                      "replays the files with stream_from_list: each worker reads and parses all of them inside the clock"),
     }
     py = str(ROOT / ".venv-py" / "bin" / "python")
-    for workload, (name, label, extra, check) in python_rows.items():
+    for workload, (name, label, extra, check, *note) in python_rows.items():
         ex = heddle_python_example(name)
         if not ex:
             continue
@@ -407,7 +415,7 @@ def variants() -> list[Variant]:
             continue
         make = (lambda d, out, s, st, ex=ex, extra=extra:
                 [py, "-m", "heddle", "run", "-n", str(WORKERS), str(ex), *map(str, extra(d, out, s))])
-        v.append(Variant(workload, "heddle", label, make, harness_check=check))
+        v.append(Variant(workload, "heddle", label, make, harness_check=check, note=note[0] if note else ""))
     return v
 
 
@@ -815,7 +823,8 @@ Last run: {started} UTC, {duration_s / 60:.1f} minutes, {repeat} repeat(s){' (**
 
 `make bench-compare` runs `python3 benches/compare/run.py --repeat 3`; `make bench-compare-quick` runs
 `--quick --repeat 1` (small data, under 5 minutes once the peers are installed). Options:
-`--workloads {",".join(WORKLOADS)}`, `--systems {",".join(SYSTEMS)}`, `--repeat N`, `--quick`.
+`--workloads {",".join(WORKLOADS)}`, `--systems {",".join(SYSTEMS)}`, `--repeat N`, `--quick`, `--merge` (replace only
+the rows of the workloads/systems/variants a run ran inside `results/latest.json`, keep the others, rebuild this page).
 
 ## Machine
 
@@ -887,7 +896,11 @@ NOTES = [
     "kept in memory by each worker and written after the clock for the harness's check). The data API has no stream "
     "source of a directory of files yet, so it replays the files with `stream_from_vec`: every worker reads and "
     "parses all of them inside the clock and streams its half (the two halves of event time in parallel; a "
-    "window's watermark is the least of its inputs'). heddle.data (Python) has a Stream API, but the harness has no Python streaming program for it yet (nor a Python sort): no Python row for these two workloads.",
+    "window's watermark is the least of its inputs'). examples/python/stream_events.py is the same job with heddle.data's Stream "
+    "(`stream_from_list`, `Window.tumbling(10000).event_time(5000)`, `max` as the reduce and the window's record count "
+    "as the count), and examples/python/sort.py sorts with heddle.data (binary text blocks split into (key, record) "
+    "bytes pairs in Python, `sort_by_key`, each sorted partition written as raw records; records cross workers "
+    "pickled). Both are checked by the harness like the Rust programs.",
     "Flink (PyFlink 2.x, Table API SQL only: no Python UDF on the data path) runs word count, sort and the streaming "
     "window count; its results are written by filesystem sinks and read back by the checker (PyFlink's row-by-row "
     "collect is far too slow for large results).",
@@ -906,6 +919,10 @@ def main() -> int:
     ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/benchmarks.md and the chart")
     ap.add_argument("--json", type=Path, default=None, help="results file (default benches/compare/results/latest[-quick].json)")
     ap.add_argument("--note", action="append", default=[], help="a remark about this run for docs/benchmarks.md")
+    ap.add_argument("--merge", action="store_true",
+                    help="replace only the (workload, system, variant) rows this run ran inside the existing results "
+                         "file (and its allreduce runs if allreduce ran), keep every other row, and rebuild the "
+                         "table, chart and docs from the merged results")
     ap.add_argument("--report-from", type=Path, default=None,
                     help="only rebuild the table, chart and docs from a results JSON of an earlier run")
     args = ap.parse_args()
@@ -968,7 +985,46 @@ def main() -> int:
                "quick": args.quick, "repeat": args.repeat, "workloads": workloads, "systems": systems,
                "sizes": sizes.__dict__, "machine": machine(), "versions": versions(setups),
                "runs": rows, "allreduce": {"runs": ar_runs}, "notes": args.note}
+    if args.merge:
+        results = merge_results(results, args.json or RESULTS / ("latest-quick.json" if args.quick else "latest.json"))
     return report(results, args)
+
+
+def merge_results(new: dict, path: Path) -> dict:
+    """``new``'s runs merged into the results file ``path``: the rows of every (workload,
+    system, variant) ``new`` ran replace that key's earlier rows; every other row stays (and
+    the earlier allreduce runs, unless ``new`` ran allreduce). The earlier run's command, date
+    and repeat count stay in front; each merge is listed in ``merged`` and in a note."""
+    if not path.exists():
+        log(f"--merge: {path} does not exist; writing this run's results alone")
+        return new
+    old = json.loads(path.read_text())
+    if bool(old.get("quick")) != bool(new["quick"]) or old.get("sizes") != new["sizes"]:
+        raise SystemExit(f"--merge: {path} was made with other data sizes (quick={old.get('quick')}, "
+                         f"sizes {old.get('sizes')}); rerun without --merge or with the same sizes")
+    ran = {(r["workload"], r["system"], r["variant"]) for r in new["runs"]}
+    kept = [r for r in old["runs"] if (r["workload"], r["system"], r["variant"]) not in ran]
+    replaced = len(old["runs"]) - len(kept)
+    ar_new = bool(new["allreduce"]["runs"])
+    merged = dict(old)
+    merged["runs"] = kept + new["runs"]
+    merged["allreduce"] = {"runs": new["allreduce"]["runs"] if ar_new else old["allreduce"]["runs"]}
+    merged["workloads"] = [w for w in WORKLOADS if w in set(old.get("workloads", [])) | set(new["workloads"])]
+    merged["systems"] = [s for s in SYSTEMS if s in set(old.get("systems", [])) | set(new["systems"])]
+    merged["versions"] = {**old.get("versions", {}), **new["versions"]}
+    merged.pop("summary", None)
+    entry = {"started_utc": new["started_utc"], "duration_s": new["duration_s"], "command": new["command"],
+             "repeat": new["repeat"], "replaced_rows": replaced, "new_rows": len(new["runs"]),
+             "variants": sorted(" / ".join(k) for k in ran)}
+    merged["merged"] = old.get("merged", []) + [entry]
+    merged["command"] = old["command"] + f"\n# then, replacing only the rows it ran ({new['started_utc']} UTC):\n" + new["command"]
+    keys = ", ".join(f"{w} / {s} / {v}" for w, s, v in sorted(ran)) + (", allreduce" if ar_new else "")
+    merged["notes"] = old.get("notes", []) + new["notes"] + [
+        f"Merged run ({new['started_utc']} UTC, {new['duration_s'] / 60:.1f} minutes, {new['repeat']} repeat(s), "
+        f"`{new['command']}`): its rows ({keys}) replace that key's rows of the earlier run; every other row is "
+        f"from the run of {old['started_utc']} UTC (versions: {', '.join(f'{k} {v}' for k, v in new['versions'].items())})."]
+    log(f"--merge: {len(new['runs'])} new rows replace {replaced} of {len(old['runs'])} in {path}")
+    return merged
 
 
 def report(results: dict, args) -> int:

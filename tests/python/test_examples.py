@@ -1,5 +1,5 @@
 """The Python examples (examples/python/wordcount.py, kmeans.py, tasks.py,
-stream_window.py) under ``heddle run``: each checks itself against a plain Python
+stream_window.py, sort.py, stream_events.py) under ``heddle run``: each checks itself against a plain Python
 reference and prints the Rust examples' JSON line; their generated datasets match the
 Rust examples' (when those are built)."""
 
@@ -148,3 +148,59 @@ def test_stream_window_matches_the_rust_example(tmp_path):
             totals[w] = totals.get(w, 0) + count
         per_word.append(totals)
     assert per_word[0] == per_word[1]
+
+
+def _records(n: int, seed: int) -> bytes:
+    """``n`` 101-byte lines: a 10-byte key (with repeats), 90 bytes, a newline."""
+    rng = np.random.default_rng(seed)
+    alphabet = np.frombuffer(b"ABCDEFGHIJ", np.uint8)
+    rec = np.empty((n, 101), np.uint8)
+    rec[:, :10] = alphabet[rng.integers(0, len(alphabet), size=(n, 10))]
+    rec[:, 3:10] = ord("k")  # few distinct keys: equal keys across partitions
+    rec[:, 10:100] = rng.integers(ord("a"), ord("z") + 1, size=(n, 90), dtype=np.uint8)
+    rec[:, 100] = ord("\n")
+    return rec.tobytes()
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_sort_writes_raw_records_in_key_order(n, tmp_path):
+    data = _records(20_000, seed=n)
+    src = tmp_path / "records.txt"
+    src.write_bytes(data)
+    out = tmp_path / "sorted"
+    rep = report(run_job(n, str(EXAMPLES / "sort.py"), "--input", str(src), "--output", str(out), "--block-bytes", str(101 * 997)), "sort")
+    assert rep["records"] == 20_000 and rep["workers"] == n and rep["partitions"] == n
+    parts = sorted(out.iterdir())
+    assert [p.name for p in parts] == [f"part-{i:05d}" for i in range(n)]
+    got = b"".join(p.read_bytes() for p in parts)
+    records = [data[i : i + 100] for i in range(0, len(data), 101)]
+    out_records = [got[i : i + 100] for i in range(0, len(got), 100)]
+    assert len(got) == 100 * len(records)
+    assert [r[:10] for r in out_records] == sorted(r[:10] for r in records)
+    assert sorted(out_records) == sorted(records)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_stream_events_counts_event_time_windows(n, tmp_path):
+    rng = np.random.default_rng(11)
+    events = 30_000
+    ts = np.arange(events, dtype=np.int64) * 5 + 1_700_000_000_000 - rng.integers(0, 2_000, size=events)
+    keys = rng.integers(0, 50, size=events)
+    src = tmp_path / "events"
+    src.mkdir()
+    for i in range(3):
+        lo, hi = events * i // 3, events * (i + 1) // 3
+        (src / f"part-{i:05d}.csv").write_text("".join(f"{t},{k}\n" for t, k in zip(ts[lo:hi].tolist(), keys[lo:hi].tolist())))
+    (src / "_COMPLETE").write_text("")
+    out = tmp_path / "counts"
+    rep = report(run_job(n, str(EXAMPLES / "stream_events.py"), "--input", str(src), "--output", str(out)), "stream_events")
+    assert rep["events"] == events and rep["late"] == 0 and rep["workers"] == n
+    got = {}
+    for part in out.iterdir():
+        for line in part.read_text().splitlines():
+            w, k, c = map(int, line.split(","))
+            got[(w, k)] = c
+    want = {}
+    for t, k in zip(ts.tolist(), keys.tolist()):
+        want[(t // 10_000, k)] = want.get((t // 10_000, k), 0) + 1
+    assert got == want and rep["windows"] == len(want)
