@@ -2,12 +2,13 @@
 //! on one thread; results equal a plain count; failures end the job. (The whole `tasks`
 //! suite also runs on the pool under `HEDDLE_TASK_THREADS=2`, see the Makefile.)
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
+use common::on_workers;
 use heddle_comm::dataflow::Options;
-use heddle_comm::{local_world, CommConfig, Communicator};
 use heddle_task::{Compute, Context, Edge, Error, Job, Plan, Produced, Result, RoundRobin, Source, TaskGraph, WorkerSpec};
 
 /// (vertex, instance) -> names of the threads that ran it.
@@ -66,14 +67,6 @@ impl Compute for Collect {
     }
 }
 
-fn on_workers<R: Send>(n: usize, body: impl Fn(&Communicator) -> R + Sync) -> Vec<R> {
-    let config = CommConfig { timeout: Duration::from_secs(20), ..CommConfig::default() };
-    let comms = local_world(n, config).expect("a local world");
-    std::thread::scope(|s| {
-        let hs: Vec<_> = comms.iter().map(|c| s.spawn(|| body(c))).collect();
-        hs.into_iter().map(|h| h.join().expect("worker thread")).collect()
-    })
-}
 
 /// numbers -(direct, chained)-> key -(keyed reduce)-> collect with `per` instances per
 /// worker on `threads` executor threads; returns the counts and what ran where.

@@ -1,12 +1,15 @@
 //! The task system against naive references: graphs on 1-4 workers (threads with
 //! in-process transports), schedulers, strategies, iterations and BSP inside tasks.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use heddle_comm::dataflow::{Options, TaskId};
-use heddle_comm::{local_world, CommConfig, Communicator};
+use common::on_workers;
+use heddle_comm::{CommConfig, Communicator};
 use heddle_task::{
     Compute, Context, DataLocality, Edge, Error, FirstFit, Job, Plan, Produced, Resources, Result, RoundRobin, Scheduler, Source, Strategy,
     TaskGraph, WorkerSpec,
@@ -57,16 +60,6 @@ impl<T: Send + 'static> Compute for Collect<T> {
     }
 }
 
-/// Runs `body(comm)` on every worker of an in-process world of `n`.
-fn on_workers<R: Send>(n: usize, body: impl Fn(&Communicator) -> R + Sync) -> Vec<R> {
-    // A failure shows as a timeout in seconds, not minutes.
-    let config = CommConfig { timeout: Duration::from_secs(20), ..CommConfig::default() };
-    let comms = local_world(n, config).expect("a local world");
-    std::thread::scope(|s| {
-        let hs: Vec<_> = comms.iter().map(|c| s.spawn(|| body(c))).collect();
-        hs.into_iter().map(|h| h.join().expect("worker thread")).collect()
-    })
-}
 
 fn workers(comm: &Communicator) -> Vec<WorkerSpec> {
     WorkerSpec::discover(comm).expect("discover")

@@ -1,0 +1,39 @@
+//! What the task-system tests share: in-process worlds, and bounded waits.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use heddle_comm::{local_world, CommConfig, Communicator};
+use heddle_task::ports::Dispatcher;
+
+/// Runs `body(comm)` on every worker of an in-process world of `n` (threads) and returns
+/// their results in rank order. A failure shows as a timeout in seconds, not minutes.
+pub fn on_workers<R: Send>(n: usize, body: impl Fn(&Communicator) -> R + Sync) -> Vec<R> {
+    let config = CommConfig { timeout: Duration::from_secs(20), ..CommConfig::default() };
+    let comms = local_world(n, config).expect("a local world");
+    thread::scope(|s| {
+        let hs: Vec<_> = comms.iter().map(|c| s.spawn(|| body(c))).collect();
+        hs.into_iter().map(|h| h.join().expect("worker thread")).collect()
+    })
+}
+
+/// Upper bound for any wait; only reached if something is broken.
+pub const PATIENCE: Duration = Duration::from_secs(30);
+
+pub fn dispatcher(threads: usize) -> Dispatcher {
+    Dispatcher::new(threads).expect("start a dispatcher")
+}
+
+/// Polls `done` until it holds or [`PATIENCE`] runs out.
+pub fn wait_until(done: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + PATIENCE;
+    while !done() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_micros(200));
+    }
+    true
+}
