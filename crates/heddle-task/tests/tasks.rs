@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use heddle_comm::dataflow::{Options, TaskId};
 use common::on_workers;
+use heddle_comm::dataflow::{Options, TaskId};
 use heddle_comm::{CommConfig, Communicator};
 use heddle_task::{
     Compute, Context, DataLocality, Edge, Error, FirstFit, Job, Plan, Produced, Resources, Result, RoundRobin, Scheduler, Source, Strategy,
