@@ -39,14 +39,17 @@ enum Output<K, V> {
 }
 
 impl<K: Record + Ord, V: Record> ExternalSort<K, V> {
+    /// Holds up to `max_held` records; spills to `dirs` in turn (the system temp
+    /// directory if none is given).
     pub(crate) fn new(max_held: usize, dirs: Vec<PathBuf>) -> Self {
+        let dirs = if dirs.is_empty() { vec![std::env::temp_dir()] } else { dirs };
         ExternalSort { held: Vec::new(), max_held: max_held.max(1), dirs, runs: Vec::new(), out: Output::Idle }
     }
 
     /// Sorts what is held and writes it as a run.
     fn spill(&mut self) -> crate::Result<()> {
         self.held.sort_by(|a, b| a.0.cmp(&b.0));
-        let dir = &self.dirs[self.runs.len() % self.dirs.len().max(1)];
+        let dir = &self.dirs[self.runs.len() % self.dirs.len()];
         let path = dir.join(format!("heddle-sort-{}-{}.run", std::process::id(), RUNS.fetch_add(1, AtomicOrdering::Relaxed)));
         let io = |source| Error::Io { path: path.display().to_string(), source };
         let mut w = BufWriter::with_capacity(1 << 20, File::create(&path).map_err(io)?);

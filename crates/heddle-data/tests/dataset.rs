@@ -191,6 +191,19 @@ fn sort_by_key_beyond_the_memory_budget_matches_a_plain_sort() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Spilling into a directory that does not exist fails, naming it, before anything runs.
+#[test]
+fn a_sort_that_cannot_spill_names_the_file() {
+    let missing = std::env::temp_dir().join(format!("heddle-no-such-dir-{}", std::process::id()));
+    let r = common::on_sessions_with_options(2, heddle_comm::dataflow::Options::batch().spill(16 << 10, vec![missing.clone()]), |s| {
+        s.generate(20_000, |i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15), i)).sort_by_key().and_then(|d| d.count()).map_err(|e| e.to_string())
+    });
+    for got in r {
+        let e = got.expect_err("no directory to spill into");
+        assert!(e.contains(&missing.display().to_string()) && e.contains("unusable"), "{e}");
+    }
+}
+
 fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
