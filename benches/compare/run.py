@@ -1011,7 +1011,10 @@ def merge_results(new: dict, path: Path) -> dict:
     merged["allreduce"] = {"runs": new["allreduce"]["runs"] if ar_new else old["allreduce"]["runs"]}
     merged["workloads"] = [w for w in WORKLOADS if w in set(old.get("workloads", [])) | set(new["workloads"])]
     merged["systems"] = [s for s in SYSTEMS if s in set(old.get("systems", [])) | set(new["systems"])]
-    merged["versions"] = {**old.get("versions", {}), **new["versions"]}
+    merged["versions"] = dict(old.get("versions", {}))
+    for k, v in new["versions"].items():
+        was = merged.get("versions", {}).get(k)
+        merged["versions"][k] = v if was in (None, v) else f"{was} (the merged rows: {v})"
     merged.pop("summary", None)
     entry = {"started_utc": new["started_utc"], "duration_s": new["duration_s"], "command": new["command"],
              "repeat": new["repeat"], "replaced_rows": replaced, "new_rows": len(new["runs"]),
@@ -1022,7 +1025,9 @@ def merge_results(new: dict, path: Path) -> dict:
     merged["notes"] = old.get("notes", []) + new["notes"] + [
         f"Merged run ({new['started_utc']} UTC, {new['duration_s'] / 60:.1f} minutes, {new['repeat']} repeat(s), "
         f"`{new['command']}`): its rows ({keys}) replace that key's rows of the earlier run; every other row is "
-        f"from the run of {old['started_utc']} UTC (versions: {', '.join(f'{k} {v}' for k, v in new['versions'].items())})."]
+        f"from the run of {old['started_utc']} UTC (versions: {', '.join(f'{k} {v}' for k, v in new['versions'].items())}). "
+        f"Ratios divide by the Heddle Rust base row of the same workload, so where the merge replaced that row the other "
+        f"systems' ratios of that workload compare runs made at different times."]
     log(f"--merge: {len(new['runs'])} new rows replace {replaced} of {len(old['runs'])} in {path}")
     return merged
 
