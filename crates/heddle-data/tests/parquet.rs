@@ -1,39 +1,22 @@
 //! Parquet sources and sinks on 1-3 workers (threads with in-process transports), checked
 //! against files written and read by the `parquet` and `arrow` crates directly.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use arrow_array::{Array, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray, UInt32Array};
 use arrow_schema::{DataType, Field, Schema};
-use heddle_comm::{local_world, CommConfig};
+use common::on_owned_sessions as on_workers;
 use heddle_data::Session;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use serde::{Deserialize, Serialize};
-
-/// Runs `body(session)` on every worker of an in-process world of `n`; returns every
-/// worker's result. (As `tests/common`'s, but the session is handed over, so that a test
-/// can set its partitions.)
-fn on_workers<R: Send>(n: usize, body: impl Fn(Session) -> R + Sync) -> Vec<R> {
-    let config = CommConfig { timeout: Duration::from_secs(20), ..CommConfig::default() };
-    let comms = local_world(n, config).expect("a local world");
-    std::thread::scope(|s| {
-        let hs: Vec<_> = comms
-            .into_iter()
-            .map(|c| {
-                let body = &body;
-                s.spawn(move || body(Session::new(c).expect("session")))
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().expect("worker")).collect()
-    })
-}
 
 fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("heddle-parquet-{name}-{}", std::process::id()));

@@ -11,24 +11,22 @@ use heddle_data::Session;
 /// Runs `body(session)` on every worker of an in-process world of `n` (threads) and
 /// returns every worker's result, in rank order. A failure shows within 20 s.
 pub fn on_workers<R: Send>(n: usize, body: impl Fn(&Session) -> R + Sync) -> Vec<R> {
-    on_sessions(n, None, body)
+    on_owned_sessions(n, |s| body(&s))
 }
 
 /// As [`on_workers`], each worker running its tasks on `threads` executor threads.
 pub fn on_workers_with<R: Send>(n: usize, threads: usize, body: impl Fn(&Session) -> R + Sync) -> Vec<R> {
-    on_sessions(n, Some(threads), body)
+    on_owned_sessions(n, |s| body(&s.with_threads(threads).expect("threads")))
 }
 
 /// As [`on_workers`], the sessions using `opts` (a memory budget, spill directories).
 pub fn on_sessions_with_options<R: Send>(n: usize, opts: Options, body: impl Fn(&Session) -> R + Sync) -> Vec<R> {
-    on_workers(n, |s| {
-        let fresh = Session::new(s.comm().split(Some(0), s.rank() as i64).expect("split").expect("a member")).expect("session");
-        body(&fresh.with_options(opts.clone()).expect("options"))
-    })
+    on_owned_sessions(n, |s| body(&s.with_options(opts.clone()).expect("options")))
 }
 
-/// Sessions with `threads` executor threads (or the default: `HEDDLE_TASK_THREADS`).
-fn on_sessions<R: Send>(n: usize, threads: Option<usize>, body: impl Fn(&Session) -> R + Sync) -> Vec<R> {
+/// As [`on_workers`], the session handed over (so a test can set its partitions, threads
+/// or options first).
+pub fn on_owned_sessions<R: Send>(n: usize, body: impl Fn(Session) -> R + Sync) -> Vec<R> {
     let config = CommConfig { timeout: Duration::from_secs(20), ..CommConfig::default() };
     let comms = local_world(n, config).expect("a local world");
     std::thread::scope(|s| {
@@ -36,14 +34,7 @@ fn on_sessions<R: Send>(n: usize, threads: Option<usize>, body: impl Fn(&Session
             .into_iter()
             .map(|c| {
                 let body = &body;
-                s.spawn(move || {
-                    let session = Session::new(c).expect("session");
-                    let session = match threads {
-                        Some(t) => session.with_threads(t).expect("threads"),
-                        None => session,
-                    };
-                    body(&session)
-                })
+                s.spawn(move || body(Session::new(c).expect("session")))
             })
             .collect();
         hs.into_iter().map(|h| h.join().expect("worker")).collect()
