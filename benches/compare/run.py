@@ -384,27 +384,27 @@ def variants() -> list[Variant]:
         Variant("tasks", "flink", "not applicable", None, note="Flink has no API for independent tasks"),
     ]
     # The Python front end's versions (examples/python/NAME.py), run when the heddle package
-    # installed in .venv-py (make python-install) can import them: workload -> (example,
-    # variant, extra arguments, harness check).
-    python_rows = {
-        "wordcount": ("wordcount", "Python (heddle.data)",
-                      lambda d, out, s: ["--input", d["input"], "--output", out, "--no-verify"], check_heddle_wordcount),
-        "kmeans": ("kmeans", "Python (heddle.data)",
-                   lambda d, out, s: ["--input", d["input"], "--k", 16, "--iterations", 10, "--output", out],
-                   check_heddle_kmeans),
-        "tasks": ("tasks", "Python heddle.task, a task instance each + reduce edge (tasks.py)",
-                  lambda d, out, s: ["--tasks", s.tasks], None),
-        "sort": ("sort", "Python heddle.data, sort_by_key of (key, record) bytes pairs (sort.py)",
-                 lambda d, out, s: ["--input", d["input"], "--output", out, "--no-verify"], check_heddle_sort,
-                 "binary text blocks split into pairs in Python, records pickled across workers; the clock "
-                 "includes reading and writing"),
-        "streaming": ("stream_events", "Python Stream, event-time tumbling windows (stream_events.py)",
-                      lambda d, out, s: ["--input", Path(d["input"]) / "part-*.csv", "--output", out],
-                      check_heddle_streaming,
-                      "replays the files with stream_from_list: each worker reads and parses all of them inside the clock"),
-    }
+    # installed in .venv-py (make python-install) can import them: (workload, example,
+    # variant, extra arguments, harness check[, note]).
+    python_rows = [
+        ("wordcount", "wordcount", "Python heddle.data, native words().value_counts()",
+         lambda d, out, s: ["--input", d["input"], "--output", out, "--no-verify"], check_heddle_wordcount),
+        ("wordcount", "wordcount", "Python heddle.data, Counter per text block in Python (--python)",
+         lambda d, out, s: ["--input", d["input"], "--output", out, "--no-verify", "--python"], check_heddle_wordcount),
+        ("kmeans", "kmeans", "Python (heddle.data)",
+         lambda d, out, s: ["--input", d["input"], "--k", 16, "--iterations", 10, "--output", out], check_heddle_kmeans),
+        ("tasks", "tasks", "Python heddle.task, a task instance each + reduce edge (tasks.py)",
+         lambda d, out, s: ["--tasks", s.tasks], None),
+        ("sort", "sort", "Python heddle.data, sort_by_key of (key, record) bytes pairs (sort.py)",
+         lambda d, out, s: ["--input", d["input"], "--output", out, "--no-verify"], check_heddle_sort,
+         "binary text blocks split into pairs in Python, records pickled across workers; the clock "
+         "includes reading and writing"),
+        ("streaming", "stream_events", "Python Stream, event-time tumbling windows (stream_events.py)",
+         lambda d, out, s: ["--input", Path(d["input"]) / "part-*.csv", "--output", out], check_heddle_streaming,
+         "replays the files with stream_from_list: each worker reads and parses all of them inside the clock"),
+    ]
     py = str(ROOT / ".venv-py" / "bin" / "python")
-    for workload, (name, label, extra, check, *note) in python_rows.items():
+    for workload, name, label, extra, check, *note in python_rows:
         ex = heddle_python_example(name)
         if not ex:
             continue

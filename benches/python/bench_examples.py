@@ -1,6 +1,7 @@
 """Python word count (200 MB) and K-means (1 M points x 2, 16 centers, 10 iterations) with
-heddle.data on N workers: runs each example (examples/python/wordcount.py, kmeans.py)
---repeat times under ``python -m heddle run -n N``, alternating, and prints every run's
+heddle.data on N workers: runs each example (examples/python/wordcount.py, kmeans.py;
+``wordcount-udf`` is the word count with ``--python``, counting with ``collections.Counter``
+in Python rather than with the native ``words().value_counts()``) --repeat times under ``python -m heddle run -n N``, alternating, and prints every run's
 ``job_s`` (from the example's JSON line: the job's time on its slowest worker, input
 generation and verification excluded) and the medians.
 
@@ -22,14 +23,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "python"
+WORDS = ["--generate", "--seed", "1", "--megabytes", "200"]
+#: workload -> (example, arguments)
 WORKLOADS = {
-    "wordcount": ["--generate", "--seed", "1", "--megabytes", "200"],
-    "kmeans": ["--generate", "--seed", "1", "--k", "16", "--iterations", "10"],
+    "wordcount": ("wordcount", WORDS),
+    "wordcount-udf": ("wordcount", WORDS + ["--python"]),
+    "kmeans": ("kmeans", ["--generate", "--seed", "1", "--k", "16", "--iterations", "10"]),
 }
 
 
-def run(example: str, workers: int, verify: bool) -> dict:
-    args = list(WORKLOADS[example]) + ([] if verify else ["--no-verify"])
+def run(workload: str, workers: int, verify: bool) -> dict:
+    example, args = WORKLOADS[workload]
+    args = list(args) + ([] if verify else ["--no-verify"])
     cmd = [sys.executable, "-m", "heddle", "run", "-n", str(workers), str(EXAMPLES / f"{example}.py"), *args]
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEDDLE_")}
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
@@ -38,7 +43,7 @@ def run(example: str, workers: int, verify: bool) -> dict:
             rep = json.loads(line[4:])
             if done.returncode == 0 and rep.get("ok"):
                 return rep
-    raise SystemExit(f"{example} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    raise SystemExit(f"{workload} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
 
 
 def main() -> None:
@@ -55,7 +60,7 @@ def main() -> None:
         for name in names:
             rep = run(name, args.workers, not args.no_verify)
             times[name].append(rep["job_s"])
-            print(f"run {i + 1}: {name:9s} job_s {rep['job_s']:.3f} s ({args.workers} workers)", flush=True)
+            print(f"run {i + 1}: {name:13s} job_s {rep['job_s']:.3f} s ({args.workers} workers)", flush=True)
     result = {name: {"runs": t, "median_s": statistics.median(t)} for name, t in times.items()}
     for name, r in result.items():
         print(f"{name:9s} median of {len(r['runs'])}: {r['median_s']:.3f} s")

@@ -330,6 +330,25 @@ class DataSet:
         """Every distinct record once (records compared as keys are)."""
         return self._wrap(self._native.distinct())
 
+    def words(self) -> "DataSet":
+        """The words of ``str`` (or ``bytes``) records: the runs of characters between
+        ASCII whitespace (space, ``\\t``, ``\\n``, ``\\r``, ``\\v``, ``\\f``), as ``bytes.split()``
+        splits; other Unicode spaces stay inside words. Other records raise ``TypeError``.
+
+        On text read by :meth:`Session.text_file` or :meth:`Session.text_blocks` the split
+        is native, and ``words().value_counts()`` counts the words without making a
+        Python object per word — the word count of PySpark's
+        ``explode(split(...)).groupBy().count()``::
+
+            counts = s.text_file("books/").words().value_counts()   # (word, count)
+        """
+        return self._wrap(self._native.words())
+
+    def value_counts(self) -> "DataSet":
+        """``(record, count)`` for every distinct record (records compared as keys are),
+        counted natively within each partition first; the order is unspecified."""
+        return self._wrap(self._native.value_counts())
+
     # --- keyed: records are (key, value) tuples ---------------------------------------
 
     def reduce_by_key(self, f: Callable[[Any, Any], Any]) -> "DataSet":

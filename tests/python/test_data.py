@@ -50,6 +50,41 @@ def test_exceptions_in_functions_are_raised_as_themselves(s):
     assert xs.count() == 10  # still usable
 
 
+def test_words_split_at_ascii_whitespace_like_bytes_split(s, tmp_path):
+    text = "héllo wörld\thello\x0bworld\x0cé\r\n\n  foo\u00a0bar  \u3000baz\n" * 40 + "last line\x1fno newline"
+    (tmp_path / "a.txt").write_text(text, encoding="utf-8")
+    (tmp_path / "empty.txt").write_text("")
+    want = collections.Counter(w.decode() for w in text.encode().split())
+    for name, ds in [("text_file", s.text_file(tmp_path / "a.txt")), ("text_blocks", s.text_blocks(tmp_path / "a.txt", block_bytes=5)),
+                     ("str records", s.from_list(text.split("\n"))), ("str blocks", s.from_list([text[:333], text[333:]]))]:
+        if name == "str blocks":  # the cut may fall inside a word: count each half's words
+            want_here = collections.Counter(w.decode() for part in (text[:333], text[333:]) for w in part.encode().split())
+        else:
+            want_here = want
+        assert dict(ds.words().value_counts().collect()) == want_here, name
+        assert sorted(ds.words().collect()) == sorted(want_here.elements()), name
+    binary = s.text_blocks(tmp_path / "a.txt", block_bytes=64, binary=True).words()
+    assert dict(binary.value_counts().collect()) == collections.Counter(text.encode().split())
+    assert s.from_list([b"a b", b"a"]).words().collect() == [b"a", b"b", b"a"]
+    assert s.text_file(tmp_path / "empty.txt").words().value_counts().collect() == []
+    # The native words are ordinary records for any later step.
+    lengths = s.text_file(tmp_path / "a.txt").words().map(len).value_counts()
+    assert dict(lengths.collect()) == collections.Counter(len(w) for w in want.elements())
+
+
+def test_value_counts_of_any_records_and_word_errors(s, tmp_path):
+    records = [3, 3, "3", 3.0, True, (1, ("x", None)), (1, ("x", None)), b"3", None, 10**30, 10**30]
+    got = s.from_list(records).value_counts().collect()
+    want = [(3, 2), ("3", 1), (3.0, 1), (True, 1), ((1, ("x", None)), 2), (b"3", 1), (None, 1), (10**30, 2)]
+    assert sorted(map(repr, got)) == sorted(map(repr, want))
+    with pytest.raises(TypeError, match=r"words\(\) splits str or bytes records, not int"):
+        s.range(3).words().count()
+    (tmp_path / "latin1.txt").write_bytes(b"caf\xe9 au lait\n")
+    with pytest.raises(heddle.DataError, match=r"latin1.txt.*UTF-8"):
+        s.text_file(tmp_path / "latin1.txt").words().value_counts().collect()
+    assert sorted(s.text_blocks(tmp_path / "latin1.txt", binary=True).words().value_counts().collect()) == [(b"au", 1), (b"caf\xe9", 1), (b"lait", 1)]
+
+
 def test_input_errors_name_the_file_and_line(s, tmp_path):
     (tmp_path / "rows.csv").write_text('a,b\n1,2\n"unclosed,3\n')
     (tmp_path / "rows.jsonl").write_text('{"a": 1}\n\n[1, 2\n')

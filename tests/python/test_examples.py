@@ -28,13 +28,14 @@ def report(job, example):
     return rep
 
 
-@pytest.mark.parametrize("n", [2, 3])
-def test_wordcount_on_generated_text(n, tmp_path):
+@pytest.mark.parametrize("n, counting", [(2, "native"), (3, "native"), (2, "python")])
+def test_wordcount_on_generated_text(n, counting, tmp_path):
     env = {"TMPDIR": str(tmp_path)}
-    rep = report(run_job(n, str(EXAMPLES / "wordcount.py"), "--generate", "--megabytes", "2", "--seed", "5", "--block-bytes", "100000", env=env), "wordcount")
+    flags = ["--python", "--block-bytes", "100000"] if counting == "python" else []
+    rep = report(run_job(n, str(EXAMPLES / "wordcount.py"), "--generate", "--megabytes", "2", "--seed", "5", *flags, env=env), "wordcount")
     text = (tmp_path / "heddle-words-2mb-seed5.txt").read_text()
-    assert rep["words"] == len(text.split()) and rep["workers"] == n
-    assert set(rep) == {"example", "api", "ok", "words", "distinct", "job_s", "workers"}
+    assert rep["words"] == len(text.split()) and rep["workers"] == n and rep["counting"] == counting
+    assert set(rep) == {"example", "api", "counting", "ok", "words", "distinct", "job_s", "workers"}
 
 
 def test_wordcount_input_and_output(tmp_path):

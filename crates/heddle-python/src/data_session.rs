@@ -2,21 +2,24 @@
 //! of data sets (ranges, lists, generators, text lines and blocks, CSV, JSON lines).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use heddle_data::{OnMalformed, Session, TextBlocks};
+use heddle_data::{OnMalformed, Session};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString};
+use pyo3::types::{PyList, PyString};
 
 use crate::comm::PyComm;
 use crate::data_set::PyDataSet;
+use crate::data_text::{self, Native};
 use crate::errors::{self, argument, Kind};
 use crate::failure;
 use crate::interrupt::{blocking_here, blocking};
 use crate::record::PyObj;
 
 static SESSIONS: AtomicU64 = AtomicU64::new(1);
+
+/// Bytes per native block behind `text_file` (for its words: lines are read natively).
+const LINES_BLOCK_BYTES: u64 = 256 << 10;
 
 /// The entry point of the data API on every worker (see ``heddle.data.Session``).
 #[pyclass(unsendable, module = "heddle._heddle", name = "Session")]
@@ -57,7 +60,7 @@ pub(crate) fn call_or_none<A: for<'py> IntoPyObject<'py>>(f: &Py<PyAny>, arg: A)
 
 impl PySession {
     fn wrap(&self, ds: heddle_data::DataSet<PyObj>) -> PyDataSet {
-        PyDataSet { ds, session: self.id }
+        PyDataSet { ds, session: self.id, native: None }
     }
 }
 
@@ -120,44 +123,18 @@ impl PySession {
     /// The lines of a text file, of a directory's files, or of a glob's files (UTF-8).
     fn text_file(&self, path: PathBuf) -> PyResult<PyDataSet> {
         let lines = self.s.text_file(&path).map_err(errors::data)?;
-        Ok(self.wrap(lines.map(|l: String| Python::attach(|py| PyObj::new(PyString::new(py, &l).into_any())))))
+        let blocks = data_text::blocks(&self.s, &path, LINES_BLOCK_BYTES, false).map_err(|e| input_error(e.to_string()))?;
+        let records = lines.map(|l: String| Python::attach(|py| PyObj::new(PyString::new(py, &l).into_any())));
+        Ok(PyDataSet { ds: records, session: self.id, native: Some(Native::Text { blocks, binary: false }) })
     }
 
     /// Blocks of whole lines (``str``, or ``bytes`` if ``binary``; each line ending with a
     /// newline) of about ``block_bytes`` from the files of ``path``.
     #[pyo3(signature = (path, block_bytes, binary = false))]
     fn text_blocks(&self, path: PathBuf, block_bytes: u64, binary: bool) -> PyResult<PyDataSet> {
-        if block_bytes == 0 {
-            return Err(argument("block_bytes must be at least 1"));
-        }
-        let blocks = Arc::new(TextBlocks::new(&path, block_bytes).map_err(|e| input_error(e.to_string()))?);
-        let b = blocks.clone();
-        // A block in which no line starts (inside a long line) gives no record.
-        let made = self.s.generate(blocks.count(), move |j| {
-            Python::attach(|py| {
-                if failure::failed() {
-                    return None;
-                }
-                let block = b.read(j).map_err(|e| Kind::Data.err(e.to_string())).and_then(|bytes| {
-                    if bytes.is_empty() {
-                        return Ok(None);
-                    }
-                    if binary {
-                        return Ok(Some(PyBytes::new(py, &bytes).into_any()));
-                    }
-                    let text = String::from_utf8(bytes).map_err(|_| Kind::Data.err(format!("{}: not UTF-8 text", path.display())))?;
-                    Ok(Some(PyString::new(py, &text).into_any()))
-                });
-                match block {
-                    Ok(t) => t.map(PyObj::new),
-                    Err(e) => {
-                        failure::record(e);
-                        None
-                    }
-                }
-            })
-        });
-        Ok(self.wrap(made.flat_map(|b: Option<PyObj>| b)))
+        let blocks = data_text::blocks(&self.s, &path, data_text::block_size(block_bytes)?, binary).map_err(|e| input_error(e.to_string()))?;
+        let records = data_text::block_records(&blocks, binary);
+        Ok(PyDataSet { ds: records, session: self.id, native: Some(Native::Text { blocks, binary }) })
     }
 
     /// Rows of CSV files as lists of str (a header line, if ``header``, is skipped in

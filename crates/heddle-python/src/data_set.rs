@@ -13,6 +13,7 @@ use heddle_data::DataSet;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
+use crate::data_text::{self, Native};
 use crate::errors::{self, argument};
 use crate::failure;
 use crate::interrupt::blocking_here;
@@ -24,6 +25,8 @@ use crate::task_graph::combine;
 pub(crate) struct PyDataSet {
     pub(crate) ds: DataSet<PyObj>,
     pub(crate) session: u64,
+    /// What is known natively about the records (text read from files), if anything.
+    pub(crate) native: Option<Native>,
 }
 
 impl std::fmt::Debug for PyDataSet {
@@ -122,7 +125,7 @@ fn action<T>(py: Python<'_>, f: impl FnOnce() -> heddle_data::Result<T>) -> PyRe
 
 impl PyDataSet {
     fn wrap(&self, ds: DataSet<PyObj>) -> PyDataSet {
-        PyDataSet { ds, session: self.session }
+        PyDataSet { ds, session: self.session, native: None }
     }
 
     fn same_session(&self, other: &PyDataSet) -> PyResult<()> {
@@ -221,6 +224,28 @@ impl PyDataSet {
         Ok(self.wrap(tuples(&j, |py, (v, w): (Option<PyObj>, Option<PyObj>)| Ok(PyTuple::new(py, [option(py, v), option(py, w)])?.into_any()))))
     }
 
+    /// The words of ``str`` or ``bytes`` records: runs of characters other than ASCII
+    /// whitespace (as ``bytes.split()``); split natively for text read from files.
+    fn words(&self) -> PyDataSet {
+        match &self.native {
+            Some(Native::Text { blocks, binary }) => PyDataSet {
+                ds: data_text::word_records(blocks, *binary),
+                session: self.session,
+                native: Some(Native::Words { blocks: blocks.clone(), binary: *binary }),
+            },
+            _ => self.wrap(data_text::split_records(&self.ds)),
+        }
+    }
+
+    /// ``(record, count)`` for every distinct record (records compared as keys); the
+    /// words of text read from files are counted natively as they are split.
+    fn value_counts(&self) -> PyDataSet {
+        match &self.native {
+            Some(Native::Words { blocks, binary }) => self.wrap(data_text::count_words(blocks, *binary)),
+            _ => self.wrap(data_text::count_records(&self.ds)),
+        }
+    }
+
     /// Every distinct record once (by canonical encoding, as keys).
     fn distinct(&self) -> PyDataSet {
         let keys = self.ds.flat_map(|x: PyObj| guarded(|py| PyKey::new(x.bind(py))));
@@ -251,14 +276,14 @@ impl PyDataSet {
                 max,
                 |d| {
                     let r = guarded(|py| {
-                        let out = step.bind(py).call1((PyDataSet { ds: d.clone(), session },))?;
+                        let out = step.bind(py).call1((PyDataSet { ds: d.clone(), session, native: None },))?;
                         let out = out.cast::<PyDataSet>().map_err(|_| argument("iterate: step must return a DataSet"))?.borrow();
                         Ok(out.ds.clone())
                     });
                     r.ok_or_else(failed)
                 },
                 |a, b| {
-                    let r = guarded(|py| done.bind(py).call1((PyDataSet { ds: a.clone(), session }, PyDataSet { ds: b.clone(), session }))?.is_truthy());
+                    let r = guarded(|py| done.bind(py).call1((PyDataSet { ds: a.clone(), session, native: None }, PyDataSet { ds: b.clone(), session, native: None }))?.is_truthy());
                     r.ok_or_else(failed)
                 },
             )

@@ -16,6 +16,7 @@ mod comm;
 mod data_session;
 mod data_set;
 mod data_stream;
+mod data_text;
 mod errors;
 mod failure;
 mod interrupt;

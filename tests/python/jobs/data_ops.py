@@ -160,6 +160,20 @@ try:
         check(f"text_blocks {bb}", "".join(blocks).replace("\r\n", "\n").splitlines(), text_lines)
         check(f"text_blocks {bb} whole lines", all(b.endswith("\n") for b in blocks), True)
     check("text_blocks binary", b"".join(s.text_blocks(inp / "a.txt", 50, binary=True).collect_all()), (inp / "a.txt").read_bytes())
+    # Words split and counted natively (text from files) or from Python str records: against
+    # collections.Counter of bytes.split() over the raw bytes of the files.
+    raw = (inp / "a.txt").read_bytes() + (inp / "b.txt").read_bytes()
+    word_counts = collections.Counter(w.decode() for w in raw.split())
+    for name, text in [("text_file", s.text_file(inp / "*.txt")), ("text_blocks 7", s.text_blocks(inp / "*.txt", block_bytes=7)),
+                       ("text_blocks 1 MiB", s.text_blocks(inp / "*.txt", block_bytes=1 << 20)), ("from_list", s.from_list(text_lines))]:
+        got = text.words().value_counts().collect()
+        on_root(f"{name} words value_counts", dict(got) if got is not None else None, dict(word_counts))
+        check(f"{name} words", sorted(text.words().collect_all()), sorted(word_counts.elements()))
+    binary_counts = dict(s.text_blocks(inp / "*.txt", 50, binary=True).words().value_counts().collect_all())
+    check("binary words value_counts", binary_counts, dict(collections.Counter(raw.split())))
+    mixed = [1, 2, 2, "x", (1, "a"), (1, "a"), 1.0, True, None, None, b"x"]
+    check("value_counts of any records", sorted(map(repr, s.from_list(mixed).value_counts().collect_all())),
+          sorted(map(repr, [(1, 1), (2, 2), ("x", 1), ((1, "a"), 2), (1.0, 1), (True, 1), (None, 2), (b"x", 1)])))
     check("read_csv header", s.read_csv(inp / "t.csv").collect_all(), [{"name": f"n,{i}", "score": str(i)} for i in range(50)])
     check("read_csv rows", s.read_csv(inp / "t.csv", header=False).count(), 51)
     check("read_json_lines", s.read_json_lines(inp / "j.jsonl").collect_all(), [{"i": i, "v": [i, None]} for i in range(40)])
