@@ -278,3 +278,60 @@ def test_keyboard_interrupt_still_works_in_python_code():
     finally:
         proc.kill()
     assert proc.returncode == 0 and out.strip() == "caught", (proc.returncode, out, err)
+
+
+INTERRUPTED_RUNS = {
+    # A data-set action whose Python function runs for every record of a huge range.
+    "data action": "s.range(0, 10**12).filter(lambda x: False).count()",
+    # Words split and counted from 10 million Python strings.
+    "value_counts action": "s.from_list(['a b'] * 10**7).words().value_counts().count()",
+    # A task job whose source never ends.
+    "task job": textwrap.dedent(
+        """\
+        from heddle.task import Compute, Edge, Job, Source, TaskGraph
+        class Forever(Source):
+            def next(self, ctx):
+                ctx.emit(1)
+                return True
+        class Sink(Compute):
+            def execute(self, ctx, x):
+                pass
+        g = TaskGraph()
+        g.connect(g.source("forever", 1, lambda i: Forever()), g.compute("sink", 1, lambda i: Sink()), Edge.hash())
+        Job(comm, g).run()"""
+    ),
+    # A stream run whose generator never ends.
+    "stream run": "s.stream_generate(lambda i: i).filter(lambda x: x < 0).run()",
+}
+
+
+@pytest.mark.parametrize("what", sorted(INTERRUPTED_RUNS))
+def test_ctrl_c_in_a_job_raises_keyboard_interrupt_and_the_session_stays_usable(what):
+    """Ctrl-C aborts a running job, action or stream on its worker: KeyboardInterrupt is
+    raised (catchable, as in a notebook), and later actions run normally."""
+    import signal
+    import time
+
+    code = (
+        "import heddle, time\nfrom heddle.data import Session\ncomm = heddle.init()\ns = Session(comm)\n"
+        "print('ready', flush=True)\nstart = time.time()\ntry:\n"
+        + textwrap.indent(INTERRUPTED_RUNS[what], "    ")
+        + "\nexcept KeyboardInterrupt as e:\n    print('caught', type(e).__name__, flush=True)\n"
+        "print('after', s.range(0, 1000).map(lambda x: 2 * x).reduce(lambda a, b: a + b), flush=True)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith("HEDDLE_")},
+    )
+    try:
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+        time.sleep(1.0)  # well inside the run
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, (proc.returncode, out, err)
+    assert out.split("\n")[:2] == ["caught KeyboardInterrupt", "after 999000"], (out, err)

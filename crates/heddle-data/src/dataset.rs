@@ -96,6 +96,11 @@ impl<T: Record> DataSet<T> {
         self.then(name, Edge::direct, move |_| ApplyTask(f.clone()))
     }
 
+    /// The session the data set belongs to.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
     /// Each record through `f`.
     pub fn map<U: Record>(&self, f: impl Fn(T) -> U + Send + Sync + 'static) -> DataSet<U> {
         self.apply("map", Arc::new(move |x, out: &mut dyn FnMut(U)| out(f(x))))

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use heddle_comm::dataflow::Options;
 use heddle_comm::Communicator;
-use heddle_task::{Job, Plan, Report, RoundRobin, TaskGraph, Vertex, WorkerSpec};
+use heddle_task::{AbortHandle, Job, Plan, Report, RoundRobin, TaskGraph, Vertex, WorkerSpec};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -23,6 +23,8 @@ pub(crate) struct Inner {
     next_id: AtomicUsize,
     /// Malformed rows skipped on this worker (when asked to skip them).
     pub(crate) skipped: Arc<AtomicU64>,
+    /// Aborts the job an action of this session is running on this worker.
+    abort: AbortHandle,
 }
 
 /// Entry point of the data API on every worker: every worker runs the same program, and
@@ -52,7 +54,7 @@ impl Session {
     pub fn new(comm: Communicator) -> Result<Session> {
         let workers = WorkerSpec::discover(&comm)?;
         let parallelism = comm.size() as u32;
-        Ok(Session(Arc::new(Inner { comm, workers, parallelism, opts: Options::batch(), threads: None, next_id: AtomicUsize::new(0), skipped: Arc::default() })))
+        Ok(Session(Arc::new(Inner { comm, workers, parallelism, opts: Options::batch(), threads: None, next_id: AtomicUsize::new(0), skipped: Arc::default(), abort: AbortHandle::default() })))
     }
 
     /// Uses `partitions` partitions per data set (default: one per worker).
@@ -87,6 +89,13 @@ impl Session {
         }
         let inner = Arc::try_unwrap(self.0).map_err(|_| crate::Error::InvalidArgument("set threads before making data sets".into()))?;
         Ok(Session(Arc::new(Inner { threads: Some(threads), ..inner })))
+    }
+
+    /// The handle that aborts, on this worker, whatever job an action or stream run of this
+    /// session is running ([`heddle_task::Error::Aborted`]; for Ctrl-C). A request stays
+    /// until [`AbortHandle::reset`], failing later actions too.
+    pub fn abort_handle(&self) -> AbortHandle {
+        self.0.abort.clone()
     }
 
     /// The communicator, for collectives between data-set actions.
@@ -135,7 +144,7 @@ impl Session {
 
     /// A job of a built graph with the session's threads (collective).
     pub(crate) fn job<'s>(&'s self, build: &Build, plan: &Plan, opts: Options) -> Result<Job<'s>> {
-        let job = Job::new(&self.0.comm, &build.graph, plan, opts)?;
+        let job = Job::new(&self.0.comm, &build.graph, plan, opts)?.abort_with(self.0.abort.clone());
         Ok(match self.0.threads {
             Some(n) => job.threads(n),
             None => job,

@@ -48,6 +48,11 @@ impl<T: Record> Stream<T> {
         Stream { data, late: self.late.clone() }
     }
 
+    /// The session the stream belongs to.
+    pub fn session(&self) -> &crate::Session {
+        self.data.session()
+    }
+
     /// Each record through `f`.
     pub fn map<U: Record>(&self, f: impl Fn(T) -> U + Send + Sync + 'static) -> Stream<U> {
         self.wrap(self.data.map(f))

@@ -16,7 +16,7 @@ use pyo3::types::{PyList, PyTuple};
 use crate::data_text::{self, Native};
 use crate::errors::{self, argument};
 use crate::failure;
-use crate::interrupt::blocking_here;
+use crate::interrupt::abortable;
 use crate::record::{pair_from, pair_to, PyKey, PyObj};
 use crate::task_graph::combine;
 
@@ -117,9 +117,10 @@ fn option(py: Python<'_>, v: Option<PyObj>) -> Bound<'_, PyAny> {
     v.map_or_else(|| py.None().into_bound(py), |o| o.into_bound(py))
 }
 
-/// Runs an action with the GIL released; raises the first Python exception it met.
-fn action<T>(py: Python<'_>, f: impl FnOnce() -> heddle_data::Result<T>) -> PyResult<T> {
-    let (r, raised) = blocking_here(py, || failure::scope(f));
+/// Runs an action on data set `on` with the GIL released (Ctrl-C aborts it); raises the
+/// first Python exception it met.
+fn action<R: heddle_task::Record, T>(py: Python<'_>, on: &DataSet<R>, f: impl FnOnce() -> heddle_data::Result<T>) -> PyResult<T> {
+    let (r, raised) = abortable(py, &on.session().abort_handle(), || failure::scope(f));
     errors::of_run(r, raised, errors::data)
 }
 
@@ -255,14 +256,14 @@ impl PyDataSet {
     /// Sorted by key across partitions (samples the keys now: an action).
     fn sort_by_key(&self, py: Python<'_>) -> PyResult<PyDataSet> {
         let p = pairs(&self.ds);
-        let sorted = action(py, || p.sort_by_key())?;
+        let sorted = action(py, &p, || p.sort_by_key())?;
         Ok(self.wrap(tuples(&sorted, |py, v: PyObj| Ok(v.into_bound(py)))))
     }
 
     /// Computes the data set now and keeps every partition in memory.
     fn cache(&self, py: Python<'_>) -> PyResult<PyDataSet> {
         let ds = &self.ds;
-        Ok(self.wrap(action(py, || ds.cache())?))
+        Ok(self.wrap(action(py, ds, || ds.cache())?))
     }
 
     /// Repeats ``step`` (native data set -> native data set) up to ``max`` times, until
@@ -271,7 +272,7 @@ impl PyDataSet {
         let session = self.session;
         let ds = &self.ds;
         let failed = || heddle_data::Error::InvalidArgument("a Python function of iterate failed".into());
-        let (last, steps) = action(py, || {
+        let (last, steps) = action(py, ds, || {
             ds.iterate(
                 max,
                 |d| {
@@ -299,34 +300,34 @@ impl PyDataSet {
     /// Every record, in partition order, on rank 0 (``None`` elsewhere).
     fn collect<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
         let ds = &self.ds;
-        let got = action(py, || ds.collect())?;
+        let got = action(py, ds, || ds.collect())?;
         got.map(|v| PyList::new(py, v.into_iter().map(|o| o.0))).transpose()
     }
 
     /// Every record, in partition order, on every worker.
     fn collect_all<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let ds = &self.ds;
-        let got = action(py, || ds.collect_all())?;
+        let got = action(py, ds, || ds.collect_all())?;
         PyList::new(py, got.into_iter().map(|o| o.0))
     }
 
     /// The number of records, on every worker.
     fn count(&self, py: Python<'_>) -> PyResult<u64> {
         let ds = &self.ds;
-        action(py, || ds.count())
+        action(py, ds, || ds.count())
     }
 
     /// All records combined with ``f``, on every worker (``None`` if there are none).
     fn reduce(&self, py: Python<'_>, f: Py<PyAny>) -> PyResult<Option<Py<PyAny>>> {
         let ds = &self.ds;
-        let r = action(py, || ds.reduce(move |a, b| combine(&f, a, b)))?;
+        let r = action(py, ds, || ds.reduce(move |a, b| combine(&f, a, b)))?;
         Ok(r.map(|o| o.0))
     }
 
     /// Calls ``f(record)`` for every record, where the record is.
     fn for_each(&self, py: Python<'_>, f: Py<PyAny>) -> PyResult<()> {
         let ds = &self.ds;
-        action(py, || {
+        action(py, ds, || {
             ds.for_each(move |_, x| {
                 guarded(|py| f.bind(py).call1((x.into_bound(py),)).map(drop));
                 Ok(())
@@ -337,13 +338,13 @@ impl PyDataSet {
     /// Writes each record's ``str`` as a line into ``dir/part-NNNNN``.
     fn write_text(&self, py: Python<'_>, dir: PathBuf) -> PyResult<()> {
         let lines = self.ds.flat_map(|x: PyObj| guarded(|py| Ok(x.bind(py).str()?.to_str()?.to_owned())));
-        action(py, || lines.write_text(&dir))
+        action(py, &lines, || lines.write_text(&dir))
     }
 
     /// Writes each record as one line of JSON into ``dir/part-NNNNN``.
     fn write_json_lines(&self, py: Python<'_>, dir: PathBuf) -> PyResult<()> {
         let values = self.ds.flat_map(|x: PyObj| guarded(|py| crate::json::from_py(x.bind(py))));
-        action(py, || values.write_json_lines(&dir))
+        action(py, &values, || values.write_json_lines(&dir))
     }
 
     /// Writes each record (a tuple or list of fields, or one field) as a CSV row.
@@ -359,7 +360,7 @@ impl PyDataSet {
                 }
             })
         });
-        action(py, || rows.write_csv(&dir))
+        action(py, &rows, || rows.write_csv(&dir))
     }
 
     fn __repr__(&self) -> String {

@@ -30,7 +30,7 @@ use crate::data_session::{call_or_none, PySession};
 use crate::data_set::{filter_step, flat_map_step, guarded, key_by_step, map_step};
 use crate::errors::{self, argument, Kind};
 use crate::failure;
-use crate::interrupt::blocking_here;
+use crate::interrupt::abortable;
 use crate::record::{pair_from, PyKey, PyObj};
 use crate::task_graph::combine;
 use crate::task_job::PyStopHandle;
@@ -235,7 +235,7 @@ impl PyStream {
             }
         };
         let st = &self.st;
-        let (r, raised) = blocking_here(py, || {
+        let (r, raised) = abortable(py, &st.session().abort_handle(), || {
             failure::scope_watched(on_failure, || {
                 st.run(
                     move |i, x| {

@@ -115,8 +115,19 @@ pub(crate) fn task(e: heddle_task::Error) -> PyErr {
         E::Comm(inner) => comm(inner),
         E::Graph(_) => Kind::Graph.err(e.to_string()),
         E::Plan(_) => Kind::Plan.err(e.to_string()),
+        E::Aborted(reason) => interrupted(reason),
         _ => Kind::Task.err(e.to_string()),
     }
+}
+
+/// The exception of a job aborted by Ctrl-C: whatever Python's SIGINT handler raises now
+/// (`KeyboardInterrupt` by default; the signal is consumed here, so it is not raised a
+/// second time later), else `KeyboardInterrupt` naming the reason.
+fn interrupted(reason: String) -> PyErr {
+    Python::attach(|py| match py.check_signals() {
+        Err(e) => e,
+        Ok(()) => pyo3::exceptions::PyKeyboardInterrupt::new_err(reason),
+    })
 }
 
 /// Maps a data-API error to its exception.

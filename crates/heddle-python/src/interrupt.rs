@@ -6,17 +6,28 @@
 //! Ctrl-C until `HEDDLE_TIMEOUT_S`. [`install`] therefore adds a SIGINT action (chained
 //! after Python's handler, which still runs): if a blocking call is in progress, a watchdog
 //! thread gives it [`GRACE`] to return, in which case Python raises `KeyboardInterrupt` as
-//! usual; otherwise the call cannot be abandoned safely (peers are mid-collective), so the
-//! worker exits with status 130 and `heddle run` stops the rest of the job.
+//! usual. A task job, data-set action or stream run ([`abortable`]) is aborted on this
+//! worker instead: it returns within [`ABORT_GRACE`] with `heddle_task::Error::Aborted`,
+//! which `errors` raises as `KeyboardInterrupt`. Otherwise the call cannot be abandoned
+//! safely (peers are mid-collective), so the worker exits with status 130 and `heddle run`
+//! stops the rest of the job.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
-use std::sync::Once;
+use std::sync::{Mutex, Once, PoisonError};
 use std::time::{Duration, Instant};
 
+use heddle_task::AbortHandle;
 use pyo3::Python;
 
 /// How long a blocked call may still return after Ctrl-C before the worker exits.
 const GRACE: Duration = Duration::from_millis(250);
+/// How long an aborted job may take to return after Ctrl-C before the worker exits.
+const ABORT_GRACE: Duration = Duration::from_secs(5);
+/// The reason an interrupted job gives.
+pub(crate) const INTERRUPTED: &str = "interrupted (SIGINT)";
+
+/// Jobs that Ctrl-C aborts (the runs in [`abortable`] now).
+static ABORTABLE: Mutex<Vec<AbortHandle>> = Mutex::new(Vec::new());
 
 /// Blocking calls in progress (any thread).
 static BLOCKING: AtomicUsize = AtomicUsize::new(0);
@@ -65,10 +76,14 @@ fn on_sigint() {
     }
 }
 
-/// After a SIGINT during a blocking call: exit unless the call returns within [`GRACE`].
+/// After a SIGINT during a blocking call: abort the abortable jobs, and exit unless the
+/// call returns within [`GRACE`] (or [`ABORT_GRACE`] if it was a job).
 fn watch() {
     let start = Instant::now();
-    while start.elapsed() < GRACE {
+    let jobs = ABORTABLE.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    jobs.iter().for_each(|j| j.abort(INTERRUPTED));
+    let grace = if jobs.is_empty() { GRACE } else { ABORT_GRACE };
+    while start.elapsed() < grace {
         if !PENDING.load(Ordering::SeqCst) {
             return;
         }
@@ -108,6 +123,26 @@ pub(crate) fn blocking<T: Send, F: FnOnce() -> T + Send>(py: Python<'_>, f: F) -
         let _in_progress = InProgress::enter();
         f()
     })
+}
+
+/// [`blocking_here`] for a run of task jobs that `abort` aborts: Ctrl-C while it runs
+/// aborts it, rather than ending the worker. A request left from an earlier run is cleared
+/// first.
+pub(crate) fn abortable<T, F: FnOnce() -> T>(py: Python<'_>, abort: &AbortHandle, f: F) -> T {
+    abort.reset();
+    ABORTABLE.lock().unwrap_or_else(PoisonError::into_inner).push(abort.clone());
+    /// Unregisters the handle however the run ends.
+    struct Registered<'a>(&'a AbortHandle);
+    impl Drop for Registered<'_> {
+        fn drop(&mut self) {
+            let mut jobs = ABORTABLE.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(at) = jobs.iter().position(|j| j.same(self.0)) {
+                jobs.swap_remove(at);
+            }
+        }
+    }
+    let _registered = Registered(abort);
+    blocking_here(py, f)
 }
 
 /// Moves a value that is not `Send` across [`blocking`]'s boundary.

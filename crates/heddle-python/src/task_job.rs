@@ -5,14 +5,14 @@ use std::sync::Arc;
 
 use heddle_comm::dataflow::Options;
 use heddle_comm::Communicator;
-use heddle_task::{DataLocality, FirstFit, Job, Plan, Report, RoundRobin, Scheduler, StopHandle, WorkerSpec};
+use heddle_task::{AbortHandle, DataLocality, FirstFit, Job, Plan, Report, RoundRobin, Scheduler, StopHandle, WorkerSpec};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::comm::PyComm;
 use crate::errors::{self, argument};
 use crate::failure;
-use crate::interrupt::{blocking, blocking_here};
+use crate::interrupt::{abortable, blocking, blocking_here};
 use crate::task_graph::PyTaskGraph;
 
 /// A worker as ``(rank, host, cpu, memory)``.
@@ -114,6 +114,8 @@ pub(crate) struct PyJob {
     // Declared before `comm`, so dropped before it: the job borrows the communicator.
     job: Option<Job<'static>>,
     stop: StopHandle,
+    /// Aborts a run at Ctrl-C.
+    abort: AbortHandle,
     plan: Plan,
     streaming: bool,
     comm: Arc<Communicator>,
@@ -182,30 +184,33 @@ impl PyJob {
         let p = plan.plan.clone();
         // One executor thread, the caller's: Python tasks run under the GIL anyway, and a
         // run's first exception is kept per thread (see `failure`).
-        let (job, raised) = blocking_here(py, || failure::scope(|| Job::new(c, &g, &p, opts).map(|j| j.threads(1))));
+        let abort = AbortHandle::default();
+        let (job, raised) = blocking_here(py, || failure::scope(|| Job::new(c, &g, &p, opts).map(|j| j.threads(1).abort_with(abort.clone()))));
         let job = errors::of_run(job, raised, errors::task)?;
-        Ok(PyJob { stop: job.stop_handle(), job: Some(job), plan: plan.plan.clone(), streaming, comm: shared })
+        Ok(PyJob { stop: job.stop_handle(), abort, job: Some(job), plan: plan.plan.clone(), streaming, comm: shared })
     }
 
     /// Runs the graph once (prepare, one pass, close) and returns the report.
     fn run(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let job = self.job.take().ok_or_else(|| argument("the job has ended (run() or close() was called)"))?;
-        let (r, raised) = blocking_here(py, || failure::scope(|| job.run()));
+        let (r, raised) = abortable(py, &self.abort, || failure::scope(|| job.run()));
         let r = errors::of_run(r, raised, errors::task)?;
         report(py, &r)
     }
 
     /// Runs nested loops of passes: ``counts = [outer, inner, ...]``.
     fn iterate(&mut self, py: Python<'_>, counts: Vec<u64>) -> PyResult<()> {
+        let abort = self.abort.clone();
         let job = self.job()?;
-        let (r, raised) = blocking_here(py, || failure::scope(|| job.iterate(&counts)));
+        let (r, raised) = abortable(py, &abort, || failure::scope(|| job.iterate(&counts)));
         errors::of_run(r, raised, errors::task)
     }
 
     /// Runs one pass with the iteration counters ``iteration``.
     fn one_pass(&mut self, py: Python<'_>, iteration: Vec<u64>) -> PyResult<()> {
+        let abort = self.abort.clone();
         let job = self.job()?;
-        let (r, raised) = blocking_here(py, || failure::scope(|| job.pass(&iteration)));
+        let (r, raised) = abortable(py, &abort, || failure::scope(|| job.pass(&iteration)));
         errors::of_run(r, raised, errors::task)
     }
 

@@ -17,6 +17,9 @@ pub enum Error {
         /// What the task reported.
         message: String,
     },
+    /// The job was aborted on this worker ([`crate::AbortHandle`]); says why.
+    #[error("the job was aborted: {0}")]
+    Aborted(String),
     /// Communication failed (a lost peer, a timeout, bad input to an operation).
     #[error(transparent)]
     Comm(#[from] heddle_comm::Error),

@@ -5,7 +5,7 @@
 use std::any::Any;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use heddle_comm::dataflow::{EdgeSpec, Mode, Options, TaskId};
@@ -53,6 +53,54 @@ impl StopHandle {
     }
 }
 
+/// Ends a job on this worker at once, with [`Error::Aborted`]: for Ctrl-C, or a failure
+/// outside the job. Unlike [`StopHandle`] nothing drains; records in flight are dropped,
+/// and peers still in the job find this worker gone (or time out), so a program should
+/// end (or at least not reuse the communicator's pending operations) after an abort.
+#[derive(Debug, Clone, Default)]
+pub struct AbortHandle(Arc<AbortState>);
+
+#[derive(Debug, Default)]
+struct AbortState {
+    requested: AtomicBool,
+    reason: Mutex<String>,
+}
+
+impl AbortHandle {
+    /// Requests the abort, saying why (the first reason is kept).
+    pub fn abort(&self, reason: impl Into<String>) {
+        let mut r = self.0.reason.lock().unwrap_or_else(PoisonError::into_inner);
+        if !self.0.requested.load(Ordering::Acquire) {
+            *r = reason.into();
+            self.0.requested.store(true, Ordering::Release);
+        }
+    }
+
+    /// Whether an abort was requested.
+    pub fn requested(&self) -> bool {
+        self.0.requested.load(Ordering::Acquire)
+    }
+
+    /// Whether `other` is this handle (or a clone of it).
+    pub fn same(&self, other: &AbortHandle) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Clears a request, so the handle can serve a new job.
+    pub fn reset(&self) {
+        let _r = self.0.reason.lock().unwrap_or_else(PoisonError::into_inner);
+        self.0.requested.store(false, Ordering::Release);
+    }
+
+    /// The error of a requested abort.
+    pub(crate) fn check(&self) -> Result<()> {
+        if !self.requested() {
+            return Ok(());
+        }
+        Err(Error::Aborted(self.0.reason.lock().unwrap_or_else(PoisonError::into_inner).clone()))
+    }
+}
+
 /// What a job did on this worker.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Report {
@@ -72,6 +120,7 @@ pub struct Job<'c> {
     edges: Vec<Box<dyn EdgeRun>>,
     opts: Options,
     stop: StopHandle,
+    abort: AbortHandle,
     prepared: bool,
     passes: u64,
     elapsed: Duration,
@@ -181,6 +230,7 @@ impl<'c> Job<'c> {
             edges,
             opts,
             stop: StopHandle::default(),
+            abort: AbortHandle::default(),
             prepared: false,
             passes: 0,
             elapsed: Duration::ZERO,
@@ -207,6 +257,12 @@ impl<'c> Job<'c> {
     /// Ends the job when `handle` is stopped (instead of its own handle).
     pub fn stop_with(mut self, handle: StopHandle) -> Self {
         self.stop = handle;
+        self
+    }
+
+    /// Ends the job with [`Error::Aborted`] when `handle` is aborted.
+    pub fn abort_with(mut self, handle: AbortHandle) -> Self {
+        self.abort = handle;
         self
     }
 
@@ -275,7 +331,7 @@ impl<'c> Job<'c> {
         }
         let groups = if self.threads > 1 { pool::groups(&self.task_ids, &self.plan, self.threads) } else { Vec::new() };
         let result = if groups.len() > 1 {
-            pool::drive(&mut self.tasks, &groups, &mut self.edges, &self.stop, iteration)
+            pool::drive(&mut self.tasks, &groups, &mut self.edges, &self.stop, &self.abort, iteration)
         } else {
             self.drive(iteration)
         };
@@ -292,6 +348,7 @@ impl<'c> Job<'c> {
 
     fn drive(&mut self, iteration: &[u64]) -> Result<()> {
         loop {
+            self.abort.check()?;
             let now = Instant::now();
             let mut moved = false;
             if self.stop.requested() {

@@ -7,5 +7,5 @@ mod pool;
 pub(crate) mod ports;
 pub(crate) mod task_run;
 
-pub use job::{Job, Report, StopHandle, THREADS_ENV};
+pub use job::{AbortHandle, Job, Report, StopHandle, THREADS_ENV};
 pub use task_run::TaskStats;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use heddle_comm::dataflow::TaskId;
 
 use super::edge_run::EdgeRun;
-use super::job::StopHandle;
+use super::job::{AbortHandle, StopHandle};
 use super::task_run::TaskRun;
 use crate::{Plan, Result};
 
@@ -84,6 +84,7 @@ pub(crate) fn drive(
     groups: &[Vec<usize>],
     edges: &mut [Box<dyn EdgeRun>],
     stop: &StopHandle,
+    abort: &AbortHandle,
     iteration: &[u64],
 ) -> Result<()> {
     let mut slots: Vec<Option<&mut Box<dyn TaskRun>>> = tasks.iter_mut().map(Some).collect();
@@ -108,7 +109,7 @@ pub(crate) fn drive(
             })
             .collect();
         let threads: Vec<Thread> = handles.iter().filter_map(|h| h.as_ref().ok()).map(|h| h.thread().clone()).collect();
-        let driven = if threads.len() == n { drive_edges(edges, &shared, &threads, n) } else { Ok(()) };
+        let driven = if threads.len() == n { drive_edges(edges, &shared, &threads, n, abort) } else { Ok(()) };
         if driven.is_err() {
             shared.abort.store(true, Ordering::Release);
         }
@@ -182,13 +183,14 @@ fn run_group(group: &mut [&mut Box<dyn TaskRun>], shared: &Shared, stop: &StopHa
 /// The driver: moves records through the edges, wakes the executor threads when it
 /// delivered something, and waits on the engine (with its liveness checks and timeout)
 /// only while every executor thread is idle too.
-fn drive_edges(edges: &mut [Box<dyn EdgeRun>], shared: &Shared, threads: &[Thread], n: usize) -> Result<()> {
+fn drive_edges(edges: &mut [Box<dyn EdgeRun>], shared: &Shared, threads: &[Thread], n: usize, abort: &AbortHandle) -> Result<()> {
     let mut idle = 0u32;
     let mut seen = shared.activity.load(Ordering::Acquire);
     loop {
         if shared.abort.load(Ordering::Acquire) {
             return Ok(()); // the failing thread reports why
         }
+        abort.check()?;
         let mut moved = false;
         for e in edges.iter_mut() {
             moved |= e.pump()?;
