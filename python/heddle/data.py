@@ -52,6 +52,7 @@ import os
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 from heddle import _heddle
+from heddle._batches import from_batch, to_batch
 from heddle.comm import Comm, init
 from heddle.stream import Address, StopHandle, Stream, Window, Windowed, _address
 
@@ -202,60 +203,6 @@ class Session:
         return f"<heddle.data.Session rank={self.rank} workers={self.size} partitions={self.partitions}>"
 
 
-# --- batches for map_batches ---------------------------------------------------------
-
-
-def _numpy() -> Any:
-    import numpy
-
-    return numpy
-
-
-def _to_numpy(records: List[Any]) -> Any:
-    np = _numpy()
-    if records and isinstance(records[0], dict):
-        return {k: np.asarray([r[k] for r in records]) for k in records[0]}
-    return np.asarray(records)
-
-
-def _to_arrow(records: List[Any]) -> Any:
-    try:
-        import pyarrow as pa
-    except ImportError:
-        raise ImportError("batch_format='pyarrow' needs pyarrow (pip install pyarrow)") from None
-    if records and isinstance(records[0], dict):
-        return pa.RecordBatch.from_pylist(records)
-    return pa.RecordBatch.from_pydict({"value": records})
-
-
-_TO_BATCH = {"numpy": _to_numpy, "pyarrow": _to_arrow, "list": list}
-
-
-def _from_batch(out: Any) -> List[Any]:
-    """The records of what a map_batches function returned."""
-    if out is None:
-        return []
-    if isinstance(out, list):
-        return out
-    mod = type(out).__module__
-    if mod.startswith("numpy"):
-        if out.ndim == 0:
-            return [out.item()]
-        if out.ndim == 1:
-            return out.tolist()
-        return [tuple(r) for r in out.tolist()]
-    if mod.startswith("pyarrow"):
-        names = list(out.schema.names)
-        if names == ["value"]:
-            return out.column(0).to_pylist()
-        return out.to_pylist()
-    if isinstance(out, dict):
-        cols = list(out)
-        values = [_from_batch(out[c]) for c in cols]
-        return [dict(zip(cols, row)) for row in zip(*values)]
-    return list(out)
-
-
 class DataSet:
     """A lazy distributed collection of Python objects, in :attr:`Session.partitions`
     partitions. Transformations return new data sets; actions run them (collectively)."""
@@ -303,17 +250,14 @@ class DataSet:
         ``Table`` (a dict per row, or the values of a lone ``value`` column), or any iterable
         of records.
         """
-        try:
-            convert = _TO_BATCH[batch_format]
-        except KeyError:
-            raise ValueError(f"batch_format must be 'numpy', 'pyarrow' or 'list', not {batch_format!r}") from None
+        convert = to_batch(batch_format)
         size = None if batch_size is None else max(1, int(batch_size))
 
         def run(part: List[Any]) -> List[Any]:
             out: List[Any] = []
             step = size or max(1, len(part))
             for i in range(0, len(part), step):
-                out.extend(_from_batch(f(convert(part[i : i + step]))))
+                out.extend(from_batch(f(convert(part[i : i + step]))))
             return out
 
         return self.map_partitions(run)

@@ -27,6 +27,7 @@ import os
 from typing import Any, Callable, Iterable, List, NamedTuple, Optional, Tuple, Union
 
 from heddle import _heddle
+from heddle._batches import from_batch, to_batch
 
 __all__ = ["Stream", "Window", "Windowed", "StopHandle"]
 
@@ -188,6 +189,18 @@ class Stream:
     def filter(self, f: Callable[[Any], Any]) -> "Stream":
         """The records for which ``f`` is true."""
         return self._wrap(self._native.filter(f))
+
+    def map_batches(self, f: Callable[[Any], Any], batch_size: int = 4096, batch_format: str = "numpy", max_delay: Millis = 10) -> "Stream":
+        """Vectorized map on a stream: ``f`` gets micro-batches of up to ``batch_size``
+        consecutive records of a partition, in ``batch_format`` (``"numpy"``,
+        ``"pyarrow"`` or ``"list"``, as :meth:`heddle.data.DataSet.map_batches`), and
+        returns a batch (or any iterable of records). A batch is handed over early once
+        ``max_delay`` (ms, or a ``timedelta``) has passed since its first record arrived,
+        so slow input still flows, and when the input ends."""
+        convert = to_batch(batch_format)
+        size = _count(batch_size, "batch_size")
+        delay = _ms(max_delay, "max_delay", 0)
+        return self._wrap(self._native.map_chunks(size, delay, lambda records: from_batch(f(convert(records)))))
 
     def key_by(self, f: Callable[[Any], Any]) -> "Stream":
         """``(f(record), record)`` for each record (the pairs :meth:`window` takes)."""

@@ -40,6 +40,32 @@ def later_and_sum(a, b):
     return (max(a[0], b[0]), a[1] + b[1])
 
 
+def test_map_batches_on_a_stream_sees_every_record_once_in_bounded_batches(s):
+    import numpy as np
+
+    xs = list(range(1000))
+    st = s.stream_from_list(xs)
+    assert st.map_batches(lambda b: b * 2).collect() == [2 * x for x in xs]  # numpy batches, in order in a world of one
+    sizes = st.map_batches(lambda b: [len(b)], batch_size=64, batch_format="list").collect()
+    assert sum(sizes) == 1000 and max(sizes) <= 64, sizes
+    rows = s.stream_from_list([{"a": i, "b": float(i)} for i in range(10)]).map_batches(lambda cols: {"sum": cols["a"] + cols["b"]})
+    assert rows.collect() == [{"sum": 2.0 * i} for i in range(10)]
+    pairs = st.map_batches(lambda b: np.stack([b, b % 7], axis=1), batch_size=100).collect()
+    assert pairs == [(x, x % 7) for x in xs]
+    with pytest.raises(ValueError, match="batch_format"):
+        st.map_batches(len, batch_format="pandas")
+    with pytest.raises(ValueError, match="batch_size"):
+        st.map_batches(len, batch_size=0)
+    with pytest.raises(ZeroDivisionError):
+        st.map_batches(lambda b: 1 / 0).collect()
+
+
+def test_map_batches_on_a_stream_hands_a_batch_over_after_its_delay(s):
+    # 300 records at 1,000 a second, room for all in one batch: a 20 ms delay cuts them.
+    sizes = s.stream_generate(lambda i: i, rate=1000, limit=300).map_batches(lambda b: [len(b)], batch_size=10**6, batch_format="list", max_delay=20).collect()
+    assert sum(sizes) == 300 and len(sizes) >= 5, sizes
+
+
 def test_record_wise_steps_match_plain_python(s):
     xs = list(range(100))
     st = s.stream_from_list(xs)

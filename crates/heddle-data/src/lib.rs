@@ -19,6 +19,7 @@
 //! assert_eq!(counts.collect().unwrap(), Some(vec![("a".to_string(), 3), ("b".to_string(), 2)]));
 //! ```
 
+mod chunks;
 mod combine;
 mod dataset;
 mod error;

@@ -44,7 +44,7 @@ impl<T> std::fmt::Debug for Stream<T> {
 }
 
 impl<T: Record> Stream<T> {
-    fn wrap<U>(&self, data: DataSet<U>) -> Stream<U> {
+    pub(crate) fn wrap<U>(&self, data: DataSet<U>) -> Stream<U> {
         Stream { data, late: self.late.clone() }
     }
 

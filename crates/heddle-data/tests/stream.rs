@@ -250,3 +250,31 @@ fn an_unbounded_stream_runs_until_stopped() {
     });
     assert!(counts.iter().all(|&c| c >= 10_000), "{counts:?}");
 }
+
+#[test]
+fn map_chunks_sees_every_record_once_in_bounded_chunks() {
+    let records: Vec<u64> = (0..1000).collect();
+    for n in [1, 2, 3] {
+        // Each chunk becomes (its length, its sum): every record counted once, no chunk over 7.
+        let got = gather(n, |s| s.stream_from_vec(records.clone()).map_chunks(7, Duration::from_secs(60), |c: Vec<u64>| vec![(c.len() as u64, c.iter().sum::<u64>())]));
+        assert!(got.iter().all(|&(len, _)| (1..=7).contains(&len)), "{n} workers: chunk sizes {got:?}");
+        assert_eq!(got.iter().map(|c| c.0).sum::<u64>(), 1000, "{n} workers");
+        assert_eq!(got.iter().map(|c| c.1).sum::<u64>(), records.iter().sum::<u64>(), "{n} workers");
+        // Any number of records out per chunk.
+        let doubled = gather(n, |s| s.stream_from_vec(records.clone()).map_chunks(64, Duration::from_secs(60), |c: Vec<u64>| c.into_iter().flat_map(|x| [x, x]).collect()));
+        let mut want: Vec<u64> = records.iter().flat_map(|&x| [x, x]).collect();
+        let mut doubled = doubled;
+        doubled.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(doubled, want, "{n} workers");
+    }
+}
+
+#[test]
+fn map_chunks_hands_a_chunk_over_after_its_delay() {
+    // 200 records per partition at 1,000 a second: with room for all of them in one chunk,
+    // a 20 ms delay still cuts the input into many chunks as it trickles in.
+    let got = gather(2, |s| s.stream_generate(Some(1000), Some(400), |i| i).map_chunks(1_000_000, Duration::from_millis(20), |c: Vec<u64>| vec![c.len() as u64]));
+    assert_eq!(got.iter().sum::<u64>(), 400);
+    assert!(got.len() >= 10, "chunks of {got:?}: the delay did not cut them");
+}

@@ -24,7 +24,7 @@ use heddle_data::{Error, Stream, Window, Windowed};
 use heddle_task::StopHandle;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyString, PyTuple, PyType};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
 use crate::data_session::{call_or_none, PySession};
 use crate::data_set::{filter_step, flat_map_step, guarded, key_by_step, map_step};
@@ -311,6 +311,17 @@ impl PyStream {
     /// Each record to the records of the iterable ``f`` returns.
     fn flat_map(&self, f: Py<PyAny>) -> PyStream {
         self.wrap(self.st.flat_map(flat_map_step(f)))
+    }
+
+    /// Chunks of at most ``max_records`` consecutive records of a partition (handed over
+    /// early ``max_delay_ms`` after their first record arrived) through ``f``: a list to an
+    /// iterable of records.
+    fn map_chunks(&self, max_records: usize, max_delay_ms: u64, f: Py<PyAny>) -> PyStream {
+        let step = flat_map_step(f);
+        self.wrap(self.st.map_chunks(max_records, Duration::from_millis(max_delay_ms), move |chunk: Vec<PyObj>| {
+            let list = guarded(|py| Ok(PyObj::new(PyList::new(py, chunk.into_iter().map(|o| o.0))?.into_any())));
+            list.map(&step).unwrap_or_default()
+        }))
     }
 
     /// The records for which ``f`` is true.

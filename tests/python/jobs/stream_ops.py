@@ -56,6 +56,12 @@ try:
         on_root(f"event-time {window!r}", st.collect(), plain_windows(plain, w_size, slide, later_and_sum))
         check(f"nothing late {window!r}", total_late(st), 0)
 
+    # Micro-batches on every worker: each record once, batches no larger than asked.
+    sizes = s.stream_from_list(list(range(5000))).map_batches(lambda b: [(len(b), int(b.sum()))], batch_size=100).collect()
+    check("map_batches records", sum(n for n, _ in sizes) if rank == 0 else sizes, 5000 if rank == 0 else None)
+    check("map_batches sum", sum(t for _, t in sizes) if rank == 0 else None, sum(range(5000)) if rank == 0 else None)
+    check("map_batches batch size", max(n for n, _ in sizes) <= 100 if rank == 0 else None, True if rank == 0 else None)
+
     # Late events: one partition (rank 0's) keeps the events' order, so the watermark and
     # the late records are those of the plain reference.
     one = Session(comm, partitions=1)
