@@ -54,11 +54,22 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Uni
 from heddle import _heddle
 from heddle._batches import from_batch, to_batch
 from heddle.comm import Comm, init
+from heddle.errors import ArgumentError, DataError
 from heddle.stream import Address, StopHandle, Stream, Window, Windowed, _address
 
 __all__ = ["Session", "DataSet", "Stream", "Window", "Windowed", "StopHandle"]
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _pyarrow(what: str) -> Tuple[Any, Any]:
+    """``pyarrow`` and ``pyarrow.parquet``, or an ImportError saying how to get them."""
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise ImportError(f"{what} needs pyarrow: pip install pyarrow (or heddle[arrow])") from None
+    return pyarrow, pyarrow.parquet
 
 
 def _on_malformed(on_malformed: str) -> bool:
@@ -154,6 +165,34 @@ class Session:
         """Records of JSON-lines files (one JSON value per line, blank lines ignored):
         dicts, lists, str, int, float, bool, None."""
         return self._wrap(self._native.read_json_lines(os.fspath(path), _on_malformed(on_malformed)))
+
+    def read_parquet(self, path: PathLike, columns: Optional[Sequence[str]] = None) -> "DataSet":
+        """Rows of Parquet files (found as :meth:`text_file` finds them) as dicts of column
+        values — only ``columns`` if given — read with ``pyarrow``; the files' row groups are
+        dealt to the partitions in order. A file of one column named ``item`` (how
+        :meth:`write_parquet` and the Rust API store records that are not dicts) gives its
+        values instead of dicts."""
+        _, pq = _pyarrow("read_parquet")
+        cols = None if columns is None else [str(c) for c in columns]
+        groups = []
+        for f in _heddle.list_input_files(os.fspath(path)):
+            try:
+                meta = pq.ParquetFile(f)
+            except Exception as e:  # pyarrow raises several kinds for a file that is not Parquet
+                raise DataError(f"{f}: not a readable Parquet file ({e})") from e
+            names = meta.schema_arrow.names
+            missing = [c for c in cols or [] if c not in names]
+            if missing:
+                raise ArgumentError(f"{f} has no column {missing[0]!r}; its columns are {names}")
+            groups += [(os.fspath(f), g) for g in range(meta.num_row_groups)]
+
+        def rows(group: Tuple[str, int]) -> List[Any]:
+            table = pq.ParquetFile(group[0]).read_row_group(group[1], columns=cols)
+            if table.column_names == ["item"]:
+                return table.column(0).to_pylist()
+            return table.to_pylist()
+
+        return self.from_list(groups).flat_map(rows)
 
     def skipped_rows(self) -> int:
         """Malformed rows skipped so far on all workers (collective)."""
@@ -380,6 +419,32 @@ class DataSet:
         """Writes each record as one line of JSON (dicts, lists, tuples, str, int, float,
         bool, None), one part file per partition."""
         self._native.write_json_lines(os.fspath(directory))
+
+    def for_each_partition(self, f: Callable[[int, List[Any]], Any]) -> None:
+        """Calls ``f(index, records)`` with every whole partition (a list), on the worker
+        holding it."""
+        self._native.for_each_partition(f)
+
+    def write_parquet(self, directory: PathLike) -> None:
+        """Writes each partition as ``directory/part-00000.parquet`` ... with ``pyarrow``:
+        dict records as columns (the schema inferred from the records), other records as one
+        column ``item`` (as the Rust API does). An empty partition writes no file. Returns
+        when every worker has written its files."""
+        pa, pq = _pyarrow("write_parquet")
+        out = os.fspath(directory)
+        os.makedirs(out, exist_ok=True)
+
+        def write(index: int, records: List[Any]) -> None:
+            if not records:
+                return
+            if isinstance(records[0], dict):
+                table = pa.Table.from_pylist(records)
+            else:
+                table = pa.table({"item": records})
+            pq.write_table(table, os.path.join(out, f"part-{index:05d}.parquet"))
+
+        self._native.for_each_partition(write)
+        self.session.comm.barrier()
 
     def write_csv(self, directory: PathLike) -> None:
         """Writes each record as a CSV row (a tuple or list of fields, or one field; fields

@@ -85,6 +85,29 @@ def test_value_counts_of_any_records_and_word_errors(s, tmp_path):
     assert sorted(s.text_blocks(tmp_path / "latin1.txt", binary=True).words().value_counts().collect()) == [(b"au", 1), (b"caf\xe9", 1), (b"lait", 1)]
 
 
+def test_parquet_files_read_and_written_against_pyarrow(s, tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    rows = [{"id": i, "name": f"n{i} ü", "score": i / 4, "tags": [i, i + 1], "maybe": None if i % 3 else i} for i in range(1000)]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "in.parquet", row_group_size=64)  # 16 row groups
+    ds = s.read_parquet(tmp_path / "in.parquet")
+    assert ds.collect() == rows
+    assert s.read_parquet(tmp_path / "in.parquet", columns=["score", "id"]).collect() == [{"score": r["score"], "id": r["id"]} for r in rows]
+    ds.filter(lambda r: r["id"] % 2 == 0).write_parquet(tmp_path / "out")
+    assert sorted(pq.read_table(tmp_path / "out").to_pylist(), key=lambda r: r["id"]) == [r for r in rows if r["id"] % 2 == 0]
+    s.range(10).map(lambda x: x * x).write_parquet(tmp_path / "squares")  # not dicts: one column "item"
+    assert pq.read_table(tmp_path / "squares").column_names == ["item"]
+    assert sorted(s.read_parquet(tmp_path / "squares").collect()) == [x * x for x in range(10)]
+    with pytest.raises(heddle.ArgumentError, match="no column 'nope'"):
+        s.read_parquet(tmp_path / "in.parquet", columns=["id", "nope"])
+    (tmp_path / "fake.parquet").write_text("not parquet")
+    with pytest.raises(heddle.DataError, match="fake.parquet: not a readable Parquet file"):
+        s.read_parquet(tmp_path / "fake.parquet")
+    with pytest.raises(heddle.ArgumentError, match="no readable file"):
+        s.read_parquet(tmp_path / "missing-*.parquet")
+
+
 def test_input_errors_name_the_file_and_line(s, tmp_path):
     (tmp_path / "rows.csv").write_text('a,b\n1,2\n"unclosed,3\n')
     (tmp_path / "rows.jsonl").write_text('{"a": 1}\n\n[1, 2\n')

@@ -335,6 +335,17 @@ impl PyDataSet {
         })
     }
 
+    /// Calls ``f(partition, records)`` with every whole partition (a list), where it is.
+    fn for_each_partition(&self, py: Python<'_>, f: Py<PyAny>) -> PyResult<()> {
+        let ds = &self.ds;
+        action(py, ds, || {
+            ds.for_each_partition(move |i, part| {
+                guarded(|py| f.bind(py).call1((i, PyList::new(py, part.into_iter().map(|o| o.0))?)).map(drop));
+                Ok(())
+            })
+        })
+    }
+
     /// Writes each record's ``str`` as a line into ``dir/part-NNNNN``.
     fn write_text(&self, py: Python<'_>, dir: PathBuf) -> PyResult<()> {
         let lines = self.ds.flat_map(|x: PyObj| guarded(|py| Ok(x.bind(py).str()?.to_str()?.to_owned())));

@@ -174,6 +174,21 @@ try:
     mixed = [1, 2, 2, "x", (1, "a"), (1, "a"), 1.0, True, None, None, b"x"]
     check("value_counts of any records", sorted(map(repr, s.from_list(mixed).value_counts().collect_all())),
           sorted(map(repr, [(1, 1), (2, 2), ("x", 1), ((1, "a"), 2), (1.0, 1), (True, 1), (None, 2), (b"x", 1)])))
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        rows = [{"id": i, "word": f"w{i % 13}", "x": i * 0.5} for i in range(3000)]
+        if rank == 0:
+            pq.write_table(pa.Table.from_pylist(rows), inp / "rows.parquet", row_group_size=128)
+        comm.barrier()
+        pds = s.read_parquet(inp / "rows.parquet")
+        check("read_parquet", pds.collect_all(), rows)
+        check("read_parquet columns", s.read_parquet(inp / "rows.parquet", columns=["id"]).count(), 3000)
+        pds.write_parquet(shared / "parquet-out")
+        check("write_parquet", sorted(pq.read_table(shared / "parquet-out").to_pylist(), key=lambda r: r["id"]), rows)
+    except ImportError:
+        pass
     check("read_csv header", s.read_csv(inp / "t.csv").collect_all(), [{"name": f"n,{i}", "score": str(i)} for i in range(50)])
     check("read_csv rows", s.read_csv(inp / "t.csv", header=False).count(), 51)
     check("read_json_lines", s.read_json_lines(inp / "j.jsonl").collect_all(), [{"i": i, "v": [i, None]} for i in range(40)])
