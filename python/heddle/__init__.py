@@ -40,19 +40,8 @@ from heddle.comm import (
     init,
     is_initialized,
 )
-from heddle.errors import (
-    ArgumentError,
-    CommError,
-    ConfigError,
-    DataError,
-    GraphError,
-    HeddleError,
-    LaunchError,
-    PlanError,
-    TaskError,
-    TimeoutError,
-    WorkerFailed,
-)
+from heddle import errors as _errors
+from heddle.errors import *  # noqa: F403 (the exception classes: heddle.errors.__all__)
 
 __all__ = [
     "__version__",
@@ -71,17 +60,7 @@ __all__ = [
     "BAND",
     "BOR",
     "BXOR",
-    "HeddleError",
-    "ConfigError",
-    "ArgumentError",
-    "CommError",
-    "TimeoutError",
-    "WorkerFailed",
-    "LaunchError",
-    "GraphError",
-    "PlanError",
-    "TaskError",
-    "DataError",
+    *_errors.__all__,
 ]
 
 #: Submodules loaded on first attribute access.

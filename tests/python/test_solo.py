@@ -112,6 +112,31 @@ def test_allreduce_does_not_touch_sendbuf_and_writes_recvbuf_memory(comm):
     np.testing.assert_array_equal(send, np.arange(5))
 
 
+OVERLAPPING = {
+    # name: the call with sendbuf and recvbuf views of 3 elements of one array
+    "Allreduce": lambda c, s, r: c.Allreduce(s, r, op=heddle.SUM),
+    "Reduce": lambda c, s, r: c.Reduce(s, r, op=heddle.SUM, root=0),
+    "Reduce_scatter_block": lambda c, s, r: c.Reduce_scatter_block(s, r, op=heddle.SUM),
+    "Allgather": lambda c, s, r: c.Allgather(s, r),
+    "Alltoall": lambda c, s, r: c.Alltoall(s, r),
+    "Gatherv": lambda c, s, r: c.Gatherv(s, [r, [3]], root=0),
+    "Allgatherv": lambda c, s, r: c.Allgatherv(s, [r, [3]]),
+    "Scatterv": lambda c, s, r: c.Scatterv([s, [3]], r, root=0),
+    "Alltoallv": lambda c, s, r: c.Alltoallv([s, [3]], [r, [3]]),
+}
+
+
+@pytest.mark.parametrize("send_at, recv_at", [(1, 0), (0, 1)])
+@pytest.mark.parametrize("name", sorted(OVERLAPPING))
+def test_a_sendbuf_overlapping_the_recvbuf_is_read_before_it_is_written(comm, name, send_at, recv_at):
+    """As if the send buffer were copied first (MPI forbids the aliasing; numpy slices make
+    it easy): recvbuf gets the old values of the overlapping sendbuf."""
+    a = np.arange(1.0, 6.0)
+    want = a[send_at : send_at + 3].copy()
+    OVERLAPPING[name](comm, a[send_at : send_at + 3], a[recv_at : recv_at + 3])
+    np.testing.assert_array_equal(a[recv_at : recv_at + 3], want)
+
+
 def test_point_to_point_with_oneself(comm):
     comm.Send(np.arange(4, dtype=np.int32), dest=0, tag=5)
     comm.Send(np.arange(3, dtype=np.int32) + 10, dest=0, tag=6)

@@ -232,6 +232,19 @@ impl Region {
         (words, region)
     }
 
+    /// `self`, or (if it overlaps `other`) a copy of it, with the copy's memory, which must
+    /// outlive every use of the region returned.
+    ///
+    /// # Safety
+    /// As [`Region::bytes`].
+    pub(crate) unsafe fn apart_from(self, other: Region) -> (Region, Option<Vec<u64>>) {
+        if !self.overlaps(other) {
+            return (self, None);
+        }
+        let (words, copy) = self.to_temp();
+        (copy, Some(words))
+    }
+
     /// Zeroed scratch memory of `len` bytes, aligned for any element type.
     pub(crate) fn scratch(len: usize) -> (Vec<u64>, Region) {
         let mut words = vec![0u64; len.div_ceil(8)];

@@ -298,11 +298,8 @@ impl PyComm {
                 if let Some(r) = r {
                     check_pair("Reduce", s, "sendbuf", r, "recvbuf")?;
                     check_len("Reduce", "recvbuf", r, s.bytes(), "as many as sendbuf")?;
-                    if r.region().overlaps(region) {
-                        // SAFETY: sendbuf is exported.
-                        let (words, copy) = unsafe { region.to_temp() };
-                        (region, _temp) = (copy, Some(words));
-                    }
+                    // SAFETY: sendbuf is exported.
+                    (region, _temp) = unsafe { region.apart_from(r.region()) };
                 }
                 (region, s.dtype)
             }
@@ -346,13 +343,9 @@ impl PyComm {
         check_pair("Reduce_scatter_block", &send, "sendbuf", &recv, "recvbuf")?;
         check_len("Reduce_scatter_block", "sendbuf", &send, recv.bytes() * self.inner.size(), "size blocks as large as recvbuf")?;
         code.check(recv.dtype, "Reduce_scatter_block")?;
-        let (mut send_region, recv_region) = (aligned(&send, "sendbuf")?, aligned(&recv, "recvbuf")?);
-        let mut _temp = None;
-        if send_region.overlaps(recv_region) {
-            // SAFETY: sendbuf is exported.
-            let (words, copy) = unsafe { send_region.to_temp() };
-            (send_region, _temp) = (copy, Some(words));
-        }
+        let (send_region, recv_region) = (aligned(&send, "sendbuf")?, aligned(&recv, "recvbuf")?);
+        // SAFETY: sendbuf is exported.
+        let (send_region, _temp) = unsafe { send_region.apart_from(recv_region) };
         let (comm, dtype) = (self.comm(), recv.dtype);
         // SAFETY: as in `Reduce`.
         blocking(py, || {
@@ -456,17 +449,13 @@ impl PyComm {
             let region = r.region();
             (Some(r), region)
         };
-        let mut send_region = send.as_ref().map_or(Region::scratch(0).1, Buffer::region);
+        let send_region = send.as_ref().map_or(Region::scratch(0).1, Buffer::region);
         if let (Some(s), Some(r)) = (send.as_ref(), recv.as_ref()) {
             check_pair("Scatter", s, "sendbuf", r, "recvbuf")?;
             check_len("Scatter", "sendbuf", s, r.bytes() * p, "one recvbuf per rank")?;
         }
-        let mut _send_copy = None;
-        if send_region.overlaps(recv_region) {
-            // SAFETY: sendbuf is exported.
-            let (words, copy) = unsafe { send_region.to_temp() };
-            (send_region, _send_copy) = (copy, Some(words));
-        }
+        // SAFETY: sendbuf is exported.
+        let (send_region, _send_copy) = unsafe { send_region.apart_from(recv_region) };
         let comm = self.comm();
         // SAFETY: regions stay alive until after the call; the receive side is writable.
         blocking(py, || comm.scatter(unsafe { send_region.bytes() }, unsafe { recv_region.bytes_mut() }, root)).map_err(errors::comm)
@@ -494,11 +483,8 @@ impl PyComm {
             check_pair("Allgather", &s, "sendbuf", &recv, "recvbuf")?;
             check_len("Allgather", "recvbuf", &recv, s.bytes() * p, "one sendbuf per rank")?;
             let mut region = s.region();
-            if region.overlaps(recv_region) {
-                // SAFETY: sendbuf is exported.
-                let (words, copy) = unsafe { region.to_temp() };
-                (region, _temp) = (copy, Some(words));
-            }
+            // SAFETY: sendbuf is exported.
+            (region, _temp) = unsafe { region.apart_from(recv_region) };
             (Some(s), region)
         };
         let comm = self.comm();
@@ -527,11 +513,8 @@ impl PyComm {
             check_pair("Alltoall", &s, "sendbuf", &recv, "recvbuf")?;
             check_len("Alltoall", "sendbuf", &s, recv.bytes(), "as many as recvbuf")?;
             let mut region = s.region();
-            if region.overlaps(recv_region) {
-                // SAFETY: sendbuf is exported.
-                let (words, copy) = unsafe { region.to_temp() };
-                (region, _temp) = (copy, Some(words));
-            }
+            // SAFETY: sendbuf is exported.
+            (region, _temp) = unsafe { region.apart_from(recv_region) };
             (Some(s), region)
         };
         let comm = self.comm();
@@ -562,14 +545,10 @@ impl PyComm {
                 (None, counts)
             }
         };
-        let mut send_region = send.region();
+        let send_region = send.region();
         let recv_region = recv.as_ref().map_or(Region::scratch(0).1, Buffer::region);
-        let mut _temp = None;
-        if send_region.overlaps(recv_region) {
-            // SAFETY: sendbuf is exported.
-            let (words, copy) = unsafe { send_region.to_temp() };
-            (send_region, _temp) = (copy, Some(words));
-        }
+        // SAFETY: sendbuf is exported.
+        let (send_region, _temp) = unsafe { send_region.apart_from(recv_region) };
         let comm = self.comm();
         // SAFETY: regions stay alive until after the call; the receive side is writable.
         blocking(py, || comm.gatherv(unsafe { send_region.bytes() }, unsafe { recv_region.bytes_mut() }, &counts, root))
@@ -585,13 +564,9 @@ impl PyComm {
         let recv = Buffer::get(&b, true, "recvbuf")?;
         check_pair("Allgatherv", &send, "sendbuf", &recv, "recvbuf")?;
         let counts = self.counts_arg(&counts, "Allgatherv", recv.itemsize)?;
-        let (mut send_region, recv_region) = (send.region(), recv.region());
-        let mut _temp = None;
-        if send_region.overlaps(recv_region) {
-            // SAFETY: sendbuf is exported.
-            let (words, copy) = unsafe { send_region.to_temp() };
-            (send_region, _temp) = (copy, Some(words));
-        }
+        let (send_region, recv_region) = (send.region(), recv.region());
+        // SAFETY: sendbuf is exported.
+        let (send_region, _temp) = unsafe { send_region.apart_from(recv_region) };
         let comm = self.comm();
         // SAFETY: regions stay alive until after the call; the receive side is writable.
         blocking(py, || comm.allgatherv(unsafe { send_region.bytes() }, unsafe { recv_region.bytes_mut() }, &counts))
@@ -620,14 +595,10 @@ impl PyComm {
                 (None, counts)
             }
         };
-        let mut send_region = send.as_ref().map_or(Region::scratch(0).1, Buffer::region);
+        let send_region = send.as_ref().map_or(Region::scratch(0).1, Buffer::region);
         let recv_region = recv.region();
-        let mut _temp = None;
-        if send_region.overlaps(recv_region) {
-            // SAFETY: sendbuf is exported.
-            let (words, copy) = unsafe { send_region.to_temp() };
-            (send_region, _temp) = (copy, Some(words));
-        }
+        // SAFETY: sendbuf is exported.
+        let (send_region, _temp) = unsafe { send_region.apart_from(recv_region) };
         let comm = self.comm();
         // SAFETY: regions stay alive until after the call; the receive side is writable.
         blocking(py, || comm.scatterv(unsafe { send_region.bytes() }, &counts, unsafe { recv_region.bytes_mut() }, root))
@@ -646,13 +617,9 @@ impl PyComm {
         check_pair("Alltoallv", &send, "sendbuf", &recv, "recvbuf")?;
         let send_counts = self.counts_arg(&send_counts, "Alltoallv", send.itemsize)?;
         let recv_counts = self.counts_arg(&recv_counts, "Alltoallv", recv.itemsize)?;
-        let (mut send_region, recv_region) = (send.region(), recv.region());
-        let mut _temp = None;
-        if send_region.overlaps(recv_region) {
-            // SAFETY: sendbuf is exported.
-            let (words, copy) = unsafe { send_region.to_temp() };
-            (send_region, _temp) = (copy, Some(words));
-        }
+        let (send_region, recv_region) = (send.region(), recv.region());
+        // SAFETY: sendbuf is exported.
+        let (send_region, _temp) = unsafe { send_region.apart_from(recv_region) };
         let comm = self.comm();
         // SAFETY: regions stay alive until after the call; the receive side is writable.
         blocking(py, || {
@@ -712,13 +679,9 @@ impl PyComm {
         let Some(recvbuf) = recvbuf else { return Err(argument("Sendrecv: pass recvbuf=")) };
         let send = Buffer::get(sendbuf, false, "sendbuf")?;
         let recv = Buffer::get(recvbuf, true, "recvbuf")?;
-        let (mut send_region, recv_region) = (send.region(), recv.region());
-        let mut _temp = None;
-        if send_region.overlaps(recv_region) {
-            // SAFETY: sendbuf is exported.
-            let (words, copy) = unsafe { send_region.to_temp() };
-            (send_region, _temp) = (copy, Some(words));
-        }
+        let (send_region, recv_region) = (send.region(), recv.region());
+        // SAFETY: sendbuf is exported.
+        let (send_region, _temp) = unsafe { send_region.apart_from(recv_region) };
         let comm = self.comm();
         // SAFETY: regions stay alive until after the call; the receive side is writable.
         let n = blocking(py, || comm.sendrecv(unsafe { send_region.bytes() }, dest, unsafe { recv_region.bytes_mut() }, source, tag))

@@ -208,6 +208,22 @@ out = np.zeros(sum(recv_counts), dtype=np.int64)
 comm.Alltoallv([send, send_counts], [out, recv_counts])
 check("Alltoallv", out, np.concatenate([payload(i, r) for i in range(p)]))
 
+# Send and receive buffers that are overlapping views of one array: as if sendbuf were
+# copied first (rank i's array is arange + 100 i).
+base = lambda i, n: np.arange(n, dtype=np.float64) + 100 * i  # noqa: E731
+a = base(r, 3 * p + 1)
+comm.Allgather(a[1:4], a[0 : 3 * p])
+check("Allgather, overlapping views", a[0 : 3 * p], np.concatenate([base(i, 4)[1:4] for i in range(p)]))
+a = base(r, 3 * p + 1)
+comm.Alltoall(a[1:], a[:-1])
+check("Alltoall, overlapping views", a[:-1], np.concatenate([base(i, 3 * p + 1)[1 + 3 * r : 4 + 3 * r] for i in range(p)]))
+a = base(r, 4)
+comm.Allreduce(a[1:4], a[0:3], op=heddle.SUM)
+check("Allreduce, overlapping views", a[0:3], sum(base(i, 4)[1:4] for i in range(p)))
+a = base(r, 3 * p + 1)
+comm.Allgatherv(a[1:4], [a[0 : 3 * p], [3] * p])
+check("Allgatherv, overlapping views", a[0 : 3 * p], np.concatenate([base(i, 4)[1:4] for i in range(p)]))
+
 # A read-only root buffer (numpy over bytes) is broadcast from a private copy.
 ro = np.frombuffer(bytes(range(1, 65)), dtype=np.uint8)
 buf = ro if r == 0 else np.zeros(64, dtype=np.uint8)
