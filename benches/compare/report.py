@@ -304,9 +304,14 @@ NOTES = [
     "parses all of them inside the clock and streams its half (the two halves of event time in parallel; a "
     "window's watermark is the least of its inputs'). examples/python/stream_events.py is the same job with heddle.data's Stream "
     "(`stream_from_list`, `Window.tumbling(10000).event_time(5000)`, `max` as the reduce and the window's record count "
-    "as the count), and examples/python/sort.py sorts with heddle.data (binary text blocks split into (key, record) "
+    "as the count), and examples/python/sort.py sorts with heddle.data: natively by default "
+    "(`s.text_file(p).sort(key_bytes=10).write_text(d)`: lines read, sorted and written as 101-byte lines without a "
+    "Python object per record), or with `--python` through Python (binary text blocks split into (key, record) "
     "bytes pairs in Python, `sort_by_key`, each sorted partition written as raw records; records cross workers "
     "pickled). Both are checked by the harness like the Rust programs.",
+    "Word count, Heddle Python: examples/python/wordcount.py counts natively by default "
+    "(`s.text_file(p).words().value_counts()`: no Python object per word), or with `--python` with a "
+    "`collections.Counter` per 64 KiB text block.",
     "Flink (PyFlink 2.x, Table API SQL only: no Python UDF on the data path) runs word count, sort and the streaming "
     "window count; its results are written by filesystem sinks and read back by the checker (PyFlink's row-by-row "
     "collect is far too slow for large results).",

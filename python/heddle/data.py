@@ -84,12 +84,21 @@ class Session:
     ``comm`` is the communicator of the workers (default: :func:`heddle.init`); the
     session works on a copy of it, so collectives of your own on ``comm`` between actions
     are fine. ``partitions`` is the number of partitions of every data set (default: one
-    per worker).
+    per worker). ``memory_budget`` is how many bytes of records a partition holds in a sort
+    or shuffle before it spills sorted runs to files in ``spill_dirs`` (default 64 MiB, and
+    the system temp directory).
     """
 
-    def __init__(self, comm: Optional[Comm] = None, partitions: Optional[int] = None) -> None:
+    def __init__(
+        self,
+        comm: Optional[Comm] = None,
+        partitions: Optional[int] = None,
+        memory_budget: Optional[int] = None,
+        spill_dirs: Optional[Sequence[PathLike]] = None,
+    ) -> None:
         self.comm: Comm = comm if comm is not None else init()
-        self._native = _heddle.Session(self.comm, partitions)
+        dirs = None if spill_dirs is None else [os.fspath(d) for d in spill_dirs]
+        self._native = _heddle.Session(self.comm, partitions, memory_budget, dirs)
 
     @property
     def rank(self) -> int:
@@ -366,6 +375,23 @@ class DataSet:
         """Sorted by key across partitions: partition i holds keys no greater than partition
         i + 1's, each sorted (stable). Samples the keys now (an action)."""
         return self._wrap(self._native.sort_by_key())
+
+    def sort(self, key_bytes: Optional[int] = None) -> "DataSet":
+        """The records sorted across partitions (partition i's before partition i + 1's;
+        the order of equal keys is unspecified). Samples the keys now (an action).
+
+        The key is the record itself, compared as keys are (see the module notes), or with
+        ``key_bytes`` the first ``key_bytes`` bytes of a ``str`` (its UTF-8, whose byte
+        order is code point order) or ``bytes`` record. Lines of :meth:`Session.text_file`
+        are sorted natively (an external sort that spills beyond the memory budget), and
+        ``write_text`` of the result writes them natively: PySpark's
+        ``spark.read.text(p).sort(...).write.text(d)``::
+
+            s.text_file("records.txt").sort(key_bytes=10).write_text("sorted/")
+        """
+        if key_bytes is not None and (isinstance(key_bytes, bool) or not isinstance(key_bytes, int) or key_bytes < 0):
+            raise ValueError(f"key_bytes must be a whole number of bytes (0 or more), or None, not {key_bytes!r}")
+        return self._wrap(self._native.sort(key_bytes))
 
     # --- in memory and in loops --------------------------------------------------------
 

@@ -85,6 +85,32 @@ def test_value_counts_of_any_records_and_word_errors(s, tmp_path):
     assert sorted(s.text_blocks(tmp_path / "latin1.txt", binary=True).words().value_counts().collect()) == [(b"au", 1), (b"caf\xe9", 1), (b"lait", 1)]
 
 
+def test_sort_of_lines_natively_and_of_python_records(tmp_path):
+    rng = np.random.default_rng(3)
+    words = ["zeta", "Äpfel", "apple", "", "日本", "apple pie", "b", "a\tb", "émile", "zz"]
+    lines = [words[i] + " " + str(rng.integers(0, 50)) for i in rng.integers(0, len(words), 3000)] + ["", "", "last"]
+    (tmp_path / "in.txt").write_text("\n".join(lines), encoding="utf-8")  # no final newline
+    s = Session(heddle.init(), memory_budget=20_000)  # runs spill
+    assert s.text_file(tmp_path / "in.txt").sort().collect() == sorted(lines)  # UTF-8 byte order = code point order
+    by3 = s.text_file(tmp_path / "in.txt").sort(key_bytes=3).collect()
+    assert [l.encode()[:3] for l in by3] == sorted(l.encode()[:3] for l in lines) and sorted(by3) == sorted(lines)
+    s.text_file(tmp_path / "in.txt").sort().write_text(tmp_path / "out")
+    assert "".join(p.read_text() for p in sorted((tmp_path / "out").iterdir())) == "".join(l + "\n" for l in sorted(lines))
+    # Python records: by themselves, or by a prefix of str / bytes.
+    xs = [int(x) for x in rng.integers(-1000, 1000, 2000)]
+    assert s.from_list(xs).sort().collect() == sorted(xs)
+    assert s.from_list(lines).sort().collect() == sorted(lines)
+    bs = [l.encode() for l in lines]
+    assert [b[:2] for b in s.from_list(bs).sort(key_bytes=2).collect()] == sorted(b[:2] for b in bs)
+    assert s.text_file(tmp_path / "in.txt").map(str.upper).sort().collect() == sorted(l.upper() for l in lines)
+    with pytest.raises(TypeError, match="sorts str or bytes records, not int"):
+        s.from_list(xs).sort(key_bytes=2)
+    with pytest.raises(ValueError, match="key_bytes"):
+        s.from_list(xs).sort(key_bytes=-1)
+    with pytest.raises(heddle.ArgumentError, match="spill directory .*nope does not exist"):
+        Session(heddle.init(), spill_dirs=[tmp_path / "nope"])
+
+
 def test_parquet_files_read_and_written_against_pyarrow(s, tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq

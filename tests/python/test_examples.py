@@ -163,20 +163,26 @@ def _records(n: int, seed: int) -> bytes:
     return rec.tobytes()
 
 
-@pytest.mark.parametrize("n", [2, 3])
-def test_sort_writes_raw_records_in_key_order(n, tmp_path):
+@pytest.mark.parametrize("n, sorting", [(2, "native"), (3, "native"), (2, "python"), (3, "python")])
+def test_sort_writes_records_in_key_order(n, sorting, tmp_path):
+    """Natively: 101-byte lines (with a tiny memory budget, so runs spill); with
+    --python: raw 100-byte records."""
     data = _records(20_000, seed=n)
     src = tmp_path / "records.txt"
     src.write_bytes(data)
     out = tmp_path / "sorted"
-    rep = report(run_job(n, str(EXAMPLES / "sort.py"), "--input", str(src), "--output", str(out), "--block-bytes", str(101 * 997)), "sort")
-    assert rep["records"] == 20_000 and rep["workers"] == n and rep["partitions"] == n
+    flags = ["--python", "--block-bytes", str(101 * 997)] if sorting == "python" else ["--mem-budget", "100000"]
+    rep = report(run_job(n, str(EXAMPLES / "sort.py"), "--input", str(src), "--output", str(out), *flags), "sort")
+    assert rep["records"] == 20_000 and rep["workers"] == n and rep["partitions"] == n and rep["sorting"] == sorting
     parts = sorted(out.iterdir())
     assert [p.name for p in parts] == [f"part-{i:05d}" for i in range(n)]
     got = b"".join(p.read_bytes() for p in parts)
+    stride = 100 if sorting == "python" else 101
     records = [data[i : i + 100] for i in range(0, len(data), 101)]
-    out_records = [got[i : i + 100] for i in range(0, len(got), 100)]
-    assert len(got) == 100 * len(records)
+    out_records = [got[i : i + 100] for i in range(0, len(got), stride)]
+    assert len(got) == stride * len(records)
+    if stride == 101:
+        assert got[100::101] == b"\n" * len(records)
     assert [r[:10] for r in out_records] == sorted(r[:10] for r in records)
     assert sorted(out_records) == sorted(records)
 

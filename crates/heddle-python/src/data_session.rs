@@ -4,9 +4,10 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use heddle_comm::dataflow::Options;
 use heddle_data::{OnMalformed, Session};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString};
+use pyo3::types::PyList;
 
 use crate::comm::PyComm;
 use crate::data_set::PyDataSet;
@@ -67,10 +68,11 @@ impl PySession {
 #[pymethods]
 impl PySession {
     /// A session over a copy of ``comm`` (collective), with ``partitions`` partitions per
-    /// data set (default: one per worker).
+    /// data set (default: one per worker), holding up to ``memory_budget`` bytes of records
+    /// per partition in sorts and shuffles before spilling to ``spill_dirs``.
     #[new]
-    #[pyo3(signature = (comm, partitions = None))]
-    fn new(py: Python<'_>, comm: &PyComm, partitions: Option<u32>) -> PyResult<PySession> {
+    #[pyo3(signature = (comm, partitions = None, memory_budget = None, spill_dirs = None))]
+    fn new(py: Python<'_>, comm: &PyComm, partitions: Option<u32>, memory_budget: Option<usize>, spill_dirs: Option<Vec<PathBuf>>) -> PyResult<PySession> {
         let c = comm.shared();
         let own = blocking(py, || c.split(Some(0), c.rank() as i64)).map_err(errors::comm)?;
         let own = own.ok_or_else(|| Kind::Comm.err("could not copy the communicator for the session"))?;
@@ -80,6 +82,17 @@ impl PySession {
         let s = match partitions {
             Some(p) => s.with_partitions(p).map_err(errors::data)?,
             None => s,
+        };
+        let s = if memory_budget.is_some() || spill_dirs.is_some() {
+            let defaults = Options::batch().spill;
+            let dirs = spill_dirs.filter(|d| !d.is_empty()).unwrap_or(defaults.dirs);
+            if let Some(missing) = dirs.iter().find(|d| !d.is_dir()) {
+                return Err(argument(format!("spill directory {} does not exist: create it, or leave spill_dirs out to use the system temp directory", missing.display())));
+            }
+            let opts = Options::batch().spill(memory_budget.unwrap_or(defaults.budget_bytes), dirs);
+            s.with_options(opts).map_err(errors::data)?
+        } else {
+            s
         };
         Ok(PySession { s, id: SESSIONS.fetch_add(1, Ordering::Relaxed) })
     }
@@ -124,8 +137,8 @@ impl PySession {
     fn text_file(&self, path: PathBuf) -> PyResult<PyDataSet> {
         let lines = self.s.text_file(&path).map_err(errors::data)?;
         let blocks = data_text::blocks(&self.s, &path, LINES_BLOCK_BYTES, false).map_err(|e| input_error(e.to_string()))?;
-        let records = lines.map(|l: String| Python::attach(|py| PyObj::new(PyString::new(py, &l).into_any())));
-        Ok(PyDataSet { ds: records, session: self.id, native: Some(Native::Text { blocks, binary: false }) })
+        let records = data_text::line_records(&lines);
+        Ok(PyDataSet { ds: records, session: self.id, native: Some(Native::Lines { lines, blocks }) })
     }
 
     /// Blocks of whole lines (``str``, or ``bytes`` if ``binary``; each line ending with a
@@ -134,7 +147,7 @@ impl PySession {
     fn text_blocks(&self, path: PathBuf, block_bytes: u64, binary: bool) -> PyResult<PyDataSet> {
         let blocks = data_text::blocks(&self.s, &path, data_text::block_size(block_bytes)?, binary).map_err(|e| input_error(e.to_string()))?;
         let records = data_text::block_records(&blocks, binary);
-        Ok(PyDataSet { ds: records, session: self.id, native: Some(Native::Text { blocks, binary }) })
+        Ok(PyDataSet { ds: records, session: self.id, native: Some(Native::Blocks { blocks, binary }) })
     }
 
     /// Rows of CSV files as lists of str (a header line, if ``header``, is skipped in

@@ -228,13 +228,13 @@ impl PyDataSet {
     /// The words of ``str`` or ``bytes`` records: runs of characters other than ASCII
     /// whitespace (as ``bytes.split()``); split natively for text read from files.
     fn words(&self) -> PyDataSet {
-        match &self.native {
-            Some(Native::Text { blocks, binary }) => PyDataSet {
-                ds: data_text::word_records(blocks, *binary),
+        match self.native.as_ref().and_then(Native::text) {
+            Some((blocks, binary)) => PyDataSet {
+                ds: data_text::word_records(blocks, binary),
                 session: self.session,
-                native: Some(Native::Words { blocks: blocks.clone(), binary: *binary }),
+                native: Some(Native::Words { blocks: blocks.clone(), binary }),
             },
-            _ => self.wrap(data_text::split_records(&self.ds)),
+            None => self.wrap(data_text::split_records(&self.ds)),
         }
     }
 
@@ -251,6 +251,21 @@ impl PyDataSet {
     fn distinct(&self) -> PyDataSet {
         let keys = self.ds.flat_map(|x: PyObj| guarded(|py| PyKey::new(x.bind(py))));
         self.wrap(keys.distinct().flat_map(|k: PyKey| guarded(|py| Ok(PyObj::new(k.into_py(py)?)))))
+    }
+
+    /// The records sorted across partitions (samples the keys now: an action): by
+    /// themselves (compared as keys), or by the first ``key_bytes`` bytes of ``str`` (as
+    /// UTF-8) or ``bytes`` records; lines of ``text_file`` natively.
+    #[pyo3(signature = (key_bytes = None))]
+    fn sort(&self, py: Python<'_>, key_bytes: Option<usize>) -> PyResult<PyDataSet> {
+        if let Some(lines) = self.native.as_ref().and_then(Native::lines) {
+            let pairs = action(py, &lines, || data_text::sort_lines(&lines, key_bytes))?;
+            let records = data_text::line_records(&pairs.map(|(_, line): (data_text::LineKey, String)| line));
+            return Ok(PyDataSet { ds: records, session: self.session, native: Some(Native::Sorted { pairs }) });
+        }
+        let p = data_text::sort_pairs(&self.ds, key_bytes);
+        let sorted = action(py, &p, || p.sort_by_key())?;
+        Ok(self.wrap(sorted.map(|(_, v): (PyKey, PyObj)| v)))
     }
 
     /// Sorted by key across partitions (samples the keys now: an action).
@@ -348,6 +363,9 @@ impl PyDataSet {
 
     /// Writes each record's ``str`` as a line into ``dir/part-NNNNN``.
     fn write_text(&self, py: Python<'_>, dir: PathBuf) -> PyResult<()> {
+        if let Some(lines) = self.native.as_ref().and_then(Native::lines) {
+            return action(py, &lines, || lines.write_text(&dir));
+        }
         let lines = self.ds.flat_map(|x: PyObj| guarded(|py| Ok(x.bind(py).str()?.to_str()?.to_owned())));
         action(py, &lines, || lines.write_text(&dir))
     }

@@ -1,14 +1,16 @@
-//! Native text steps of Python data sets: `words` and `value_counts`.
+//! Native text steps of Python data sets: `words`, `value_counts`, `sort` and writing lines.
 //!
-//! A data set read from text files (`text_file`, `text_blocks`) remembers its source as
-//! native blocks of whole lines ([`Native::Text`]). `words()` on such a data set splits the
-//! blocks natively ([`Native::Words`]), and `value_counts()` on the words counts them into
-//! each partition's table as they are split — no Python object is made for a word until
-//! the counts are handed back as `(word, count)` tuples. This is what PySpark's
-//! `split`/`explode`/`groupBy().count()` and polars' `str.split().explode().value_counts()`
-//! do for their users. On any other data set the same methods work on the Python records:
-//! `words()` splits `str` or `bytes` records, and `value_counts()` counts records by their
-//! canonical key encoding, natively (no Python call per record).
+//! A data set read from text files (`text_file`, `text_blocks`) remembers its source
+//! natively ([`Native`]). `words()` on such a data set splits its blocks natively, and
+//! `value_counts()` on the words counts them into each partition's table as they are split
+//! — no Python object is made for a word until the counts are handed back as
+//! `(word, count)` tuples. `sort()` of `text_file` lines sorts them natively (an external
+//! sort by their bytes, or a prefix of them), and `write_text` of native lines writes them
+//! natively. This is what PySpark's DataFrame functions (`split`/`explode`/`groupBy().count()`,
+//! `sort`) and polars' expressions do for their users. On any other data set the same
+//! methods work on the Python records: `words()` splits `str` or `bytes` records,
+//! `value_counts()` counts records by their canonical key encoding (no Python call per
+//! record), `sort()` sorts them by canonical key.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,20 +18,45 @@ use std::sync::Arc;
 use heddle_data::{Combiner, DataSet, Session, TextBlocks};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyString, PyTuple};
+use serde::{Deserialize, Serialize};
 
 use crate::data_set::guarded;
 use crate::errors::{argument, Kind};
 use crate::failure;
 use crate::record::{pair_to, PyKey, PyObj};
 
-/// What is known natively about a data set's records.
+/// What is known natively about a data set's records. `blocks` are blocks of whole lines
+/// of the source files (valid UTF-8 unless `binary`).
 #[derive(Clone, Debug)]
 pub(crate) enum Native {
-    /// The records are the lines (or blocks of lines) of this text: blocks of whole lines
-    /// (valid UTF-8 unless `binary`).
-    Text { blocks: DataSet<Vec<u8>>, binary: bool },
-    /// The records are the words of this text.
+    /// The records are these blocks (`text_blocks`).
+    Blocks { blocks: DataSet<Vec<u8>>, binary: bool },
+    /// The records are the lines of the blocks (`text_file`), natively `lines`.
+    Lines { lines: DataSet<String>, blocks: DataSet<Vec<u8>> },
+    /// The records are the words of the blocks.
     Words { blocks: DataSet<Vec<u8>>, binary: bool },
+    /// The records are lines, sorted: `(key, line)` pairs in key order.
+    Sorted { pairs: DataSet<(LineKey, String)> },
+}
+
+impl Native {
+    /// The blocks whose words the records hold or are split into, and whether binary.
+    pub(crate) fn text(&self) -> Option<(&DataSet<Vec<u8>>, bool)> {
+        match self {
+            Native::Blocks { blocks, binary } => Some((blocks, *binary)),
+            Native::Lines { blocks, .. } => Some((blocks, false)),
+            Native::Words { .. } | Native::Sorted { .. } => None,
+        }
+    }
+
+    /// The records as native lines, if they are lines.
+    pub(crate) fn lines(&self) -> Option<DataSet<String>> {
+        match self {
+            Native::Lines { lines, .. } => Some(lines.clone()),
+            Native::Sorted { pairs } => Some(pairs.map(|(_, line): (LineKey, String)| line)),
+            Native::Blocks { .. } | Native::Words { .. } => None,
+        }
+    }
 }
 
 /// The bytes Python's `bytes.split()` splits at (ASCII whitespace, including `\v`).
@@ -132,10 +159,83 @@ pub(crate) fn count_records(ds: &DataSet<PyObj>) -> DataSet<PyObj> {
         .flat_map(|(k, n): (PyKey, u64)| guarded(|py| Ok(PyObj::new(pair_to(py, k, PyInt::new(py, n).into_any())?))))
 }
 
+/// A byte string as a sort key in byte order, its first 16 bytes inline (no allocation
+/// and no pointer to follow for keys of up to 16 bytes, the usual sort key).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub(crate) struct LineKey {
+    /// The first 16 bytes, big-endian, zero-padded.
+    head: u128,
+    /// The bytes after the first 16.
+    rest: Vec<u8>,
+    /// The length: among keys equal when zero-padded, the shorter is a prefix of the longer.
+    len: usize,
+}
+
+impl LineKey {
+    /// The key of `bytes` (its first `key_bytes`, or all of it).
+    fn of(bytes: &[u8], key_bytes: Option<usize>) -> LineKey {
+        let key = &bytes[..key_bytes.map_or(bytes.len(), |n| n.min(bytes.len()))];
+        let (first, rest) = key.split_at(key.len().min(16));
+        let mut head = [0u8; 16];
+        head[..first.len()].copy_from_slice(first);
+        LineKey { head: u128::from_be_bytes(head), rest: rest.to_vec(), len: key.len() }
+    }
+}
+
+/// Native lines sorted by their bytes (or a prefix): an action (it samples the keys).
+pub(crate) fn sort_lines(lines: &DataSet<String>, key_bytes: Option<usize>) -> heddle_data::Result<DataSet<(LineKey, String)>> {
+    lines.map(move |line: String| (LineKey::of(line.as_bytes(), key_bytes), line)).sort_by_key()
+}
+
+/// Python `str` records of native lines.
+pub(crate) fn line_records(lines: &DataSet<String>) -> DataSet<PyObj> {
+    lines.map(|l: String| Python::attach(|py| PyObj::new(PyString::new(py, &l).into_any())))
+}
+
+/// `(key, record)` pairs for `sort()` of Python records: the key is the record (compared
+/// canonically), or the first `key_bytes` bytes of a `str` (UTF-8) or `bytes` record.
+pub(crate) fn sort_pairs(ds: &DataSet<PyObj>, key_bytes: Option<usize>) -> DataSet<(PyKey, PyObj)> {
+    ds.flat_map(move |x: PyObj| {
+        guarded(|py| {
+            let obj = x.bind(py);
+            let Some(n) = key_bytes else { return Ok((PyKey::new(obj)?, x.clone())) };
+            let bytes: &[u8] = if let Ok(s) = obj.cast::<PyString>() {
+                s.to_str()?.as_bytes()
+            } else if let Ok(b) = obj.cast::<PyBytes>() {
+                b.as_bytes()
+            } else {
+                let kind = obj.get_type().name()?;
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!("sort(key_bytes=...) sorts str or bytes records, not {kind}")));
+            };
+            let key = PyBytes::new(py, &bytes[..n.min(bytes.len())]);
+            Ok((PyKey::new(key.as_any())?, x.clone()))
+        })
+    })
+}
+
 /// Checks a block size argument.
 pub(crate) fn block_size(block_bytes: u64) -> PyResult<u64> {
     if block_bytes == 0 {
         return Err(argument("block_bytes must be at least 1"));
     }
     Ok(block_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LineKey;
+
+    #[test]
+    fn line_keys_order_as_their_bytes() {
+        let words: Vec<&[u8]> = vec![
+            b"", b"\0", b"\0\0", b"a", b"a\0", b"ab", b"abcdefghijklmnop", b"abcdefghijklmnop\0", b"abcdefghijklmnopq",
+            b"abcdefghijklmnoq", b"abcdefghijklmnop\0\0", b"b", b"\xff", b"\xff\xff", b"abcdefghijklmnopqrstuvwxyz", b"abcdefghijklmnopqrstuvwxy",
+        ];
+        for a in &words {
+            for b in &words {
+                assert_eq!(LineKey::of(a, None).cmp(&LineKey::of(b, None)), a.cmp(b), "{a:?} vs {b:?}");
+                assert_eq!(LineKey::of(a, Some(3)).cmp(&LineKey::of(b, Some(3))), a[..a.len().min(3)].cmp(&b[..b.len().min(3)]), "{a:?} vs {b:?}, 3 bytes");
+            }
+        }
+    }
 }

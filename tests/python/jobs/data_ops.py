@@ -160,6 +160,11 @@ try:
         check(f"text_blocks {bb}", "".join(blocks).replace("\r\n", "\n").splitlines(), text_lines)
         check(f"text_blocks {bb} whole lines", all(b.endswith("\n") for b in blocks), True)
     check("text_blocks binary", b"".join(s.text_blocks(inp / "a.txt", 50, binary=True).collect_all()), (inp / "a.txt").read_bytes())
+    # Lines sorted natively across workers (equal keys' order is unspecified).
+    check("text_file sort", s.text_file(inp / "*.txt").sort().collect_all(), sorted(text_lines))
+    by4 = s.text_file(inp / "*.txt").sort(key_bytes=4).collect_all()
+    check("text_file sort by 4 bytes", ([l.encode()[:4] for l in by4], sorted(by4)), (sorted(l.encode()[:4] for l in text_lines), sorted(text_lines)))
+    check("sort of Python records", s.from_list(list(range(500, 0, -1))).sort().collect_all(), list(range(1, 501)))
     # Words split and counted natively (text from files) or from Python str records: against
     # collections.Counter of bytes.split() over the raw bytes of the files.
     raw = (inp / "a.txt").read_bytes() + (inp / "b.txt").read_bytes()
