@@ -113,10 +113,12 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
         let mut keys: Vec<K> = samples.into_iter().flat_map(|s| s.0).collect();
         keys.sort();
         let splitters: Vec<K> = (1..p).filter_map(|i| keys.get(i * keys.len() / p).cloned()).collect();
-        // Records held decoded per partition before a run spills: the budget over twice the
-        // records' encoded size (decoded records take more room than encoded ones).
-        let per_record = if records == 0 { 1 } else { (bytes / records).max(1) };
-        let max_held = (self.session.0.opts.spill.budget_bytes as u64 / (2 * per_record)).max(1024) as usize;
+        // Records held decoded per partition before a run spills. A held record takes its
+        // heap data (about its encoded size) plus its slot in the vector of held records,
+        // counted twice: the vector grows by doubling, and the stable sort needs scratch.
+        let encoded = if records == 0 { 1 } else { (bytes / records).max(1) };
+        let per_record = encoded + 2 * std::mem::size_of::<(K, V)>() as u64;
+        let max_held = (self.session.0.opts.spill.budget_bytes as u64 / per_record).max(1024) as usize;
         let dirs = self.session.0.opts.spill.dirs.clone();
         let splitters = Arc::new(splitters);
         Ok(self.then(

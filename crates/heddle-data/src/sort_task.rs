@@ -70,7 +70,7 @@ impl<K: Record + Ord, V: Record> ExternalSort<K, V> {
         let io = |source| Error::Io { path: path.display().to_string(), source };
         let mut w = BufWriter::with_capacity(1 << 20, File::create(&path).map_err(io)?);
         // The run file goes away with the run, whatever happens next.
-        let mut run = Run { path: path.clone(), reader: None, left: 0, value: None, level: 0, _k: PhantomData };
+        let mut run = Run { path: Some(path.clone()), reader: None, memory: None, left: 0, value: None, level: 0, _k: PhantomData };
         for rec in records {
             bincode::serialize_into(&mut w, &rec?).map_err(|e| Error::InvalidArgument(format!("{}: encoding a record: {e}", path.display())))?;
             run.left += 1;
@@ -117,7 +117,11 @@ impl<K: Record + Ord, V: Record> ExternalSort<K, V> {
             return Ok(());
         }
         if !self.held.is_empty() {
-            self.spill()?;
+            // The rest stays in memory, merged as the newest run.
+            let mut held = std::mem::take(&mut self.held);
+            held.sort_by(|a, b| a.0.cmp(&b.0));
+            let left = held.len() as u64;
+            self.runs.push(Run { path: None, reader: None, memory: Some(held.into_iter()), left, value: None, level: 0, _k: PhantomData });
         }
         while self.runs.len() > FAN_IN {
             let group: Vec<Run<K, V>> = self.runs.drain(..FAN_IN).collect();
@@ -188,11 +192,14 @@ impl<K: Record + Ord, V: Record> Compute for ExternalSort<K, V> {
     }
 }
 
-/// A sorted run on disk, read back one record at a time (the file open only while it is
-/// read); the file is removed on drop.
+/// A sorted run, read back one record at a time: on disk (the file open only while it is
+/// read, and removed on drop), or the last one still in memory.
 struct Run<K, V> {
-    path: PathBuf,
+    /// The run's file (`None` for the last run of a sort, kept in memory).
+    path: Option<PathBuf>,
     reader: Option<BufReader<File>>,
+    /// The records of a run kept in memory.
+    memory: Option<std::vec::IntoIter<(K, V)>>,
     /// Records not read yet.
     left: u64,
     /// The value of the run's current head.
@@ -210,13 +217,19 @@ impl<K: DeserializeOwned, V: DeserializeOwned> Run<K, V> {
             self.reader = None;
             return Ok(None);
         }
-        if self.reader.is_none() {
-            let file = File::open(&self.path).map_err(|source| Error::Io { path: self.path.display().to_string(), source })?;
-            self.reader = Some(BufReader::with_capacity(1 << 16, file));
-        }
-        let reader = self.reader.as_mut().expect("opened above");
-        let (k, v) = bincode::deserialize_from::<_, (K, V)>(reader)
-            .map_err(|e| Error::InvalidArgument(format!("{}: a spilled run is damaged ({} records short): {e}", self.path.display(), self.left)))?;
+        let (k, v) = match (&mut self.memory, &self.path) {
+            (Some(records), _) => records.next().expect("`left` counts the records"),
+            (None, None) => return Ok(None),
+            (None, Some(path)) => {
+                if self.reader.is_none() {
+                    let file = File::open(path).map_err(|source| Error::Io { path: path.display().to_string(), source })?;
+                    self.reader = Some(BufReader::with_capacity(1 << 16, file));
+                }
+                let reader = self.reader.as_mut().expect("opened above");
+                bincode::deserialize_from::<_, (K, V)>(reader)
+                    .map_err(|e| Error::InvalidArgument(format!("{}: a spilled run is damaged ({} records short): {e}", path.display(), self.left)))?
+            }
+        };
         self.left -= 1;
         self.value = Some(v);
         Ok(Some(k))
@@ -225,7 +238,9 @@ impl<K: DeserializeOwned, V: DeserializeOwned> Run<K, V> {
 
 impl<K, V> Drop for Run<K, V> {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        if let Some(path) = &self.path {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
