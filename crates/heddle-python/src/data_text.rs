@@ -103,7 +103,8 @@ fn text_object<'py>(py: Python<'py>, bytes: &[u8], binary: bool) -> Bound<'py, P
     if binary {
         return PyBytes::new(py, bytes).into_any();
     }
-    // Checked when read; a failure here would be a bug, so say so rather than guess.
+    // Checked when read (see `blocks`), and split only at ASCII bytes; were it ever not
+    // UTF-8, the bytes are handed over as they are rather than guessed at.
     match std::str::from_utf8(bytes) {
         Ok(s) => PyString::new(py, s).into_any(),
         Err(_) => PyBytes::new(py, bytes).into_any(),

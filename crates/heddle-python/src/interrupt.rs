@@ -24,7 +24,7 @@ const GRACE: Duration = Duration::from_millis(250);
 /// How long an aborted job may take to return after Ctrl-C before the worker exits.
 const ABORT_GRACE: Duration = Duration::from_secs(5);
 /// The reason an interrupted job gives.
-pub(crate) const INTERRUPTED: &str = "interrupted (SIGINT)";
+const INTERRUPTED: &str = "interrupted (SIGINT)";
 
 /// Jobs that Ctrl-C aborts (the runs in [`abortable`] now).
 static ABORTABLE: Mutex<Vec<AbortHandle>> = Mutex::new(Vec::new());
