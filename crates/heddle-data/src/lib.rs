@@ -19,6 +19,7 @@
 //! assert_eq!(counts.collect().unwrap(), Some(vec![("a".to_string(), 3), ("b".to_string(), 2)]));
 //! ```
 
+mod bytes_key;
 mod chunks;
 mod combine;
 mod dataset;
@@ -55,6 +56,7 @@ impl<T> Locked<T> for std::sync::Mutex<T> {
     }
 }
 
+pub use bytes_key::BytesKey;
 pub use combine::Combiner;
 pub use dataset::DataSet;
 pub use error::{Error, Result};

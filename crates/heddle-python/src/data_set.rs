@@ -260,7 +260,7 @@ impl PyDataSet {
     fn sort(&self, py: Python<'_>, key_bytes: Option<usize>) -> PyResult<PyDataSet> {
         if let Some(lines) = self.native.as_ref().and_then(Native::lines) {
             let pairs = action(py, &lines, || data_text::sort_lines(&lines, key_bytes))?;
-            let records = data_text::line_records(&pairs.map(|(_, line): (data_text::LineKey, String)| line));
+            let records = data_text::line_records(&pairs.map(|(_, line): (heddle_data::BytesKey, String)| line));
             return Ok(PyDataSet { ds: records, session: self.session, native: Some(Native::Sorted { pairs }) });
         }
         let p = data_text::sort_pairs(&self.ds, key_bytes);

@@ -15,10 +15,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use heddle_data::{Combiner, DataSet, Session, TextBlocks};
+use heddle_data::{BytesKey, Combiner, DataSet, Session, TextBlocks};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyString, PyTuple};
-use serde::{Deserialize, Serialize};
 
 use crate::data_set::guarded;
 use crate::errors::{argument, Kind};
@@ -36,7 +35,7 @@ pub(crate) enum Native {
     /// The records are the words of the blocks.
     Words { blocks: DataSet<Vec<u8>>, binary: bool },
     /// The records are lines, sorted: `(key, line)` pairs in key order.
-    Sorted { pairs: DataSet<(LineKey, String)> },
+    Sorted { pairs: DataSet<(BytesKey, String)> },
 }
 
 impl Native {
@@ -53,7 +52,7 @@ impl Native {
     pub(crate) fn lines(&self) -> Option<DataSet<String>> {
         match self {
             Native::Lines { lines, .. } => Some(lines.clone()),
-            Native::Sorted { pairs } => Some(pairs.map(|(_, line): (LineKey, String)| line)),
+            Native::Sorted { pairs } => Some(pairs.map(|(_, line): (BytesKey, String)| line)),
             Native::Blocks { .. } | Native::Words { .. } => None,
         }
     }
@@ -160,32 +159,9 @@ pub(crate) fn count_records(ds: &DataSet<PyObj>) -> DataSet<PyObj> {
         .flat_map(|(k, n): (PyKey, u64)| guarded(|py| Ok(PyObj::new(pair_to(py, k, PyInt::new(py, n).into_any())?))))
 }
 
-/// A byte string as a sort key in byte order, its first 16 bytes inline (no allocation
-/// and no pointer to follow for keys of up to 16 bytes, the usual sort key).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub(crate) struct LineKey {
-    /// The first 16 bytes, big-endian, zero-padded.
-    head: u128,
-    /// The bytes after the first 16.
-    rest: Vec<u8>,
-    /// The length: among keys equal when zero-padded, the shorter is a prefix of the longer.
-    len: usize,
-}
-
-impl LineKey {
-    /// The key of `bytes` (its first `key_bytes`, or all of it).
-    fn of(bytes: &[u8], key_bytes: Option<usize>) -> LineKey {
-        let key = &bytes[..key_bytes.map_or(bytes.len(), |n| n.min(bytes.len()))];
-        let (first, rest) = key.split_at(key.len().min(16));
-        let mut head = [0u8; 16];
-        head[..first.len()].copy_from_slice(first);
-        LineKey { head: u128::from_be_bytes(head), rest: rest.to_vec(), len: key.len() }
-    }
-}
-
 /// Native lines sorted by their bytes (or a prefix): an action (it samples the keys).
-pub(crate) fn sort_lines(lines: &DataSet<String>, key_bytes: Option<usize>) -> heddle_data::Result<DataSet<(LineKey, String)>> {
-    lines.map(move |line: String| (LineKey::of(line.as_bytes(), key_bytes), line)).sort_by_key()
+pub(crate) fn sort_lines(lines: &DataSet<String>, key_bytes: Option<usize>) -> heddle_data::Result<DataSet<(BytesKey, String)>> {
+    lines.map(move |line: String| (BytesKey::new(line.as_bytes(), key_bytes), line)).sort_by_key()
 }
 
 /// Python `str` records of native lines.
@@ -220,23 +196,4 @@ pub(crate) fn block_size(block_bytes: u64) -> PyResult<u64> {
         return Err(argument("block_bytes must be at least 1"));
     }
     Ok(block_bytes)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::LineKey;
-
-    #[test]
-    fn line_keys_order_as_their_bytes() {
-        let words: Vec<&[u8]> = vec![
-            b"", b"\0", b"\0\0", b"a", b"a\0", b"ab", b"abcdefghijklmnop", b"abcdefghijklmnop\0", b"abcdefghijklmnopq",
-            b"abcdefghijklmnoq", b"abcdefghijklmnop\0\0", b"b", b"\xff", b"\xff\xff", b"abcdefghijklmnopqrstuvwxyz", b"abcdefghijklmnopqrstuvwxy",
-        ];
-        for a in &words {
-            for b in &words {
-                assert_eq!(LineKey::of(a, None).cmp(&LineKey::of(b, None)), a.cmp(b), "{a:?} vs {b:?}");
-                assert_eq!(LineKey::of(a, Some(3)).cmp(&LineKey::of(b, Some(3))), a[..a.len().min(3)].cmp(&b[..b.len().min(3)]), "{a:?} vs {b:?}, 3 bytes");
-            }
-        }
-    }
 }
