@@ -263,5 +263,11 @@ class Stream:
         the run ends)."""
         self._native.write_socket(_address(address), stop, timeout, max_records)
 
+    def write_redis(self, url: str, key: str, stop: Optional[StopHandle] = None, timeout: Optional[float] = None, max_records: Optional[int] = None) -> None:
+        """Appends each record's ``str`` to the Redis stream ``key`` at ``url``
+        (``"redis://host:port/"``) as an entry with one field, ``value`` (``XADD``; one
+        connection per worker): what ``Session.redis_stream`` reads."""
+        self._native.write_redis(str(url), str(key), stop, timeout, max_records)
+
     def __repr__(self) -> str:
         return repr(self._native)

@@ -258,6 +258,24 @@ def test_redis_stream_source(s, redis_url):
     assert sorted((w.key, w.value) for w in counts) == sorted((f"w{k}", 10) for k in range(4) for _ in range(3))
 
 
+def test_redis_stream_sink(s, redis_url):
+    port = redis_url
+    url = f"redis://127.0.0.1:{port}/"
+    s.stream_from_list([f"r{i}" for i in range(300)] + ["日本 ü"]).write_redis(url, "out")
+    listed = subprocess.run(["redis-cli", "-p", str(port), "XLEN", "out"], check=True, capture_output=True, text=True).stdout
+    assert int(listed) == 301
+    # Read back with the source, ended by an entry of our own.
+    subprocess.run(["redis-cli", "-p", str(port), "XADD", "out", "*", "__end__", "1"], check=True, capture_output=True)
+    back = s.redis_stream(url, "out", end_field="__end__").map(lambda e: e[1]["value"]).collect()
+    assert back == [f"r{i}" for i in range(300)] + ["日本 ü"]
+    # An unbounded stream into Redis, stopped after a number of records.
+    s.stream_generate(lambda i: i).write_redis(url, "numbers", max_records=500)
+    n = int(subprocess.run(["redis-cli", "-p", str(port), "XLEN", "numbers"], check=True, capture_output=True, text=True).stdout)
+    assert n >= 500
+    with pytest.raises(heddle.DataError, match="127.0.0.1:1"):
+        s.stream_from_list(["x"]).write_redis("redis://127.0.0.1:1/", "nowhere")
+
+
 def test_unbounded_streams_stop(s):
     # After a number of records reaching the sink (records already on their way still come).
     seen = []

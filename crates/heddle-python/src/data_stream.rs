@@ -223,6 +223,19 @@ impl PyStream {
         max_records: Option<u64>,
         each: impl Fn(u32, PyObj) -> heddle_data::Result<()> + Send + Sync + 'static,
     ) -> PyResult<()> {
+        self.run_sink(py, stop, timeout, max_records, move |st, stop| st.run(each, Some(stop)))
+    }
+
+    /// [`PyStream::run_into`] with a sink of its own: `sink(stream, stop)` runs the stream
+    /// (counted for `max_records`) into it until `stop` is stopped.
+    fn run_sink(
+        &self,
+        py: Python<'_>,
+        stop: Option<&PyStopHandle>,
+        timeout: Option<f64>,
+        max_records: Option<u64>,
+        sink: impl FnOnce(&Stream<PyObj>, StopHandle) -> heddle_data::Result<()>,
+    ) -> PyResult<()> {
         let until = Arc::new(Until::new(stop, max_records)?);
         let _timer = timeout.map(|t| stop_after(until.stop.clone(), t)).transpose()?;
         let dog = if self.workers > 1 { Some(Watchdog::start()?) } else { None };
@@ -234,18 +247,11 @@ impl PyStream {
                 dog.set(Watch::Failed(described(e)));
             }
         };
-        let st = &self.st;
-        let (r, raised) = abortable(py, &st.session().abort_handle(), || {
-            failure::scope_watched(on_failure, || {
-                st.run(
-                    move |i, x| {
-                        until.arrived();
-                        each(i, x)
-                    },
-                    Some(stop.clone()),
-                )
-            })
+        let counted = self.st.map(move |x: PyObj| {
+            until.arrived();
+            x
         });
+        let (r, raised) = abortable(py, &self.st.session().abort_handle(), || failure::scope_watched(on_failure, || sink(&counted, stop)));
         if let Some(dog) = dog {
             dog.set(Watch::Ended);
         }
@@ -396,6 +402,16 @@ impl PyStream {
         self.run_into(py, stop.as_deref(), timeout, max_records, move |i, x| {
             let Some(line) = line_of(&x) else { return Ok(()) };
             write_to(&conns, i, line.as_bytes(), || TcpStream::connect(&addr)).map_err(|e| Error::Io { path: format!("tcp://{addr}"), source: e })
+        })
+    }
+
+    /// Appends each record's ``str`` to the Redis stream ``key`` at ``url`` as an entry with
+    /// one field, ``value`` (one connection per worker).
+    #[pyo3(signature = (url, key, stop = None, timeout = None, max_records = None))]
+    fn write_redis(&self, py: Python<'_>, url: String, key: String, stop: Option<PyRef<'_, PyStopHandle>>, timeout: Option<f64>, max_records: Option<u64>) -> PyResult<()> {
+        self.run_sink(py, stop.as_deref(), timeout, max_records, move |st, stop| {
+            let text = st.flat_map(|x: PyObj| guarded(|py| Ok(x.bind(py).str()?.to_str()?.to_owned())));
+            text.write_redis(&url, &key, Some(stop))
         })
     }
 
