@@ -64,13 +64,14 @@ def digest(records) -> tuple:
     return n, total & ((1 << 64) - 1)
 
 
-def input_records(path: Path):
+def records_of(path: Path, step: int):
+    """The 100-byte records of a file of ``step``-byte records (101: lines)."""
     with open(path, "rb") as f:
         while True:
-            buf = f.read(LINE * 65536)
+            buf = f.read(step * 65536)
             if not buf:
                 return
-            for i in range(0, len(buf), LINE):
+            for i in range(0, len(buf), step):
                 yield buf[i : i + RECORD]
 
 
@@ -88,14 +89,7 @@ def part_files(directory: Path) -> list:
 
 def output_records(directory: Path):
     for part in part_files(directory):
-        step = stride(part)
-        with open(part, "rb") as f:
-            while True:
-                buf = f.read(step * 65536)
-                if not buf:
-                    break
-                for i in range(0, len(buf), step):
-                    yield buf[i : i + RECORD]
+        yield from records_of(part, stride(part))
 
 
 def check(path: Path, directory: Path) -> tuple[bool, str]:
@@ -109,7 +103,7 @@ def check(path: Path, directory: Path) -> tuple[bool, str]:
         if r[:KEY] < last:
             return False, f"keys out of order at record {i + 1}"
         last = r[:KEY]
-    want, got = digest(input_records(path)), digest(output_records(directory))
+    want, got = digest(records_of(path, LINE)), digest(output_records(directory))
     if want != got:
         return False, f"{got[0]} records (want {want[0]}), checksum {'equal' if want[1] == got[1] else 'differs'}"
     return True, f"{got[0]} records in {len(files)} files, in key order, checksum equal"
