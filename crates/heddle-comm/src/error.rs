@@ -58,6 +58,15 @@ pub enum Error {
     /// A configuration value is wrong.
     #[error("configuration: {0}")]
     Config(String),
+    /// A file, directory or segment that must be private to this user is not: another user
+    /// owns it or may read or write it, or it is not what it should be (e.g. a symlink).
+    #[error("{} is not private to this user: {detail}; refusing to use it (remove it, or check who created it)", path.display())]
+    NotPrivate {
+        /// What was checked.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        detail: String,
+    },
     /// An object could not be (de)serialized.
     #[error("serialization: {0}")]
     Serialization(#[from] bincode::Error),

@@ -33,6 +33,8 @@ mod element;
 mod engine;
 mod error;
 mod object;
+pub mod private;
+pub mod scratch;
 pub mod spill;
 pub mod transport;
 mod world;

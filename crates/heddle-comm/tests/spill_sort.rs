@@ -22,12 +22,22 @@ impl Scratch {
         Scratch(dir)
     }
 
-    /// Spill files currently in the directory.
+    /// Spill files currently in the directory's private scratch directories (an empty
+    /// scratch directory counts as one: it should be gone with its last run).
     fn spill_files(&self) -> usize {
-        fs::read_dir(&self.0)
-            .unwrap()
-            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("heddle-spill-"))
-            .count()
+        let mut runs = 0;
+        for entry in fs::read_dir(&self.0).unwrap() {
+            let entry = entry.unwrap();
+            if !entry.file_name().to_string_lossy().starts_with("heddle-scratch-") {
+                continue;
+            }
+            runs += fs::read_dir(entry.path())
+                .unwrap()
+                .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("heddle-spill-"))
+                .count()
+                .max(1);
+        }
+        runs
     }
 
     fn config(&self, budget_bytes: usize) -> SpillConfig {

@@ -10,6 +10,9 @@ use std::io::{BufReader, BufWriter, Write};
 use std::marker::PhantomData;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::Arc;
+
+use heddle_comm::scratch::ScratchDir;
 
 use heddle_task::{Compute, Context, Produced, Record, Result};
 use serde::de::DeserializeOwned;
@@ -32,6 +35,8 @@ pub(crate) struct ExternalSort<K, V> {
     held: Vec<(K, V)>,
     max_held: usize,
     dirs: Vec<PathBuf>,
+    /// This sort's private scratch directory in each of `dirs`, made at its first run there.
+    scratch: Vec<Option<Arc<ScratchDir>>>,
     runs: Vec<Run<K, V>>,
     /// Run files written so far (which spill directory is next).
     written: usize,
@@ -50,7 +55,8 @@ impl<K: Record + Ord, V: Record> ExternalSort<K, V> {
     /// directory if none is given).
     pub(crate) fn new(max_held: usize, dirs: Vec<PathBuf>) -> Self {
         let dirs = if dirs.is_empty() { vec![std::env::temp_dir()] } else { dirs };
-        ExternalSort { held: Vec::new(), max_held: max_held.max(1), dirs, runs: Vec::new(), written: 0, out: Output::Idle }
+        let scratch = vec![None; dirs.len()];
+        ExternalSort { held: Vec::new(), max_held: max_held.max(1), dirs, scratch, runs: Vec::new(), written: 0, out: Output::Idle }
     }
 
     /// Takes one record.
@@ -64,13 +70,24 @@ impl<K: Record + Ord, V: Record> ExternalSort<K, V> {
 
     /// Writes `records` (sorted) as a new run.
     fn write_run(&mut self, records: impl IntoIterator<Item = crate::Result<(K, V)>>) -> crate::Result<Run<K, V>> {
-        let dir = &self.dirs[self.written % self.dirs.len()];
+        let i = self.written % self.dirs.len();
         self.written += 1;
-        let path = dir.join(format!("heddle-sort-{}-{}.run", std::process::id(), RUNS.fetch_add(1, AtomicOrdering::Relaxed)));
+        let dir = match &self.scratch[i] {
+            Some(dir) => dir.clone(),
+            None => {
+                let root = &self.dirs[i];
+                let dir = Arc::new(ScratchDir::create(root).map_err(|source| Error::Io { path: root.display().to_string(), source })?);
+                self.scratch[i] = Some(dir.clone());
+                dir
+            }
+        };
+        let name = format!("heddle-sort-{}.run", RUNS.fetch_add(1, AtomicOrdering::Relaxed));
+        let (path, file) = dir.create_file(&name).map_err(|source| Error::Io { path: dir.path().join(&name).display().to_string(), source })?;
         let io = |source| Error::Io { path: path.display().to_string(), source };
-        let mut w = BufWriter::with_capacity(1 << 20, File::create(&path).map_err(io)?);
-        // The run file goes away with the run, whatever happens next.
-        let mut run = Run { path: Some(path.clone()), reader: None, memory: None, left: 0, value: None, level: 0, _k: PhantomData };
+        let mut w = BufWriter::with_capacity(1 << 20, file);
+        // The run file goes away with the run, whatever happens next; the scratch
+        // directory with the last run.
+        let mut run = Run { path: Some(path.clone()), reader: None, memory: None, left: 0, value: None, level: 0, _dir: Some(dir), _k: PhantomData };
         for rec in records {
             bincode::serialize_into(&mut w, &rec?).map_err(|e| Error::InvalidArgument(format!("{}: encoding a record: {e}", path.display())))?;
             run.left += 1;
@@ -121,7 +138,7 @@ impl<K: Record + Ord, V: Record> ExternalSort<K, V> {
             let mut held = std::mem::take(&mut self.held);
             held.sort_by(|a, b| a.0.cmp(&b.0));
             let left = held.len() as u64;
-            self.runs.push(Run { path: None, reader: None, memory: Some(held.into_iter()), left, value: None, level: 0, _k: PhantomData });
+            self.runs.push(Run { path: None, reader: None, memory: Some(held.into_iter()), left, value: None, level: 0, _dir: None, _k: PhantomData });
         }
         while self.runs.len() > FAN_IN {
             let group: Vec<Run<K, V>> = self.runs.drain(..FAN_IN).collect();
@@ -206,6 +223,8 @@ struct Run<K, V> {
     value: Option<V>,
     /// How many merges made it (0: spilled from memory).
     level: u32,
+    /// The scratch directory holding the file, kept while the run is.
+    _dir: Option<Arc<ScratchDir>>,
     _k: PhantomData<fn() -> K>,
 }
 

@@ -130,13 +130,21 @@ fn connect_retrying(addr: &str, deadline: Instant) -> Result<TcpStream> {
     }
 }
 
+/// Where shared-memory segments live.
+pub(crate) const SHM_DIR: &str = "/dev/shm";
+
+/// The name prefix of every shared-memory segment of the job whose token is `token`.
+pub(crate) fn segment_prefix(token: &str) -> String {
+    format!("heddle-{}-", &control::mac(token, "shm")[..12])
+}
+
 fn create_segment(builder: &WorldBuilder, token: &str, rank: usize) -> Option<ShmSegment> {
-    let dir = Path::new("/dev/shm");
+    let dir = Path::new(SHM_DIR);
     if !dir.is_dir() {
         return None;
     }
-    let job = &control::mac(token, "shm")[..12];
-    let path: PathBuf = dir.join(format!("heddle-{job}-{rank}"));
+    heddle_comm::transport::shm::reap_stale(dir);
+    let path: PathBuf = dir.join(format!("{}{rank}", segment_prefix(token)));
     let _ = std::fs::remove_file(&path);
     match builder.create_segment(&path) {
         Ok(s) => Some(s),

@@ -29,6 +29,8 @@ const RUNTIME_KEYS: &[&str] = &[
     "HEDDLE_INIT_TIMEOUT_S",
     "HEDDLE_HOST_ID",
     "HEDDLE_LOG",
+    // The job directory, where workers register their scratch directories.
+    "HEDDLE_JOB_DIR",
     // Executor threads per worker, read by heddle-task's jobs.
     "HEDDLE_TASK_THREADS",
 ];

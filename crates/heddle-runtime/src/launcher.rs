@@ -1,6 +1,10 @@
 //! The local launcher behind `heddle run -n N -- PROGRAM ARGS...`: starts the job master
 //! in this process and N workers on this machine, prefixes their output with their rank,
-//! and stops them all when one fails, on Ctrl-C, or when this process dies.
+//! and stops them all when one fails, on Ctrl-C or SIGTERM, or when this process dies.
+//!
+//! Workers and every process they start share one process group, led by a [`Guardian`]
+//! that kills the group if the launcher dies; on every exit the launcher kills what is left
+//! of the group and removes the job's files ([`JobFiles`]).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
@@ -10,6 +14,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use crate::guardian::Guardian;
+use crate::job_files::JobFiles;
 use crate::master::{JobMaster, MasterConfig};
 use crate::{Error, Result};
 
@@ -94,6 +100,9 @@ pub fn run_local(spec: &LaunchSpec) -> Result<JobOutcome> {
             .map_err(|e| Error::io("installing signal handlers", e))?;
     }
     let token = hex::encode(rand::random::<[u8; 32]>());
+    // Dropped last: the workers are gone before their files are removed.
+    let files = JobFiles::create(&token)?;
+    let mut guardian = Guardian::start().map_err(|e| Error::io("starting the launcher's guardian process", e))?;
     let master = JobMaster::start(MasterConfig {
         world_size: spec.workers,
         token: token.clone(),
@@ -110,15 +119,19 @@ pub fn run_local(spec: &LaunchSpec) -> Result<JobOutcome> {
             .env("HEDDLE_MASTER", master.addr().to_string())
             .env("HEDDLE_JOB_TOKEN", &token)
             .env("HEDDLE_INIT_TIMEOUT_S", spec.init_timeout.as_secs_f64().to_string())
+            .env(heddle_comm::scratch::JOB_DIR_VAR, files.dir())
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let parent = std::process::id() as libc::pid_t;
+        let group = guardian.group();
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
-                libc::setpgid(0, 0);
+                if libc::setpgid(0, group) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                 if libc::getppid() != parent {
                     libc::_exit(137);
@@ -133,17 +146,20 @@ pub fn run_local(spec: &LaunchSpec) -> Result<JobOutcome> {
                 workers.push(Worker { rank, child, status: None });
             }
             Err(source) => {
-                stop_all(&mut workers, spec.kill_grace);
+                stop_all(&mut workers, &guardian, spec.kill_grace);
                 return Err(Error::Spawn { program: program.clone(), source });
             }
         }
     }
     drop(out_tx);
-    let outcome = supervise(&mut workers, &signal, spec.kill_grace);
+    let outcome = supervise(&mut workers, &guardian, &signal, spec.kill_grace);
+    // Processes the workers started and left running die with the job.
+    guardian.finish();
     // Output readers end when the last holder of each pipe exits.
     let drain_until = Instant::now() + Duration::from_secs(2);
     while out_rx.recv_timeout(drain_until.saturating_duration_since(Instant::now())).is_ok() {}
     master.shutdown();
+    drop(files);
     Ok(outcome)
 }
 
@@ -153,12 +169,12 @@ struct Worker {
     status: Option<ExitStatus>,
 }
 
-fn supervise(workers: &mut [Worker], signal: &AtomicUsize, grace: Duration) -> JobOutcome {
+fn supervise(workers: &mut [Worker], guardian: &Guardian, signal: &AtomicUsize, grace: Duration) -> JobOutcome {
     loop {
         let sig = signal.load(Ordering::SeqCst);
         if sig != 0 {
             eprintln!("heddle: interrupted by signal {sig}; stopping {} workers", workers.len());
-            stop_all(workers, grace);
+            stop_all(workers, guardian, grace);
             return JobOutcome::Interrupted { signal: sig as i32 };
         }
         let mut failed = None;
@@ -174,7 +190,7 @@ fn supervise(workers: &mut [Worker], signal: &AtomicUsize, grace: Duration) -> J
             let others = workers.iter().filter(|w| w.status.is_none()).count();
             let (status, code) = describe(st);
             eprintln!("heddle: rank {rank} {status}; stopping the other {others} workers");
-            stop_all(workers, grace);
+            stop_all(workers, guardian, grace);
             return JobOutcome::WorkerFailed { rank, status, code };
         }
         if workers.iter().all(|w| w.status.is_some()) {
@@ -211,27 +227,18 @@ fn signal_name(sig: i32) -> &'static str {
     }
 }
 
-/// SIGTERM to every live worker's process group, then SIGKILL after `grace`.
-fn stop_all(workers: &mut [Worker], grace: Duration) {
-    let signal_groups = |workers: &[Worker], sig: libc::c_int| {
-        for w in workers.iter().filter(|w| w.status.is_none()) {
-            // SAFETY: plain kill(2) on the worker's own process group.
-            unsafe { libc::kill(-(w.child.id() as libc::pid_t), sig) };
-        }
-    };
-    signal_groups(workers, libc::SIGTERM);
+/// SIGTERM to the workers' process group, then SIGKILL after `grace`; the guardian
+/// survives both.
+fn stop_all(workers: &mut [Worker], guardian: &Guardian, grace: Duration) {
+    guardian.signal(libc::SIGTERM);
     let until = Instant::now() + grace;
     while Instant::now() < until && reap(workers) {
         std::thread::sleep(Duration::from_millis(5));
     }
-    signal_groups(workers, libc::SIGKILL);
-    for w in workers.iter_mut() {
-        // Also the group of an already-reaped worker: its children must not outlive it.
-        // SAFETY: as above.
-        unsafe { libc::kill(-(w.child.id() as libc::pid_t), libc::SIGKILL) };
-        if w.status.is_none() {
-            w.status = w.child.wait().ok();
-        }
+    for w in workers.iter_mut().filter(|w| w.status.is_none()) {
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(w.child.id() as libc::pid_t, libc::SIGKILL) };
+        w.status = w.child.wait().ok();
     }
 }
 

@@ -11,6 +11,8 @@ mod bootstrap;
 pub mod control;
 mod env;
 mod error;
+mod guardian;
+mod job_files;
 mod launcher;
 mod master;
 

@@ -9,8 +9,11 @@
 //! width, so open files and merge memory stay bounded however much was spilled: besides the
 //! budget, a merge needs at most `MERGE_WIDTH` read buffers of 64 KiB.
 //!
-//! Run files are named `heddle-spill-<pid>-<counter>-<time>.run` and removed when the sorter
-//! or the stream owning them is dropped: after success, after an error, or half-way.
+//! Run files are named `heddle-spill-<counter>.run`, mode 0600, in a private
+//! [`ScratchDir`](crate::scratch::ScratchDir) (mode 0700) that the sorter makes in each spill
+//! directory it uses. They are removed when the sorter or the stream owning them is dropped:
+//! after success, after an error, or half-way; the scratch directory goes with its last run
+//! (see [`scratch`](crate::scratch) for the exits that drop nothing).
 //!
 //! # Run file format
 //!
@@ -46,14 +49,14 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::iter::FusedIterator;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{self, AtomicU64};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::scratch::ScratchDir;
 use crate::{Error, Result};
 
 mod buffer;
@@ -118,6 +121,8 @@ pub struct SpillSorter {
     buffer: Buffer,
     buffered_bytes: usize,
     runs: Vec<SpillFile>,
+    /// This sorter's scratch directory in each of `dirs`, made at its first run there.
+    scratch: Vec<Option<Arc<ScratchDir>>>,
     next_dir: usize,
     pushed: u64,
     spilled_bytes: u64,
@@ -141,6 +146,7 @@ impl SpillSorter {
             check_dir(dir)?;
         }
         Ok(SpillSorter {
+            scratch: vec![None; config.dirs.len()],
             dirs: config.dirs,
             budget_bytes: config.budget_bytes,
             bytewise: order.is_none(),
@@ -236,7 +242,7 @@ impl SpillSorter {
                 let records = chunk.iter().map(|run| run.records).sum();
                 let sources = chunk.into_iter().map(|run| RunReader::open(run).map(Source::Run));
                 let stream = SortedRecords::merge(sources.collect::<Result<_>>()?, order.clone())?;
-                let dir = self.take_dir();
+                let dir = self.take_dir()?;
                 merged.push(write_run(&dir, records, stream)?.0);
             }
             runs = merged;
@@ -249,7 +255,7 @@ impl SpillSorter {
 
     fn spill(&mut self) -> Result<()> {
         self.buffer.sort(&self.order, self.bytewise);
-        let dir = self.take_dir();
+        let dir = self.take_dir()?;
         let records = self.buffer.records().map(Ok);
         let (run, bytes) = write_run(&dir, self.buffer.len() as u64, records)?;
         self.runs.push(run);
@@ -259,10 +265,24 @@ impl SpillSorter {
         Ok(())
     }
 
-    fn take_dir(&mut self) -> PathBuf {
-        let dir = self.dirs[self.next_dir % self.dirs.len()].clone();
+    /// The scratch directory for the next run (spill directories in turn).
+    fn take_dir(&mut self) -> Result<Arc<ScratchDir>> {
+        let i = self.next_dir % self.dirs.len();
         self.next_dir += 1;
-        dir
+        if let Some(dir) = &self.scratch[i] {
+            return Ok(dir.clone());
+        }
+        let dir = Arc::new(ScratchDir::create(&self.dirs[i]).map_err(|e| {
+            Error::io(
+                format!(
+                    "making a private scratch directory in spill directory {} (fix its permissions or list another in SpillConfig::dirs)",
+                    self.dirs[i].display()
+                ),
+                e,
+            )
+        })?);
+        self.scratch[i] = Some(dir.clone());
+        Ok(dir)
     }
 }
 
@@ -428,11 +448,12 @@ impl Source {
     }
 }
 
-/// A run file on disk, removed when dropped.
+/// A run file on disk, removed when dropped (and its scratch directory with the last run).
 #[derive(Debug)]
 struct SpillFile {
     path: PathBuf,
     records: u64,
+    _dir: Arc<ScratchDir>,
 }
 
 impl Drop for SpillFile {
@@ -445,19 +466,11 @@ impl Drop for SpillFile {
     }
 }
 
-/// Creates a new, uniquely named, empty file in `dir`.
-fn create_spill_file(dir: &Path) -> io::Result<(File, SpillFile)> {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    let mut attempt = 0;
-    loop {
-        let n = NEXT_FILE.fetch_add(1, atomic::Ordering::Relaxed);
-        let path = dir.join(format!("{FILE_PREFIX}{}-{n}-{nanos:08x}.run", std::process::id()));
-        match OpenOptions::new().write(true).create_new(true).open(&path) {
-            Ok(file) => return Ok((file, SpillFile { path, records: 0 })),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 16 => attempt += 1,
-            Err(e) => return Err(e),
-        }
-    }
+/// Creates a new, uniquely named, empty private file in `dir`.
+fn create_spill_file(dir: &Arc<ScratchDir>) -> io::Result<(File, SpillFile)> {
+    let n = NEXT_FILE.fetch_add(1, atomic::Ordering::Relaxed);
+    let (path, file) = dir.create_file(&format!("{FILE_PREFIX}{n}.run"))?;
+    Ok((file, SpillFile { path, records: 0, _dir: dir.clone() }))
 }
 
 fn check_dir(dir: &Path) -> Result<()> {
@@ -473,7 +486,7 @@ fn check_dir(dir: &Path) -> Result<()> {
             dir.display()
         )));
     }
-    let (_file, _probe) = create_spill_file(dir).map_err(|e| {
+    let _probe = ScratchDir::create(dir).map_err(|e| {
         Error::io(
             format!(
                 "spill directory {} is not writable (fix its permissions or list another in SpillConfig::dirs)",
@@ -488,7 +501,7 @@ fn check_dir(dir: &Path) -> Result<()> {
 /// Writes `records` (already in key order, exactly `count` of them) as a new run in `dir`;
 /// returns it and the bytes written.
 fn write_run<K: AsRef<[u8]>, V: AsRef<[u8]>>(
-    dir: &Path,
+    dir: &Arc<ScratchDir>,
     count: u64,
     records: impl Iterator<Item = Result<(K, V)>>,
 ) -> Result<(SpillFile, u64)> {
@@ -496,7 +509,7 @@ fn write_run<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         Error::io(
             format!(
                 "creating a spill run in {} (free space there or list another directory in SpillConfig::dirs)",
-                dir.display()
+                dir.path().display()
             ),
             e,
         )
@@ -626,6 +639,7 @@ mod tests {
     }
 
     fn scratch(name: &str) -> Scratch {
+        use std::time::{SystemTime, UNIX_EPOCH};
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let dir = std::env::temp_dir().join(format!("heddle-spill-unit-{name}-{}-{nanos}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
@@ -654,7 +668,8 @@ mod tests {
     #[test]
     fn run_file_golden_bytes() {
         let dir = scratch("golden");
-        let (run, bytes) = write_run(&dir, 1, [Ok((b"k", b"vv"))].into_iter()).unwrap();
+        let private = Arc::new(ScratchDir::create(&dir).unwrap());
+        let (run, bytes) = write_run(&private, 1, [Ok((b"k", b"vv"))].into_iter()).unwrap();
         let want: &[u8] = &[
             b'H', b'S', b'P', b'L', 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, // header
             1, 0, 0, 0, 2, 0, 0, 0, b'k', b'v', b'v', // record
@@ -664,7 +679,7 @@ mod tests {
         let mut reader = RunReader::open(run).unwrap();
         assert_eq!(reader.next_record().unwrap(), Some((b"k".to_vec(), b"vv".to_vec())));
         assert_eq!(reader.next_record().unwrap(), None);
-        drop(reader);
+        drop((reader, private));
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 0);
         fs::remove_dir(&dir).unwrap();
     }

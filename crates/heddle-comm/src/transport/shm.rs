@@ -3,14 +3,19 @@
 //! A worker creates its segment before it registers, so every same-host peer can map it
 //! once the peer table is known, and unlinks it once all peers are connected (the mapping
 //! stays valid; nothing is left in `/dev/shm` even if the job is killed later).
+//!
+//! A segment is private: created exclusively with mode 0600 (whatever the umask), never
+//! through a symlink, and a peer maps it only after checking that it is a regular file owned
+//! by the same user with no group or other permissions ([`crate::private`]). Another local
+//! user can neither read a job's traffic nor write frames into its rings.
 
-use std::fs::OpenOptions;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::region::Region;
 use super::ring::{ring_bytes, RingConsumer, RingProducer};
-use crate::{Error, Result};
+use crate::{private, Error, Result};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"HEDDLSHM");
 const PREAMBLE: usize = 4096;
@@ -45,13 +50,13 @@ pub struct ShmSegment {
 }
 
 impl ShmSegment {
-    /// Creates the segment file at `path` (which must not exist) and maps it.
+    /// Creates the private segment file at `path` (which must not exist) and maps it.
     ///
     /// # Errors
     /// [`Error::Io`] if the file cannot be created, sized or mapped (is `/dev/shm` full?).
     pub fn create(path: &Path, shape: RingShape) -> Result<ShmSegment> {
         let ctx = || format!("creating shared-memory segment {}", path.display());
-        let file = OpenOptions::new().read(true).write(true).create_new(true).open(path).map_err(|e| Error::io(ctx(), e))?;
+        let file = private::create_file(path).map_err(|e| Error::io(ctx(), e))?;
         let mut seg = ShmSegment { region: Arc::new(Region::heap(0)), path: path.to_owned(), shape, linked: true };
         file.set_len(shape.segment_bytes() as u64).map_err(|e| Error::io(ctx(), e))?;
         // SAFETY: the file is ours, freshly created; peers only map it after we register.
@@ -79,10 +84,11 @@ impl ShmSegment {
     /// for `my_rank`, and the pid of the segment's owner.
     ///
     /// # Errors
-    /// [`Error::Io`] if it cannot be opened; [`Error::Config`] if its geometry differs.
+    /// [`Error::Io`] if it cannot be opened; [`Error::NotPrivate`] if it is not a private file
+    /// of this user; [`Error::Config`] if its geometry differs.
     pub(crate) fn producer_to(path: &Path, shape: RingShape, my_rank: usize) -> Result<(RingProducer, u32)> {
         let ctx = || format!("opening peer shared-memory segment {}", path.display());
-        let file = OpenOptions::new().read(true).write(true).open(path).map_err(|e| Error::io(ctx(), e))?;
+        let file = private::open_owned(path, true)?;
         // SAFETY: the owner created and sized it before publishing its path.
         let map = unsafe { memmap2::MmapMut::map_mut(&file) }.map_err(|e| Error::io(ctx(), e))?;
         if map.len() != shape.segment_bytes() {
@@ -120,8 +126,36 @@ impl Drop for ShmSegment {
     }
 }
 
+/// Removes the segments in `dir` (normally `/dev/shm`) named `heddle-*` that belong to this
+/// user and whose owner process is gone (a job that was killed before its workers unlinked
+/// them); returns how many it removed. Files of other users, and files that are not Heddle
+/// segments, are left alone.
+pub fn reap_stale(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with("heddle-") {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(mut file) = private::open_owned(&path, false) else { continue };
+        let mut preamble = [0u8; 40];
+        if file.read_exact(&mut preamble).is_err() {
+            continue;
+        }
+        let word = |i: usize| u64::from_le_bytes(preamble[i * 8..i * 8 + 8].try_into().unwrap_or_default());
+        let pid = word(4);
+        if word(0) == MAGIC && u32::try_from(pid).is_ok_and(|p| p != std::process::id() && !process_alive(p)) {
+            if std::fs::remove_file(&path).is_ok() {
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
+
 /// Whether a process is still alive (same PID namespace).
-pub(crate) fn process_alive(pid: u32) -> bool {
+pub fn process_alive(pid: u32) -> bool {
     // SAFETY: signal 0 only checks for existence and permission.
     let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)

@@ -1,0 +1,207 @@
+//! Nothing is left behind: on every exit of `heddle run` (success, a worker killed or
+//! terminated, SIGINT or SIGTERM to the launcher, the launcher killed) the job's spill
+//! directories, job directory and shared-memory segments are gone within 2 s, and no
+//! process of the job survives — workers nor what they started. Stale leftovers of dead
+//! jobs are reaped at the next start.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("heddle-cleanup-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    dir
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir).map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default()
+}
+
+/// Heddle segments in /dev/shm whose owner process is gone: leaked by some job.
+fn stale_segments() -> Vec<String> {
+    let mut stale = Vec::new();
+    for e in std::fs::read_dir("/dev/shm").map(|d| d.flatten().collect::<Vec<_>>()).unwrap_or_default() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Ok(bytes) = std::fs::read(e.path()) else { continue };
+        if !name.starts_with("heddle-") || bytes.len() < 40 || &bytes[..8] != b"HEDDLSHM" {
+            continue;
+        }
+        let pid = u64::from_le_bytes(bytes[32..40].try_into().unwrap());
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            stale.push(name);
+        }
+    }
+    stale
+}
+
+/// Pids of the processes whose parent is `parent`.
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // pid (comm) state ppid ...
+        let after = stat.rsplit_once(") ").map(|(_, rest)| rest).unwrap_or("");
+        if after.split(' ').nth(1).and_then(|p| p.parse::<u32>().ok()) == Some(parent) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let until = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < until, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// How the job is ended.
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    KillWorker,
+    TermWorker,
+    TermLauncher,
+    IntLauncher,
+}
+
+/// Starts a spilling sort on 2 workers, ends it as `ending` says once it has spilled, and
+/// checks that everything is gone within 2 s of `heddle run` exiting.
+fn end_a_spilling_sort(ending: Ending) {
+    let name = format!("{ending:?}").to_lowercase();
+    let (spill, runtime) = (fresh_dir(&format!("{name}-spill")), fresh_dir(&format!("{name}-runtime")));
+    let mark = marker(&name);
+    let ts = example("terasort_dataflow");
+    let args =
+        ["run", "-n", "2", "--", &ts, "--records", "30000000", "--mem-budget", "200000", "--spill-dir", spill.to_str().unwrap()];
+    let mut cmd = command(&mark, &args);
+    cmd.env("XDG_RUNTIME_DIR", &runtime);
+    let child: Child = cmd.spawn().expect("spawn heddle");
+    let launcher = child.id();
+    wait_until("the sort spills", Duration::from_secs(60), || {
+        entries(&spill).iter().any(|n| n.starts_with("heddle-scratch-"))
+    });
+    assert_eq!(entries(&runtime).len(), 1, "one job directory: {:?}", entries(&runtime));
+    let job_dir = runtime.join(&entries(&runtime)[0]);
+    assert_eq!(std::fs::metadata(&job_dir).unwrap().permissions().mode() & 0o777, 0o700);
+    // The launcher's children are its guardian (a fork of the launcher) and the workers.
+    let is_worker = |p: &u32| std::fs::read_link(format!("/proc/{p}/exe")).is_ok_and(|e| e.ends_with("terasort_dataflow"));
+    let workers: Vec<u32> = children_of(launcher).into_iter().filter(is_worker).collect();
+    assert_eq!(workers.len(), 2, "workers {workers:?}");
+    let (target, sig) = match ending {
+        Ending::KillWorker => (*workers.last().unwrap(), 9),
+        Ending::TermWorker => (*workers.last().unwrap(), 15),
+        Ending::TermLauncher => (launcher, 15),
+        Ending::IntLauncher => (launcher, 2),
+    };
+    // SAFETY: signalling a process of this test.
+    unsafe { libc_kill(target as i32, sig) };
+    let out = wait_bounded(child, Duration::from_secs(30));
+    assert!(!out.status.success(), "{ending:?}: the job must fail: {}", text(&out.stderr));
+    let exited = Instant::now();
+    wait_until("the spill directory is empty", Duration::from_secs(2), || entries(&spill).is_empty());
+    wait_until("the job directory is removed", Duration::from_secs(2), || entries(&runtime).is_empty());
+    assert!(exited.elapsed() < Duration::from_secs(2));
+    assert_no_survivors(&mark);
+    assert_eq!(stale_segments(), Vec::<String>::new(), "segments of dead processes in /dev/shm");
+    std::fs::remove_dir_all(&spill).unwrap();
+    std::fs::remove_dir_all(&runtime).unwrap();
+}
+
+#[test]
+fn a_killed_worker_leaves_no_spill_files() {
+    end_a_spilling_sort(Ending::KillWorker);
+}
+
+#[test]
+fn a_terminated_worker_leaves_no_spill_files() {
+    end_a_spilling_sort(Ending::TermWorker);
+}
+
+#[test]
+fn sigterm_to_the_launcher_leaves_no_spill_files() {
+    end_a_spilling_sort(Ending::TermLauncher);
+}
+
+#[test]
+fn ctrl_c_to_the_launcher_leaves_no_spill_files() {
+    end_a_spilling_sort(Ending::IntLauncher);
+}
+
+#[test]
+fn a_successful_job_leaves_nothing_and_kills_what_workers_left_running() {
+    let runtime = fresh_dir("success-runtime");
+    let mark = marker("success");
+    // Each worker starts a background sleeper and exits 0 at once.
+    let mut cmd = command(&mark, &["run", "-n", "2", "--", "sh", "-c", "stat -c '%a' \"$HEDDLE_JOB_DIR\"; sleep 300 & exit 0"]);
+    cmd.env("XDG_RUNTIME_DIR", &runtime);
+    let out = wait_bounded(cmd.spawn().expect("spawn"), Duration::from_secs(30));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.matches("] 700").count(), 2, "the job directory is private: {stdout}");
+    assert_no_survivors(&mark);
+    wait_until("the job directory is removed", Duration::from_secs(2), || entries(&runtime).is_empty());
+    std::fs::remove_dir_all(&runtime).unwrap();
+}
+
+#[test]
+fn what_workers_started_dies_with_a_killed_launcher() {
+    let runtime = fresh_dir("sigkill-runtime");
+    let mark = marker("grandchildren");
+    let mut cmd = command(&mark, &["run", "-n", "2", "--", "sh", "-c", "sleep 300 & sleep 300 & wait"]);
+    cmd.env("XDG_RUNTIME_DIR", &runtime);
+    let mut child = cmd.spawn().expect("spawn");
+    // The launcher, its guardian, 2 shells and 4 sleepers carry the mark.
+    wait_until("the sleepers start", Duration::from_secs(20), || survivors(&mark).len() >= 8);
+    child.kill().expect("SIGKILL the launcher");
+    let _ = child.wait();
+    assert_no_survivors(&mark);
+    // The next job reaps the dead launcher's job directory.
+    assert_eq!(entries(&runtime).len(), 1, "{:?}", entries(&runtime));
+    let mark = marker("next");
+    let mut cmd = command(&mark, &["run", "-n", "1", "--", "true"]);
+    cmd.env("XDG_RUNTIME_DIR", &runtime);
+    let out = wait_bounded(cmd.spawn().expect("spawn"), Duration::from_secs(30));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(entries(&runtime).is_empty(), "stale job directory not reaped: {:?}", entries(&runtime));
+    std::fs::remove_dir_all(&runtime).unwrap();
+}
+
+#[test]
+fn stale_segments_and_scratch_dirs_of_dead_processes_are_reaped() {
+    let spill = fresh_dir("stale-spill");
+    // A pid above the kernel's limit (2^22) is never alive.
+    let dead: u64 = (1 << 22) + 11;
+    let segment = PathBuf::from(format!("/dev/shm/heddle-staletest{}-0", std::process::id()));
+    let mut preamble = Vec::new();
+    for w in [u64::from_le_bytes(*b"HEDDLSHM"), 2, 4, 4096, dead] {
+        preamble.extend_from_slice(&w.to_le_bytes());
+    }
+    std::fs::write(&segment, &preamble).unwrap();
+    std::fs::set_permissions(&segment, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let scratch = spill.join(format!("heddle-scratch-{dead}-0-0"));
+    std::fs::create_dir(&scratch).unwrap();
+    std::fs::write(scratch.join("heddle-spill-0.run"), b"old").unwrap();
+    let mark = marker("reap");
+    let ts = example("terasort_dataflow");
+    let (out, _) =
+        run(&mark, &["run", "-n", "2", "--", &ts, "--records", "20000", "--mem-budget", "100000", "--spill-dir", spill.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!segment.exists(), "the stale segment was not reaped");
+    assert!(entries(&spill).is_empty(), "stale scratch directory not reaped: {:?}", entries(&spill));
+    std::fs::remove_dir_all(&spill).unwrap();
+}
