@@ -237,7 +237,9 @@ class Comm(_heddle.Comm):
 
     def Abort(self, errorcode: int = 1) -> None:
         """Ends this worker at once with ``errorcode``; ``heddle run`` then stops the other
-        workers and exits with that code (mpi4py's ``Abort``)."""
+        workers and exits with that code (mpi4py's ``Abort``); the others' pending calls
+        raise :class:`heddle.JobAborted` meanwhile."""
+        _heddle.abort_job_with("Abort", f"Comm.Abort({errorcode}) was called")
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -411,6 +413,10 @@ def init() -> Comm:
     with _world_lock:
         if _world is None:
             _world = Comm(_heddle.init())
+            if _world.size > 1:
+                from heddle import _abort
+
+                _abort.install(_world.rank)
         return _world
 
 

@@ -13,10 +13,12 @@ variant to one of the classes below, keeping the Rust message as the text::
     ├── GraphError       (also ValueError)  a malformed task graph (a cycle, an edge into a source ...)
     ├── PlanError                           a task graph that cannot be placed on the workers
     ├── TaskError                           a task failed inside the native task system
-    └── DataError                           input data cannot be read or parsed (names file and line)
+    ├── DataError                           input data cannot be read or parsed (names file and line)
+    └── JobAborted                          another worker failed: the whole job stopped
 
 An exception raised by Python code running inside a job (a task method, a function given
-to a data set) is raised as itself when the job returns, not wrapped.
+to a data set) is raised as itself when the job returns, not wrapped, on the worker where
+it was raised; every other worker of the job raises :class:`JobAborted` carrying its text.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ __all__ = [
     "PlanError",
     "TaskError",
     "DataError",
+    "JobAborted",
 ]
 
 
@@ -94,3 +97,18 @@ class TaskError(HeddleError):
 class DataError(HeddleError):
     """Input data cannot be read or parsed: a missing file, a malformed CSV or JSON row
     (the message names the file and line), text that is not UTF-8."""
+
+
+class JobAborted(HeddleError):
+    """Another worker of the job failed, so the whole job stopped: every pending and later
+    call on this worker raises this, and no result is produced.
+
+    ``origin`` is the world rank that failed first, ``task`` the task it failed in (or
+    ``None``), ``kind`` its error's kind (a Python exception class such as ``"ValueError"``,
+    or a Heddle error kind such as ``"Timeout"``); the message carries the origin's error
+    text (for Python, its traceback).
+    """
+
+    origin: Optional[int] = None
+    task: Optional[str] = None
+    kind: Optional[str] = None

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::collectives::{choose, Algorithm, CallOptions, Collective, Step};
 use crate::engine::{Engine, RecvOp, SendOp, Sink};
-use crate::{CommConfig, Element, Error, Result};
+use crate::{AbortCause, CommConfig, Element, Error, JobAbort, Result};
 
 const COLLECTIVE_EDGE: u32 = 0x8000_0000;
 
@@ -15,6 +15,8 @@ const COLLECTIVE_EDGE: u32 = 0x8000_0000;
 pub(crate) struct Shared {
     pub(crate) engine: Mutex<Engine>,
     pub(crate) config: CommConfig,
+    /// The engine's job-wide abort, reachable without its lock.
+    pub(crate) abort: Arc<JobAbort>,
 }
 
 impl Shared {
@@ -91,6 +93,28 @@ impl Communicator {
     /// Number of peers reached over TCP (the others use shared memory or in-process rings).
     pub fn tcp_peers(&self) -> usize {
         self.lock().tcp_links()
+    }
+
+    /// The job-wide abort of this communicator's world (see [`JobAbort`]): the runtime
+    /// installs its reporter and feeds it causes heard from the job master.
+    pub fn abort_handle(&self) -> Arc<JobAbort> {
+        self.shared.abort.clone()
+    }
+
+    /// Aborts the job with `cause` (a failure on this rank that the other ranks must not
+    /// outlive): every pending and future blocking call of every rank returns
+    /// [`Error::Aborted`]. Returns whether this call aborted it (not in a world of one,
+    /// nor when the job was aborted already).
+    pub fn abort(&self, cause: AbortCause) -> bool {
+        self.abort_handle().raise(cause)
+    }
+
+    /// `Err(Error::Aborted)` once the job was aborted.
+    ///
+    /// # Errors
+    /// [`Error::Aborted`] with the cause.
+    pub fn check_aborted(&self) -> Result<()> {
+        self.shared.abort.check()
     }
 
     /// The engine and configuration this communicator's worker shares.

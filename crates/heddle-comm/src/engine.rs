@@ -7,13 +7,14 @@
 //! lost, or nothing has moved for the configured timeout.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use heddle_wire::{Flags, Header, Kind};
 
 use crate::channels::{Channels, DATAFLOW_EDGE};
 use crate::transport::{Link, Polled};
-use crate::{Error, Result};
+use crate::{Error, JobAbort, Result};
 
 /// Where the bytes of a received message go.
 pub(crate) enum Sink<'a> {
@@ -88,6 +89,8 @@ pub(crate) struct Engine {
     spin_polls: u32,
     /// Dataflow edges (driven by the same progress passes as the BSP exchanges).
     pub(crate) channels: Channels,
+    /// The world's job-wide abort: checked while waiting, raised on a local failure.
+    abort: Arc<JobAbort>,
 }
 
 const SEND_DONE: usize = usize::MAX;
@@ -147,7 +150,7 @@ impl Idle {
 impl Engine {
     /// An engine for world rank `rank` over `links` (indexed by world rank; the entry for
     /// `rank` itself is a loopback link).
-    pub(crate) fn new(rank: usize, links: Vec<Link>, fragment: usize, window: usize, spin_polls: u32) -> Engine {
+    pub(crate) fn new(rank: usize, links: Vec<Link>, fragment: usize, window: usize, spin_polls: u32, abort: Arc<JobAbort>) -> Engine {
         let n = links.len();
         Engine {
             rank,
@@ -162,6 +165,7 @@ impl Engine {
             send_offset: Vec::new(),
             spin_polls,
             channels: Channels::new(rank, n, fragment),
+            abort,
         }
     }
 
@@ -175,16 +179,26 @@ impl Engine {
     /// # Errors
     /// A lost peer or a malformed frame.
     pub(crate) fn poll_channels(&mut self) -> Result<bool> {
-        self.progress(&[], &mut [], &mut [], &mut [])
+        self.progress(&[], &mut [], &mut [], &mut []).map_err(|e| self.failed(e))
+    }
+
+    /// A local failure of an operation: aborts the job (unless the peer it needs is gone,
+    /// which the launcher reports, or the job was aborted already) and returns `e`.
+    fn failed(&self, e: Error) -> Error {
+        match e {
+            Error::PeerLost { .. } => e,
+            e => self.abort.fail(self.rank, e),
+        }
     }
 
     /// Waits (spin, yield, sleep) after a pass that moved nothing; fails when `peers` (the
     /// workers the caller still needs) are gone or nothing moved for `timeout`.
     ///
     /// # Errors
-    /// [`Error::PeerLost`] or [`Error::Timeout`].
+    /// [`Error::Aborted`], [`Error::PeerLost`] or [`Error::Timeout`].
     pub(crate) fn idle(&mut self, idle: &mut Idle, peers: &[usize], timeout: Duration, op: &'static str, what: &dyn Fn() -> String) -> Result<()> {
         let Some(now) = idle.wait(self.spin_polls) else { return Ok(()) };
+        self.abort.check()?;
         if idle.check_due(now) {
             for &p in peers {
                 self.links[p].check_alive(p)?;
@@ -192,7 +206,7 @@ impl Engine {
         }
         let waited = idle.waited(now);
         if waited >= timeout {
-            return Err(Error::Timeout { op, waited, detail: what() });
+            return Err(self.failed(Error::Timeout { op, waited, detail: what() }));
         }
         Ok(())
     }
@@ -215,10 +229,10 @@ impl Engine {
         state.resize(recvs.len(), RecvState::Waiting);
         offsets.clear();
         offsets.resize(sends.len(), 0);
-        let r = self.run(sends, recvs, &mut state, &mut offsets, op, timeout);
+        let r = self.abort.check().and_then(|()| self.run(sends, recvs, &mut state, &mut offsets, op, timeout));
         self.recv_state = state;
         self.send_offset = offsets;
-        r
+        r.map_err(|e| self.failed(e))
     }
 
     fn run(
@@ -257,6 +271,7 @@ impl Engine {
                 continue;
             }
             let Some(now) = idle.wait(self.spin_polls) else { continue };
+            self.abort.check()?;
             if idle.check_due(now) {
                 self.check_peers(sends, recvs, state, offsets, op)?;
             }

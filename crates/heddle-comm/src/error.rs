@@ -67,6 +67,10 @@ pub enum Error {
         /// What is wrong with it.
         detail: String,
     },
+    /// The job was aborted: a rank failed (this one or another), and every blocking call of
+    /// every rank now fails with its cause.
+    #[error("the job was aborted: {0}")]
+    Aborted(crate::AbortCause),
     /// An object could not be (de)serialized.
     #[error("serialization: {0}")]
     Serialization(#[from] bincode::Error),
@@ -75,6 +79,22 @@ pub enum Error {
 impl Error {
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Error {
         Error::Io { context: context.into(), source }
+    }
+
+    /// The variant's name, for reports (`Timeout`, `PeerLost`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Io { .. } => "Io",
+            Error::Wire { .. } => "Wire",
+            Error::PeerLost { .. } => "PeerLost",
+            Error::Timeout { .. } => "Timeout",
+            Error::Truncated { .. } => "Truncated",
+            Error::InvalidArgument(_) => "InvalidArgument",
+            Error::Config(_) => "Config",
+            Error::NotPrivate { .. } => "NotPrivate",
+            Error::Aborted(_) => "Aborted",
+            Error::Serialization(_) => "Serialization",
+        }
     }
 }
 

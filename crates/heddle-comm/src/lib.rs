@@ -24,6 +24,7 @@
 //! });
 //! ```
 
+mod abort;
 mod channels;
 mod collectives;
 mod comm;
@@ -39,6 +40,7 @@ pub mod spill;
 pub mod transport;
 mod world;
 
+pub use abort::{AbortCause, JobAbort, Reporter};
 pub use collectives::{Algorithm, CallOptions, Collective};
 pub use channels::{Delivered, DATAFLOW_EDGE};
 pub use comm::Communicator;

@@ -9,7 +9,7 @@ use crate::comm::Shared;
 use crate::engine::Engine;
 use crate::transport::shm::{RingShape, ShmSegment};
 use crate::transport::{self, Link};
-use crate::{CommConfig, Communicator, Error, Result};
+use crate::{CommConfig, Communicator, Error, JobAbort, Result};
 
 /// Assembles the links of world rank `rank` of `size`, then builds its [`Communicator`].
 /// The runtime uses this after bootstrap; tests use [`local_world`].
@@ -19,6 +19,8 @@ pub struct WorldBuilder {
     links: Vec<Option<Link>>,
     config: CommConfig,
     local_workers: usize,
+    /// Shared by the ranks of a world inside one process.
+    abort: Option<Arc<JobAbort>>,
 }
 
 impl WorldBuilder {
@@ -33,7 +35,7 @@ impl WorldBuilder {
         }
         let mut links: Vec<Option<Link>> = (0..size).map(|_| None).collect();
         links[rank] = Some(transport::loopback(rank, config.window, config.buffer_bytes));
-        Ok(WorldBuilder { rank, links, config, local_workers: size })
+        Ok(WorldBuilder { rank, links, config, local_workers: size, abort: None })
     }
 
     /// The ring geometry every segment of this job uses.
@@ -86,8 +88,9 @@ impl WorldBuilder {
         let size = self.links.len();
         let links = self.links.into_iter().flatten().collect();
         let spin = self.config.spin_polls_for(self.local_workers);
-        let engine = Engine::new(self.rank, links, self.config.fragment_payload(), self.config.window, spin);
-        let shared = Arc::new(Shared { engine: Mutex::new(engine), config: self.config });
+        let abort = self.abort.unwrap_or_else(|| Arc::new(JobAbort::new(size)));
+        let engine = Engine::new(self.rank, links, self.config.fragment_payload(), self.config.window, spin, abort.clone());
+        let shared = Arc::new(Shared { engine: Mutex::new(engine), config: self.config, abort });
         Ok(Communicator::world(shared, self.rank, size))
     }
 }
@@ -109,7 +112,12 @@ pub fn local_world(size: usize, config: CommConfig) -> Result<Vec<Communicator>>
             builders[b].links[a] = Some(lb);
         }
     }
-    builders.into_iter().map(WorldBuilder::build).collect()
+    // One process, one job: a failure of any rank aborts them all.
+    let abort = Arc::new(JobAbort::new(size));
+    builders.into_iter().map(|mut b| {
+        b.abort = Some(abort.clone());
+        b.build()
+    }).collect()
 }
 
 /// A world of one rank (a program started without a launcher).

@@ -55,6 +55,27 @@ pub(crate) fn init(py: Python<'_>) -> PyResult<PyComm> {
     world.map(|inner| PyComm { inner }).map_err(errors::runtime)
 }
 
+/// Aborts the job this process has joined, if it has joined one of several workers: a
+/// failure here (an exception of kind `kind` in `task`, described by `message`) that every
+/// other worker's calls must now report ([`heddle_comm::JobAbort`]). Returns whether this
+/// call aborted the job.
+pub(crate) fn abort_job(kind: String, task: Option<String>, message: String) -> bool {
+    let world = WORLD.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let Some(w) = world else { return false };
+    let mut cause = heddle_comm::AbortCause::new(w.world_rank(w.rank()), kind, message);
+    cause.task = task;
+    w.abort(cause)
+}
+
+/// Aborts the job with an exception that nothing caught (``heddle``'s ``sys.excepthook``
+/// calls it before the worker exits): every other worker raises ``heddle.JobAborted``
+/// carrying ``message``. Returns whether this call aborted the job.
+#[pyfunction]
+#[pyo3(signature = (kind, message, task = None))]
+pub(crate) fn abort_job_with(kind: String, message: String, task: Option<String>) -> bool {
+    abort_job(kind, task, message)
+}
+
 /// Whether `init` has joined the job in this process.
 #[pyfunction]
 pub(crate) fn is_initialized() -> bool {
@@ -722,5 +743,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("IN_PLACE", Py::new(m.py(), InPlace)?)?;
     m.add_function(pyo3::wrap_pyfunction!(init, m)?)?;
     m.add_function(pyo3::wrap_pyfunction!(is_initialized, m)?)?;
+    m.add_function(pyo3::wrap_pyfunction!(abort_job_with, m)?)?;
     Ok(())
 }

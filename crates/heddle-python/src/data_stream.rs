@@ -3,13 +3,11 @@
 //! sets, keyed windows reduced by a Python function, and sinks that run until the sources
 //! end or the run is stopped (a stop handle, a timeout, a count of records).
 //!
-//! Failures: as in a data set, the first Python exception of a run is kept and the run's
-//! later Python calls are skipped (see `failure`, `data_set`); as a stream's sources may
-//! never end, the exception also stops this worker's sources. The run then ends once every
-//! worker's sources have ended and raises the exception as itself. A run fed by other
-//! workers whose sources go on cannot end (their records keep coming, and no task of a
-//! stream can fail the job), so [`Watchdog`] ends its worker, as `interrupt` does a worker
-//! blocked at Ctrl-C.
+//! Failures: as in a data set, the first Python exception of a run is kept, the run's later
+//! Python calls are skipped and the exception is raised as itself (see `failure`,
+//! `data_set`). In a world of one the exception also stops the run's sources; on several
+//! workers it aborts the whole job (`failure::record`), so every worker's run ends at once
+//! — the others raise `heddle.JobAborted` — even while other workers' sources go on.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -17,7 +15,7 @@ use std::io::Write;
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Condvar, Mutex, PoisonError};
+use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use heddle_data::{Error, Stream, Window, Windowed};
@@ -35,10 +33,6 @@ use crate::record::{pair_from, PyKey, PyObj};
 use crate::task_graph::combine;
 use crate::task_job::PyStopHandle;
 
-/// How long a failed stream run on several workers may take to end before its worker
-/// exits.
-const GRACE: Duration = Duration::from_secs(2);
-
 /// An unbounded, lazily described stream of Python objects (see ``heddle.data.Stream``).
 #[pyclass(unsendable, module = "heddle._heddle", name = "Stream")]
 pub(crate) struct PyStream {
@@ -51,14 +45,6 @@ impl std::fmt::Debug for PyStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{:?}", self.st)
     }
-}
-
-/// An exception with its traceback, as Python prints it.
-fn described(e: &PyErr) -> String {
-    Python::attach(|py| {
-        let lines = py.import("traceback").and_then(|tb| tb.call_method1("format_exception", (e.get_type(py), e.value(py), e.traceback(py))));
-        lines.and_then(|l| l.extract::<Vec<String>>()).map_or_else(|_| format!("{e}\n"), |l| l.concat())
-    })
 }
 
 /// A Python `str` record.
@@ -99,50 +85,6 @@ fn window_of(kind: &str, size: u64, slide: u64, event: Option<(u64, u64)>) -> Py
         Some((out_of_orderness, lateness)) => w.event_time(ms(out_of_orderness), ms(lateness)),
         None => w,
     })
-}
-
-/// Where a stream run on several workers is.
-enum Watch {
-    Running,
-    /// Raised an exception (described).
-    Failed(String),
-    Ended,
-}
-
-/// Ends the worker of a failed stream run that does not end: [`GRACE`] after the
-/// exception, if the run is still going, it prints the exception and exits with status 1
-/// (`heddle run` then stops the other workers).
-#[derive(Clone)]
-struct Watchdog(Arc<(Mutex<Watch>, Condvar)>);
-
-impl Watchdog {
-    fn start() -> PyResult<Watchdog> {
-        let dog = Watchdog(Arc::new((Mutex::new(Watch::Running), Condvar::new())));
-        let state = dog.0.clone();
-        std::thread::Builder::new()
-            .name("heddle-stream-watchdog".into())
-            .spawn(move || watch(&state.0, &state.1))
-            .map_err(|e| Kind::Comm.err(format!("could not start the stream's watchdog thread: {e}")))?;
-        Ok(dog)
-    }
-
-    fn set(&self, to: Watch) {
-        let (state, changed) = &*self.0;
-        *state.lock().unwrap_or_else(PoisonError::into_inner) = to;
-        changed.notify_all();
-    }
-}
-
-fn watch(state: &Mutex<Watch>, changed: &Condvar) {
-    let running = state.lock().unwrap_or_else(PoisonError::into_inner);
-    let failed = changed.wait_while(running, |s| matches!(s, Watch::Running)).unwrap_or_else(PoisonError::into_inner);
-    let (last, _) = changed.wait_timeout_while(failed, GRACE, |s| matches!(s, Watch::Failed(_))).unwrap_or_else(PoisonError::into_inner);
-    if let Watch::Failed(exception) = &*last {
-        eprintln!("{exception}heddle: this exception stopped a stream run that cannot end while other workers' sources still run; exiting with status 1");
-        // SAFETY: _exit(2) ends the process without unwinding into Python, whose thread
-        // is inside the run.
-        unsafe { libc::_exit(1) };
-    }
 }
 
 /// When a run ends besides its sources ending: its stop handle (stopped by the caller, a
@@ -214,7 +156,7 @@ impl PyStream {
 
     /// Runs the stream into `each` on every worker until its sources end or `until` (or
     /// `timeout` seconds) stops it; raises the first Python exception of the run, which
-    /// also stops it (and on several workers starts the [`Watchdog`]).
+    /// also stops it (and on several workers aborts the job).
     fn run_into(
         &self,
         py: Python<'_>,
@@ -238,23 +180,14 @@ impl PyStream {
     ) -> PyResult<()> {
         let until = Arc::new(Until::new(stop, max_records)?);
         let _timer = timeout.map(|t| stop_after(until.stop.clone(), t)).transpose()?;
-        let dog = if self.workers > 1 { Some(Watchdog::start()?) } else { None };
         let stop = until.stop.clone();
-        let (dog2, stop2) = (dog.clone(), stop.clone());
-        let on_failure = move |e: &PyErr| {
-            stop2.stop();
-            if let Some(dog) = &dog2 {
-                dog.set(Watch::Failed(described(e)));
-            }
-        };
+        let stop2 = stop.clone();
+        let on_failure = move |_: &PyErr| stop2.stop();
         let counted = self.st.map(move |x: PyObj| {
             until.arrived();
             x
         });
         let (r, raised) = abortable(py, &self.st.session().abort_handle(), || failure::scope_watched(on_failure, || sink(&counted, stop)));
-        if let Some(dog) = dog {
-            dog.set(Watch::Ended);
-        }
         errors::of_run(r, raised, errors::data)
     }
 }

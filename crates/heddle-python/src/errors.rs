@@ -28,6 +28,8 @@ pub(crate) enum Kind {
     Task,
     /// Input data cannot be read or parsed.
     Data,
+    /// Another worker failed and the job was aborted.
+    JobAborted,
 }
 
 impl Kind {
@@ -43,11 +45,12 @@ impl Kind {
             Kind::Plan => "PlanError",
             Kind::Task => "TaskError",
             Kind::Data => "DataError",
+            Kind::JobAborted => "JobAborted",
         }
     }
 
     fn cell(self) -> &'static PyOnceLock<Py<PyType>> {
-        static CELLS: [PyOnceLock<Py<PyType>>; 10] = [const { PyOnceLock::new() }; 10];
+        static CELLS: [PyOnceLock<Py<PyType>>; 11] = [const { PyOnceLock::new() }; 11];
         &CELLS[self as usize]
     }
 
@@ -57,6 +60,10 @@ impl Kind {
     }
 
     fn err_with_rank(self, message: String, rank: Option<usize>) -> PyErr {
+        self.err_with(message, rank.map(|r| vec![("rank", Attr::Int(r))]).unwrap_or_default())
+    }
+
+    fn err_with(self, message: String, attributes: Vec<(&'static str, Attr)>) -> PyErr {
         Python::attach(|py| {
             let class = match self.cell().import(py, "heddle.errors", self.class_name()) {
                 Ok(class) => class,
@@ -65,8 +72,12 @@ impl Kind {
             };
             match class.call1((message,)) {
                 Ok(value) => {
-                    if let Some(rank) = rank {
-                        if let Err(e) = value.setattr("rank", rank) {
+                    for (name, attr) in attributes {
+                        let set = match attr {
+                            Attr::Int(i) => value.setattr(name, i),
+                            Attr::Str(s) => value.setattr(name, s),
+                        };
+                        if let Err(e) = set {
                             return e;
                         }
                     }
@@ -83,11 +94,27 @@ pub(crate) fn argument(message: impl Into<String>) -> PyErr {
     Kind::Argument.err(message)
 }
 
+/// An attribute set on an exception.
+enum Attr {
+    Int(usize),
+    Str(Option<String>),
+}
+
+/// `heddle.JobAborted` for the job-wide abort `cause`: the message, and the origin rank,
+/// its task and its error kind as attributes.
+fn job_aborted(message: String, cause: heddle_comm::AbortCause) -> PyErr {
+    Kind::JobAborted.err_with(
+        message,
+        vec![("origin", Attr::Int(cause.origin)), ("task", Attr::Str(cause.task)), ("kind", Attr::Str(Some(cause.kind)))],
+    )
+}
+
 /// Maps a communication-layer error to its exception.
 pub(crate) fn comm(e: heddle_comm::Error) -> PyErr {
     use heddle_comm::Error as E;
     let message = e.to_string();
     match e {
+        E::Aborted(cause) => job_aborted(message, cause),
         E::PeerLost { rank, .. } => Kind::WorkerFailed.err_with_rank(message, Some(rank)),
         E::Timeout { .. } => Kind::Timeout.err(message),
         E::InvalidArgument(_) => Kind::Argument.err(message),

@@ -7,10 +7,15 @@
 //! [`failed`] and skip their Python calls, so the run ends quickly and collectively;
 //! task methods return a task error, which ends the job. A stream run's sources may never
 //! end by themselves, so it is told of its first exception ([`scope_watched`]).
+//!
+//! On several workers the first exception also aborts the whole job at once
+//! ([`heddle_comm::JobAbort`]): every other worker's pending and later calls fail with
+//! `heddle.JobAborted` carrying this exception's traceback, so no worker finishes the run
+//! without this one's records.
 
 use std::cell::RefCell;
 
-use pyo3::PyErr;
+use pyo3::prelude::*;
 
 /// What a run does when its first exception is raised.
 type OnFailure = Box<dyn Fn(&PyErr)>;
@@ -31,7 +36,16 @@ pub(crate) fn record(e: PyErr) {
             on_failure(&e);
         }
     });
+    Python::attach(|py| crate::comm::abort_job(e.get_type(py).name().map_or_else(|_| "Exception".into(), |n| n.to_string()), None, described(&e)));
     FIRST.with(|f| *f.borrow_mut() = Some(e));
+}
+
+/// An exception with its traceback, as Python prints it.
+pub(crate) fn described(e: &PyErr) -> String {
+    Python::attach(|py| {
+        let lines = py.import("traceback").and_then(|tb| tb.call_method1("format_exception", (e.get_type(py), e.value(py), e.traceback(py))));
+        lines.and_then(|l| l.extract::<Vec<String>>()).map_or_else(|_| format!("{e}\n"), |l| l.concat())
+    })
 }
 
 /// Whether this run has failed.

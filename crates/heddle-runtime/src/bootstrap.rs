@@ -2,7 +2,6 @@
 //! every peer (shared memory on the same host, TCP otherwise, each TCP link
 //! authenticated with the job token), wait for the start signal, then watch the master.
 
-use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -91,7 +90,15 @@ pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
     }
     drop(segment); // every peer has mapped it: remove the name from /dev/shm
     let comm = builder.build()?;
-    watch_master(ms, env.rank);
+    let abort = comm.abort_handle();
+    let report = std::sync::Mutex::new(ms.try_clone().map_err(|e| Error::io("cloning the master connection", e))?);
+    abort.set_reporter(Box::new(move |cause| {
+        let mut stream = report.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Err(e) = control::send(&mut stream, &Control::Failed { cause: cause.clone() }) {
+            tracing::warn!("could not tell the job master that this worker failed: {e}");
+        }
+    }));
+    watch_master(ms, env.rank, abort);
     Ok(comm)
 }
 
@@ -224,19 +231,18 @@ fn accept_peers(listener: &TcpListener, token: &str, mut expected: Vec<usize>, d
     Ok(out)
 }
 
-/// Exits this process if the master connection closes: the launcher is gone, so the
-/// job is over and this worker must not linger.
-fn watch_master(mut ms: TcpStream, rank: usize) {
+/// Listens to the master for the rest of the job: a failure elsewhere aborts this
+/// worker's calls ([`heddle_comm::JobAbort`]); if the connection closes, the launcher is
+/// gone, so the job is over and this worker exits rather than linger.
+fn watch_master(mut ms: TcpStream, rank: usize, abort: std::sync::Arc<heddle_comm::JobAbort>) {
     let _ = ms.set_read_timeout(None);
-    let spawned = std::thread::Builder::new().name("heddle-master-watch".into()).spawn(move || {
-        let mut buf = [0u8; 512];
-        loop {
-            match ms.read(&mut buf) {
-                Ok(0) | Err(_) => {
-                    eprintln!("heddle: rank {rank}: lost the job master; exiting");
-                    std::process::exit(70);
-                }
-                Ok(_) => {}
+    let spawned = std::thread::Builder::new().name("heddle-master-watch".into()).spawn(move || loop {
+        match control::recv(&mut ms) {
+            Ok(Control::Aborted { cause }) => abort.receive(cause),
+            Ok(other) => tracing::warn!("ignored an unexpected message from the job master: {other:?}"),
+            Err(e) => {
+                eprintln!("heddle: rank {rank}: lost the job master ({e}); exiting");
+                std::process::exit(70);
             }
         }
     });

@@ -5,6 +5,7 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
+use heddle_comm::AbortCause;
 use heddle_wire::{Codec, Frame, Header, Kind, Limits};
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
@@ -74,6 +75,16 @@ pub enum Control {
     Abort {
         /// Why.
         reason: String,
+    },
+    /// A running worker failed: the job must stop (worker to master).
+    Failed {
+        /// Who failed, where and how.
+        cause: AbortCause,
+    },
+    /// A worker failed: every blocking call must now fail (master to the other workers).
+    Aborted {
+        /// Who failed, where and how.
+        cause: AbortCause,
     },
 }
 

@@ -152,12 +152,20 @@ pub fn run_local(spec: &LaunchSpec) -> Result<JobOutcome> {
         }
     }
     drop(out_tx);
-    let outcome = supervise(&mut workers, &guardian, &signal, spec.kill_grace);
+    let mut outcome = supervise(&mut workers, &guardian, &signal, spec.kill_grace);
     // Processes the workers started and left running die with the job.
     guardian.finish();
     // Output readers end when the last holder of each pipe exits.
     let drain_until = Instant::now() + Duration::from_secs(2);
     while out_rx.recv_timeout(drain_until.saturating_duration_since(Instant::now())).is_ok() {}
+    if let Some(cause) = master.failure() {
+        // Once, however many workers repeat it.
+        eprintln!("heddle: the job was aborted: {cause}");
+        if outcome == JobOutcome::Success {
+            // Every worker caught the abort and exited 0: the job still failed.
+            outcome = JobOutcome::WorkerFailed { rank: cause.origin, status: "aborted the job".into(), code: 1 };
+        }
+    }
     master.shutdown();
     drop(files);
     Ok(outcome)

@@ -1,11 +1,15 @@
 //! The job master: admits workers that prove they hold the job token, hands out the peer
 //! table once all have joined, releases them together once all are connected, and then
-//! stays off the data path (its open connections tell workers the job is alive).
+//! stays off the data path: its open connections tell workers the job is alive, and when a
+//! worker reports a failure it tells every other worker, so the whole job aborts with that
+//! cause (the first one reported is kept for the launcher to print).
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use heddle_comm::AbortCause;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -30,6 +34,7 @@ pub struct MasterConfig {
 pub struct JobMaster {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
+    failure: Arc<Mutex<Option<AbortCause>>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -42,12 +47,18 @@ impl JobMaster {
         let listener = TcpListener::bind(config.bind).map_err(|e| Error::io(format!("binding the job master to {}", config.bind), e))?;
         let addr = listener.local_addr().map_err(|e| Error::io("reading the master address", e))?;
         let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = stop.clone();
+        let failure = Arc::new(Mutex::new(None));
+        let (stop2, failure2) = (stop.clone(), failure.clone());
         let thread = std::thread::Builder::new()
             .name("heddle-master".into())
-            .spawn(move || serve(listener, config, stop2))
+            .spawn(move || serve(listener, config, stop2, &failure2))
             .map_err(|e| Error::io("starting the job master thread", e))?;
-        Ok(JobMaster { addr, stop, thread: Some(thread) })
+        Ok(JobMaster { addr, stop, failure, thread: Some(thread) })
+    }
+
+    /// The first failure a worker reported, once one did (the job was then aborted).
+    pub fn failure(&self) -> Option<AbortCause> {
+        self.failure.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// The address workers connect to (`HEDDLE_MASTER`).
@@ -79,7 +90,7 @@ struct Joined {
     peer: PeerInfo,
 }
 
-fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>) {
+fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, failure: &Mutex<Option<AbortCause>>) {
     let (tx, rx) = mpsc::channel::<Joined>();
     let started = Arc::new(AtomicBool::new(false));
     let acceptor = {
@@ -128,20 +139,79 @@ fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>) {
         Ok(())
     })();
     started.store(true, Ordering::SeqCst);
-    if let Err(reason) = outcome {
-        if !stop.load(Ordering::SeqCst) {
-            tracing::error!("job start failed: {reason}");
+    let mut streams: Vec<(usize, TcpStream)> = joined.into_iter().flatten().map(|j| (j.peer.rank, j.stream)).collect();
+    match outcome {
+        Err(reason) => {
+            if !stop.load(Ordering::SeqCst) {
+                tracing::error!("job start failed: {reason}");
+            }
+            for (_, s) in &mut streams {
+                let _ = control::send(s, &Control::Abort { reason: reason.clone() });
+            }
+            // Keep the connections open: workers treat their closing as the job's end.
+            while !stop.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
-        for j in joined.iter_mut().flatten() {
-            let _ = control::send(&mut j.stream, &Control::Abort { reason: reason.clone() });
-        }
+        Ok(()) => relay_failures(&mut streams, &stop, failure),
     }
-    // Keep the connections open: workers treat their closing as the job's end.
-    while !stop.load(Ordering::SeqCst) {
-        std::thread::sleep(Duration::from_millis(20));
+    for (_, s) in &streams {
+        let _ = s.shutdown(std::net::Shutdown::Both);
     }
-    drop(joined);
     let _ = acceptor.join();
+}
+
+/// While the job runs: the first failure a worker reports is kept and sent to every
+/// other worker. The connections stay open until `stop`: workers treat their closing as
+/// the job's end.
+fn relay_failures(streams: &mut [(usize, TcpStream)], stop: &AtomicBool, failure: &Mutex<Option<AbortCause>>) {
+    let (tx, rx) = mpsc::channel::<(usize, Control)>();
+    let mut readers = Vec::new();
+    for (rank, s) in streams.iter() {
+        let Ok(mut reader) = s.try_clone() else { continue };
+        let (rank, tx) = (*rank, tx.clone());
+        let _ = reader.set_read_timeout(None);
+        readers.push(std::thread::spawn(move || {
+            // Ends when the worker exits or the master shuts the connection down.
+            while let Ok(msg) = control::recv(&mut reader) {
+                if tx.send((rank, msg)).is_err() {
+                    break;
+                }
+            }
+        }));
+    }
+    drop(tx);
+    while !stop.load(Ordering::SeqCst) {
+        let (from, msg) = match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(m) => m,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+        };
+        let Control::Failed { cause } = msg else {
+            tracing::warn!("rank {from} sent an unexpected message: {msg:?}");
+            continue;
+        };
+        let mut first = failure.lock().unwrap_or_else(PoisonError::into_inner);
+        if first.is_some() {
+            continue;
+        }
+        *first = Some(cause.clone());
+        drop(first);
+        for (rank, s) in streams.iter_mut().filter(|(rank, _)| *rank != from) {
+            if let Err(e) = control::send(s, &Control::Aborted { cause: cause.clone() }) {
+                tracing::debug!("could not tell rank {rank} of the abort: {e}");
+            }
+        }
+    }
+    for (_, s) in streams.iter() {
+        let _ = s.shutdown(std::net::Shutdown::Both);
+    }
+    for r in readers {
+        let _ = r.join();
+    }
 }
 
 fn accept_loop(listener: TcpListener, config: &MasterConfig, stop: &AtomicBool, started: &AtomicBool, tx: mpsc::Sender<Joined>) {

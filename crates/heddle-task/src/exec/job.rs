@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use heddle_comm::dataflow::{EdgeSpec, Mode, Options, TaskId};
-use heddle_comm::Communicator;
+use heddle_comm::{AbortCause, Communicator};
 
 use super::edge_run::EdgeRun;
 use super::pool;
@@ -331,10 +331,13 @@ impl<'c> Job<'c> {
         }
         let groups = if self.threads > 1 { pool::groups(&self.task_ids, &self.plan, self.threads) } else { Vec::new() };
         let result = if groups.len() > 1 {
-            pool::drive(&mut self.tasks, &groups, &mut self.edges, &self.stop, &self.abort, iteration)
+            pool::drive(&mut self.tasks, &groups, &mut self.edges, &self.stop, &self.abort, &self.comm.abort_handle(), iteration)
         } else {
             self.drive(iteration)
         };
+        if let Err(e) = &result {
+            self.abort_job(e);
+        }
         for t in &mut self.tasks {
             t.end_pass();
         }
@@ -346,9 +349,27 @@ impl<'c> Job<'c> {
         result
     }
 
+    /// A failure on this worker aborts the whole job (a no-op in a world of one), so no
+    /// other worker finishes without this one's records.
+    fn abort_job(&self, e: &Error) {
+        let rank = self.comm.world_rank(self.comm.rank());
+        let cause = match e {
+            // Already the job's abort; a lost peer is the launcher's to report.
+            Error::Comm(heddle_comm::Error::Aborted(_) | heddle_comm::Error::PeerLost { .. }) => return,
+            Error::Comm(other) => AbortCause::new(rank, other.kind(), other.to_string()),
+            Error::Task { task, message } => AbortCause::new(rank, "TaskFailed", message.clone()).in_task(task.clone()),
+            // Ctrl-C on this worker ([`AbortHandle`]): local, the launcher stops the job.
+            Error::Aborted(_) => return,
+            other => AbortCause::new(rank, "TaskError", other.to_string()),
+        };
+        self.comm.abort(cause);
+    }
+
     fn drive(&mut self, iteration: &[u64]) -> Result<()> {
+        let job_abort = self.comm.abort_handle();
         loop {
             self.abort.check()?;
+            job_abort.check()?;
             let now = Instant::now();
             let mut moved = false;
             if self.stop.requested() {

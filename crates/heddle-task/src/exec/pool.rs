@@ -8,6 +8,7 @@ use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use heddle_comm::dataflow::TaskId;
+use heddle_comm::JobAbort;
 
 use super::edge_run::EdgeRun;
 use super::job::{AbortHandle, StopHandle};
@@ -85,6 +86,7 @@ pub(crate) fn drive(
     edges: &mut [Box<dyn EdgeRun>],
     stop: &StopHandle,
     abort: &AbortHandle,
+    job_abort: &JobAbort,
     iteration: &[u64],
 ) -> Result<()> {
     let mut slots: Vec<Option<&mut Box<dyn TaskRun>>> = tasks.iter_mut().map(Some).collect();
@@ -109,7 +111,7 @@ pub(crate) fn drive(
             })
             .collect();
         let threads: Vec<Thread> = handles.iter().filter_map(|h| h.as_ref().ok()).map(|h| h.thread().clone()).collect();
-        let driven = if threads.len() == n { drive_edges(edges, &shared, &threads, n, abort) } else { Ok(()) };
+        let driven = if threads.len() == n { drive_edges(edges, &shared, &threads, n, abort, job_abort) } else { Ok(()) };
         if driven.is_err() {
             shared.abort.store(true, Ordering::Release);
         }
@@ -183,7 +185,14 @@ fn run_group(group: &mut [&mut Box<dyn TaskRun>], shared: &Shared, stop: &StopHa
 /// The driver: moves records through the edges, wakes the executor threads when it
 /// delivered something, and waits on the engine (with its liveness checks and timeout)
 /// only while every executor thread is idle too.
-fn drive_edges(edges: &mut [Box<dyn EdgeRun>], shared: &Shared, threads: &[Thread], n: usize, abort: &AbortHandle) -> Result<()> {
+fn drive_edges(
+    edges: &mut [Box<dyn EdgeRun>],
+    shared: &Shared,
+    threads: &[Thread],
+    n: usize,
+    abort: &AbortHandle,
+    job_abort: &JobAbort,
+) -> Result<()> {
     let mut idle = 0u32;
     let mut seen = shared.activity.load(Ordering::Acquire);
     loop {
@@ -191,6 +200,7 @@ fn drive_edges(edges: &mut [Box<dyn EdgeRun>], shared: &Shared, threads: &[Threa
             return Ok(()); // the failing thread reports why
         }
         abort.check()?;
+        job_abort.check()?;
         let mut moved = false;
         for e in edges.iter_mut() {
             moved |= e.pump()?;

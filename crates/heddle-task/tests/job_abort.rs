@@ -1,0 +1,101 @@
+//! One failing task stops the whole job: the worker where it failed returns the task's
+//! error, every other worker returns the job's abort naming the origin rank and task, and
+//! no worker finishes with a result that lacks the failed worker's records.
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use common::on_workers;
+use heddle_comm::Communicator;
+use heddle_task::{Compute, Context, Edge, Error, Job, Plan, Produced, Result, RoundRobin, Source, TaskGraph, WorkerSpec};
+
+/// Emits `0..end`, 64 per call.
+struct Numbers {
+    next: u64,
+    end: u64,
+}
+
+impl Source for Numbers {
+    type Out = u64;
+    fn next(&mut self, ctx: &mut Context<'_, u64>) -> Result<Produced> {
+        let stop = (self.next + 64).min(self.end);
+        for x in self.next..stop {
+            ctx.emit(x);
+        }
+        self.next = stop;
+        Ok(if self.next == self.end { Produced::Done } else { Produced::More })
+    }
+}
+
+/// Instance `bad` fails at its 100th record; the others count what they see.
+struct FailsOnOneInstance {
+    bad: u32,
+    seen: u64,
+    total: Arc<AtomicU64>,
+}
+
+impl Compute for FailsOnOneInstance {
+    type In = u64;
+    type Out = ();
+    fn execute(&mut self, ctx: &mut Context<'_, ()>, _: u64) -> Result<()> {
+        self.seen += 1;
+        if ctx.index() == self.bad && self.seen == 100 {
+            return Err(Error::Graph("record 100 is malformed".into()));
+        }
+        self.total.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+fn run_failing_job(comm: &Communicator, total: &Arc<AtomicU64>) -> Result<()> {
+    let n = comm.size() as u32;
+    let mut g = TaskGraph::new();
+    let src = g.source("numbers", n, |_| Numbers { next: 0, end: 200_000 });
+    let total = total.clone();
+    let check = g.compute("check", n, move |_| FailsOnOneInstance { bad: 1, seen: 0, total: total.clone() });
+    g.connect(&src, &check, Edge::hash());
+    let plan = Plan::new(&g, &WorkerSpec::discover(comm)?, &RoundRobin)?;
+    Job::new(comm, &g, &plan, heddle_comm::dataflow::Options::batch())?.run().map(|_| ())
+}
+
+#[test]
+fn a_task_failing_on_one_worker_aborts_every_worker_with_its_cause() {
+    for n in [2, 3] {
+        let total = Arc::new(AtomicU64::new(0));
+        let results = on_workers(n, |comm| run_failing_job(comm, &total));
+        for (rank, r) in results.iter().enumerate() {
+            match (rank, r) {
+                (1, Err(Error::Task { task, message })) => {
+                    assert_eq!(task, "check[1]");
+                    assert!(message.contains("record 100 is malformed"), "{message}");
+                }
+                (1, other) => panic!("{n} workers: the failing worker returned {other:?}"),
+                (_, Err(Error::Comm(heddle_comm::Error::Aborted(cause)))) => {
+                    assert_eq!((cause.origin, cause.task.as_deref()), (1, Some("check[1]")), "{n} workers");
+                    assert!(cause.message.contains("record 100 is malformed"), "{cause}");
+                }
+                (_, other) => panic!("{n} workers: rank {rank} must be aborted by rank 1, got {other:?}"),
+            }
+        }
+        assert!(total.load(Ordering::Relaxed) < (n as u64) * 200_000, "the job did not stop early");
+    }
+}
+
+#[test]
+fn an_abort_is_local_in_a_world_of_one() {
+    // Nothing to tell, and a notebook must stay usable: the communicator is not aborted.
+    let comm = heddle_comm::solo(heddle_comm::CommConfig::default()).unwrap();
+    let total = Arc::new(AtomicU64::new(0));
+    let mut g = TaskGraph::new();
+    let src = g.source("numbers", 2, |_| Numbers { next: 0, end: 1000 });
+    let t = total.clone();
+    let check = g.compute("check", 2, move |_| FailsOnOneInstance { bad: 1, seen: 0, total: t.clone() });
+    g.connect(&src, &check, Edge::hash());
+    let plan = Plan::new(&g, &WorkerSpec::discover(&comm).unwrap(), &RoundRobin).unwrap();
+    let e = Job::new(&comm, &g, &plan, heddle_comm::dataflow::Options::batch()).unwrap().run().unwrap_err();
+    assert!(matches!(&e, Error::Task { task, .. } if task == "check[1]"), "{e}");
+    assert!(comm.check_aborted().is_ok());
+    comm.barrier().expect("the communicator is still usable");
+}
