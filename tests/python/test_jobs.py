@@ -63,6 +63,10 @@ def test_a_failing_worker_fails_the_job_with_a_clear_message(piddir):
     assert job.returncode == 1, job
     assert "RuntimeError: boom from the last rank" in job.stdout + job.stderr
     assert "heddle: rank 2 exited with status 1; stopping the other" in job.stderr
+    # The ranks blocked in the barrier were aborted at once, naming the origin.
+    assert job.stderr.count("heddle: the job was aborted: rank 2 failed: RuntimeError:") == 1, job
+    for rank in (0, 1):
+        assert f"[{rank}] heddle: rank {rank} stopped: the job was aborted because rank 2 failed" in job.stderr, job
     pids = [int(f.read_text()) for f in piddir.glob("*.pid")]
     assert len(pids) == 3
     assert_gone(pids)
@@ -114,3 +118,30 @@ def test_allreduce_example_prints_its_json_line():
     assert job.returncode == 0, job
     assert job.reports[0]["example"] == "allreduce" and job.reports[0]["ok"] is True, job
     assert job.reports[0]["ranks"] == 3
+
+
+@pytest.mark.parametrize("api", ["data", "count", "stream"])
+@pytest.mark.parametrize("n", [2, 3])
+def test_an_exception_on_one_rank_aborts_every_rank_and_no_result_is_printed(n, api):
+    job = run_job(n, "abort_data.py", "uncaught", api)
+    assert job.returncode == 1, job
+    assert not any("result" in rep for rep in job.reports.values()), job
+    origin = n - 1
+    # The origin's error, once from the launcher (its own traceback once more, from it).
+    summary = f"heddle: the job was aborted: rank {origin} failed: ValueError:"
+    assert job.stderr.count(summary) == 1, job
+    assert f"ValueError: boom on rank {origin}" in job.stderr, job
+    assert f"heddle: rank {origin} exited with status 1; stopping the other" in job.stderr, job
+    for rank in range(n - 1):
+        assert f"[{rank}] heddle: rank {rank} stopped: the job was aborted because rank {origin} failed (ValueError)" in job.stderr, job
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_ranks_that_catch_the_abort_see_its_origin_and_the_job_still_fails(n):
+    job = run_job(n, "abort_data.py", "caught", "data")
+    assert job.returncode == 1, job
+    for rank in range(n - 1):
+        rep = job.reports[rank]
+        assert rep["aborted"] and rep["origin"] == n - 1 and rep["kind"] == "ValueError", rep
+        assert "boom on rank" in rep["text"] and "Traceback" in rep["text"], rep
+    assert "result" not in job.reports.get(n - 1, {}), job

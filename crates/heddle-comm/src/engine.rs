@@ -182,12 +182,15 @@ impl Engine {
         self.progress(&[], &mut [], &mut [], &mut []).map_err(|e| self.failed(e))
     }
 
-    /// A local failure of an operation: aborts the job (unless the peer it needs is gone,
-    /// which the launcher reports, or the job was aborted already) and returns `e`.
+    /// A local failure of an operation: aborts the job if this rank can no longer keep in
+    /// step with its peers (a message cut short, a malformed frame, a broken link), and
+    /// returns `e`. Errors the caller may catch and go on from (a bad argument, a timeout,
+    /// an undecodable object) stay local, as with MPI's `MPI_ERRORS_RETURN`; a lost peer is
+    /// the launcher's to report.
     fn failed(&self, e: Error) -> Error {
         match e {
-            Error::PeerLost { .. } => e,
-            e => self.abort.fail(self.rank, e),
+            Error::Truncated { .. } | Error::Wire { .. } | Error::Io { .. } => self.abort.fail(self.rank, e),
+            e => e,
         }
     }
 

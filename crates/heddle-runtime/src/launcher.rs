@@ -152,7 +152,16 @@ pub fn run_local(spec: &LaunchSpec) -> Result<JobOutcome> {
         }
     }
     drop(out_tx);
-    let mut outcome = supervise(&mut workers, &guardian, &signal, spec.kill_grace);
+    // Which rank aborted the job, once one did; asked when `failed` has exited, so first
+    // let the master read all that rank sent before it went.
+    let origin = |failed: usize| {
+        let until = Instant::now() + Duration::from_millis(500);
+        while !master.settled(failed) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        master.failure().map(|cause| cause.origin)
+    };
+    let mut outcome = supervise(&mut workers, &guardian, &signal, spec.kill_grace, &origin);
     // Processes the workers started and left running die with the job.
     guardian.finish();
     // Output readers end when the last holder of each pipe exits.
@@ -177,7 +186,15 @@ struct Worker {
     status: Option<ExitStatus>,
 }
 
-fn supervise(workers: &mut [Worker], guardian: &Guardian, signal: &AtomicUsize, grace: Duration) -> JobOutcome {
+/// Waits for the job to end; `origin(rank)`, asked once `rank` has failed, says which rank
+/// aborted the job, if one did.
+fn supervise(
+    workers: &mut [Worker],
+    guardian: &Guardian,
+    signal: &AtomicUsize,
+    grace: Duration,
+    origin: &dyn Fn(usize) -> Option<usize>,
+) -> JobOutcome {
     loop {
         let sig = signal.load(Ordering::SeqCst);
         if sig != 0 {
@@ -195,9 +212,19 @@ fn supervise(workers: &mut [Worker], guardian: &Guardian, signal: &AtomicUsize, 
             }
         }
         if let Some((rank, st)) = failed {
+            let origin = origin(rank);
+            let (rank, st) = wait_for_origin(workers, origin, grace).unwrap_or((rank, st));
             let others = workers.iter().filter(|w| w.status.is_none()).count();
             let (status, code) = describe(st);
             eprintln!("heddle: rank {rank} {status}; stopping the other {others} workers");
+            if origin.is_some() {
+                // The job was aborted: the others' calls fail now, so they end by
+                // themselves (saying why) unless they are busy outside Heddle.
+                let until = Instant::now() + grace;
+                while Instant::now() < until && reap(workers) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
             stop_all(workers, guardian, grace);
             return JobOutcome::WorkerFailed { rank, status, code };
         }
@@ -206,6 +233,22 @@ fn supervise(workers: &mut [Worker], guardian: &Guardian, signal: &AtomicUsize, 
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// A worker that failed because another one aborted the job is not the failure to
+/// report: gives the origin up to `grace` to print its error and exit, and returns its
+/// failure.
+fn wait_for_origin(workers: &mut [Worker], origin: Option<usize>, grace: Duration) -> Option<(usize, ExitStatus)> {
+    let w = workers.get_mut(origin?)?;
+    let until = Instant::now() + grace;
+    while w.status.is_none() && Instant::now() < until {
+        if let Ok(Some(st)) = w.child.try_wait() {
+            w.status = Some(st);
+        } else {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    w.status.filter(|st| !st.success()).map(|st| (w.rank, st))
 }
 
 /// Words and exit code for a worker's status.

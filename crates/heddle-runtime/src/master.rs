@@ -35,6 +35,8 @@ pub struct JobMaster {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     failure: Arc<Mutex<Option<AbortCause>>>,
+    /// Per rank: its connection closed and everything it sent was handled.
+    closed: Arc<Mutex<Vec<bool>>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -48,12 +50,19 @@ impl JobMaster {
         let addr = listener.local_addr().map_err(|e| Error::io("reading the master address", e))?;
         let stop = Arc::new(AtomicBool::new(false));
         let failure = Arc::new(Mutex::new(None));
-        let (stop2, failure2) = (stop.clone(), failure.clone());
+        let closed = Arc::new(Mutex::new(vec![false; config.world_size]));
+        let (stop2, failure2, closed2) = (stop.clone(), failure.clone(), closed.clone());
         let thread = std::thread::Builder::new()
             .name("heddle-master".into())
-            .spawn(move || serve(listener, config, stop2, &failure2))
+            .spawn(move || serve(listener, config, stop2, &Reports { failure: failure2, closed: closed2 }))
             .map_err(|e| Error::io("starting the job master thread", e))?;
-        Ok(JobMaster { addr, stop, failure, thread: Some(thread) })
+        Ok(JobMaster { addr, stop, failure, closed, thread: Some(thread) })
+    }
+
+    /// Whether rank `rank`'s connection has closed and all it reported was handled (so
+    /// [`JobMaster::failure`] already holds any failure it reported).
+    pub fn settled(&self, rank: usize) -> bool {
+        self.closed.lock().unwrap_or_else(PoisonError::into_inner).get(rank).copied().unwrap_or(true)
     }
 
     /// The first failure a worker reported, once one did (the job was then aborted).
@@ -90,7 +99,13 @@ struct Joined {
     peer: PeerInfo,
 }
 
-fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, failure: &Mutex<Option<AbortCause>>) {
+/// What the master learns while the job runs, shared with [`JobMaster`].
+struct Reports {
+    failure: Arc<Mutex<Option<AbortCause>>>,
+    closed: Arc<Mutex<Vec<bool>>>,
+}
+
+fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, reports: &Reports) {
     let (tx, rx) = mpsc::channel::<Joined>();
     let started = Arc::new(AtomicBool::new(false));
     let acceptor = {
@@ -153,7 +168,7 @@ fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, fai
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        Ok(()) => relay_failures(&mut streams, &stop, failure),
+        Ok(()) => relay_failures(&mut streams, &stop, reports),
     }
     for (_, s) in &streams {
         let _ = s.shutdown(std::net::Shutdown::Both);
@@ -164,8 +179,9 @@ fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, fai
 /// While the job runs: the first failure a worker reports is kept and sent to every
 /// other worker. The connections stay open until `stop`: workers treat their closing as
 /// the job's end.
-fn relay_failures(streams: &mut [(usize, TcpStream)], stop: &AtomicBool, failure: &Mutex<Option<AbortCause>>) {
-    let (tx, rx) = mpsc::channel::<(usize, Control)>();
+fn relay_failures(streams: &mut [(usize, TcpStream)], stop: &AtomicBool, reports: &Reports) {
+    // `None`: the worker's connection closed (after everything it sent).
+    let (tx, rx) = mpsc::channel::<(usize, Option<Control>)>();
     let mut readers = Vec::new();
     for (rank, s) in streams.iter() {
         let Ok(mut reader) = s.try_clone() else { continue };
@@ -174,10 +190,11 @@ fn relay_failures(streams: &mut [(usize, TcpStream)], stop: &AtomicBool, failure
         readers.push(std::thread::spawn(move || {
             // Ends when the worker exits or the master shuts the connection down.
             while let Ok(msg) = control::recv(&mut reader) {
-                if tx.send((rank, msg)).is_err() {
-                    break;
+                if tx.send((rank, Some(msg))).is_err() {
+                    return;
                 }
             }
+            let _ = tx.send((rank, None));
         }));
     }
     drop(tx);
@@ -190,11 +207,17 @@ fn relay_failures(streams: &mut [(usize, TcpStream)], stop: &AtomicBool, failure
                 continue;
             }
         };
+        let Some(msg) = msg else {
+            if let Some(c) = reports.closed.lock().unwrap_or_else(PoisonError::into_inner).get_mut(from) {
+                *c = true;
+            }
+            continue;
+        };
         let Control::Failed { cause } = msg else {
             tracing::warn!("rank {from} sent an unexpected message: {msg:?}");
             continue;
         };
-        let mut first = failure.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut first = reports.failure.lock().unwrap_or_else(PoisonError::into_inner);
         if first.is_some() {
             continue;
         }
