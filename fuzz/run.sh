@@ -1,19 +1,36 @@
 #!/usr/bin/env bash
-# Fuzzes the heddle-wire decoder with cargo-fuzz (libFuzzer + AddressSanitizer).
-# Usage: fuzz/run.sh [SECONDS]   (default 600). Seeds the corpus with spec/vectors/*.bin.
+# Coverage-guided fuzzing (cargo-fuzz: libFuzzer + AddressSanitizer) of every decoder of
+# untrusted bytes: `decode` (heddle-wire frames), `control` (control messages between
+# workers and the job master), `text_readers` (heddle-data's CSV and JSON-lines readers).
+#
+# Usage: fuzz/run.sh [SECONDS] [TARGET...]   (default: 600 seconds each, every target)
+# Exits non-zero if any target finds a crash (the input is kept under fuzz/artifacts/).
 # cargo-fuzz passes -Z flags; RUSTC_BOOTSTRAP=1 lets a stable toolchain accept them.
 set -euo pipefail
 seconds="${1:-600}"
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(decode control text_readers)
 here="$(cd "$(dirname "$0")" && pwd)"
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
 fi
 
-mkdir -p "$here/corpus/decode"
-cp "$here"/../spec/vectors/*.bin "$here/corpus/decode/"
+# Seeds: the golden wire vectors for the frame decoders, small well-formed files for the
+# readers (libFuzzer mutates them into everything else).
+for t in decode control; do
+    mkdir -p "$here/corpus/$t"
+    cp "$here"/../spec/vectors/*.bin "$here/corpus/$t/"
+done
+mkdir -p "$here/corpus/text_readers"
+printf 'a,b,c\r\n1,"x,y",3\n\n4,5\n"q""uote",,\n' > "$here/corpus/text_readers/csv"
+printf '{"a": 1, "b": [1, 2]}\n\n[1, "x"]\r\n"s"\n{"bad": \n' > "$here/corpus/text_readers/jsonl"
 
 cd "$here"
 export RUSTC_BOOTSTRAP=1
-exec cargo fuzz run decode corpus/decode -- \
-    -max_total_time="$seconds" -print_final_stats=1 -max_len=4096
+for t in "${targets[@]}"; do
+    echo "== fuzzing $t for ${seconds}s"
+    cargo fuzz run -O "$t" "corpus/$t" -- \
+        -max_total_time="$seconds" -print_final_stats=1 -max_len=4096
+done

@@ -41,6 +41,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn _heddle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     op::register(m)?;
+    record::register(m)?;
     comm::register(m)?;
     launcher::register(m)?;
     task_context::register(m)?;

@@ -13,6 +13,11 @@ use std::hash::{Hash, Hasher};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyString, PyTuple};
+
+mod decode;
+
+use decode::{decode_key, decode_value};
+pub(crate) use decode::register;
 use serde::de::{self, Deserializer, Visitor};
 use serde::ser::{self, Serializer};
 use serde::{Deserialize, Serialize};
@@ -118,34 +123,6 @@ fn encode_value(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
 
 fn malformed(what: &str) -> PyErr {
     crate::errors::Kind::Comm.err(format!("malformed record encoding: {what}"))
-}
-
-/// The object `bytes` encodes.
-fn decode_value<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-    let (&tag, rest) = bytes.split_first().ok_or_else(|| malformed("empty"))?;
-    let eight = || -> PyResult<[u8; 8]> { rest.try_into().map_err(|_| malformed("number length")) };
-    Ok(match tag {
-        V_NONE => py.None().into_bound(py),
-        V_BOOL => PyBool::new(py, rest.first() == Some(&1)).to_owned().into_any(),
-        V_INT => i64::from_le_bytes(eight()?).into_pyobject(py)?.into_any(),
-        V_FLOAT => PyFloat::new(py, f64::from_le_bytes(eight()?)).into_any(),
-        V_STR => PyString::new(py, std::str::from_utf8(rest).map_err(|_| malformed("string"))?).into_any(),
-        V_BYTES => PyBytes::new(py, rest).into_any(),
-        V_TUPLE => {
-            let count = u32::from_le_bytes(rest.get(..4).ok_or_else(|| malformed("tuple"))?.try_into().expect("4 bytes")) as usize;
-            let mut items = Vec::with_capacity(count);
-            let mut at = 4;
-            for _ in 0..count {
-                let len = u32::from_le_bytes(rest.get(at..at + 4).ok_or_else(|| malformed("tuple"))?.try_into().expect("4 bytes")) as usize;
-                let item = rest.get(at + 4..at + 4 + len).ok_or_else(|| malformed("tuple item"))?;
-                items.push(decode_value(py, item)?);
-                at += 4 + len;
-            }
-            PyTuple::new(py, items)?.into_any()
-        }
-        V_PICKLE => loads(py, rest)?,
-        _ => return Err(malformed("unknown tag")),
-    })
 }
 
 /// Reports an encoding failure: recorded (so the Python exception is what the caller
@@ -317,54 +294,6 @@ fn other_key(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
     Ok(())
 }
 
-/// Decodes the key starting at `at`; returns it and the position after it.
-fn decode_key<'py>(py: Python<'py>, bytes: &[u8], at: usize) -> PyResult<(Bound<'py, PyAny>, usize)> {
-    let tag = *bytes.get(at).ok_or_else(|| malformed("empty key"))?;
-    let at = at + 1;
-    let take = |n: usize| bytes.get(at..at + n).ok_or_else(|| malformed("key cut short"));
-    Ok(match tag {
-        K_NONE => (py.None().into_bound(py), at),
-        K_BOOL => (PyBool::new(py, take(1)?[0] == 1).to_owned().into_any(), at + 1),
-        K_INT => {
-            let v = (u64::from_be_bytes(take(8)?.try_into().expect("8 bytes")) ^ (1 << 63)) as i64;
-            (v.into_pyobject(py)?.into_any(), at + 8)
-        }
-        K_BIG_NEGATIVE | K_BIG_POSITIVE => {
-            let raw = u32::from_be_bytes(take(4)?.try_into().expect("4 bytes"));
-            let negative = tag == K_BIG_NEGATIVE;
-            let len = if negative { !raw } else { raw } as usize;
-            let mag = bytes.get(at + 4..at + 4 + len).ok_or_else(|| malformed("key cut short"))?;
-            let mag: Vec<u8> = if negative { mag.iter().map(|b| !b).collect() } else { mag.to_vec() };
-            let int = py.get_type::<PyInt>().call_method1("from_bytes", (PyBytes::new(py, &mag), "big"))?;
-            (if negative { int.neg()? } else { int }, at + 4 + len)
-        }
-        K_FLOAT => (PyFloat::new(py, float_from_order(u64::from_be_bytes(take(8)?.try_into().expect("8 bytes")))).into_any(), at + 8),
-        K_STR => {
-            let (text, next) = unescaped(bytes, at)?;
-            (PyString::new(py, std::str::from_utf8(&text).map_err(|_| malformed("key string"))?).into_any(), next)
-        }
-        K_BYTES => {
-            let (b, next) = unescaped(bytes, at)?;
-            (PyBytes::new(py, &b).into_any(), next)
-        }
-        K_TUPLE => {
-            let mut items = Vec::new();
-            let mut at = at;
-            while *bytes.get(at).ok_or_else(|| malformed("tuple key"))? != 0 {
-                let (item, next) = decode_key(py, bytes, at)?;
-                items.push(item);
-                at = next;
-            }
-            (PyTuple::new(py, items)?.into_any(), at + 1)
-        }
-        K_OTHER => {
-            let (p, next) = unescaped(bytes, at)?;
-            (loads(py, &p)?, next)
-        }
-        _ => return Err(malformed("unknown key tag")),
-    })
-}
-
 /// The canonical bytes of key `obj` (also used to hash records to partitions).
 pub(crate) fn key_bytes(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     let mut out = Vec::with_capacity(16);
@@ -485,3 +414,4 @@ pub(crate) fn pair_from(obj: &Bound<'_, PyAny>) -> PyResult<(PyKey, PyObj)> {
 pub(crate) fn pair_to<'py>(py: Python<'py>, key: PyKey, value: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     Ok(PyTuple::new(py, [key.into_py(py)?, value])?.into_any())
 }
+
