@@ -169,3 +169,51 @@ fn stream_window_counts_every_event_in_its_window() {
     assert_eq!(got, want);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Lines longer than the task-API reader's 1 MiB block that cross the workers' range ends
+/// (the reader once dropped the tail of such a line), empty lines and no final newline.
+#[test]
+fn wordcount_task_keeps_lines_that_cross_both_a_range_end_and_a_block_end() {
+    let dir = std::env::temp_dir().join(format!("heddle-wc-long-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut input = Vec::new();
+    let mut x = 11u64;
+    let mut word = |input: &mut Vec<u8>| -> u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        input.extend_from_slice(format!("w{}", x % 5000).as_bytes());
+        x
+    };
+    // Every 700 KB a line of 1.3 MB: wherever the 2-4 workers' ranges end, some end falls
+    // inside a long line that also crosses the end of the block holding that range end.
+    while input.len() < 5_000_000 {
+        for _ in 0..2000 {
+            let r = word(&mut input);
+            input.push(b'\n');
+            if r % 7 == 0 {
+                input.push(b'\n'); // an empty line
+            }
+        }
+        let long_end = input.len() + 1_300_000;
+        while input.len() < long_end {
+            word(&mut input);
+            input.push(b' ');
+        }
+        input.push(b'\n');
+    }
+    word(&mut input); // no final newline
+    let path = dir.join("long-lines.txt");
+    std::fs::write(&path, &input).unwrap();
+    let words = input.split(|&b| b == b' ' || b == b'\n').filter(|w| !w.is_empty()).count();
+    for n in ["2", "3", "4"] {
+        let mark = marker("wc-long");
+        let (o, _) = run(&mark, &["run", "-n", n, "--", &example("wordcount_task"), "--input", path.to_str().unwrap()]);
+        let stdout = text(&o.stdout);
+        assert!(o.status.success(), "{n} workers: {stdout}\n{}", text(&o.stderr));
+        let line = summary(&stdout);
+        assert!(line.contains("\"ok\": true") && line.contains(&format!("\"words\": {words},")), "{n} workers, {words} words: {line}");
+        assert_no_survivors(&mark);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

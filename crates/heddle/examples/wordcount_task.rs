@@ -41,12 +41,16 @@ struct Args {
 const BLOCK: usize = 1 << 20;
 
 /// Reads its byte range of the file, in blocks of whole lines. A line belongs to the
-/// range its first byte lies in.
+/// range its first byte lies in: a range skips the line it starts inside of, and finishes
+/// the line that crosses its end, however many blocks that line spans.
 struct ReadRange {
     file: File,
+    /// File offset of the next byte to read.
     pos: u64,
     end: u64,
+    /// The start of a line not finished yet (read, not emitted).
     carry: Vec<u8>,
+    done: bool,
 }
 
 impl ReadRange {
@@ -66,7 +70,9 @@ impl ReadRange {
                 pos += 1;
             }
         }
-        Ok(ReadRange { file, pos, end, carry: Vec::new() })
+        // No line starts in this range: the line at `pos` belongs to the next one.
+        let done = pos >= end;
+        Ok(ReadRange { file, pos, end, carry: Vec::new(), done })
     }
 }
 
@@ -74,29 +80,38 @@ impl Source for ReadRange {
     type Out = Vec<u8>;
 
     fn next(&mut self, ctx: &mut Context<'_, Vec<u8>>) -> TaskResult<Produced> {
-        if self.pos >= self.end {
+        if self.done {
             return Ok(Produced::Done);
         }
         let mut block = std::mem::take(&mut self.carry);
         let start = block.len();
+        // File offset of block[0].
+        let base = self.pos - start as u64;
         block.resize(start + BLOCK, 0);
         let n = self.file.read(&mut block[start..]).map_err(|e| heddle::task::Error::Graph(format!("reading the input: {e}")))?;
         block.truncate(start + n);
-        let past_end = self.pos + n as u64 >= self.end || n == 0;
-        if past_end {
-            // Finish the line that crosses the end of the range, then stop.
-            let within = (self.end - self.pos) as usize;
-            let cut = block[start + within.min(n)..].iter().position(|&b| b == b'\n').map_or(block.len(), |p| start + within.min(n) + p + 1);
-            block.truncate(cut);
-            self.pos = self.end;
+        self.pos += n as u64;
+        if n == 0 {
+            // The end of the file ends the last line, newline or not.
+            self.done = true;
         } else {
-            self.pos += n as u64;
-            let cut = block.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+            // The first newline at or after the range's last byte ends its last line.
+            let from = (self.end - 1).saturating_sub(base) as usize;
+            let last = block.get(from..).and_then(|tail| tail.iter().position(|&b| b == b'\n')).map(|p| from + p);
+            let cut = match last {
+                Some(p) => {
+                    self.done = true;
+                    p + 1
+                }
+                None => block.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1),
+            };
             self.carry = block[cut..].to_vec();
             block.truncate(cut);
         }
-        ctx.emit(block);
-        Ok(if self.pos >= self.end { Produced::Done } else { Produced::More })
+        if !block.is_empty() {
+            ctx.emit(block);
+        }
+        Ok(if self.done { Produced::Done } else { Produced::More })
     }
 }
 
