@@ -5,7 +5,7 @@ CARGO ?= cargo
 JOBS ?= 2
 RELEASE := target/release
 
-.PHONY: all build demo test test-rust test-deps test-spec test-python python-install bench bench-python fuzz clean
+.PHONY: all build demo test test-rust test-deps test-spec test-python test-fuzz python-install bench bench-python fuzz clean
 .PHONY: bench-compare bench-compare-quick
 
 all: build
@@ -25,7 +25,7 @@ demo: build
 	$(RELEASE)/heddle run -n 2 -- $(RELEASE)/examples/kmeans_task --generate --seed 1
 
 ## Build and run every test suite.
-test: test-rust test-spec test-python
+test: test-rust test-spec test-python test-fuzz
 
 test-rust: test-deps
 	$(CARGO) build -j$(JOBS) --release --bins --examples
@@ -78,9 +78,15 @@ bench-compare-quick: build
 	@$(MAKE) --no-print-directory python-install || echo "bench-compare-quick: python-install failed; Heddle's Python rows will be skipped"
 	$(PYTHON) benches/compare/run.py --quick --repeat 1
 
-## Coverage-guided fuzzing of the wire decoder (SECONDS=600 by default).
+## Coverage-guided fuzzing of every decoder of untrusted bytes (SECONDS=600 each by default).
 fuzz:
 	fuzz/run.sh $(or $(SECONDS),600)
+
+## A short fuzzing run of every target (the same targets as `make fuzz`), part of `make test`:
+## any crash fails it.
+FUZZ_SECONDS ?= 15
+test-fuzz:
+	CARGO_BUILD_JOBS=$(JOBS) fuzz/run.sh $(FUZZ_SECONDS)
 
 clean:
 	$(CARGO) clean
