@@ -145,10 +145,9 @@ pub fn reap_stale(dir: &Path) -> usize {
         }
         let word = |i: usize| u64::from_le_bytes(preamble[i * 8..i * 8 + 8].try_into().unwrap_or_default());
         let pid = word(4);
-        if word(0) == MAGIC && u32::try_from(pid).is_ok_and(|p| p != std::process::id() && !process_alive(p)) {
-            if std::fs::remove_file(&path).is_ok() {
-                removed += 1;
-            }
+        let stale = word(0) == MAGIC && u32::try_from(pid).is_ok_and(|p| p != std::process::id() && !process_alive(p));
+        if stale && std::fs::remove_file(&path).is_ok() {
+            removed += 1;
         }
     }
     removed
