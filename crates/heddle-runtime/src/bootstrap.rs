@@ -98,6 +98,7 @@ pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
             tracing::warn!("could not tell the job master that this worker failed: {e}");
         }
     }));
+    abort_on_panic(&abort, env.rank);
     watch_master(ms, env.rank, abort);
     Ok(comm)
 }
@@ -229,6 +230,18 @@ fn accept_peers(listener: &TcpListener, token: &str, mut expected: Vec<usize>, d
         }
     }
     Ok(out)
+}
+
+/// A panic on any thread of this worker aborts the job (after the usual panic message),
+/// so the other workers' calls fail at once with its message instead of waiting for this
+/// worker until they time out.
+fn abort_on_panic(abort: &std::sync::Arc<heddle_comm::JobAbort>, rank: usize) {
+    let abort = abort.clone();
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        previous(info);
+        abort.raise(heddle_comm::AbortCause::new(rank, "Panic", info.to_string()));
+    }));
 }
 
 /// Listens to the master for the rest of the job: a failure elsewhere aborts this

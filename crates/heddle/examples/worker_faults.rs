@@ -1,6 +1,6 @@
 //! A job in which one rank misbehaves, to watch `heddle run` stop the rest: the chosen
-//! rank exits with a code, kills itself with a signal, or never joins; every other rank
-//! waits in a barrier that cannot complete. Used by the launcher tests.
+//! rank exits with a code, kills itself with a signal, panics, or never joins; every other
+//! rank waits in a barrier that cannot complete. Used by the launcher tests.
 //!
 //! `heddle run -n 3 -- target/release/examples/worker_faults --fail-rank 1 --exit-code 3`
 
@@ -23,6 +23,9 @@ struct Args {
     /// Every rank joins, then sleeps this many seconds (to test stopping a running job).
     #[arg(long)]
     sleep: Option<u64>,
+    /// Panic after joining the job (the others' barrier is aborted at once).
+    #[arg(long)]
+    panic: bool,
 }
 
 fn main() {
@@ -47,6 +50,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     }
     if comm.rank() == args.fail_rank {
+        if args.panic {
+            panic!("rank {} cannot go on", comm.rank());
+        }
         if let Some(sig) = args.signal {
             // SAFETY: raising a signal in our own process.
             unsafe { libc_raise(sig) };
