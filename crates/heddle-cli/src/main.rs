@@ -80,12 +80,14 @@ fn main() {
 }
 
 fn run(args: RunArgs) -> i32 {
-    if let Err(e) = heddle_runtime::check_known_keys(std::env::vars_os().filter_map(|(k, _)| k.into_string().ok())) {
-        eprintln!("heddle run: {e}");
-        return 2;
-    }
     let mut spec = LaunchSpec::new(args.workers, args.command);
-    spec.init_timeout = Duration::from_secs_f64(args.init_timeout.max(0.01));
+    match heddle_comm::settings::seconds(&heddle_comm::settings::INIT_TIMEOUT_S, &args.init_timeout.to_string()) {
+        Ok(t) => spec.init_timeout = t,
+        Err(e) => {
+            eprintln!("heddle run: --init-timeout: {e}");
+            return 2;
+        }
+    }
     spec.master_bind = args.master_bind;
     spec.kill_grace = Duration::from_secs_f64(args.kill_grace.max(0.0));
     if let Some(t) = args.transport {
@@ -94,6 +96,13 @@ fn run(args: RunArgs) -> i32 {
             return 2;
         }
         spec.env.push(("HEDDLE_TRANSPORT".into(), t));
+    }
+    // Every worker would refuse a bad setting: refuse it once, before starting any.
+    let mut vars: Vec<(String, String)> = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
+    vars.extend(spec.env.iter().cloned());
+    if let Err(e) = heddle_runtime::check_environment(&vars) {
+        eprintln!("heddle run: {e}");
+        return 2;
     }
     match run_local(&spec) {
         Ok(outcome) => outcome.exit_code(),

@@ -5,7 +5,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use crate::collectives::{Algorithm, Collective};
-use crate::{Error, Result};
+use crate::{settings, Error, Result};
 
 /// Which transport to use between workers on the same host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,18 +76,17 @@ impl CommConfig {
     pub fn from_env() -> Result<CommConfig> {
         let mut c = CommConfig::default();
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        if let Some(v) = var("HEDDLE_BUFFER_BYTES") {
-            c.buffer_bytes = parse_num("HEDDLE_BUFFER_BYTES", &v)?;
+        if let Some(v) = var(settings::BUFFER_BYTES.name) {
+            c.buffer_bytes = settings::whole(&settings::BUFFER_BYTES, &v)? as usize;
         }
-        if let Some(v) = var("HEDDLE_WINDOW") {
-            c.window = parse_num("HEDDLE_WINDOW", &v)?;
+        if let Some(v) = var(settings::WINDOW.name) {
+            c.window = settings::whole(&settings::WINDOW, &v)? as usize;
         }
-        if let Some(v) = var("HEDDLE_TIMEOUT_S") {
-            let s: f64 = v.parse().map_err(|_| Error::Config(format!("HEDDLE_TIMEOUT_S={v:?} is not a number of seconds")))?;
-            c.timeout = Duration::from_secs_f64(s.max(0.001));
+        if let Some(v) = var(settings::TIMEOUT_S.name) {
+            c.timeout = settings::seconds(&settings::TIMEOUT_S, &v)?;
         }
-        if let Some(v) = var("HEDDLE_SPIN_POLLS") {
-            c.spin_polls = Some(parse_num("HEDDLE_SPIN_POLLS", &v)?.min(u32::MAX as usize) as u32);
+        if let Some(v) = var(settings::SPIN_POLLS.name) {
+            c.spin_polls = Some(settings::whole(&settings::SPIN_POLLS, &v)? as u32);
         }
         if let Some(v) = var("HEDDLE_TRANSPORT") {
             c.transport = v.parse()?;
@@ -115,8 +114,20 @@ impl CommConfig {
                 self.buffer_bytes
             )));
         }
-        if self.window < 2 {
-            return Err(Error::Config(format!("window {} must be at least 2 buffers", self.window)));
+        if self.window < 2 || self.window as f64 > settings::WINDOW.max {
+            return Err(Error::Config(format!("window {} must be from 2 to {} buffers", self.window, settings::WINDOW.max)));
+        }
+        if self.buffer_bytes as f64 > settings::BUFFER_BYTES.max {
+            return Err(Error::Config(format!("buffer_bytes {} must be at most {}", self.buffer_bytes, settings::BUFFER_BYTES.max)));
+        }
+        let timeout = self.timeout.as_secs_f64();
+        if timeout < settings::TIMEOUT_S.min || timeout > settings::TIMEOUT_S.max {
+            return Err(Error::Config(format!(
+                "timeout {:?} must be from {} to {} seconds",
+                self.timeout,
+                settings::TIMEOUT_S.min,
+                settings::TIMEOUT_S.max
+            )));
         }
         Ok(())
     }
@@ -163,6 +174,4 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-fn parse_num(name: &str, v: &str) -> Result<usize> {
-    v.parse().map_err(|_| Error::Config(format!("{name}={v:?} is not a whole number")))
-}
+

@@ -36,6 +36,7 @@ mod error;
 mod object;
 pub mod private;
 pub mod scratch;
+pub mod settings;
 pub mod spill;
 pub mod transport;
 mod world;

@@ -29,22 +29,20 @@ pub(crate) fn run_local(
     master_bind: &str,
     kill_grace: f64,
 ) -> PyResult<i32> {
-    heddle_runtime::check_known_keys(std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()))
-        .map_err(errors::runtime)?;
-    for (k, _) in env.iter().flatten() {
-        heddle_runtime::check_known_keys([k.clone()]).map_err(errors::runtime)?;
-    }
-    if let Some((_, t)) = env.iter().flatten().find(|(k, _)| k == "HEDDLE_TRANSPORT") {
-        t.parse::<heddle_comm::TransportChoice>().map_err(errors::comm)?;
-    }
+    // Every worker would refuse a bad setting: refuse it once, before starting any.
+    let mut vars: Vec<(String, String)> = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
+    vars.extend(env.iter().flatten().cloned());
+    heddle_runtime::check_environment(&vars).map_err(errors::runtime)?;
     let master_bind: SocketAddr =
         master_bind.parse().map_err(|_| Kind::Config.err(format!("--master-bind {master_bind:?} is not an address such as 127.0.0.1:0")))?;
-    if !init_timeout.is_finite() || !kill_grace.is_finite() {
-        return Err(Kind::Config.err("timeouts must be finite numbers of seconds"));
+    if !kill_grace.is_finite() || kill_grace < 0.0 {
+        return Err(Kind::Config.err(format!("kill_grace={kill_grace} must be a finite, non-negative number of seconds")));
     }
+    let init_timeout = heddle_comm::settings::seconds(&heddle_comm::settings::INIT_TIMEOUT_S, &init_timeout.to_string())
+        .map_err(|e| Kind::Config.err(format!("init_timeout: {e}")))?;
     let mut spec = LaunchSpec::new(workers, command);
     spec.env = env.unwrap_or_default();
-    spec.init_timeout = Duration::from_secs_f64(init_timeout.max(0.01));
+    spec.init_timeout = init_timeout;
     spec.master_bind = master_bind;
     spec.kill_grace = Duration::from_secs_f64(kill_grace.max(0.0));
     // The launcher polls its own signal flags; workers are stopped before this returns.

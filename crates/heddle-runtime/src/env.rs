@@ -3,7 +3,34 @@
 
 use std::time::Duration;
 
+use heddle_comm::settings::{self, Bounds};
+
 use crate::{Error, Result};
+
+/// The text of a settings error (without the communication layer's prefix).
+fn setting_message(e: heddle_comm::Error) -> String {
+    match e {
+        heddle_comm::Error::Config(m) => m,
+        other => other.to_string(),
+    }
+}
+
+/// Checks every `HEDDLE_*` variable of the environment `vars` (name, value) before a job
+/// starts: no unknown setting, every numeric one in its range (and the transport and
+/// algorithms parse). `heddle run` calls it, so a bad value stops the launch with one clear
+/// error instead of failing in every worker.
+///
+/// # Errors
+/// [`Error::Env`] naming the variable, the value and what is valid.
+pub fn check_environment(vars: &[(String, String)]) -> Result<()> {
+    check_known_keys(vars.iter().map(|(k, _)| k.clone()))?;
+    let get = |k: &str| vars.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    settings::check_all(get).map_err(|e| Error::Env(setting_message(e)))?;
+    if let Some(t) = get("HEDDLE_TRANSPORT").filter(|t| !t.is_empty()) {
+        t.parse::<heddle_comm::TransportChoice>().map_err(|e| Error::Env(setting_message(e)))?;
+    }
+    Ok(())
+}
 
 /// A worker's identity in its job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,16 +96,17 @@ impl WorkerEnv {
     /// # Errors
     /// As [`WorkerEnv::from_env`].
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<WorkerEnv> {
-        let first = |names: &[&str]| -> Result<Option<usize>> {
+        let first = |names: &[&'static str], bounds: Bounds| -> Result<Option<usize>> {
             for n in names {
                 if let Some(v) = get(n).filter(|v| !v.is_empty()) {
-                    return v.trim().parse().map(Some).map_err(|_| Error::Env(format!("{n}={v:?} is not a whole number")));
+                    let b = Bounds { name: n, ..bounds };
+                    return settings::whole(&b, &v).map(|x| Some(x as usize)).map_err(|e| Error::Env(setting_message(e)));
                 }
             }
             Ok(None)
         };
-        let rank = first(RANK_VARS)?.unwrap_or(0);
-        let size = first(SIZE_VARS)?.unwrap_or(1);
+        let rank = first(RANK_VARS, settings::RANK)?.unwrap_or(0);
+        let size = first(SIZE_VARS, settings::WORLD_SIZE)?.unwrap_or(1);
         if size == 0 || rank >= size {
             return Err(Error::Env(format!("rank {rank} is not below the world size {size}")));
         }
@@ -88,11 +116,8 @@ impl WorkerEnv {
                 "this is rank {rank} of {size} but HEDDLE_MASTER is not set; start the job with `heddle run -n {size} -- PROGRAM`"
             )));
         }
-        let init_timeout = match get("HEDDLE_INIT_TIMEOUT_S").filter(|v| !v.is_empty()) {
-            Some(v) => {
-                let s: f64 = v.parse().map_err(|_| Error::Env(format!("HEDDLE_INIT_TIMEOUT_S={v:?} is not a number of seconds")))?;
-                Duration::from_secs_f64(s.max(0.01))
-            }
+        let init_timeout = match get(settings::INIT_TIMEOUT_S.name).filter(|v| !v.is_empty()) {
+            Some(v) => settings::seconds(&settings::INIT_TIMEOUT_S, &v).map_err(|e| Error::Env(setting_message(e)))?,
             None => Duration::from_secs(60),
         };
         Ok(WorkerEnv { rank, size, master, token: get("HEDDLE_JOB_TOKEN"), init_timeout })

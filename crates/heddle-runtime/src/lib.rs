@@ -17,7 +17,7 @@ mod launcher;
 mod master;
 
 pub use bootstrap::{init, init_with};
-pub use env::{check_known_keys, WorkerEnv};
+pub use env::{check_environment, check_known_keys, WorkerEnv};
 pub use error::{Error, Result};
 pub use launcher::{run_local, JobOutcome, LaunchSpec};
 pub use master::{JobMaster, MasterConfig};

@@ -139,9 +139,9 @@ pub const THREADS_ENV: &str = "HEDDLE_TASK_THREADS";
 fn default_threads() -> Result<usize> {
     match std::env::var(THREADS_ENV) {
         Err(_) => Ok(1),
-        Ok(v) => v.trim().parse::<usize>().ok().filter(|&n| n >= 1).ok_or_else(|| {
-            Error::Graph(format!("{THREADS_ENV}={v:?} is not a number of threads: set it to a whole number of at least 1, or unset it"))
-        }),
+        Ok(v) => heddle_comm::settings::whole(&heddle_comm::settings::TASK_THREADS, &v)
+            .map(|n| n as usize)
+            .map_err(Error::Comm),
     }
 }
 
