@@ -6,7 +6,7 @@
 //! that kills the group if the launcher dies; on every exit the launcher kills what is left
 //! of the group and removes the job's files ([`JobFiles`]).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Read;
 use std::net::SocketAddr;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -305,31 +305,12 @@ fn reap(workers: &mut [Worker]) -> bool {
     alive
 }
 
-/// Copies a worker's output line by line with a `[rank] ` prefix.
+/// Copies a worker's output line by line with a `[rank] ` prefix, long lines split
+/// ([`crate::output`]).
 fn forward(pipe: Option<impl Read + Send + 'static>, rank: usize, is_err: bool, done: mpsc::Sender<()>) {
     let Some(pipe) = pipe else { return };
     std::thread::spawn(move || {
-        let mut reader = BufReader::new(pipe);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    if !line.ends_with(b"\n") {
-                        line.push(b'\n');
-                    }
-                    let mut prefixed = format!("[{rank}] ").into_bytes();
-                    prefixed.extend_from_slice(&line);
-                    // A closed terminal must not stop the job: drop output it cannot take.
-                    let _ = if is_err {
-                        std::io::stderr().lock().write_all(&prefixed)
-                    } else {
-                        std::io::stdout().lock().write_all(&prefixed)
-                    };
-                }
-            }
-        }
+        crate::output::forward(pipe, rank, is_err);
         let _ = done.send(());
     });
 }

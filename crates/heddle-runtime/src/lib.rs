@@ -15,6 +15,7 @@ mod guardian;
 mod job_files;
 mod launcher;
 mod master;
+mod output;
 
 pub use bootstrap::{init, init_with};
 pub use env::{check_environment, check_known_keys, WorkerEnv};
