@@ -195,30 +195,37 @@ fn connect_peer(p: &PeerInfo, my_rank: usize, token: &str, deadline: Instant) ->
     }
 }
 
+/// Longest a connection to a worker's peer port may take to prove it is a peer.
+const HANDSHAKE: Duration = Duration::from_secs(5);
+
+/// Accepts the TCP links of `expected` ranks. Every connection proves itself on a thread of
+/// its own (at most [`HANDSHAKE`]), so anything else that connects — and closes, sends
+/// garbage or stays silent — is logged and dropped without holding up the peers.
 fn accept_peers(listener: &TcpListener, token: &str, mut expected: Vec<usize>, deadline: Instant) -> Result<Vec<(usize, TcpStream)>> {
     listener.set_nonblocking(true).map_err(|e| Error::io("configuring the peer listener", e))?;
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, TcpStream)>();
     let mut out = Vec::new();
     while !expected.is_empty() {
+        while let Ok((rank, s)) = rx.try_recv() {
+            if expected.contains(&rank) {
+                expected.retain(|&r| r != rank);
+                out.push((rank, s));
+            } else {
+                tracing::warn!("dropped a second link claiming rank {rank}");
+            }
+        }
+        if expected.is_empty() {
+            break;
+        }
         match listener.accept() {
-            Ok((mut s, from)) => {
-                s.set_nonblocking(false).map_err(|e| Error::io("configuring a peer socket", e))?;
-                set_deadline(&s, deadline)?;
-                let nonce = control::nonce();
-                control::send(&mut s, &Control::Challenge { nonce: nonce.clone() })?;
-                match control::recv(&mut s) {
-                    Ok(Control::PeerHello { rank, mac })
-                        if expected.contains(&rank) && control::verify(token, &format!("peer|{nonce}|{rank}"), &mac) =>
-                    {
-                        control::send(&mut s, &Control::Accepted)?;
-                        expected.retain(|&r| r != rank);
-                        out.push((rank, s));
+            Ok((s, from)) => {
+                let (token, expected, tx) = (token.to_string(), expected.clone(), tx.clone());
+                std::thread::spawn(move || match peer_handshake(s, &token, &expected, deadline) {
+                    Ok((rank, s)) => {
+                        let _ = tx.send((rank, s));
                     }
-                    Ok(_) => {
-                        tracing::warn!("refused a peer connection from {from}: bad token or unexpected rank");
-                        let _ = control::send(&mut s, &Control::Refused { reason: "bad job token or unexpected rank".into() });
-                    }
-                    Err(e) => tracing::warn!("dropped a peer connection from {from}: {e}"),
-                }
+                    Err(e) => tracing::warn!("dropped a connection to the peer port from {from}: {e}"),
+                });
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if Instant::now() >= deadline {
@@ -226,10 +233,34 @@ fn accept_peers(listener: &TcpListener, token: &str, mut expected: Vec<usize>, d
                 }
                 std::thread::sleep(Duration::from_millis(2));
             }
-            Err(e) => return Err(Error::io("accepting a peer connection", e)),
+            // A connection reset before it was accepted, and the like: not ours to fail on.
+            Err(e) => {
+                tracing::warn!("accepting a peer connection failed: {e}");
+                std::thread::sleep(Duration::from_millis(2));
+            }
         }
     }
     Ok(out)
+}
+
+/// Challenges one connection to the peer port: it must answer as one of `expected` with
+/// the job token's proof.
+fn peer_handshake(mut s: TcpStream, token: &str, expected: &[usize], deadline: Instant) -> Result<(usize, TcpStream)> {
+    s.set_nonblocking(false).map_err(|e| Error::io("configuring a peer socket", e))?;
+    set_deadline(&s, deadline.min(Instant::now() + HANDSHAKE))?;
+    let nonce = control::nonce();
+    control::send(&mut s, &Control::Challenge { nonce: nonce.clone() })?;
+    match control::recv(&mut s)? {
+        Control::PeerHello { rank, mac } if expected.contains(&rank) && control::verify(token, &format!("peer|{nonce}|{rank}"), &mac) => {
+            control::send(&mut s, &Control::Accepted)?;
+            set_deadline(&s, deadline)?;
+            Ok((rank, s))
+        }
+        _ => {
+            let _ = control::send(&mut s, &Control::Refused { reason: "bad job token or unexpected rank".into() });
+            Err(Error::Auth("bad job token or unexpected rank".into()))
+        }
+    }
 }
 
 /// A panic on any thread of this worker aborts the job (after the usual panic message),
@@ -264,3 +295,33 @@ fn watch_master(mut ms: TcpStream, rank: usize, abort: std::sync::Arc<heddle_com
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    /// Foreign clients on a worker's peer port — one that closes at once, one that sends
+    /// garbage, one that stays silent, one with a wrong token — are dropped, and the real
+    /// peers still connect (with the old serial handshake the silent one held every peer
+    /// up until the deadline).
+    #[test]
+    fn foreign_clients_do_not_stop_or_stall_the_peers() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let acceptor = std::thread::spawn(move || accept_peers(&listener, "token", vec![1, 2], deadline));
+        drop(TcpStream::connect(&addr).unwrap());
+        TcpStream::connect(&addr).unwrap().write_all(b"GET / HTTP/1.0\r\n\r\n garbage").unwrap();
+        let _silent = TcpStream::connect(&addr).unwrap();
+        // The worker listening (rank 0) as its peers see it.
+        let rank0 = PeerInfo { rank: 0, host: "h".into(), pid: 0, tcp_addr: addr.clone(), shm_path: None, tcp_only: true };
+        assert!(matches!(connect_peer(&rank0, 1, "wrong token", deadline), Err(Error::Auth(_))));
+        connect_peer(&rank0, 2, "token", deadline).expect("rank 2 connects");
+        connect_peer(&rank0, 1, "token", deadline).expect("rank 1 connects");
+        let mut ranks: Vec<usize> = acceptor.join().unwrap().expect("both peers accepted").into_iter().map(|(r, _)| r).collect();
+        ranks.sort_unstable();
+        assert_eq!(ranks, [1, 2]);
+    }
+}
