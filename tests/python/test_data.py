@@ -153,6 +153,22 @@ def test_input_errors_name_the_file_and_line(s, tmp_path):
         s.read_csv(tmp_path / "rows.csv", on_malformed="ignore")
 
 
+def test_csv_rows_of_the_wrong_width_fail_or_are_skipped(s, tmp_path):
+    import csv
+    import io
+
+    text = "name,qty,note\r\nx,1,a\r\n\r\ny,2\r\nz,3,c,extra\r\n\"w,v\",4,d"  # CRLF, blank, no final newline
+    (tmp_path / "ragged.csv").write_text(text, newline="")
+    with pytest.raises(heddle.DataError, match=r"ragged.csv line 4.*expected 3 fields \(as the header of .*found 2"):
+        s.read_csv(tmp_path / "ragged.csv").collect()
+    before = s.skipped_rows()
+    rows = s.read_csv(tmp_path / "ragged.csv", on_malformed="skip").collect()
+    reference = [r for r in csv.DictReader(io.StringIO(text)) if None not in r and None not in r.values()]
+    assert rows == reference == [{"name": "x", "qty": "1", "note": "a"}, {"name": "w,v", "qty": "4", "note": "d"}]
+    assert s.skipped_rows() - before == 2
+    assert s.read_csv(tmp_path / "ragged.csv", header=False, on_malformed="skip").collect() == [["name", "qty", "note"], ["x", "1", "a"], ["w,v", "4", "d"]]
+
+
 def test_data_sets_of_two_sessions_do_not_mix(s):
     other = Session(heddle.init())
     with pytest.raises(heddle.ArgumentError, match="different sessions"):

@@ -84,28 +84,34 @@ impl Session {
     }
 
     /// Rows of CSV files (as [`Session::text_file`] finds them) deserialized into `T`
-    /// (by header names when `headers`, else by position). Quoted fields must not span
-    /// lines.
+    /// (by header names when `headers`, else by position); blank lines are skipped.
+    /// Quoted fields must not span lines. Every row must have as many fields as the header (or, without one, as the
+    /// first file's first line): a row with too few or too many is malformed — with
+    /// [`OnMalformed::Fail`] an [`Error::Parse`] naming its file and line and both counts,
+    /// with [`OnMalformed::Skip`] skipped and counted ([`Session::skipped_rows`]).
     ///
     /// # Errors
     /// As [`Session::text_file`]; a file whose header cannot be read.
     pub fn read_csv<T: Record + DeserializeOwned>(&self, path: impl AsRef<Path>, headers: bool, on_malformed: OnMalformed) -> Result<DataSet<T>> {
         let files = Arc::new(list_files(path.as_ref())?);
-        let header = match (headers, files.first()) {
-            (true, Some((f, _))) => {
+        // The first line of the first file: the header, or the row that sets the width.
+        let first = match files.first() {
+            Some((f, _)) => {
                 let mut first = String::new();
                 BufReader::new(open(f)?).read_line(&mut first).map_err(|e| io(f, e))?;
-                Some(csv_record(first.trim_end()).map_err(|e| Error::Parse { path: f.display().to_string(), line: 1, message: e })?)
+                let parsed = csv_record(first.trim_end_matches(['\n', '\r'])).map_err(|e| Error::Parse { path: f.display().to_string(), line: 1, message: e })?;
+                Some((f.display().to_string(), parsed))
             }
-            _ => None,
+            None => None,
         };
-        let header = Arc::new(header);
+        let width = first.as_ref().map(|(f, r)| (r.len(), if headers { format!("the header of {f}") } else { format!("line 1 of {f}") }));
+        let header = Arc::new(if headers { first.map(|(_, r)| r) } else { None });
         let skipped = self.0.skipped.clone();
         Ok(from_iter_fn(
             self,
             "read_csv",
             Arc::new(move |i, p| {
-                let header = header.clone();
+                let (header, width) = (header.clone(), width.clone());
                 let skipped = skipped.clone();
                 let rows = Lines::new(files.clone(), i, p).into_numbered().filter_map(move |r| {
                     let (line, at) = match r {
@@ -115,7 +121,13 @@ impl Session {
                     if header.is_some() && at.line == Some(1) {
                         return None; // each file's header
                     }
-                    let parsed = csv_record(&line).and_then(|rec| rec.deserialize::<T>(header.as_ref().as_ref()).map_err(|e| e.to_string()));
+                    if line.trim_end_matches('\r').is_empty() {
+                        return None; // blank lines separate nothing (as Spark and pandas read them)
+                    }
+                    let parsed = csv_record(&line).and_then(|rec| match &width {
+                        Some((n, from)) if rec.len() != *n => Err(format!("expected {n} fields (as {from} has), found {}", rec.len())),
+                        _ => rec.deserialize::<T>(header.as_ref().as_ref()).map_err(|e| e.to_string()),
+                    });
                     malformed(parsed, &at, on_malformed, &skipped)
                 });
                 Box::new(rows)
