@@ -24,6 +24,15 @@ pub enum Error {
         /// What is wrong with the row.
         message: String,
     },
+    /// An input file changed while the job read it (appended to, truncated, rewritten):
+    /// the result would mix two versions of it.
+    #[error("{path} changed while the job read it ({detail}); rerun once it no longer changes, or read a copy")]
+    Changed {
+        /// The file.
+        path: String,
+        /// What changed.
+        detail: String,
+    },
     /// Planning or running the task graph failed.
     #[error(transparent)]
     Task(#[from] heddle_task::Error),

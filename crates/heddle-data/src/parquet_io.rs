@@ -25,7 +25,8 @@ use serde_arrow::ArrayBuilder;
 use crate::Locked;
 use crate::dataset::DataSet;
 use crate::session::Session;
-use crate::sources::{from_iter_fn, list_files};
+use crate::input_files::list_files;
+use crate::sources::from_iter_fn;
 use crate::tasks::SinkTask;
 use crate::{Error, Result};
 

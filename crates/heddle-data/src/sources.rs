@@ -14,6 +14,7 @@ use crate::Locked;
 use crate::dataset::DataSet;
 use crate::session::Session;
 use crate::tasks::{IterSource, MakeIter};
+use crate::input_files::{planned_files, Planned};
 use crate::{Error, Result};
 
 /// A data set whose partition `i` of `p` is what `make(i, p)` yields.
@@ -79,7 +80,7 @@ impl Session {
     /// # Errors
     /// A path that names no readable file.
     pub fn text_file(&self, path: impl AsRef<Path>) -> Result<DataSet<String>> {
-        let files = Arc::new(list_files(path.as_ref())?);
+        let files = Arc::new(planned_files(path.as_ref())?);
         Ok(from_iter_fn(self, "text_file", Arc::new(move |i, p| Box::new(Lines::new(files.clone(), i, p)))))
     }
 
@@ -93,10 +94,10 @@ impl Session {
     /// # Errors
     /// As [`Session::text_file`]; a file whose header cannot be read.
     pub fn read_csv<T: Record + DeserializeOwned>(&self, path: impl AsRef<Path>, headers: bool, on_malformed: OnMalformed) -> Result<DataSet<T>> {
-        let files = Arc::new(list_files(path.as_ref())?);
+        let files = Arc::new(planned_files(path.as_ref())?);
         // The first line of the first file: the header, or the row that sets the width.
         let first = match files.first() {
-            Some((f, _)) => {
+            Some(Planned { path: f, .. }) => {
                 let mut first = String::new();
                 BufReader::new(open(f)?).read_line(&mut first).map_err(|e| io(f, e))?;
                 let parsed = csv_record(first.trim_end_matches(['\n', '\r'])).map_err(|e| Error::Parse { path: f.display().to_string(), line: 1, message: e })?;
@@ -140,7 +141,7 @@ impl Session {
     /// # Errors
     /// As [`Session::text_file`].
     pub fn read_json_lines<T: Record + DeserializeOwned>(&self, path: impl AsRef<Path>, on_malformed: OnMalformed) -> Result<DataSet<T>> {
-        let files = Arc::new(list_files(path.as_ref())?);
+        let files = Arc::new(planned_files(path.as_ref())?);
         let skipped = self.0.skipped.clone();
         Ok(from_iter_fn(
             self,
@@ -193,60 +194,6 @@ fn open(path: &Path) -> Result<File> {
     File::open(path).map_err(|e| io(path, e))
 }
 
-/// Files of `path` (a file, a directory's files but hidden ones, or the matches of a glob —
-/// `*` and `?` in the last component) with their sizes, sorted by name: what the file
-/// sources of a session read.
-///
-/// # Errors
-/// [`Error::Io`] for an unreadable directory or file, [`Error::InvalidArgument`] when the
-/// path names no readable file.
-pub fn list_files(path: &Path) -> Result<Vec<(PathBuf, u64)>> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let candidates: Vec<PathBuf> = if name.contains(['*', '?']) {
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let entries = std::fs::read_dir(dir).map_err(|e| io(dir, e))?;
-        entries.flatten().map(|e| e.path()).filter(|p| p.file_name().is_some_and(|n| glob_match(&name, &n.to_string_lossy()))).collect()
-    } else if path.is_dir() {
-        std::fs::read_dir(path).map_err(|e| io(path, e))?.flatten().map(|e| e.path()).filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))).collect()
-    } else {
-        vec![path.to_path_buf()]
-    };
-    let mut files = Vec::new();
-    for f in candidates {
-        let meta = std::fs::metadata(&f).map_err(|e| io(&f, e))?;
-        if meta.is_file() {
-            files.push((f, meta.len()));
-        }
-    }
-    if files.is_empty() {
-        return Err(Error::InvalidArgument(format!("{} names no readable file", path.display())));
-    }
-    files.sort();
-    Ok(files)
-}
-
-/// Whether `name` matches `pattern` (`*`: any run of characters, `?`: one character).
-fn glob_match(pattern: &str, name: &str) -> bool {
-    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
-    let (mut pi, mut ni, mut star, mut mark) = (0, 0, None, 0);
-    while ni < n.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
-            pi += 1;
-            ni += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ni;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ni = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
-}
 
 /// Where a line lies: its file, byte offset, and line number when known without reading
 /// the file from its start (line numbers are counted on demand for error messages).
@@ -284,26 +231,28 @@ impl Position {
     }
 }
 
-/// The lines of partition `i` of `p` of the concatenated files.
+/// The lines of partition `i` of `p` of the concatenated files. Each file is checked
+/// against its planned size and modification time when its range ends, so a file that
+/// changes while it is read fails the job ([`Error::Changed`]).
 struct Lines {
     /// (file, start, end) byte ranges of this partition, in order.
-    segments: Vec<(PathBuf, u64, u64)>,
-    current: Option<(BufReader<File>, PathBuf, u64, u64, Option<u64>)>,
+    segments: Vec<(Planned, u64, u64)>,
+    current: Option<(BufReader<File>, Planned, u64, u64, Option<u64>)>,
     buf: Vec<u8>,
 }
 
 impl Lines {
-    fn new(files: Arc<Vec<(PathBuf, u64)>>, i: u32, p: u32) -> Lines {
-        let total: u64 = files.iter().map(|f| f.1).sum();
+    fn new(files: Arc<Vec<Planned>>, i: u32, p: u32) -> Lines {
+        let total: u64 = files.iter().map(|f| f.len).sum();
         let r = share(total, i, p);
         let mut segments = Vec::new();
         let mut at = 0;
-        for (f, len) in files.iter() {
-            let (s, e) = (r.start.max(at), r.end.min(at + len));
+        for f in files.iter() {
+            let (s, e) = (r.start.max(at), r.end.min(at + f.len));
             if s < e {
                 segments.push((f.clone(), s - at, e - at));
             }
-            at += len;
+            at += f.len;
         }
         segments.reverse();
         Lines { segments, current: None, buf: Vec::new() }
@@ -311,7 +260,8 @@ impl Lines {
 
     /// Opens the next segment, skipping a line that started before it.
     fn open_next(&mut self) -> Result<bool> {
-        let Some((path, start, end)) = self.segments.pop() else { return Ok(false) };
+        let Some((planned, start, end)) = self.segments.pop() else { return Ok(false) };
+        let path = planned.path.clone();
         let mut f = open(&path)?;
         let mut pos = start;
         if start > 0 {
@@ -324,7 +274,7 @@ impl Lines {
             pos = start - 1 + n;
         }
         let line = (start == 0).then_some(1);
-        self.current = Some((reader, path, pos, end, line));
+        self.current = Some((reader, planned, pos, end, line));
         Ok(true)
     }
 
@@ -337,21 +287,30 @@ impl Lines {
                     Err(e) => return Some(Err(e)),
                 }
             }
-            let (reader, path, pos, end, line) = self.current.as_mut().expect("opened above");
+            let (reader, planned, pos, end, line) = self.current.as_mut().expect("opened above");
             if *pos >= *end {
+                let checked = planned.check(reader.get_ref());
                 self.current = None;
-                continue;
+                match checked {
+                    Ok(()) => continue,
+                    Err(e) => return Some(Err(e)),
+                }
             }
             self.buf.clear();
             let n = match reader.read_until(b'\n', &mut self.buf) {
                 Ok(n) => n as u64,
-                Err(e) => return Some(Err(io(path, e))),
+                Err(e) => return Some(Err(io(&planned.path, e))),
             };
             if n == 0 {
+                // The end of the file before the end of the range: it was truncated.
+                let checked = planned.check(reader.get_ref());
                 self.current = None;
-                continue;
+                match checked {
+                    Ok(()) => continue,
+                    Err(e) => return Some(Err(e)),
+                }
             }
-            let at = Position { file: path.clone(), offset: *pos, line: *line };
+            let at = Position { file: planned.path.clone(), offset: *pos, line: *line };
             *pos += n;
             if let Some(l) = line.as_mut() {
                 *l += 1;

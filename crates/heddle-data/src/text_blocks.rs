@@ -4,19 +4,20 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::dataset::DataSet;
 use crate::session::Session;
-use crate::sources::{from_iter_fn, list_files};
+use crate::input_files::{planned_files, Planned};
+use crate::sources::from_iter_fn;
 use crate::{Error, Result};
 
 /// Blocks of about `block_bytes` over some files: block `j` of [`TextBlocks::count`] covers
 /// bytes `j * total / n .. (j + 1) * total / n` of the files laid end to end.
 #[derive(Debug, Clone)]
 pub struct TextBlocks {
-    files: Vec<(PathBuf, u64)>,
+    files: Vec<Planned>,
     total: u64,
     n: u64,
 }
@@ -28,8 +29,8 @@ impl TextBlocks {
     /// # Errors
     /// A path that names no readable file.
     pub fn new(path: &Path, block_bytes: u64) -> Result<TextBlocks> {
-        let files = list_files(path)?;
-        let total = files.iter().map(|f| f.1).sum::<u64>();
+        let files = planned_files(path)?;
+        let total = files.iter().map(|f| f.len).sum::<u64>();
         Ok(TextBlocks { files, total, n: total.div_ceil(block_bytes.max(1)).max(1) })
     }
 
@@ -46,15 +47,18 @@ impl TextBlocks {
     /// The lines that start in block `j`, each ending with a newline (empty if none does).
     ///
     /// # Errors
-    /// [`Error::Io`] naming the file that could not be read.
+    /// [`Error::Io`] naming the file that could not be read; [`Error::Changed`] if a file
+    /// no longer has the size and modification time it had when the blocks were planned.
     pub fn read(&self, j: u64) -> Result<Vec<u8>> {
         let (start, end) = (self.start(j), self.start(j + 1));
         let mut out = Vec::with_capacity((end - start) as usize + 256);
         let mut at = 0;
-        for (f, len) in &self.files {
+        for planned in &self.files {
+            let (f, len) = (&planned.path, planned.len);
             let (s, e) = (start.max(at), end.min(at + len));
             if s < e {
-                read_segment(f, s - at, e - at, &mut out).map_err(|source| Error::Io { path: f.display().to_string(), source })?;
+                let file = read_segment(f, s - at, e - at, &mut out).map_err(|source| Error::Io { path: f.display().to_string(), source })?;
+                planned.check(&file)?;
                 if out.last().is_some_and(|&b| b != b'\n') {
                     out.push(b'\n'); // a file's last line without a newline
                 }
@@ -65,8 +69,9 @@ impl TextBlocks {
     }
 }
 
-/// Appends the lines of `path` that start in `start..end` (the last one read to its end).
-fn read_segment(path: &Path, start: u64, end: u64, out: &mut Vec<u8>) -> std::io::Result<()> {
+/// Appends the lines of `path` that start in `start..end` (the last one read to its end);
+/// returns the file, to be checked against its plan.
+fn read_segment(path: &Path, start: u64, end: u64, out: &mut Vec<u8>) -> std::io::Result<File> {
     let mut f = File::open(path)?;
     let mut pos = start;
     if start > 0 {
@@ -79,14 +84,14 @@ fn read_segment(path: &Path, start: u64, end: u64, out: &mut Vec<u8>) -> std::io
         pos = start - 1 + r.read_until(b'\n', &mut skipped)? as u64;
     }
     if pos >= end {
-        return Ok(());
+        return Ok(r.into_inner());
     }
     let before = out.len();
     r.by_ref().take(end - pos).read_to_end(out)?;
     if out.len() > before && out.last() != Some(&b'\n') {
         r.read_until(b'\n', out)?;
     }
-    Ok(())
+    Ok(r.into_inner())
 }
 
 impl Session {
