@@ -51,6 +51,8 @@ struct ReadRange {
     /// The start of a line not finished yet (read, not emitted).
     carry: Vec<u8>,
     done: bool,
+    /// Bytes read at once.
+    block: usize,
 }
 
 impl ReadRange {
@@ -72,23 +74,20 @@ impl ReadRange {
         }
         // No line starts in this range: the line at `pos` belongs to the next one.
         let done = pos >= end;
-        Ok(ReadRange { file, pos, end, carry: Vec::new(), done })
+        Ok(ReadRange { file, pos, end, carry: Vec::new(), done, block: BLOCK })
     }
-}
 
-impl Source for ReadRange {
-    type Out = Vec<u8>;
-
-    fn next(&mut self, ctx: &mut Context<'_, Vec<u8>>) -> TaskResult<Produced> {
+    /// The next lines of the range (whole lines, possibly none), or `None` at its end.
+    fn next_lines(&mut self) -> std::io::Result<Option<Vec<u8>>> {
         if self.done {
-            return Ok(Produced::Done);
+            return Ok(None);
         }
         let mut block = std::mem::take(&mut self.carry);
         let start = block.len();
         // File offset of block[0].
         let base = self.pos - start as u64;
-        block.resize(start + BLOCK, 0);
-        let n = self.file.read(&mut block[start..]).map_err(|e| heddle::task::Error::Graph(format!("reading the input: {e}")))?;
+        block.resize(start + self.block, 0);
+        let n = self.file.read(&mut block[start..])?;
         block.truncate(start + n);
         self.pos += n as u64;
         if n == 0 {
@@ -108,8 +107,17 @@ impl Source for ReadRange {
             self.carry = block[cut..].to_vec();
             block.truncate(cut);
         }
-        if !block.is_empty() {
-            ctx.emit(block);
+        Ok(Some(block))
+    }
+}
+
+impl Source for ReadRange {
+    type Out = Vec<u8>;
+
+    fn next(&mut self, ctx: &mut Context<'_, Vec<u8>>) -> TaskResult<Produced> {
+        match self.next_lines().map_err(|e| heddle::task::Error::Graph(format!("reading the input: {e}")))? {
+            Some(lines) if !lines.is_empty() => ctx.emit(lines),
+            _ => {}
         }
         Ok(if self.done { Produced::Done } else { Produced::More })
     }
@@ -245,4 +253,46 @@ fn reference(path: &Path) -> std::io::Result<HashMap<String, u64>> {
         *counts.entry(word.to_string()).or_insert(0) += 1;
     }
     Ok(counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::ReadRange;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// For any file (empty lines, CRLF, no final newline, lines longer than the block),
+        /// any number of ranges and any block size, the ranges' lines in order are the file.
+        #[test]
+        fn ranges_read_every_line_once(
+            lines in prop::collection::vec(("[a-z ]{0,12}|[a-z]{40,300}", prop::bool::ANY), 0..60),
+            final_newline in prop::bool::ANY,
+            parallelism in 1u32..9,
+            block in prop_oneof![1usize..8, 8usize..128, Just(2usize << 20)],
+        ) {
+            let mut content = Vec::new();
+            for (i, (text, crlf)) in lines.iter().enumerate() {
+                content.extend_from_slice(text.as_bytes());
+                if i + 1 < lines.len() || final_newline {
+                    content.extend_from_slice(if *crlf { b"\r\n" } else { b"\n" });
+                }
+            }
+            let path = std::env::temp_dir().join(format!("heddle-readrange-{}-{parallelism}-{block}", std::process::id()));
+            std::fs::write(&path, &content).unwrap();
+            let mut got = Vec::new();
+            for i in 0..parallelism {
+                let mut r = ReadRange::open(&path, i, parallelism).unwrap();
+                r.block = block;
+                while let Some(part) = r.next_lines().unwrap() {
+                    prop_assert!(part.is_empty() || part.ends_with(b"\n") || got.len() + part.len() == content.len());
+                    got.extend_from_slice(&part);
+                }
+            }
+            std::fs::remove_file(&path).unwrap();
+            prop_assert_eq!(got, content);
+        }
+    }
 }
