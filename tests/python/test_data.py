@@ -223,3 +223,19 @@ def test_data_sets_on_workers(n, tmp_path):
     job = run_job(n, "data_ops.py", str(tmp_path))
     assert_all_ok(job, n)
     assert all(rep["checks"] >= 55 for rep in job.reports.values()), job.reports
+
+
+def test_words_of_one_long_line_match_counter(s, tmp_path):
+    """One 3 MB line of dense short tokens (read in 64 KiB blocks, most of them inside the
+    line) counts like ``Counter(bytes.split())``, as the same words on short lines do."""
+    import random
+
+    rng = random.Random(5)
+    words = [f"w{rng.randrange(700)}" for _ in range(600_000)]
+    line = " ".join(words).encode()
+    (tmp_path / "one.txt").write_bytes(b"first line\n" + line + b"\nlast")
+    want = collections.Counter((b"first line\n" + line + b"\nlast").split())
+    got = dict(s.text_file(tmp_path / "one.txt").words().value_counts().collect())
+    assert got == {w.decode(): n for w, n in want.items()}
+    blocks = s.text_blocks(tmp_path / "one.txt", block_bytes=4096).collect()
+    assert b"".join(b.encode() for b in blocks) == b"first line\n" + line + b"\nlast\n"

@@ -66,5 +66,5 @@ pub use input_files::list_files;
 pub use sources::OnMalformed;
 pub use redis_io::RedisEntry;
 pub use stream::Stream;
-pub use text_blocks::TextBlocks;
+pub use text_blocks::{TextBlocks, MAX_LINE_BYTES};
 pub use window::{now_ms, Time, Window, WindowKind, Windowed};

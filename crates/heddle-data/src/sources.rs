@@ -2,7 +2,7 @@
 //! (text lines, CSV, JSON lines) split across partitions by byte ranges.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
@@ -15,6 +15,7 @@ use crate::dataset::DataSet;
 use crate::session::Session;
 use crate::tasks::{IterSource, MakeIter};
 use crate::input_files::{planned_files, Planned};
+use crate::text_blocks::{skip_line, MAX_LINE_BYTES};
 use crate::{Error, Result};
 
 /// A data set whose partition `i` of `p` is what `make(i, p)` yields.
@@ -269,9 +270,8 @@ impl Lines {
         }
         let mut reader = BufReader::with_capacity(1 << 16, f);
         if start > 0 {
-            self.buf.clear();
-            let n = reader.read_until(b'\n', &mut self.buf).map_err(|e| io(&path, e))? as u64;
-            pos = start - 1 + n;
+            // Skip the line that began before this segment, but not past its end.
+            pos = start - 1 + skip_line(&mut reader, end - start + 1).map_err(|e| io(&path, e))?;
         }
         let line = (start == 0).then_some(1);
         self.current = Some((reader, planned, pos, end, line));
@@ -297,10 +297,16 @@ impl Lines {
                 }
             }
             self.buf.clear();
-            let n = match reader.read_until(b'\n', &mut self.buf) {
+            let n = match reader.by_ref().take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut self.buf) {
                 Ok(n) => n as u64,
                 Err(e) => return Some(Err(io(&planned.path, e))),
             };
+            if n > MAX_LINE_BYTES {
+                let at = Position { file: planned.path.clone(), offset: *pos, line: *line };
+                self.current = None;
+                let message = format!("the line is longer than the {MAX_LINE_BYTES}-byte line limit; split it into lines");
+                return Some(Err(Error::Parse { path: at.file.display().to_string(), line: at.line_number(), message }));
+            }
             if n == 0 {
                 // The end of the file before the end of the range: it was truncated.
                 let checked = planned.check(reader.get_ref());

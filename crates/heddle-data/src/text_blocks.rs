@@ -57,7 +57,7 @@ impl TextBlocks {
             let (f, len) = (&planned.path, planned.len);
             let (s, e) = (start.max(at), end.min(at + len));
             if s < e {
-                let file = read_segment(f, s - at, e - at, &mut out).map_err(|source| Error::Io { path: f.display().to_string(), source })?;
+                let file = read_segment(f, s - at, e - at, MAX_LINE_BYTES, &mut out).map_err(|source| Error::Io { path: f.display().to_string(), source })?;
                 planned.check(&file)?;
                 if out.last().is_some_and(|&b| b != b'\n') {
                     out.push(b'\n'); // a file's last line without a newline
@@ -69,19 +69,52 @@ impl TextBlocks {
     }
 }
 
-/// Appends the lines of `path` that start in `start..end` (the last one read to its end);
-/// returns the file, to be checked against its plan.
-fn read_segment(path: &Path, start: u64, end: u64, out: &mut Vec<u8>) -> std::io::Result<File> {
+/// Consumes `r` up to and including its next newline, but at most `limit` bytes, without
+/// keeping them; returns how many it consumed (fewer than `limit` without a newline only
+/// at the end of the input).
+pub(crate) fn skip_line(r: &mut impl BufRead, limit: u64) -> std::io::Result<u64> {
+    let mut skipped = 0u64;
+    while skipped < limit {
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        let room = usize::try_from(limit - skipped).unwrap_or(usize::MAX);
+        match buf.iter().take(room).position(|&b| b == b'\n') {
+            Some(i) => {
+                r.consume(i + 1);
+                return Ok(skipped + i as u64 + 1);
+            }
+            None => {
+                let n = buf.len().min(room);
+                r.consume(n);
+                skipped += n as u64;
+            }
+        }
+    }
+    Ok(skipped)
+}
+
+/// The longest line the text readers take (256 MiB): a longer one fails the job naming its
+/// file, rather than growing a buffer without bound.
+pub const MAX_LINE_BYTES: u64 = 256 << 20;
+
+/// Appends the lines of `path` that start in `start..end` (the last one read to its end,
+/// if it is at most `max_line` bytes long); returns the file, to be checked against its
+/// plan. Work is linear in the bytes of the segment and of its last line: a segment inside
+/// one long line stops skipping at its own end.
+fn read_segment(path: &Path, start: u64, end: u64, max_line: u64, out: &mut Vec<u8>) -> std::io::Result<File> {
     let mut f = File::open(path)?;
     let mut pos = start;
     if start > 0 {
         f.seek(SeekFrom::Start(start - 1))?;
+        pos = start - 1;
     }
     let mut r = BufReader::with_capacity(1 << 16, f);
     if start > 0 {
-        // Skip the rest of a line that began before this segment.
-        let mut skipped = Vec::new();
-        pos = start - 1 + r.read_until(b'\n', &mut skipped)? as u64;
+        // Skip the rest of a line that began before this segment, up to the segment's
+        // end: if no line starts in it, it holds nothing.
+        pos += skip_line(&mut r, end - pos)?;
     }
     if pos >= end {
         return Ok(r.into_inner());
@@ -89,7 +122,17 @@ fn read_segment(path: &Path, start: u64, end: u64, out: &mut Vec<u8>) -> std::io
     let before = out.len();
     r.by_ref().take(end - pos).read_to_end(out)?;
     if out.len() > before && out.last() != Some(&b'\n') {
-        r.read_until(b'\n', out)?;
+        // The last line goes on past the segment: read it to its end, within the limit.
+        let line_start = out.iter().rposition(|&b| b == b'\n').map_or(before, |p| p + 1);
+        let so_far = (out.len() - line_start) as u64;
+        let n = r.by_ref().take((max_line + 1).saturating_sub(so_far)).read_until(b'\n', out)? as u64;
+        if so_far + n > max_line && out.last() != Some(&b'\n') {
+            let at = pos + (line_start - before) as u64;
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("the line at byte {at} is longer than the {max_line}-byte line limit; split it into lines"),
+            ));
+        }
     }
     Ok(r.into_inner())
 }
@@ -125,5 +168,38 @@ impl Session {
                 }))
             }),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn segments(content: &[u8], cuts: &[u64], max_line: u64) -> std::io::Result<Vec<u8>> {
+        let path = std::env::temp_dir().join(format!("heddle-segment-{}-{}", std::process::id(), content.len()));
+        std::fs::write(&path, content).unwrap();
+        let mut out = Vec::new();
+        let r = cuts.windows(2).try_for_each(|w| read_segment(&path, w[0], w[1], max_line, &mut out).map(drop));
+        std::fs::remove_file(&path).unwrap();
+        r.map(|()| out)
+    }
+
+    #[test]
+    fn a_long_line_is_read_once_across_segments_inside_it() {
+        let mut content = b"a b\n".to_vec();
+        content.extend(std::iter::repeat_n(b'x', 1000));
+        content.extend_from_slice(b"\nlast");
+        let cuts: Vec<u64> = (0..=content.len() as u64).step_by(7).chain([content.len() as u64]).collect();
+        assert_eq!(segments(&content, &cuts, 4096).unwrap(), content);
+    }
+
+    #[test]
+    fn a_line_past_the_limit_is_an_error_naming_its_start() {
+        let mut content = b"ok\n".to_vec();
+        content.extend(std::iter::repeat_n(b'y', 300));
+        content.push(b'\n');
+        let e = segments(&content, &[0, 10, content.len() as u64], 100).unwrap_err().to_string();
+        assert!(e.contains("line at byte 3") && e.contains("100-byte line limit"), "{e}");
+        assert!(segments(&content, &[0, content.len() as u64], 400).is_ok());
     }
 }

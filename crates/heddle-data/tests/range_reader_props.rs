@@ -53,7 +53,6 @@ fn session(partitions: u32) -> Session {
 
 struct Files {
     dir: PathBuf,
-    paths: Vec<PathBuf>,
     contents: Vec<String>,
 }
 
@@ -64,16 +63,10 @@ impl Files {
         let dir = std::env::temp_dir().join(format!("heddle-props-{tag}-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let contents: Vec<String> = files.iter().map(render).collect();
-        let paths: Vec<PathBuf> = contents
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let p = dir.join(format!("part-{i:03}.txt"));
-                std::fs::write(&p, c).unwrap();
-                p
-            })
-            .collect();
-        Files { dir, paths, contents }
+        for (i, c) in contents.iter().enumerate() {
+            std::fs::write(dir.join(format!("part-{i:03}.txt")), c).unwrap();
+        }
+        Files { dir, contents }
     }
 
     fn all(&self) -> &Path {
