@@ -141,7 +141,7 @@ def main() -> int:
             for i, (name, _) in enumerate(written):
                 os.replace(args.output / name, args.output / f"part-{i:05d}")
     else:
-        s.text_file(args.input).sort(key_bytes=KEY).write_text(args.output)
+        s.text_file(args.input).sort(key_bytes=KEY).write_text(args.output, mode="overwrite")
     comm.barrier()
     job_s = comm.allreduce(time.perf_counter() - start, op=max)
 

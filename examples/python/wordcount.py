@@ -95,7 +95,7 @@ def main() -> int:
     if args.explain and comm.rank == 0:
         print(counts.explain(), end="")
     if args.output:
-        counts.map(lambda wc: f"{wc[0]}\t{wc[1]}").write_text(args.output)
+        counts.map(lambda wc: f"{wc[0]}\t{wc[1]}").write_text(args.output, mode="overwrite")
         result = None
     else:
         result = counts.collect()

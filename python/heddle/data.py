@@ -46,6 +46,7 @@ action releases the GIL while it waits for other workers.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
@@ -70,6 +71,12 @@ def _pyarrow(what: str) -> Tuple[Any, Any]:
     except ImportError:
         raise ImportError(f"{what} needs pyarrow: pip install pyarrow (or heddle[arrow])") from None
     return pyarrow, pyarrow.parquet
+
+
+def _mode(mode: str) -> str:
+    if mode in ("errorifexists", "error", "overwrite", "append"):
+        return mode
+    raise ValueError(f"mode must be 'errorifexists', 'overwrite' or 'append', not {mode!r}")
 
 
 def _on_malformed(on_malformed: str) -> bool:
@@ -436,46 +443,54 @@ class DataSet:
         """Calls ``f(record)`` for every record, on the worker holding it."""
         self._native.for_each(f)
 
-    def write_text(self, directory: PathLike) -> None:
+    def write_text(self, directory: PathLike, mode: str = "errorifexists") -> None:
         """Writes each record's ``str`` as a line, one part file per partition
-        (``directory/part-00000`` ...), where the partition is."""
-        self._native.write_text(os.fspath(directory))
+        (``directory/part-00000`` ...), where the partition is. As Spark's writer modes:
+        ``"errorifexists"`` refuses a directory holding files, ``"overwrite"`` replaces its
+        parts and ``_SUCCESS`` (other files stay), ``"append"`` adds parts under new names.
+        Parts move into place, then ``_SUCCESS``, once every worker wrote its own."""
+        self._native.write_text(os.fspath(directory), _mode(mode))
 
-    def write_json_lines(self, directory: PathLike) -> None:
+    def write_json_lines(self, directory: PathLike, mode: str = "errorifexists") -> None:
         """Writes each record as one line of JSON (dicts, lists, tuples, str, int, float,
-        bool, None), one part file per partition."""
-        self._native.write_json_lines(os.fspath(directory))
+        bool, None), one part file per partition (``mode`` as for :meth:`write_text`)."""
+        self._native.write_json_lines(os.fspath(directory), _mode(mode))
 
     def for_each_partition(self, f: Callable[[int, List[Any]], Any]) -> None:
         """Calls ``f(index, records)`` with every whole partition (a list), on the worker
         holding it."""
         self._native.for_each_partition(f)
 
-    def write_parquet(self, directory: PathLike) -> None:
+    def write_parquet(self, directory: PathLike, mode: str = "errorifexists") -> None:
         """Writes each partition as ``directory/part-00000.parquet`` ... with ``pyarrow``:
         dict records as columns (the schema inferred from the records), other records as one
         column ``item`` (as the Rust API does). An empty partition writes no file. Returns
-        when every worker has written its files."""
+        when every worker has written its files (``mode`` and the commit as for
+        :meth:`write_text`)."""
         pa, pq = _pyarrow("write_parquet")
-        out = os.fspath(directory)
-        os.makedirs(out, exist_ok=True)
+        commit = _heddle.OutputCommit(self.session._native, os.fspath(directory), _mode(mode), ".parquet")
+        written: List[int] = []
 
         def write(index: int, records: List[Any]) -> None:
             if not records:
                 return
-            if isinstance(records[0], dict):
-                table = pa.Table.from_pylist(records)
-            else:
-                table = pa.table({"item": records})
-            pq.write_table(table, os.path.join(out, f"part-{index:05d}.parquet"))
+            table = pa.Table.from_pylist(records) if isinstance(records[0], dict) else pa.table({"item": records})
+            pq.write_table(table, os.fspath(commit.temp_path(index)))
+            written.append(index)
 
-        self._native.for_each_partition(write)
-        self.session.comm.barrier()
+        try:
+            self._native.for_each_partition(write)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the temporary files go; the cause is raised
+                commit.finish([], True)
+            raise
+        commit.finish(written, False)
 
-    def write_csv(self, directory: PathLike) -> None:
+    def write_csv(self, directory: PathLike, mode: str = "errorifexists") -> None:
         """Writes each record as a CSV row (a tuple or list of fields, or one field; fields
-        written with ``str``, ``None`` as empty), one part file per partition, no header."""
-        self._native.write_csv(os.fspath(directory))
+        written with ``str``, ``None`` as empty), one part file per partition, no header
+        (``mode`` as for :meth:`write_text`)."""
+        self._native.write_csv(os.fspath(directory), _mode(mode))
 
     def explain(self) -> str:
         """The task graph and plan an action on this data set would run."""

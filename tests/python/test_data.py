@@ -239,3 +239,40 @@ def test_words_of_one_long_line_match_counter(s, tmp_path):
     assert got == {w.decode(): n for w, n in want.items()}
     blocks = s.text_blocks(tmp_path / "one.txt", block_bytes=4096).collect()
     assert b"".join(b.encode() for b in blocks) == b"first line\n" + line + b"\nlast\n"
+
+
+def test_writers_refuse_replace_or_append_like_spark_save_modes(s, tmp_path):
+    out = tmp_path / "out"
+    s.range(10).write_text(out)
+    assert (out / "_SUCCESS").exists()
+    with pytest.raises(heddle.ArgumentError, match=r"out already holds .* overwrite or append"):
+        s.range(3).write_json_lines(out)
+    with pytest.raises(ValueError, match="mode must be"):
+        s.range(3).write_text(out, mode="replace")
+    s.range(3).write_csv(out, mode="overwrite")
+    parts = sorted(p.name for p in out.iterdir() if p.name.startswith("part-"))
+    assert [l for p in parts for l in (out / p).read_text().splitlines()] == ["0", "1", "2"]
+    s.range(3, 5).write_text(out, mode="append")
+    assert sorted(l for p in out.glob("part-*") for l in p.read_text().splitlines()) == ["0", "1", "2", "3", "4"]
+    # A failed write leaves nothing that looks like output, and keeps what was there.
+    before = sorted(p.name for p in out.iterdir())
+    with pytest.raises(ZeroDivisionError):
+        s.range(10).map(lambda x: 1 // (x - 7)).write_text(out, mode="overwrite")
+    assert sorted(p.name for p in out.iterdir()) == before
+    failed = tmp_path / "failed"
+    with pytest.raises(ZeroDivisionError):
+        s.range(10).map(lambda x: 1 // (x - 7)).write_text(failed)
+    assert not failed.exists() or list(failed.iterdir()) == []
+
+
+def test_write_parquet_commits_like_the_other_writers(s, tmp_path):
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "pq"
+    s.from_list([{"a": i} for i in range(6)]).write_parquet(out)
+    assert (out / "_SUCCESS").exists() and not any(p.name.startswith("_temporary") for p in out.iterdir())
+    with pytest.raises(heddle.ArgumentError, match="already holds"):
+        s.from_list([{"a": 1}]).write_parquet(out)
+    s.from_list([{"a": 9}]).write_parquet(out, mode="overwrite")
+    assert pq.read_table(out).to_pylist() == [{"a": 9}]

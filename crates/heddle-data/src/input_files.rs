@@ -42,12 +42,15 @@ impl Planned {
 /// [`list_files`] with each file's modification time.
 pub(crate) fn planned_files(path: &Path) -> Result<Vec<Planned>> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    // As Hadoop and Spark read a directory: names starting with `.` or `_` (`_SUCCESS`,
+    // temporary directories of writes) are not input.
+    let visible = |p: &PathBuf| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(['.', '_']));
     let candidates: Vec<PathBuf> = if name.contains(['*', '?']) {
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let entries = std::fs::read_dir(dir).map_err(|e| io(dir, e))?;
-        entries.flatten().map(|e| e.path()).filter(|p| p.file_name().is_some_and(|n| glob_match(&name, &n.to_string_lossy()))).collect()
+        entries.flatten().map(|e| e.path()).filter(|p| visible(p) && p.file_name().is_some_and(|n| glob_match(&name, &n.to_string_lossy()))).collect()
     } else if path.is_dir() {
-        std::fs::read_dir(path).map_err(|e| io(path, e))?.flatten().map(|e| e.path()).filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))).collect()
+        std::fs::read_dir(path).map_err(|e| io(path, e))?.flatten().map(|e| e.path()).filter(visible).collect()
     } else {
         vec![path.to_path_buf()]
     };
@@ -65,7 +68,7 @@ pub(crate) fn planned_files(path: &Path) -> Result<Vec<Planned>> {
     Ok(files)
 }
 
-/// Files of `path` (a file, a directory's files but hidden ones, or the matches of a glob —
+/// Files of `path` (a file, a directory's files but hidden ones (`.` or `_` first), or the matches of a glob —
 /// `*` and `?` in the last component) with their sizes, sorted by name: what the file
 /// sources of a session read.
 ///

@@ -26,6 +26,7 @@ use crate::Locked;
 use crate::dataset::DataSet;
 use crate::session::Session;
 use crate::input_files::list_files;
+use crate::output::{Commit, Output};
 use crate::sources::from_iter_fn;
 use crate::tasks::SinkTask;
 use crate::{Error, Result};
@@ -259,7 +260,7 @@ struct Part {
 
 impl Part {
     fn create(path: PathBuf, schema: &SchemaRef, fields: &[FieldRef]) -> Result<Part> {
-        let file = File::create(&path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+        let file = crate::output::create_part(&path)?;
         let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
         let writer = ArrowWriter::try_new(BufWriter::with_capacity(1 << 20, file), schema.clone(), Some(props)).map_err(|e| io(&path, e))?;
         let rows = ArrayBuilder::from_arrow(fields).map_err(|e| io(&path, e))?;
@@ -277,8 +278,9 @@ impl Part {
 }
 
 impl<T: Record> DataSet<T> {
-    /// Writes partition `i` into `dir/part-{i:05}.parquet` (Snappy-compressed), where the
-    /// partition is: one row per record, one column per field of `T` (a struct; `0`, `1`
+    /// Writes partition `i` into `part-{i:05}.parquet` (Snappy-compressed) of a directory
+    /// (a path, or an [`Output`] with a [`crate::WriteMode`], committed as
+    /// [`DataSet::write_text`] commits), where the partition is: one row per record, one column per field of `T` (a struct; `0`, `1`
     /// ... for a tuple; one column `item` for any other type). The schema is traced from
     /// the type, so every part file has the same one, empty partitions included; strings,
     /// lists and binaries are written as Arrow's plain (not large) types, maps as maps,
@@ -289,11 +291,13 @@ impl<T: Record> DataSet<T> {
     /// A type with no Parquet schema (one holding values whose form only the data shows,
     /// such as `serde_json::Value`); a file that cannot be written; a record that does not
     /// fit the schema; or as any action.
-    pub fn write_parquet(&self, dir: impl AsRef<Path>) -> Result<()> {
+    pub fn write_parquet(&self, out: impl Into<Output>) -> Result<()> {
         let Layout { fields, item } = layout_of::<T>()?;
         let schema: SchemaRef = Arc::new(Schema::new(fields.clone()));
-        let dir = dir.as_ref().to_path_buf();
-        std::fs::create_dir_all(&dir).map_err(|e| Error::Io { path: dir.display().to_string(), source: e })?;
+        let comm = self.session.comm();
+        let commit = Arc::new(Commit::begin(comm, &out.into())?);
+        let c = commit.clone();
+        let written: Arc<Mutex<Vec<u32>>> = Arc::default();
         let parts: Arc<Mutex<HashMap<u32, Part>>> = Arc::default();
         let with = {
             let parts = parts.clone();
@@ -301,7 +305,7 @@ impl<T: Record> DataSet<T> {
                 let mut parts = parts.locked();
                 let part = match parts.entry(i) {
                     Entry::Occupied(e) => e.into_mut(),
-                    Entry::Vacant(v) => v.insert(Part::create(dir.join(format!("part-{i:05}.parquet")), &schema, &fields)?),
+                    Entry::Vacant(v) => v.insert(Part::create(c.temp_path(i, ".parquet"), &schema, &fields)?),
                 };
                 f(part)
             })
@@ -318,16 +322,18 @@ impl<T: Record> DataSet<T> {
                 Ok(())
             })
         });
+        let done = written.clone();
         let end: Arc<dyn Fn(u32) -> Result<()> + Send + Sync> = Arc::new(move |i| {
             with(i, &mut Part::flush)?; // an empty partition's file is created here
             let part = parts.locked().remove(&i).expect("created above");
             part.writer.close().map_err(|e| io(&part.path, e))?;
+            done.locked().push(i);
             Ok(())
         });
-        self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask { each: each.clone(), end: end.clone() })?;
-        // Return once every worker has closed its files, so that what follows (reading the
+        let ran = self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask { each: each.clone(), end: end.clone() });
+        let mine = ran.map(|()| std::mem::take(&mut *written.locked()));
+        // Return once every worker's parts are in place, so that what follows (reading the
         // directory back, on any worker) sees them all, whole.
-        self.session.comm().barrier()?;
-        Ok(())
+        commit.finish(comm, mine, ".parquet")
     }
 }

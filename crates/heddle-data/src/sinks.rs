@@ -1,11 +1,12 @@
 //! Partitioned writes: one part file per partition (`part-00000`, ...) in a directory,
-//! written where the partition is.
+//! written where the partition is, and committed only when every part is written
+//! ([`crate::output`]).
 
 use std::collections::HashMap;
 use std::fmt::Display;
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use heddle_task::{Edge, Record};
@@ -13,6 +14,7 @@ use serde::Serialize;
 
 use crate::Locked;
 use crate::dataset::DataSet;
+use crate::output::{Commit, Output};
 use crate::tasks::SinkTask;
 use crate::{Error, Result};
 
@@ -23,12 +25,14 @@ fn io(path: &Path, e: std::io::Error) -> Error {
 type Writer = BufWriter<File>;
 
 impl<T: Record> DataSet<T> {
-    /// Writes partition i with `write(out, record)` into `dir/part-{i:05}`.
-    fn write_parts(&self, dir: &Path, write: impl Fn(&mut Writer, T) -> std::io::Result<()> + Send + Sync + 'static) -> Result<()> {
-        let dir: PathBuf = dir.to_path_buf();
-        std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+    /// Writes partition i with `write(out, record)` into `part-{i:05}` of `out`.
+    fn write_parts(&self, out: Output, write: impl Fn(&mut Writer, T) -> std::io::Result<()> + Send + Sync + 'static) -> Result<()> {
+        let comm = self.session.comm();
+        let commit = Arc::new(Commit::begin(comm, &out)?);
         let open: Arc<Mutex<HashMap<u32, Writer>>> = Arc::default();
-        let path_of = Arc::new(move |i: u32| dir.join(format!("part-{i:05}")));
+        let written: Arc<Mutex<Vec<u32>>> = Arc::default();
+        let c = commit.clone();
+        let path_of = Arc::new(move |i: u32| c.temp_path(i, ""));
         let get = {
             let (open, path_of) = (open.clone(), path_of.clone());
             move |i: u32, f: &mut dyn FnMut(&mut Writer) -> std::io::Result<()>| -> Result<()> {
@@ -36,7 +40,7 @@ impl<T: Record> DataSet<T> {
                 let mut open = open.locked();
                 let out = match open.entry(i) {
                     std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::hash_map::Entry::Vacant(v) => v.insert(BufWriter::new(File::create(&path).map_err(|e| io(&path, e))?)),
+                    std::collections::hash_map::Entry::Vacant(v) => v.insert(BufWriter::new(crate::output::create_part(&path)?)),
                 };
                 f(out).map_err(|e| io(&path, e))
             }
@@ -47,35 +51,40 @@ impl<T: Record> DataSet<T> {
             let mut x = Some(x);
             g(i, &mut |out| write(out, x.take().expect("written once")))
         });
+        let done = written.clone();
         let end: Arc<dyn Fn(u32) -> Result<()> + Send + Sync> = Arc::new(move |i| {
             get(i, &mut |out| out.flush())?;
             open.locked().remove(&i);
+            done.locked().push(i);
             Ok(())
         });
-        self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask { each: each.clone(), end: end.clone() })?;
-        // Every part is closed on every worker before any worker goes on (and, say,
-        // lists the directory).
-        self.session.comm().barrier()?;
-        Ok(())
+        let ran = self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask { each: each.clone(), end: end.clone() });
+        let mine = ran.map(|()| std::mem::take(&mut *written.locked()));
+        // Every part is closed and moved into place on every worker before any worker goes
+        // on (and, say, lists the directory).
+        commit.finish(comm, mine, "")
     }
 
-    /// Writes each record's `Display` as a line.
+    /// Writes each record's `Display` as a line, one part file per partition, into a
+    /// directory (a path, or an [`Output`] with a [`crate::WriteMode`]); the parts appear,
+    /// followed by `_SUCCESS`, only once every worker has written its own.
     ///
     /// # Errors
-    /// A file that cannot be written, or as any action.
-    pub fn write_text(&self, dir: impl AsRef<Path>) -> Result<()>
+    /// A directory that already holds files (unless the mode says overwrite or append); a
+    /// file that cannot be written; or as any action.
+    pub fn write_text(&self, out: impl Into<Output>) -> Result<()>
     where
         T: Display,
     {
-        self.write_parts(dir.as_ref(), |out, x| writeln!(out, "{x}"))
+        self.write_parts(out.into(), |out, x| writeln!(out, "{x}"))
     }
 
     /// Writes each record as one line of JSON.
     ///
     /// # Errors
     /// As [`DataSet::write_text`].
-    pub fn write_json_lines(&self, dir: impl AsRef<Path>) -> Result<()> {
-        self.write_parts(dir.as_ref(), |out, x| {
+    pub fn write_json_lines(&self, out: impl Into<Output>) -> Result<()> {
+        self.write_parts(out.into(), |out, x| {
             serde_json::to_writer(&mut *out, &x).map_err(std::io::Error::other)?;
             out.write_all(b"\n")
         })
@@ -85,11 +94,11 @@ impl<T: Record> DataSet<T> {
     ///
     /// # Errors
     /// As [`DataSet::write_text`].
-    pub fn write_csv(&self, dir: impl AsRef<Path>) -> Result<()>
+    pub fn write_csv(&self, out: impl Into<Output>) -> Result<()>
     where
         T: Serialize,
     {
-        self.write_parts(dir.as_ref(), |out, x| {
+        self.write_parts(out.into(), |out, x| {
             let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
             w.serialize(&x).map_err(std::io::Error::other)?;
             out.write_all(&w.into_inner().map_err(|e| std::io::Error::other(e.to_string()))?)

@@ -306,16 +306,21 @@ fn part_files_hold_the_partitions() {
         xs.write_csv(dir.join("csv")).unwrap();
         s.range(0, 0).write_json_lines(dir.join("empty")).unwrap();
     });
+    let parts = |sub: &str| -> Vec<std::path::PathBuf> {
+        assert!(dir.join(sub).join(heddle_data::SUCCESS).exists(), "{sub}: no _SUCCESS marker");
+        std::fs::read_dir(dir.join(sub)).unwrap().flatten().map(|e| e.path()).filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("part-")).collect()
+    };
     let read_parts = |sub: &str| -> Vec<String> {
-        let mut files: Vec<_> = std::fs::read_dir(dir.join(sub)).unwrap().flatten().map(|e| e.path()).collect();
+        let mut files = parts(sub);
         files.sort();
         files.iter().flat_map(|f| std::fs::read_to_string(f).unwrap().lines().map(String::from).collect::<Vec<_>>()).collect()
     };
     assert_eq!(read_parts("text"), (0..100).map(|x| format!("{x} v{x}")).collect::<Vec<_>>());
     assert_eq!(read_parts("json"), (0..100).map(|x| format!("[{x},\"v{x}\"]")).collect::<Vec<_>>());
     assert_eq!(read_parts("csv"), (0..100).map(|x| format!("{x},v{x}")).collect::<Vec<_>>());
-    assert_eq!(std::fs::read_dir(dir.join("json")).unwrap().count(), 2, "one part per partition");
-    assert_eq!(std::fs::read_dir(dir.join("empty")).unwrap().count(), 2, "empty partitions still get a part file");
+    assert_eq!(parts("json").len(), 2, "one part per partition");
+    assert_eq!(parts("empty").len(), 2, "empty partitions still get a part file");
+    assert_eq!(std::fs::read_dir(dir.join("json")).unwrap().count(), 3, "the parts and _SUCCESS, nothing temporary");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

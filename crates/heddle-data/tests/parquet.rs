@@ -47,9 +47,10 @@ fn readings(n: i64) -> Vec<Reading> {
         .collect()
 }
 
-/// The part files of `dir`, by name.
+/// The part files of `dir`, by name (a complete output also holds `_SUCCESS`).
 fn part_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(dir.join(heddle_data::SUCCESS).exists(), "{} has no _SUCCESS marker", dir.display());
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("part-"))).collect();
     files.sort();
     files
 }

@@ -361,23 +361,30 @@ impl PyDataSet {
         })
     }
 
-    /// Writes each record's ``str`` as a line into ``dir/part-NNNNN``.
-    fn write_text(&self, py: Python<'_>, dir: PathBuf) -> PyResult<()> {
+    /// Writes each record's ``str`` as a line into ``dir/part-NNNNN`` (``mode``: what to do
+    /// with a directory that holds files).
+    #[pyo3(signature = (dir, mode = "errorifexists"))]
+    fn write_text(&self, py: Python<'_>, dir: PathBuf, mode: &str) -> PyResult<()> {
+        let out = crate::data_output::output(dir, mode)?;
         if let Some(lines) = self.native.as_ref().and_then(Native::lines) {
-            return action(py, &lines, || lines.write_text(&dir));
+            return action(py, &lines, || lines.write_text(out));
         }
         let lines = self.ds.flat_map(|x: PyObj| guarded(|py| Ok(x.bind(py).str()?.to_str()?.to_owned())));
-        action(py, &lines, || lines.write_text(&dir))
+        action(py, &lines, || lines.write_text(out))
     }
 
     /// Writes each record as one line of JSON into ``dir/part-NNNNN``.
-    fn write_json_lines(&self, py: Python<'_>, dir: PathBuf) -> PyResult<()> {
+    #[pyo3(signature = (dir, mode = "errorifexists"))]
+    fn write_json_lines(&self, py: Python<'_>, dir: PathBuf, mode: &str) -> PyResult<()> {
+        let out = crate::data_output::output(dir, mode)?;
         let values = self.ds.flat_map(|x: PyObj| guarded(|py| crate::json::from_py(x.bind(py))));
-        action(py, &values, || values.write_json_lines(&dir))
+        action(py, &values, || values.write_json_lines(out))
     }
 
     /// Writes each record (a tuple or list of fields, or one field) as a CSV row.
-    fn write_csv(&self, py: Python<'_>, dir: PathBuf) -> PyResult<()> {
+    #[pyo3(signature = (dir, mode = "errorifexists"))]
+    fn write_csv(&self, py: Python<'_>, dir: PathBuf, mode: &str) -> PyResult<()> {
+        let out = crate::data_output::output(dir, mode)?;
         let rows = self.ds.flat_map(|x: PyObj| {
             guarded(|py| {
                 let x = x.bind(py);
@@ -389,7 +396,7 @@ impl PyDataSet {
                 }
             })
         });
-        action(py, &rows, || rows.write_csv(&dir))
+        action(py, &rows, || rows.write_csv(out))
     }
 
     fn __repr__(&self) -> String {

@@ -13,6 +13,7 @@
 
 mod buffer;
 mod comm;
+mod data_output;
 mod data_session;
 mod data_set;
 mod data_stream;
@@ -49,6 +50,7 @@ fn _heddle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     task_job::register(m)?;
     data_session::register(m)?;
     data_set::register(m)?;
+    data_output::register(m)?;
     data_stream::register(m)?;
     Ok(())
 }

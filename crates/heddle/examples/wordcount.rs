@@ -67,7 +67,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     let result = match &args.data.output {
         Some(dir) => {
-            counts.map(|(w, c)| format!("{w}\t{c}")).write_text(dir)?;
+            counts.map(|(w, c)| format!("{w}\t{c}")).write_text(heddle::data::Output::new(dir).mode(heddle::data::WriteMode::Overwrite))?;
             None
         }
         None => counts.collect()?,

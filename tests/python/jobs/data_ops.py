@@ -206,7 +206,7 @@ try:
     s.from_list([(i, f"q,{i}", None) for i in range(30)]).write_csv(out / "csv")
     comm.barrier()
     parts = sorted((out / "text").iterdir())
-    check("part files", [p.name for p in parts], [f"part-{i:05d}" for i in range(size)])
+    check("part files", [p.name for p in parts], ["_SUCCESS"] + [f"part-{i:05d}" for i in range(size)])
     written = dict(line.split("\t") for p in parts for line in p.read_text().splitlines())
     check("write_text", {k: int(v) for k, v in written.items()}, dict(collections.Counter(words)))
     jl = [json.loads(line) for p in sorted((out / "json").iterdir()) for line in p.read_text().splitlines()]
