@@ -205,3 +205,26 @@ fn stale_segments_and_scratch_dirs_of_dead_processes_are_reaped() {
     assert!(entries(&spill).is_empty(), "stale scratch directory not reaped: {:?}", entries(&spill));
     std::fs::remove_dir_all(&spill).unwrap();
 }
+
+/// Under `umask 000` the job directory is still private: mode 0700, and another user
+/// (`nobody`, through `setpriv`; this test runs as root, as CI does) cannot list it.
+#[test]
+fn the_job_directory_is_private_under_umask_000() {
+    assert!(std::process::Command::new("setpriv").arg("--version").output().is_ok(), "setpriv (util-linux) is needed");
+    let runtime = fresh_dir("umask-runtime");
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mark = marker("umask");
+    let heddle = heddle().display().to_string();
+    let worker = "stat -c '%a' \"$HEDDLE_JOB_DIR\"; if setpriv --reuid=65534 --regid=65534 --clear-groups ls \"$HEDDLE_JOB_DIR\" >/dev/null 2>&1; then echo readable; else echo refused; fi";
+    let script = format!("umask 000; exec {heddle} run -n 2 -- sh -c '{}'", worker.replace('\'', r"'\''"));
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", &script]).env("HDTEST_MARK", &mark).env("XDG_RUNTIME_DIR", &runtime);
+    cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let out = wait_bounded(cmd.spawn().expect("spawn"), Duration::from_secs(30));
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert_eq!(stdout.matches("] 700").count(), 2, "{stdout}");
+    assert_eq!(stdout.matches("] refused").count(), 2, "another user could list the job directory: {stdout}");
+    assert_no_survivors(&mark);
+    std::fs::remove_dir_all(&runtime).unwrap();
+}
