@@ -25,7 +25,7 @@ demo: build
 	$(RELEASE)/heddle run -n 2 -- $(RELEASE)/examples/kmeans_task --generate --seed 1
 
 ## Build and run every test suite.
-test: test-rust test-spec test-python test-fuzz
+test: test-rust test-spec test-fuzz test-python
 
 test-rust: test-deps
 	$(CARGO) build -j$(JOBS) --release --bins --examples

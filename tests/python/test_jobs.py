@@ -145,3 +145,11 @@ def test_ranks_that_catch_the_abort_see_its_origin_and_the_job_still_fails(n):
         assert rep["aborted"] and rep["origin"] == n - 1 and rep["kind"] == "ValueError", rep
         assert "boom on rank" in rep["text"] and "Traceback" in rep["text"], rep
     assert "result" not in job.reports.get(n - 1, {}), job
+
+
+def test_send_and_receive_of_different_element_types_raise_naming_both():
+    job = run_job(2, "p2p_types.py")
+    assert job.reports[1]["untyped_ok"], job
+    assert "rank 0 sent f64 elements but the receive buffer holds i32" in job.reports[1]["mismatch"], job
+    assert "sent f64 elements but the receive buffer holds i32" in job.reports[0]["aborted"], job
+    assert job.returncode == 1, job  # the job was aborted

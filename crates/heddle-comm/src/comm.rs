@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use crate::collectives::{choose, Algorithm, CallOptions, Collective, Step};
 use crate::engine::{Engine, RecvOp, SendOp, Sink};
+use heddle_wire::{Codec, Dtype};
+
 use crate::{AbortCause, CommConfig, Element, Error, JobAbort, Result};
 
 const COLLECTIVE_EDGE: u32 = 0x8000_0000;
@@ -139,18 +141,41 @@ impl Communicator {
     /// # Errors
     /// A bad rank, a lost peer or a timeout.
     pub fn send<T: Element>(&self, data: &[T], dest: usize, tag: u32) -> Result<()> {
-        self.send_bytes(bytemuck::cast_slice(data), dest, tag)
+        self.send_as(bytemuck::cast_slice(data), Some(T::DTYPE), dest, tag)
+    }
+
+    /// Sends bytes that hold elements of `dtype` (`None`: untyped): a receive into a
+    /// buffer of another element type fails with [`Error::TypeMismatch`] instead of
+    /// reading them as its own type.
+    ///
+    /// # Errors
+    /// As [`Communicator::send`].
+    pub fn send_as(&self, data: &[u8], dtype: Option<Dtype>, dest: usize, tag: u32) -> Result<()> {
+        self.check_rank(dest, "destination")?;
+        let s = [SendOp { peer: self.members[dest], edge: self.ctx, tag, data, codec: codec_of(dtype) }];
+        self.lock().exchange(&s, &mut [], "send", self.config().timeout)
+    }
+
+    /// Receives into `buf`, which holds elements of `dtype` (`None`: any); returns the
+    /// bytes received.
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] if the message holds another element type; as
+    /// [`Communicator::recv`].
+    pub fn recv_as(&self, buf: &mut [u8], dtype: Option<Dtype>, src: usize, tag: u32) -> Result<usize> {
+        self.check_rank(src, "source")?;
+        let mut r = [RecvOp::new(self.members[src], self.ctx, tag, Sink::Copy(buf)).expecting(codec_of(dtype))];
+        self.lock().exchange(&[], &mut r, "recv", self.config().timeout)?;
+        Ok(r[0].len as usize)
     }
 
     /// Receives a message from `src` with `tag` into `buf`; returns the element count.
     ///
     /// # Errors
-    /// [`Error::Truncated`] if the message is longer than `buf`; a bad rank, a lost peer or a timeout.
+    /// [`Error::Truncated`] if the message is longer than `buf`; [`Error::TypeMismatch`]
+    /// if it was sent as another element type; a bad rank, a lost peer or a timeout.
     pub fn recv<T: Element>(&self, buf: &mut [T], src: usize, tag: u32) -> Result<usize> {
-        self.check_rank(src, "source")?;
-        let mut r = [RecvOp::new(self.members[src], self.ctx, tag, Sink::Copy(bytemuck::cast_slice_mut(buf)))];
-        self.lock().exchange(&[], &mut r, "recv", self.config().timeout)?;
-        Ok(r[0].len as usize / std::mem::size_of::<T>())
+        Ok(self.recv_as(bytemuck::cast_slice_mut(buf), Some(T::DTYPE), src, tag)? / std::mem::size_of::<T>())
     }
 
     /// Sends to `dest` and receives from `src` at once (both with `tag`); returns the
@@ -161,8 +186,9 @@ impl Communicator {
     pub fn sendrecv<T: Element>(&self, data: &[T], dest: usize, buf: &mut [T], src: usize, tag: u32) -> Result<usize> {
         self.check_rank(dest, "destination")?;
         self.check_rank(src, "source")?;
-        let s = [SendOp { peer: self.members[dest], edge: self.ctx, tag, data: bytemuck::cast_slice(data) }];
-        let mut r = [RecvOp::new(self.members[src], self.ctx, tag, Sink::Copy(bytemuck::cast_slice_mut(buf)))];
+        let codec = codec_of(Some(T::DTYPE));
+        let s = [SendOp { peer: self.members[dest], edge: self.ctx, tag, data: bytemuck::cast_slice(data), codec }];
+        let mut r = [RecvOp::new(self.members[src], self.ctx, tag, Sink::Copy(bytemuck::cast_slice_mut(buf))).expecting(codec)];
         self.lock().exchange(&s, &mut r, "sendrecv", self.config().timeout)?;
         Ok(r[0].len as usize / std::mem::size_of::<T>())
     }
@@ -172,9 +198,7 @@ impl Communicator {
     /// # Errors
     /// As [`Communicator::send`].
     pub fn send_bytes(&self, data: &[u8], dest: usize, tag: u32) -> Result<()> {
-        self.check_rank(dest, "destination")?;
-        let s = [SendOp { peer: self.members[dest], edge: self.ctx, tag, data }];
-        self.lock().exchange(&s, &mut [], "send", self.config().timeout)
+        self.send_as(data, None, dest, tag)
     }
 
     /// Receives a message of any length as bytes.
@@ -285,6 +309,11 @@ impl Communicator {
     pub fn timeout(&self) -> Duration {
         self.config().timeout
     }
+}
+
+/// The frame codec of elements of `dtype` (`Raw` when untyped).
+fn codec_of(dtype: Option<Dtype>) -> Codec {
+    dtype.map_or(Codec::Raw, Codec::Array)
 }
 
 /// A 30-bit context id for a split, the same on every member (FNV-1a of its inputs).

@@ -10,7 +10,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use heddle_wire::{Flags, Header, Kind};
+use heddle_wire::{Codec, Flags, Header, Kind};
 
 use crate::channels::{Channels, DATAFLOW_EDGE};
 use crate::transport::{Link, Polled};
@@ -33,6 +33,9 @@ pub(crate) struct SendOp<'a> {
     pub(crate) edge: u32,
     pub(crate) tag: u32,
     pub(crate) data: &'a [u8],
+    /// What the bytes are: `Raw`, or an array of one element type (checked by a typed
+    /// receive).
+    pub(crate) codec: Codec,
 }
 
 /// One message to receive from a peer (world rank).
@@ -43,12 +46,37 @@ pub(crate) struct RecvOp<'a> {
     pub(crate) sink: Sink<'a>,
     /// Set to the message length once it starts arriving.
     pub(crate) len: u64,
+    /// The element type the receive buffer holds (`Raw`: any).
+    expect: Codec,
 }
 
 impl<'a> RecvOp<'a> {
     pub(crate) fn new(peer: usize, edge: u32, tag: u32, sink: Sink<'a>) -> RecvOp<'a> {
-        RecvOp { peer, edge, tag, sink, len: 0 }
+        RecvOp { peer, edge, tag, sink, len: 0, expect: Codec::Raw }
     }
+
+    /// The same receive, refusing a message typed as another element type.
+    pub(crate) fn expecting(mut self, codec: Codec) -> RecvOp<'a> {
+        self.expect = codec;
+        self
+    }
+}
+
+/// Whether `codec` names an element type (bytes and untyped data match anything).
+fn typed(codec: Codec) -> bool {
+    matches!(codec, Codec::Array(d) if d != heddle_wire::Dtype::U8)
+}
+
+/// Refuses a message whose element type differs from the receive buffer's, naming both.
+fn check_type(r: &RecvOp<'_>, peer: usize, sent: Codec) -> Result<()> {
+    if typed(sent) && typed(r.expect) && sent != r.expect {
+        let name = |c: Codec| match c {
+            Codec::Array(d) => format!("{d:?}").to_lowercase(),
+            other => format!("{other:?}"),
+        };
+        return Err(Error::TypeMismatch { rank: peer, sent: name(sent), expected: name(r.expect) });
+    }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +89,7 @@ enum RecvState {
 #[derive(Debug)]
 enum Incoming {
     Posted(usize),
-    Stored { edge: u32, tag: u32, data: Vec<u8> },
+    Stored { edge: u32, tag: u32, data: Vec<u8>, codec: Codec },
 }
 
 #[derive(Debug, Default)]
@@ -79,7 +107,7 @@ pub(crate) struct Engine {
     rank: usize,
     links: Vec<Link>,
     inbound: Vec<Inbound>,
-    unexpected: HashMap<MatchKey, VecDeque<Vec<u8>>>,
+    unexpected: HashMap<MatchKey, VecDeque<(Codec, Vec<u8>)>>,
     unexpected_bytes: Vec<u64>,
     unexpected_limit: u64,
     fragment: usize,
@@ -189,7 +217,7 @@ impl Engine {
     /// the launcher's to report.
     fn failed(&self, e: Error) -> Error {
         match e {
-            Error::Truncated { .. } | Error::Wire { .. } | Error::Io { .. } => self.abort.fail(self.rank, e),
+            Error::Truncated { .. } | Error::TypeMismatch { .. } | Error::Wire { .. } | Error::Io { .. } => self.abort.fail(self.rank, e),
             e => e,
         }
     }
@@ -257,8 +285,9 @@ impl Engine {
                 return Err(Error::InvalidArgument(format!("receive from rank {} in a world of {}", r.peer, self.links.len())));
             }
             let key = (r.peer, r.edge, r.tag);
-            if let Some(msg) = self.unexpected.get_mut(&key).and_then(VecDeque::pop_front) {
+            if let Some((codec, msg)) = self.unexpected.get_mut(&key).and_then(VecDeque::pop_front) {
                 self.unexpected_bytes[r.peer] -= msg.len() as u64;
+                check_type(r, r.peer, codec)?;
                 deliver_whole(r, &msg)?;
                 state[i] = RecvState::Done;
             }
@@ -341,7 +370,7 @@ impl Engine {
                 let header = Header {
                     kind: Kind::Data,
                     flags: Flags::for_fragment(index, last_index),
-                    codec: heddle_wire::Codec::Raw,
+                    codec: s.codec,
                     key_len: 0,
                     edge: s.edge,
                     tag: s.tag,
@@ -383,6 +412,7 @@ impl Engine {
                 });
                 match posted {
                     Some(i) => {
+                        check_type(&recvs[i], peer, h.codec)?;
                         start_sink(&mut recvs[i], peer, h.msg_len)?;
                         state[i] = RecvState::Active;
                         inb.current = Some(Incoming::Posted(i));
@@ -400,7 +430,7 @@ impl Engine {
                         }
                         unexpected_bytes[peer] += h.msg_len;
                         let data = Vec::with_capacity(h.msg_len as usize);
-                        inb.current = Some(Incoming::Stored { edge: h.edge, tag: h.tag, data });
+                        inb.current = Some(Incoming::Stored { edge: h.edge, tag: h.tag, data, codec: h.codec });
                     }
                 }
                 inb.offset = 0;
@@ -422,16 +452,17 @@ impl Engine {
                 }
                 match inb.current.take() {
                     Some(Incoming::Posted(i)) => state[i] = RecvState::Done,
-                    Some(Incoming::Stored { edge, tag, data }) => {
+                    Some(Incoming::Stored { edge, tag, data, codec }) => {
                         let waiting = (0..recvs.len())
                             .find(|&i| state[i] == RecvState::Waiting && recvs[i].peer == peer && recvs[i].edge == edge && recvs[i].tag == tag);
                         match waiting {
                             Some(i) => {
                                 unexpected_bytes[peer] -= data.len() as u64;
+                                check_type(&recvs[i], peer, codec)?;
                                 deliver_whole(&mut recvs[i], &data)?;
                                 state[i] = RecvState::Done;
                             }
-                            None => unexpected.entry((peer, edge, tag)).or_default().push_back(data),
+                            None => unexpected.entry((peer, edge, tag)).or_default().push_back((codec, data)),
                         }
                     }
                     None => {}

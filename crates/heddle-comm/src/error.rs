@@ -52,6 +52,16 @@ pub enum Error {
         /// Bytes the buffer holds.
         capacity: usize,
     },
+    /// A message's element type differs from the receive buffer's.
+    #[error("rank {rank} sent {sent} elements but the receive buffer holds {expected}: send and receive the same element type")]
+    TypeMismatch {
+        /// Sending rank.
+        rank: usize,
+        /// The element type sent.
+        sent: String,
+        /// The receive buffer's element type.
+        expected: String,
+    },
     /// The caller passed arguments that cannot be right.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -89,6 +99,7 @@ impl Error {
             Error::PeerLost { .. } => "PeerLost",
             Error::Timeout { .. } => "Timeout",
             Error::Truncated { .. } => "Truncated",
+            Error::TypeMismatch { .. } => "TypeMismatch",
             Error::InvalidArgument(_) => "InvalidArgument",
             Error::Config(_) => "Config",
             Error::NotPrivate { .. } => "NotPrivate",

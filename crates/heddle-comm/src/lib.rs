@@ -48,4 +48,5 @@ pub use comm::Communicator;
 pub use config::{closest, CommConfig, TransportChoice};
 pub use element::{CustomOp, Element, Op};
 pub use error::{Error, Result};
+pub use heddle_wire::Dtype;
 pub use world::{local_world, solo, WorldBuilder};

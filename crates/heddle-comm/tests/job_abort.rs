@@ -48,3 +48,50 @@ fn a_failed_receive_on_one_rank_aborts_the_others_pending_calls() {
     assert!(matches!(&err, Error::Aborted(c) if c.origin == 1), "{err}");
     assert!(err.to_string().starts_with("the job was aborted: rank 1 failed: Truncated:"), "{err}");
 }
+
+/// A message sent as one element type and received into a buffer of another fails on the
+/// receiver naming both types (it used to be read as the receiver's type), and the job is
+/// aborted, so the sender's next call names them too.
+#[test]
+fn a_typed_message_into_a_buffer_of_another_type_is_refused_naming_both() {
+    let comms = local_world(2, CommConfig::default()).unwrap();
+    let results: Vec<Result<(), Error>> = std::thread::scope(|s| {
+        let hs: Vec<_> = comms
+            .iter()
+            .map(|c| {
+                s.spawn(move || -> Result<(), Error> {
+                    if c.rank() == 0 {
+                        c.send(&[1.5f64, 2.5], 1, 3)?;
+                    } else {
+                        c.recv(&mut [0i32; 4], 0, 3)?;
+                    }
+                    c.barrier()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    match &results[1] {
+        Err(Error::TypeMismatch { rank: 0, sent, expected }) => assert_eq!((sent.as_str(), expected.as_str()), ("f64", "i32")),
+        other => panic!("rank 1: {other:?}"),
+    }
+    match &results[0] {
+        Err(Error::Aborted(cause)) => assert!(cause.message.contains("sent f64 elements but the receive buffer holds i32"), "{cause}"),
+        other => panic!("rank 0: {other:?}"),
+    }
+    // Bytes and untyped data still go anywhere.
+    let comms = local_world(2, CommConfig::default()).unwrap();
+    std::thread::scope(|s| {
+        for c in &comms {
+            s.spawn(move || {
+                if c.rank() == 0 {
+                    c.send_bytes(&7.0f64.to_le_bytes(), 1, 0).unwrap();
+                } else {
+                    let mut x = [0f64; 1];
+                    assert_eq!(c.recv(&mut x, 0, 0).unwrap(), 1);
+                    assert_eq!(x[0], 7.0);
+                }
+            });
+        }
+    });
+}

@@ -81,6 +81,23 @@ impl Dtype {
     }
 
     /// Whether reductions are defined on it.
+    /// The element type as frames carry it (`None`: bytes with no element type to check).
+    pub(crate) fn wire(self) -> Option<heddle_comm::Dtype> {
+        use heddle_comm::Dtype as W;
+        Some(match self {
+            Dtype::I8 => W::I8,
+            Dtype::I16 => W::I16,
+            Dtype::U16 => W::U16,
+            Dtype::I32 => W::I32,
+            Dtype::U32 => W::U32,
+            Dtype::I64 => W::I64,
+            Dtype::U64 => W::U64,
+            Dtype::F32 => W::F32,
+            Dtype::F64 => W::F64,
+            Dtype::Bool | Dtype::U8 | Dtype::Other => return None,
+        })
+    }
+
     pub(crate) fn reducible(self) -> bool {
         self != Dtype::Other
     }

@@ -655,10 +655,10 @@ impl PyComm {
         let dest = self.rank_arg(dest, "dest")?;
         let tag = tag_arg(tag)?;
         let b = Buffer::get(buf, false, "buf")?;
-        let region = b.region();
+        let (region, dtype) = (b.region(), b.dtype.wire());
         let comm = self.comm();
         // SAFETY: buf stays exported until after the call.
-        blocking(py, || comm.send_bytes(unsafe { region.bytes() }, dest, tag)).map_err(errors::comm)
+        blocking(py, || comm.send_as(unsafe { region.bytes() }, dtype, dest, tag)).map_err(errors::comm)
     }
 
     /// Receives the message from rank ``source`` with ``tag`` into ``buf``; returns the
@@ -668,10 +668,17 @@ impl PyComm {
         let source = self.rank_arg(source, "source")?;
         let tag = tag_arg(tag)?;
         let b = Buffer::get(buf, true, "buf")?;
-        let region = b.region();
+        let (region, dtype) = (b.region(), b.dtype.wire());
         let comm = self.comm();
         // SAFETY: buf stays exported until after the call and is writable.
-        let n = blocking(py, || comm.recv(unsafe { region.bytes_mut() }, source, tag)).map_err(errors::comm)?;
+        let n = blocking(py, || comm.recv_as(unsafe { region.bytes_mut() }, dtype, source, tag)).map_err(errors::comm)?;
+        if n % b.itemsize != 0 {
+            return Err(argument(format!(
+                "Recv: rank {source} sent {n} bytes, not a whole number of {}-byte elements of the receive buffer ({})",
+                b.itemsize,
+                b.describe()
+            )));
+        }
         Ok(n / b.itemsize)
     }
 

@@ -4,6 +4,8 @@
 use std::sync::MutexGuard;
 use std::time::Duration;
 
+use heddle_wire::Codec;
+
 use crate::engine::{Engine, RecvOp, SendOp, Sink};
 use crate::Result;
 
@@ -27,7 +29,7 @@ impl Step<'_> {
     /// Sends and receives together; ranks are communicator ranks.
     pub(crate) fn exchange(&mut self, sends: &[(usize, &[u8])], recvs: Vec<(usize, Sink<'_>)>) -> Result<()> {
         let s: Vec<SendOp<'_>> =
-            sends.iter().map(|&(to, data)| SendOp { peer: self.members[to], edge: self.edge, tag: self.tag, data }).collect();
+            sends.iter().map(|&(to, data)| SendOp { peer: self.members[to], edge: self.edge, tag: self.tag, data, codec: Codec::Raw }).collect();
         let mut r: Vec<RecvOp<'_>> =
             recvs.into_iter().map(|(from, sink)| RecvOp::new(self.members[from], self.edge, self.tag, sink)).collect();
         self.engine.exchange(&s, &mut r, self.op, self.timeout)
@@ -35,14 +37,14 @@ impl Step<'_> {
 
     /// One send and one receive, without allocating.
     pub(crate) fn sendrecv(&mut self, to: usize, data: &[u8], from: usize, sink: Sink<'_>) -> Result<()> {
-        let s = [SendOp { peer: self.members[to], edge: self.edge, tag: self.tag, data }];
+        let s = [SendOp { peer: self.members[to], edge: self.edge, tag: self.tag, data, codec: Codec::Raw }];
         let mut r = [RecvOp::new(self.members[from], self.edge, self.tag, sink)];
         self.engine.exchange(&s, &mut r, self.op, self.timeout)
     }
 
     /// One send.
     pub(crate) fn send(&mut self, to: usize, data: &[u8]) -> Result<()> {
-        let s = [SendOp { peer: self.members[to], edge: self.edge, tag: self.tag, data }];
+        let s = [SendOp { peer: self.members[to], edge: self.edge, tag: self.tag, data, codec: Codec::Raw }];
         self.engine.exchange(&s, &mut [], self.op, self.timeout)
     }
 
