@@ -33,6 +33,7 @@ mod config;
 mod element;
 mod engine;
 mod error;
+mod idle;
 mod object;
 pub mod private;
 pub mod scratch;
