@@ -188,6 +188,11 @@ fn reap_once(root: &Path) {
     reap_stale(root);
 }
 
+/// The owner's pid in a name `PREFIX<pid>-...` (scratch and job directories).
+pub fn owner_pid(name: &str, prefix: &str) -> Option<u32> {
+    name.strip_prefix(prefix)?.split('-').next()?.parse().ok()
+}
+
 /// Removes `root`'s scratch directories of this user whose process is gone; returns how
 /// many it removed.
 pub fn reap_stale(root: &Path) -> usize {
@@ -195,7 +200,7 @@ pub fn reap_stale(root: &Path) -> usize {
     let mut removed = 0;
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_prefix(SCRATCH_PREFIX).and_then(|rest| rest.split('-').next()?.parse::<u32>().ok()) else {
+        let Some(pid) = owner_pid(&name, SCRATCH_PREFIX) else {
             continue;
         };
         let ours = std::fs::symlink_metadata(entry.path()).is_ok_and(|m| m.is_dir() && private::is_ours(&m));

@@ -51,5 +51,10 @@ impl Error {
     }
 }
 
+/// The I/O error `e` on `path`.
+pub(crate) fn io(path: &std::path::Path, e: std::io::Error) -> Error {
+    Error::Io { path: path.display().to_string(), source: e }
+}
+
 /// Results of the data API.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

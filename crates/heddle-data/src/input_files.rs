@@ -7,6 +7,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::error::io;
 use crate::{Error, Result};
 
 /// An input file as it was when the job was planned.
@@ -102,6 +103,3 @@ fn glob_match(pattern: &str, name: &str) -> bool {
     p[pi..].iter().all(|&c| c == '*')
 }
 
-fn io(path: &Path, e: std::io::Error) -> Error {
-    Error::Io { path: path.display().to_string(), source: e }
-}

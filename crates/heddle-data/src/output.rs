@@ -30,6 +30,7 @@ use std::sync::Arc;
 
 use heddle_comm::{Communicator, Op};
 
+use crate::error::io;
 use crate::{Error, Result};
 
 /// What a write does when its directory already holds files.
@@ -236,6 +237,3 @@ fn rand_tag() -> u64 {
     (nanos ^ u64::from(std::process::id()).rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-fn io(path: &Path, e: std::io::Error) -> Error {
-    Error::Io { path: path.display().to_string(), source: e }
-}

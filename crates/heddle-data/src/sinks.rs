@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::fmt::Display;
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use heddle_task::{Edge, Record};
@@ -16,11 +15,9 @@ use crate::Locked;
 use crate::dataset::DataSet;
 use crate::output::{Commit, Output};
 use crate::tasks::SinkTask;
-use crate::{Error, Result};
+use crate::error::io;
+use crate::Result;
 
-fn io(path: &Path, e: std::io::Error) -> Error {
-    Error::Io { path: path.display().to_string(), source: e }
-}
 
 type Writer = BufWriter<File>;
 

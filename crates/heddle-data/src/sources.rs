@@ -16,6 +16,7 @@ use crate::session::Session;
 use crate::tasks::{IterSource, MakeIter};
 use crate::input_files::{planned_files, Planned};
 use crate::text_blocks::{skip_line, MAX_LINE_BYTES};
+use crate::error::io;
 use crate::{Error, Result};
 
 /// A data set whose partition `i` of `p` is what `make(i, p)` yields.
@@ -187,9 +188,6 @@ fn malformed<T>(parsed: std::result::Result<T, String>, at: &Position, on: OnMal
     }
 }
 
-fn io(path: &Path, e: std::io::Error) -> Error {
-    Error::Io { path: path.display().to_string(), source: e }
-}
 
 fn open(path: &Path) -> Result<File> {
     File::open(path).map_err(|e| io(path, e))

@@ -72,7 +72,7 @@ fn reap_stale_jobs(base: &Path) {
     let Ok(entries) = std::fs::read_dir(base) else { return };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_prefix(JOB_DIR_PREFIX).and_then(|rest| rest.split('-').next()?.parse::<u32>().ok()) else {
+        let Some(pid) = scratch::owner_pid(&name, JOB_DIR_PREFIX) else {
             continue;
         };
         let path = entry.path();
