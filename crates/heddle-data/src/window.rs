@@ -233,7 +233,14 @@ impl<K: Clone + Ord + Hash + Send + 'static, V: Clone + Send + 'static> WindowTa
     }
 
     fn add(&mut self, ctx: &mut Context<'_, Windowed<K, V>>, k: K, v: V, t: u64) {
-        let (wm, late) = (self.watermark(), self.lateness());
+        // In processing time a record arrives "now": its windows are open by definition.
+        // Reading the clock a second time could land one millisecond later, on its
+        // window's end, and drop the record as late.
+        let wm = match self.window.time {
+            Time::Processing => t,
+            Time::Event { .. } => self.watermark(),
+        };
+        let late = self.lateness();
         match self.window.kind {
             WindowKind::TumblingCount(n) => {
                 let (seen, held) = self.counts.entry(k.clone()).or_default();
