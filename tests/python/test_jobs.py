@@ -153,3 +153,18 @@ def test_send_and_receive_of_different_element_types_raise_naming_both():
     assert "rank 0 sent f64 elements but the receive buffer holds i32" in job.reports[1]["mismatch"], job
     assert "sent f64 elements but the receive buffer holds i32" in job.reports[0]["aborted"], job
     assert job.returncode == 1, job  # the job was aborted
+
+
+@pytest.mark.parametrize("flag", ["", "--op"])
+def test_allreduce_with_different_counts_or_ops_fails_on_every_rank(flag):
+    job = run_job(3, "collective_mismatch.py", *([flag] if flag else []))
+    ours, theirs = ("with max", "with sum") if flag else ("of 6 f64", "of 8 f64")
+    assert sorted(job.reports) == [0, 1, 2], job
+    texts = []
+    for rep in job.reports.values():
+        assert "result" not in rep, job
+        texts.append(rep.get("mismatch") or rep["aborted"])
+    assert any("mismatch" in rep for rep in job.reports.values()), job
+    for text in texts:
+        assert ours in text and theirs in text, text
+    assert job.returncode == 1, job

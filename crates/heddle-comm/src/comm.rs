@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::collectives::{choose, Algorithm, CallOptions, Collective, Step};
 use crate::engine::{Engine, RecvOp, SendOp, Sink};
+use crate::stamp::Signature;
 use heddle_wire::{Codec, Dtype};
 
 use crate::{AbortCause, CommConfig, Element, Error, JobAbort, Result};
@@ -152,7 +153,7 @@ impl Communicator {
     /// As [`Communicator::send`].
     pub fn send_as(&self, data: &[u8], dtype: Option<Dtype>, dest: usize, tag: u32) -> Result<()> {
         self.check_rank(dest, "destination")?;
-        let s = [SendOp { peer: self.members[dest], edge: self.ctx, tag, data, codec: codec_of(dtype) }];
+        let s = [SendOp { peer: self.members[dest], edge: self.ctx, tag, data, codec: codec_of(dtype), signature: Signature::NONE }];
         self.lock().exchange(&s, &mut [], "send", self.config().timeout)
     }
 
@@ -187,7 +188,7 @@ impl Communicator {
         self.check_rank(dest, "destination")?;
         self.check_rank(src, "source")?;
         let codec = codec_of(Some(T::DTYPE));
-        let s = [SendOp { peer: self.members[dest], edge: self.ctx, tag, data: bytemuck::cast_slice(data), codec }];
+        let s = [SendOp { peer: self.members[dest], edge: self.ctx, tag, data: bytemuck::cast_slice(data), codec, signature: Signature::NONE }];
         let mut r = [RecvOp::new(self.members[src], self.ctx, tag, Sink::Copy(bytemuck::cast_slice_mut(buf))).expecting(codec)];
         self.lock().exchange(&s, &mut r, "sendrecv", self.config().timeout)?;
         Ok(r[0].len as usize / std::mem::size_of::<T>())
@@ -230,7 +231,8 @@ impl Communicator {
     }
 
     /// Starts a collective: picks the algorithm and opens its message context.
-    pub(crate) fn begin(&self, c: Collective, opts: CallOptions, bytes: usize, uniform: bool) -> (Algorithm, Step<'_>) {
+    pub(crate) fn begin(&self, signature: Signature, opts: CallOptions, bytes: usize, uniform: bool) -> (Algorithm, Step<'_>) {
+        let c = signature.collective();
         let forced = opts.algorithm.or_else(|| self.config().algorithms.get(&c).copied());
         let alg = choose(c, forced, self.size(), bytes, uniform);
         let seq = self.collective_seq.fetch_add(1, Ordering::Relaxed);
@@ -242,6 +244,7 @@ impl Communicator {
             tag: seq,
             timeout: opts.timeout.unwrap_or(self.config().timeout),
             op: c.name(),
+            signature,
         };
         (alg, step)
     }
@@ -301,7 +304,7 @@ impl Communicator {
         if self.size() == 1 {
             return Ok(());
         }
-        let (alg, mut s) = self.begin(Collective::Barrier, opts, 0, true);
+        let (alg, mut s) = self.begin(Signature::new(Collective::Barrier, Dtype::U8, Some(0), 0), opts, 0, true);
         crate::collectives::barrier::run(&mut s, alg)
     }
 

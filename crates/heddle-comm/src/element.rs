@@ -85,6 +85,18 @@ impl<T: Element> Op<T> {
         Op::Custom(Arc::new(f))
     }
 
+    /// The reduction's code in a collective's signature: 1 sum, 2 prod, 3 min, 4 max,
+    /// 5 custom.
+    pub(crate) fn code(&self) -> u8 {
+        match self {
+            Op::Sum => 1,
+            Op::Prod => 2,
+            Op::Min => 3,
+            Op::Max => 4,
+            Op::Custom(_) => 5,
+        }
+    }
+
     /// Folds `incoming` into `acc`.
     ///
     /// # Panics

@@ -14,6 +14,7 @@ use heddle_wire::{Codec, Flags, Header, Kind};
 
 use crate::channels::{Channels, DATAFLOW_EDGE};
 pub(crate) use crate::idle::Idle;
+use crate::stamp::{self, Signature};
 use crate::transport::{Link, Polled};
 use crate::{Error, JobAbort, Result};
 
@@ -37,6 +38,8 @@ pub(crate) struct SendOp<'a> {
     /// What the bytes are: `Raw`, or an array of one element type (checked by a typed
     /// receive).
     pub(crate) codec: Codec,
+    /// The collective call the message belongs to (`NONE` for point-to-point).
+    pub(crate) signature: Signature,
 }
 
 /// One message to receive from a peer (world rank).
@@ -49,11 +52,13 @@ pub(crate) struct RecvOp<'a> {
     pub(crate) len: u64,
     /// The element type the receive buffer holds (`Raw`: any).
     expect: Codec,
+    /// The collective call this receive belongs to (`NONE`: any message).
+    signature: Signature,
 }
 
 impl<'a> RecvOp<'a> {
     pub(crate) fn new(peer: usize, edge: u32, tag: u32, sink: Sink<'a>) -> RecvOp<'a> {
-        RecvOp { peer, edge, tag, sink, len: 0, expect: Codec::Raw }
+        RecvOp { peer, edge, tag, sink, len: 0, expect: Codec::Raw, signature: Signature::NONE }
     }
 
     /// The same receive, refusing a message typed as another element type.
@@ -61,23 +66,17 @@ impl<'a> RecvOp<'a> {
         self.expect = codec;
         self
     }
-}
 
-/// Whether `codec` names an element type (bytes and untyped data match anything).
-fn typed(codec: Codec) -> bool {
-    matches!(codec, Codec::Array(d) if d != heddle_wire::Dtype::U8)
-}
-
-/// Refuses a message whose element type differs from the receive buffer's, naming both.
-fn check_type(r: &RecvOp<'_>, peer: usize, sent: Codec) -> Result<()> {
-    if typed(sent) && typed(r.expect) && sent != r.expect {
-        let name = |c: Codec| match c {
-            Codec::Array(d) => format!("{d:?}").to_lowercase(),
-            other => format!("{other:?}"),
-        };
-        return Err(Error::TypeMismatch { rank: peer, sent: name(sent), expected: name(r.expect) });
+    /// The same receive, refusing a message of another collective call.
+    pub(crate) fn signed(mut self, signature: Signature) -> RecvOp<'a> {
+        self.signature = signature;
+        self
     }
-    Ok(())
+
+    /// Refuses a message from `peer` of another element type or collective call.
+    fn check(&self, peer: usize, codec: Codec, signature: Signature) -> Result<()> {
+        stamp::check(self.expect, self.signature, peer, codec, signature)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,7 +89,7 @@ enum RecvState {
 #[derive(Debug)]
 enum Incoming {
     Posted(usize),
-    Stored { edge: u32, tag: u32, data: Vec<u8>, codec: Codec },
+    Stored { edge: u32, tag: u32, data: Vec<u8>, codec: Codec, signature: Signature },
 }
 
 #[derive(Debug, Default)]
@@ -108,11 +107,10 @@ pub(crate) struct Engine {
     rank: usize,
     links: Vec<Link>,
     inbound: Vec<Inbound>,
-    unexpected: HashMap<MatchKey, VecDeque<(Codec, Vec<u8>)>>,
+    unexpected: HashMap<MatchKey, VecDeque<(Codec, Signature, Vec<u8>)>>,
     unexpected_bytes: Vec<u64>,
     unexpected_limit: u64,
     fragment: usize,
-    sequence: Vec<u64>,
     recv_state: Vec<RecvState>,
     send_offset: Vec<usize>,
     spin_polls: u32,
@@ -137,7 +135,6 @@ impl Engine {
             unexpected_bytes: vec![0; n],
             unexpected_limit: (window * (fragment + heddle_wire::HEADER_LEN)) as u64,
             fragment,
-            sequence: vec![0; n],
             recv_state: Vec::new(),
             send_offset: Vec::new(),
             spin_polls,
@@ -166,7 +163,7 @@ impl Engine {
     /// the launcher's to report.
     fn failed(&self, e: Error) -> Error {
         match e {
-            Error::Truncated { .. } | Error::TypeMismatch { .. } | Error::Wire { .. } | Error::Io { .. } => self.abort.fail(self.rank, e),
+            Error::Truncated { .. } | Error::TypeMismatch { .. } | Error::CollectiveMismatch { .. } | Error::Wire { .. } | Error::Io { .. } => self.abort.fail(self.rank, e),
             e => e,
         }
     }
@@ -234,9 +231,9 @@ impl Engine {
                 return Err(Error::InvalidArgument(format!("receive from rank {} in a world of {}", r.peer, self.links.len())));
             }
             let key = (r.peer, r.edge, r.tag);
-            if let Some((codec, msg)) = self.unexpected.get_mut(&key).and_then(VecDeque::pop_front) {
+            if let Some((codec, signature, msg)) = self.unexpected.get_mut(&key).and_then(VecDeque::pop_front) {
                 self.unexpected_bytes[r.peer] -= msg.len() as u64;
-                check_type(r, r.peer, codec)?;
+                r.check(r.peer, codec, signature)?;
                 deliver_whole(r, &msg)?;
                 state[i] = RecvState::Done;
             }
@@ -325,7 +322,7 @@ impl Engine {
                     tag: s.tag,
                     source: self.rank as u32,
                     target: s.peer as u32,
-                    sequence: self.sequence[s.peer],
+                    sequence: s.signature.0,
                     msg_len: len as u64,
                     frag_len: n as u32,
                 };
@@ -335,7 +332,6 @@ impl Engine {
                 progressed = true;
                 if index == last_index {
                     offsets[i] = SEND_DONE;
-                    self.sequence[s.peer] += 1;
                     break;
                 }
                 offsets[i] = off + n;
@@ -361,7 +357,7 @@ impl Engine {
                 });
                 match posted {
                     Some(i) => {
-                        check_type(&recvs[i], peer, h.codec)?;
+                        recvs[i].check(peer, h.codec, Signature(h.sequence))?;
                         start_sink(&mut recvs[i], peer, h.msg_len)?;
                         state[i] = RecvState::Active;
                         inb.current = Some(Incoming::Posted(i));
@@ -379,7 +375,7 @@ impl Engine {
                         }
                         unexpected_bytes[peer] += h.msg_len;
                         let data = Vec::with_capacity(h.msg_len as usize);
-                        inb.current = Some(Incoming::Stored { edge: h.edge, tag: h.tag, data, codec: h.codec });
+                        inb.current = Some(Incoming::Stored { edge: h.edge, tag: h.tag, data, codec: h.codec, signature: Signature(h.sequence) });
                     }
                 }
                 inb.offset = 0;
@@ -401,17 +397,17 @@ impl Engine {
                 }
                 match inb.current.take() {
                     Some(Incoming::Posted(i)) => state[i] = RecvState::Done,
-                    Some(Incoming::Stored { edge, tag, data, codec }) => {
+                    Some(Incoming::Stored { edge, tag, data, codec, signature }) => {
                         let waiting = (0..recvs.len())
                             .find(|&i| state[i] == RecvState::Waiting && recvs[i].peer == peer && recvs[i].edge == edge && recvs[i].tag == tag);
                         match waiting {
                             Some(i) => {
                                 unexpected_bytes[peer] -= data.len() as u64;
-                                check_type(&recvs[i], peer, codec)?;
+                                recvs[i].check(peer, codec, signature)?;
                                 deliver_whole(&mut recvs[i], &data)?;
                                 state[i] = RecvState::Done;
                             }
-                            None => unexpected.entry((peer, edge, tag)).or_default().push_back((codec, data)),
+                            None => unexpected.entry((peer, edge, tag)).or_default().push_back((codec, signature, data)),
                         }
                     }
                     None => {}

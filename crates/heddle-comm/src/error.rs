@@ -52,6 +52,17 @@ pub enum Error {
         /// Bytes the buffer holds.
         capacity: usize,
     },
+    /// Another rank made a different collective call at the same point (another
+    /// collective, element type, count or reduction).
+    #[error("rank {rank} called {theirs} where this rank called {ours}: every rank must make the same collective calls, in the same order, with the same element type, count and operation")]
+    CollectiveMismatch {
+        /// The other rank.
+        rank: usize,
+        /// Its call.
+        theirs: String,
+        /// This rank's call.
+        ours: String,
+    },
     /// A message's element type differs from the receive buffer's.
     #[error("rank {rank} sent {sent} elements but the receive buffer holds {expected}: send and receive the same element type")]
     TypeMismatch {
@@ -100,6 +111,7 @@ impl Error {
             Error::Timeout { .. } => "Timeout",
             Error::Truncated { .. } => "Truncated",
             Error::TypeMismatch { .. } => "TypeMismatch",
+            Error::CollectiveMismatch { .. } => "CollectiveMismatch",
             Error::InvalidArgument(_) => "InvalidArgument",
             Error::Config(_) => "Config",
             Error::NotPrivate { .. } => "NotPrivate",

@@ -39,6 +39,7 @@ pub mod private;
 pub mod scratch;
 pub mod settings;
 pub mod spill;
+mod stamp;
 pub mod transport;
 mod world;
 

@@ -117,7 +117,7 @@ pub(crate) fn comm(e: heddle_comm::Error) -> PyErr {
         E::Aborted(cause) => job_aborted(message, cause),
         E::PeerLost { rank, .. } => Kind::WorkerFailed.err_with_rank(message, Some(rank)),
         E::Timeout { .. } => Kind::Timeout.err(message),
-        E::InvalidArgument(_) | E::TypeMismatch { .. } => Kind::Argument.err(message),
+        E::InvalidArgument(_) | E::TypeMismatch { .. } | E::CollectiveMismatch { .. } => Kind::Argument.err(message),
         E::Config(_) => Kind::Config.err(message),
         _ => Kind::Comm.err(message),
     }

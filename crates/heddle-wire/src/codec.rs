@@ -39,7 +39,14 @@ impl Dtype {
         }
     }
 
-    fn from_u8(b: u8) -> Option<Dtype> {
+    /// The element type with wire byte `b`, if there is one.
+    ///
+    /// ```
+    /// use heddle_wire::Dtype;
+    /// assert_eq!(Dtype::from_u8(9), Some(Dtype::F64));
+    /// assert_eq!(Dtype::from_u8(10), None);
+    /// ```
+    pub fn from_u8(b: u8) -> Option<Dtype> {
         Some(match b {
             0 => Dtype::U8,
             1 => Dtype::I8,

@@ -2,6 +2,7 @@
 //! allgather(v), alltoall(v).
 
 use super::{allgather, alltoall, broadcast, displacements, gather, scatter, CallOptions, Collective};
+use crate::stamp::Signature;
 use crate::{Communicator, Element, Error, Result};
 
 fn invalid(msg: String) -> Error {
@@ -38,8 +39,9 @@ impl Communicator {
         if self.size() == 1 || buf.is_empty() {
             return Ok(());
         }
+        let sig = Signature::new(Collective::Broadcast, T::DTYPE, Some(buf.len()), 0);
         let b: &mut [u8] = bytemuck::cast_slice_mut(buf);
-        let (alg, mut s) = self.begin(Collective::Broadcast, opts, b.len(), true);
+        let (alg, mut s) = self.begin(sig, opts, b.len(), true);
         broadcast::run(&mut s, alg, b, root, std::mem::size_of::<T>())
     }
 
@@ -50,7 +52,7 @@ impl Communicator {
     /// [`Error::InvalidArgument`] for a bad root or buffer size.
     pub fn gather<T: Element>(&self, send: &[T], recv: &mut [T], root: usize) -> Result<()> {
         let counts = vec![send.len(); self.size()];
-        self.gatherv(send, recv, &counts, root)
+        self.gather_counted(send, recv, &counts, root, Some(send.len()))
     }
 
     /// Gathers rank i's `counts[i]` elements into `recv` at `root`, concatenated in rank order.
@@ -58,13 +60,18 @@ impl Communicator {
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad root or counts that do not match the buffers.
     pub fn gatherv<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize], root: usize) -> Result<()> {
+        self.gather_counted(send, recv, counts, root, None)
+    }
+
+    /// Gathers; `each` is the count every rank passes, if they must agree.
+    fn gather_counted<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize], root: usize, each: Option<usize>) -> Result<()> {
         self.check_root(root)?;
         self.check_counts("gatherv", counts, send.len(), (self.rank() == root).then_some(recv.len()))?;
         if self.size() == 1 {
             recv.copy_from_slice(send);
             return Ok(());
         }
-        let (alg, mut s) = self.begin(Collective::Gather, CallOptions::default(), std::mem::size_of_val(send), true);
+        let (alg, mut s) = self.begin(Signature::new(Collective::Gather, T::DTYPE, each, 0), CallOptions::default(), std::mem::size_of_val(send), true);
         gather::run(&mut s, alg, bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv), &bytes_of::<T>(counts), root)
     }
 
@@ -74,7 +81,7 @@ impl Communicator {
     /// [`Error::InvalidArgument`] for a bad root or buffer size.
     pub fn scatter<T: Element>(&self, send: &[T], recv: &mut [T], root: usize) -> Result<()> {
         let counts = vec![recv.len(); self.size()];
-        self.scatterv(send, &counts, recv, root)
+        self.scatter_counted(send, &counts, recv, root, Some(recv.len()))
     }
 
     /// Scatters `send` at `root` so rank i receives `counts[i]` elements.
@@ -82,13 +89,18 @@ impl Communicator {
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad root or counts that do not match the buffers.
     pub fn scatterv<T: Element>(&self, send: &[T], counts: &[usize], recv: &mut [T], root: usize) -> Result<()> {
+        self.scatter_counted(send, counts, recv, root, None)
+    }
+
+    /// Scatters; `each` is the count every rank passes, if they must agree.
+    fn scatter_counted<T: Element>(&self, send: &[T], counts: &[usize], recv: &mut [T], root: usize, each: Option<usize>) -> Result<()> {
         self.check_root(root)?;
         self.check_counts("scatterv", counts, recv.len(), (self.rank() == root).then_some(send.len()))?;
         if self.size() == 1 {
             recv.copy_from_slice(send);
             return Ok(());
         }
-        let (alg, mut s) = self.begin(Collective::Scatter, CallOptions::default(), std::mem::size_of_val(recv), true);
+        let (alg, mut s) = self.begin(Signature::new(Collective::Scatter, T::DTYPE, each, 0), CallOptions::default(), std::mem::size_of_val(recv), true);
         scatter::run(&mut s, alg, bytemuck::cast_slice(send), &bytes_of::<T>(counts), bytemuck::cast_slice_mut(recv), root)
     }
 
@@ -127,7 +139,7 @@ impl Communicator {
             return Ok(());
         }
         let uniform = counts.iter().all(|&c| c == counts[0]);
-        let (alg, mut s) = self.begin(Collective::Allgather, opts, std::mem::size_of_val(send), uniform);
+        let (alg, mut s) = self.begin(Signature::new(Collective::Allgather, T::DTYPE, Some(recv.len()), 0), opts, std::mem::size_of_val(send), uniform);
         allgather::run(&mut s, alg, bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv), &bytes_of::<T>(counts))
     }
 
@@ -149,7 +161,7 @@ impl Communicator {
             return Err(invalid(format!("alltoall: send of {} and recv of {} elements are not {p} equal blocks", send.len(), recv.len())));
         }
         let counts = vec![send.len() / p; p];
-        self.alltoallv_with(send, &counts, recv, &counts, opts)
+        self.alltoallv_with(send, &counts, recv, &counts, opts, Some(send.len()))
     }
 
     /// Rank i sends `send_counts[j]` elements to rank j and receives `recv_counts[j]` from it;
@@ -158,10 +170,19 @@ impl Communicator {
     /// # Errors
     /// [`Error::InvalidArgument`] if the counts do not match the buffers.
     pub fn alltoallv<T: Element>(&self, send: &[T], send_counts: &[usize], recv: &mut [T], recv_counts: &[usize]) -> Result<()> {
-        self.alltoallv_with(send, send_counts, recv, recv_counts, CallOptions::default())
+        self.alltoallv_with(send, send_counts, recv, recv_counts, CallOptions::default(), None)
     }
 
-    fn alltoallv_with<T: Element>(&self, send: &[T], send_counts: &[usize], recv: &mut [T], recv_counts: &[usize], opts: CallOptions) -> Result<()> {
+    /// All-to-all; `each` is the total every rank sends, if they must agree.
+    fn alltoallv_with<T: Element>(
+        &self,
+        send: &[T],
+        send_counts: &[usize],
+        recv: &mut [T],
+        recv_counts: &[usize],
+        opts: CallOptions,
+        each: Option<usize>,
+    ) -> Result<()> {
         self.check_counts("alltoallv send", send_counts, send_counts.get(self.rank()).copied().unwrap_or(0), Some(send.len()))?;
         self.check_counts("alltoallv recv", recv_counts, recv_counts.get(self.rank()).copied().unwrap_or(0), Some(recv.len()))?;
         if self.size() == 1 {
@@ -171,7 +192,7 @@ impl Communicator {
         let sd = displacements(&bytes_of::<T>(send_counts));
         let rd = displacements(&bytes_of::<T>(recv_counts));
         let per_peer = std::mem::size_of_val(send) / self.size();
-        let (alg, mut s) = self.begin(Collective::Alltoall, opts, per_peer, true);
+        let (alg, mut s) = self.begin(Signature::new(Collective::Alltoall, T::DTYPE, each, 0), opts, per_peer, true);
         alltoall::run(&mut s, alg, bytemuck::cast_slice(send), &sd, bytemuck::cast_slice_mut(recv), &rd)
     }
 

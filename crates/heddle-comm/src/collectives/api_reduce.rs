@@ -1,6 +1,7 @@
 //! Typed reductions on [`Communicator`]: reduce, allreduce, reduce_scatter.
 
 use super::{allreduce, reduce, reduce_scatter, CallOptions, Collective};
+use crate::stamp::Signature;
 use crate::{Communicator, Element, Error, Op, Result};
 
 fn byte_op<T: Element>(op: &Op<T>) -> impl Fn(&mut [u8], &[u8]) + '_ {
@@ -24,8 +25,9 @@ impl Communicator {
         if self.size() == 1 || buf.is_empty() {
             return Ok(());
         }
+        let sig = Signature::new(Collective::Allreduce, T::DTYPE, Some(buf.len()), op.code());
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(buf);
-        let (alg, mut s) = self.begin(Collective::Allreduce, opts, bytes.len(), true);
+        let (alg, mut s) = self.begin(sig, opts, bytes.len(), true);
         allreduce::run(&mut s, alg, bytes, std::mem::size_of::<T>(), &byte_op(&op))
     }
 
@@ -55,7 +57,7 @@ impl Communicator {
         }
         let recv = if self.rank() == root { recv } else { &mut [] };
         let (sb, rb): (&[u8], &mut [u8]) = (bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv));
-        let (alg, mut s) = self.begin(Collective::Reduce, opts, sb.len(), true);
+        let (alg, mut s) = self.begin(Signature::new(Collective::Reduce, T::DTYPE, Some(send.len()), op.code()), opts, sb.len(), true);
         reduce::run(&mut s, alg, sb, rb, root, &byte_op(&op))
     }
 
@@ -91,7 +93,7 @@ impl Communicator {
         let byte_counts: Vec<usize> = counts.iter().map(|c| c * e).collect();
         let uniform = counts.iter().all(|&c| c == counts[0]);
         let (sb, rb): (&[u8], &mut [u8]) = (bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv));
-        let (alg, mut s) = self.begin(Collective::ReduceScatter, opts, sb.len(), uniform);
+        let (alg, mut s) = self.begin(Signature::new(Collective::ReduceScatter, T::DTYPE, Some(send.len()), op.code()), opts, sb.len(), uniform);
         reduce_scatter::run(&mut s, alg, sb, rb, &byte_counts, &byte_op(&op))
     }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 use heddle_wire::Codec;
 
 use crate::engine::{Engine, RecvOp, SendOp, Sink};
+use crate::stamp::Signature;
 use crate::Result;
 
 /// The state an algorithm works through. Ranks here are communicator ranks.
@@ -18,6 +19,8 @@ pub(crate) struct Step<'c> {
     pub(crate) tag: u32,
     pub(crate) timeout: Duration,
     pub(crate) op: &'static str,
+    /// The call's signature, on every message it sends and checked on every one it receives.
+    pub(crate) signature: Signature,
 }
 
 impl Step<'_> {
@@ -29,28 +32,28 @@ impl Step<'_> {
     /// Sends and receives together; ranks are communicator ranks.
     pub(crate) fn exchange(&mut self, sends: &[(usize, &[u8])], recvs: Vec<(usize, Sink<'_>)>) -> Result<()> {
         let s: Vec<SendOp<'_>> =
-            sends.iter().map(|&(to, data)| SendOp { peer: self.members[to], edge: self.edge, tag: self.tag, data, codec: Codec::Raw }).collect();
+            sends.iter().map(|&(to, data)| SendOp { peer: self.members[to], edge: self.edge, tag: self.tag, data, codec: Codec::Raw, signature: self.signature }).collect();
         let mut r: Vec<RecvOp<'_>> =
-            recvs.into_iter().map(|(from, sink)| RecvOp::new(self.members[from], self.edge, self.tag, sink)).collect();
+            recvs.into_iter().map(|(from, sink)| RecvOp::new(self.members[from], self.edge, self.tag, sink).signed(self.signature)).collect();
         self.engine.exchange(&s, &mut r, self.op, self.timeout)
     }
 
     /// One send and one receive, without allocating.
     pub(crate) fn sendrecv(&mut self, to: usize, data: &[u8], from: usize, sink: Sink<'_>) -> Result<()> {
-        let s = [SendOp { peer: self.members[to], edge: self.edge, tag: self.tag, data, codec: Codec::Raw }];
-        let mut r = [RecvOp::new(self.members[from], self.edge, self.tag, sink)];
+        let s = [SendOp { peer: self.members[to], edge: self.edge, tag: self.tag, data, codec: Codec::Raw, signature: self.signature }];
+        let mut r = [RecvOp::new(self.members[from], self.edge, self.tag, sink).signed(self.signature)];
         self.engine.exchange(&s, &mut r, self.op, self.timeout)
     }
 
     /// One send.
     pub(crate) fn send(&mut self, to: usize, data: &[u8]) -> Result<()> {
-        let s = [SendOp { peer: self.members[to], edge: self.edge, tag: self.tag, data, codec: Codec::Raw }];
+        let s = [SendOp { peer: self.members[to], edge: self.edge, tag: self.tag, data, codec: Codec::Raw, signature: self.signature }];
         self.engine.exchange(&s, &mut [], self.op, self.timeout)
     }
 
     /// One receive.
     pub(crate) fn recv(&mut self, from: usize, sink: Sink<'_>) -> Result<()> {
-        let mut r = [RecvOp::new(self.members[from], self.edge, self.tag, sink)];
+        let mut r = [RecvOp::new(self.members[from], self.edge, self.tag, sink).signed(self.signature)];
         self.engine.exchange(&[], &mut r, self.op, self.timeout)
     }
 }
