@@ -252,10 +252,20 @@ class Stream:
         parts = self.session.comm.gather(got, root=0)
         return None if parts is None else [x for part in parts for x in part]
 
-    def write_lines(self, directory: Union[str, "os.PathLike[str]"], stop: Optional[StopHandle] = None, timeout: Optional[float] = None, max_records: Optional[int] = None) -> None:
-        """Appends each record's ``str`` as a line to ``directory/part-NNNNN`` (one file
-        per partition, written as records come) until the run ends."""
-        self._native.write_lines(os.fspath(directory), stop, timeout, max_records)
+    def write_lines(
+        self,
+        directory: Union[str, "os.PathLike[str]"],
+        stop: Optional[StopHandle] = None,
+        timeout: Optional[float] = None,
+        max_records: Optional[int] = None,
+        mode: str = "errorifexists",
+    ) -> None:
+        """Writes each record's ``str`` as a line to ``directory/part-NNNNN`` (one file per
+        partition) until the run ends; the parts, then ``_SUCCESS``, appear only then, and
+        a run that fails leaves ``directory`` as it was. ``mode`` is that of the data set
+        writers: ``"errorifexists"`` (a directory that holds files is refused),
+        ``"overwrite"`` or ``"append"``."""
+        self._native.write_lines(os.fspath(directory), stop, timeout, max_records, mode)
 
     def write_socket(self, address: Address, stop: Optional[StopHandle] = None, timeout: Optional[float] = None, max_records: Optional[int] = None) -> None:
         """Sends each record's ``str`` as a line to the TCP server at ``address``

@@ -153,7 +153,8 @@ def test_empty_input(s, tmp_path):
     assert empty.window(Window.tumbling_count(3), operator.add).collect() == []
     assert s.stream_generate(lambda i: i, limit=0).collect() == []
     empty.write_lines(tmp_path / "out")
-    assert list((tmp_path / "out").iterdir()) == []
+    assert (tmp_path / "out" / "_SUCCESS").exists()
+    assert all(f.read_text() == "" for f in (tmp_path / "out").iterdir())
     seen = []
     empty.run(seen.append)
     assert seen == []
@@ -354,6 +355,32 @@ def test_argument_errors_say_what_to_do(s, tmp_path):
     with pytest.raises(heddle.DataError, match="file"):
         pairs.write_lines(tmp_path / "file" / "out")
     assert repr(Window.sliding(100, 40).event_time(5, 10)) == "Window.sliding(100, 40).event_time(5, 10)"
+
+
+def test_write_lines_commits_at_the_end_with_the_save_modes(s, tmp_path):
+    out = tmp_path / "out"
+
+    def lines() -> list[str]:
+        return sorted(line for f in out.glob("part-*") for line in f.read_text().splitlines())
+
+    s.stream_from_list(["a", "b"]).write_lines(out)
+    assert lines() == ["a", "b"] and (out / "_SUCCESS").exists()
+    with pytest.raises(heddle.ArgumentError, match="already holds"):
+        s.stream_from_list(["c"]).write_lines(out)
+    assert lines() == ["a", "b"]
+    s.stream_from_list(["c"]).write_lines(out, mode="append")
+    assert lines() == ["a", "b", "c"]
+    s.stream_from_list(["d"]).write_lines(out, mode="overwrite")
+    assert lines() == ["d"]
+
+    def boom(x: str) -> str:
+        raise ValueError("no " + x)
+
+    with pytest.raises(ValueError, match="no e"):
+        s.stream_from_list(["e"]).map(boom).write_lines(out, mode="overwrite")
+    assert lines() == ["d"] and not list(out.glob("_temporary*"))
+    with pytest.raises(heddle.ArgumentError, match="mode"):
+        s.stream_from_list(["f"]).write_lines(out, mode="replace")
 
 
 @pytest.mark.parametrize("n", [2, 3])

@@ -65,6 +65,7 @@ pub use error::{Error, Result};
 pub use session::Session;
 pub use input_files::list_files;
 pub use output::{Commit, Output, Veto, WriteMode, SUCCESS};
+pub use sinks::PartWriter;
 pub use sources::OnMalformed;
 pub use redis_io::RedisEntry;
 pub use stream::Stream;

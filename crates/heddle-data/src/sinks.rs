@@ -8,58 +8,84 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::sync::{Arc, Mutex};
 
-use heddle_task::{Edge, Record};
+use heddle_task::{Edge, Record, StopHandle};
 use serde::Serialize;
 
 use crate::Locked;
 use crate::dataset::DataSet;
+use crate::stream::Stream;
 use crate::output::{Commit, Output};
 use crate::tasks::SinkTask;
 use crate::error::io;
 use crate::Result;
 
 
-type Writer = BufWriter<File>;
+/// A part file being written.
+pub type PartWriter = BufWriter<File>;
+
+/// Each worker's open part files of one write: the `each` and `end` of its sink tasks.
+struct Parts {
+    commit: Arc<Commit>,
+    open: Mutex<HashMap<u32, PartWriter>>,
+    written: Mutex<Vec<u32>>,
+}
+
+impl Parts {
+    fn new(commit: Arc<Commit>) -> Arc<Parts> {
+        Arc::new(Parts { commit, open: Mutex::default(), written: Mutex::default() })
+    }
+
+    /// Runs `f` on partition `i`'s part, creating it first if needed.
+    fn with(&self, i: u32, f: &mut dyn FnMut(&mut PartWriter) -> std::io::Result<()>) -> Result<()> {
+        let path = self.commit.temp_path(i, "");
+        let mut open = self.open.locked();
+        let out = match open.entry(i) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => v.insert(BufWriter::new(crate::output::create_part(&path)?)),
+        };
+        f(out).map_err(|e| io(&path, e))
+    }
+
+    /// The sink's `each` (write a record) and `end` (close a partition's part, even an
+    /// empty one).
+    #[allow(clippy::type_complexity)]
+    fn sink<T: 'static>(
+        self: &Arc<Parts>,
+        write: impl Fn(&mut PartWriter, T) -> std::io::Result<()> + Send + Sync + 'static,
+    ) -> (Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync>, Arc<dyn Fn(u32) -> Result<()> + Send + Sync>) {
+        let parts = self.clone();
+        let each = Arc::new(move |i, x| {
+            let mut x = Some(x);
+            parts.with(i, &mut |out| write(out, x.take().expect("written once")))
+        });
+        let parts = self.clone();
+        let end = Arc::new(move |i| {
+            parts.with(i, &mut |out| out.flush())?;
+            parts.open.locked().remove(&i);
+            parts.written.locked().push(i);
+            Ok(())
+        });
+        (each, end)
+    }
+
+    /// Commits (collective) once this worker's run ended with `ran`.
+    fn finish(&self, comm: &heddle_comm::Communicator, ran: Result<()>) -> Result<()> {
+        self.open.locked().clear();
+        let mine = ran.map(|()| std::mem::take(&mut *self.written.locked()));
+        // Every part is closed and moved into place on every worker before any worker goes
+        // on (and, say, lists the directory).
+        self.commit.finish(comm, mine, "")
+    }
+}
 
 impl<T: Record> DataSet<T> {
     /// Writes partition i with `write(out, record)` into `part-{i:05}` of `out`.
-    fn write_parts(&self, out: Output, write: impl Fn(&mut Writer, T) -> std::io::Result<()> + Send + Sync + 'static) -> Result<()> {
+    fn write_parts(&self, out: Output, write: impl Fn(&mut PartWriter, T) -> std::io::Result<()> + Send + Sync + 'static) -> Result<()> {
         let comm = self.session.comm();
-        let commit = Arc::new(Commit::begin(comm, &out)?);
-        let open: Arc<Mutex<HashMap<u32, Writer>>> = Arc::default();
-        let written: Arc<Mutex<Vec<u32>>> = Arc::default();
-        let c = commit.clone();
-        let path_of = Arc::new(move |i: u32| c.temp_path(i, ""));
-        let get = {
-            let (open, path_of) = (open.clone(), path_of.clone());
-            move |i: u32, f: &mut dyn FnMut(&mut Writer) -> std::io::Result<()>| -> Result<()> {
-                let path = path_of(i);
-                let mut open = open.locked();
-                let out = match open.entry(i) {
-                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::hash_map::Entry::Vacant(v) => v.insert(BufWriter::new(crate::output::create_part(&path)?)),
-                };
-                f(out).map_err(|e| io(&path, e))
-            }
-        };
-        let get = Arc::new(get);
-        let g = get.clone();
-        let each: Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync> = Arc::new(move |i, x| {
-            let mut x = Some(x);
-            g(i, &mut |out| write(out, x.take().expect("written once")))
-        });
-        let done = written.clone();
-        let end: Arc<dyn Fn(u32) -> Result<()> + Send + Sync> = Arc::new(move |i| {
-            get(i, &mut |out| out.flush())?;
-            open.locked().remove(&i);
-            done.locked().push(i);
-            Ok(())
-        });
+        let parts = Parts::new(Arc::new(Commit::begin(comm, &out)?));
+        let (each, end) = parts.sink(write);
         let ran = self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask { each: each.clone(), end: end.clone() });
-        let mine = ran.map(|()| std::mem::take(&mut *written.locked()));
-        // Every part is closed and moved into place on every worker before any worker goes
-        // on (and, say, lists the directory).
-        commit.finish(comm, mine, "")
+        parts.finish(comm, ran)
     }
 
     /// Writes each record's `Display` as a line, one part file per partition, into a
@@ -100,5 +126,52 @@ impl<T: Record> DataSet<T> {
             w.serialize(&x).map_err(std::io::Error::other)?;
             out.write_all(&w.into_inner().map_err(|e| std::io::Error::other(e.to_string()))?)
         })
+    }
+}
+
+impl<T: Record> Stream<T> {
+    /// Writes partition i of the stream with `write(out, record)` into `part-{i:05}` of
+    /// `out` until every source ends or `stop` is stopped; the parts appear, followed by
+    /// `_SUCCESS`, only then (as a file sink commits its in-progress files). A run that
+    /// fails leaves the directory as it was.
+    ///
+    /// # Errors
+    /// A directory that already holds files (unless the mode says overwrite or append); a
+    /// file that cannot be written; or as [`Stream::run`].
+    pub fn write_parts(
+        &self,
+        out: impl Into<Output>,
+        stop: Option<StopHandle>,
+        write: impl Fn(&mut PartWriter, T) -> std::io::Result<()> + Send + Sync + 'static,
+    ) -> Result<()> {
+        let comm = self.data.session.comm();
+        let parts = Parts::new(Arc::new(Commit::begin(comm, &out.into())?));
+        let (each, end) = parts.sink(write);
+        let ran = self.run_sink(each, end, stop);
+        parts.finish(comm, ran)
+    }
+
+    /// Writes each record's `Display` as a line, one part file per partition, as
+    /// [`Stream::write_parts`] does.
+    ///
+    /// ```
+    /// use heddle_data::{Output, Session, WriteMode};
+    /// let s = Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let dir = std::env::temp_dir().join(format!("heddle-doc-stream-{}", std::process::id()));
+    /// s.stream_from_vec((0..5).collect::<Vec<u32>>()).write_lines(&dir, None)?;
+    /// assert!(dir.join("_SUCCESS").exists());
+    /// assert!(s.stream_from_vec(vec![1u32]).write_lines(&dir, None).is_err()); // not empty
+    /// s.stream_from_vec(vec![7u32]).write_lines(Output::new(&dir).mode(WriteMode::Overwrite), None)?;
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Stream::write_parts`].
+    pub fn write_lines(&self, out: impl Into<Output>, stop: Option<StopHandle>) -> Result<()>
+    where
+        T: Display,
+    {
+        self.write_parts(out, stop, |out, x| writeln!(out, "{x}"))
     }
 }

@@ -111,28 +111,6 @@ impl<T: Record> Stream<T> {
         self.run_sink(Arc::new(f), Arc::new(|_| Ok(())), stop)
     }
 
-    /// Appends each record's `Display` as a line to `dir/part-NNNNN` (one per partition),
-    /// flushed as records come.
-    ///
-    /// # Errors
-    /// As [`Stream::run`]; a file that cannot be written.
-    pub fn write_lines(&self, dir: impl AsRef<Path>, stop: Option<StopHandle>) -> Result<()>
-    where
-        T: std::fmt::Display,
-    {
-        let dir = dir.as_ref().to_path_buf();
-        std::fs::create_dir_all(&dir).map_err(|e| Error::Io { path: dir.display().to_string(), source: e })?;
-        let path = move |i: u32| dir.join(format!("part-{i:05}"));
-        self.run(
-            move |i, x| {
-                let p = path(i);
-                let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&p).map_err(|e| Error::Io { path: p.display().to_string(), source: e })?;
-                writeln!(f, "{x}").map_err(|e| Error::Io { path: p.display().to_string(), source: e })
-            },
-            stop,
-        )
-    }
-
     /// Sends each record's `Display` as a line to a TCP server at `addr` (one connection
     /// per partition).
     ///

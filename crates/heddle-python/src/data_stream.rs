@@ -314,16 +314,17 @@ impl PyStream {
         })
     }
 
-    /// Appends each record's ``str`` as a line to ``dir/part-NNNNN`` (one per partition).
-    #[pyo3(signature = (dir, stop = None, timeout = None, max_records = None))]
-    fn write_lines(&self, py: Python<'_>, dir: PathBuf, stop: Option<PyRef<'_, PyStopHandle>>, timeout: Option<f64>, max_records: Option<u64>) -> PyResult<()> {
-        std::fs::create_dir_all(&dir).map_err(|e| errors::data(Error::Io { path: dir.display().to_string(), source: e }))?;
-        let files: PerPartition<File> = Mutex::default();
-        self.run_into(py, stop.as_deref(), timeout, max_records, move |i, x| {
-            let Some(line) = line_of(&x) else { return Ok(()) };
-            let path = dir.join(format!("part-{i:05}"));
-            write_to(&files, i, line.as_bytes(), || OpenOptions::new().create(true).append(true).open(&path))
-                .map_err(|e| Error::Io { path: path.display().to_string(), source: e })
+    /// Writes each record's ``str`` as a line to ``dir/part-NNNNN`` (one per partition);
+    /// the parts and ``_SUCCESS`` appear when the run ends (``mode`` as the data set
+    /// writers').
+    #[pyo3(signature = (dir, stop = None, timeout = None, max_records = None, mode = "errorifexists"))]
+    fn write_lines(&self, py: Python<'_>, dir: PathBuf, stop: Option<PyRef<'_, PyStopHandle>>, timeout: Option<f64>, max_records: Option<u64>, mode: &str) -> PyResult<()> {
+        let out = crate::data_output::output(dir, mode)?;
+        self.run_sink(py, stop.as_deref(), timeout, max_records, move |st, stop| {
+            st.write_parts(out, Some(stop), |w, x| match line_of(&x) {
+                Some(line) => w.write_all(line.as_bytes()),
+                None => Ok(()),
+            })
         })
     }
 
