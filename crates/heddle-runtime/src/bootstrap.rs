@@ -5,6 +5,8 @@
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use heddle_comm::transport::shm::ShmSegment;
 use heddle_comm::{CommConfig, Communicator, TransportChoice, WorldBuilder};
@@ -198,12 +200,18 @@ fn connect_peer(p: &PeerInfo, my_rank: usize, token: &str, deadline: Instant) ->
 /// Longest a connection to a worker's peer port may take to prove it is a peer.
 const HANDSHAKE: Duration = Duration::from_secs(5);
 
+/// Most handshakes with connections to the peer port under way at once: each holds a
+/// thread for at most `HANDSHAKE`; connections past that are closed unread.
+const MAX_HANDSHAKES: usize = 64;
+
 /// Accepts the TCP links of `expected` ranks. Every connection proves itself on a thread of
-/// its own (at most [`HANDSHAKE`]), so anything else that connects — and closes, sends
-/// garbage or stays silent — is logged and dropped without holding up the peers.
+/// its own (at most [`HANDSHAKE`], reading at most a few KiB), so anything else that
+/// connects — and closes, sends garbage, announces a huge frame or stays silent — is
+/// logged and dropped without holding up the peers.
 fn accept_peers(listener: &TcpListener, token: &str, mut expected: Vec<usize>, deadline: Instant) -> Result<Vec<(usize, TcpStream)>> {
     listener.set_nonblocking(true).map_err(|e| Error::io("configuring the peer listener", e))?;
     let (tx, rx) = std::sync::mpsc::channel::<(usize, TcpStream)>();
+    let pending = Arc::new(AtomicUsize::new(0));
     let mut out = Vec::new();
     while !expected.is_empty() {
         while let Ok((rank, s)) = rx.try_recv() {
@@ -219,12 +227,20 @@ fn accept_peers(listener: &TcpListener, token: &str, mut expected: Vec<usize>, d
         }
         match listener.accept() {
             Ok((s, from)) => {
-                let (token, expected, tx) = (token.to_string(), expected.clone(), tx.clone());
-                std::thread::spawn(move || match peer_handshake(s, &token, &expected, deadline) {
-                    Ok((rank, s)) => {
-                        let _ = tx.send((rank, s));
+                if pending.load(Ordering::Acquire) >= MAX_HANDSHAKES {
+                    tracing::warn!("dropped a connection to the peer port from {from}: {MAX_HANDSHAKES} handshakes are under way");
+                    continue;
+                }
+                pending.fetch_add(1, Ordering::AcqRel);
+                let (token, expected, tx, pending) = (token.to_string(), expected.clone(), tx.clone(), pending.clone());
+                std::thread::spawn(move || {
+                    match peer_handshake(s, &token, &expected, deadline) {
+                        Ok((rank, s)) => {
+                            let _ = tx.send((rank, s));
+                        }
+                        Err(e) => tracing::warn!("dropped a connection to the peer port from {from}: {e}"),
                     }
-                    Err(e) => tracing::warn!("dropped a connection to the peer port from {from}: {e}"),
+                    pending.fetch_sub(1, Ordering::AcqRel);
                 });
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -250,7 +266,7 @@ fn peer_handshake(mut s: TcpStream, token: &str, expected: &[usize], deadline: I
     set_deadline(&s, deadline.min(Instant::now() + HANDSHAKE))?;
     let nonce = control::nonce();
     control::send(&mut s, &Control::Challenge { nonce: nonce.clone() })?;
-    match control::recv(&mut s)? {
+    match control::recv_handshake(&mut s)? {
         Control::PeerHello { rank, mac } if expected.contains(&rank) && control::verify(token, &format!("peer|{nonce}|{rank}"), &mac) => {
             control::send(&mut s, &Control::Accepted)?;
             set_deadline(&s, deadline)?;
@@ -315,6 +331,13 @@ mod tests {
         drop(TcpStream::connect(&addr).unwrap());
         TcpStream::connect(&addr).unwrap().write_all(b"GET / HTTP/1.0\r\n\r\n garbage").unwrap();
         let _silent = TcpStream::connect(&addr).unwrap();
+        // A frame header announcing 1 GiB: refused from its header, nothing allocated.
+        let mut huge = heddle_wire::Header::new(heddle_wire::Kind::Control);
+        (huge.msg_len, huge.frag_len) = (1 << 30, 1 << 30);
+        let mut big = TcpStream::connect(&addr).unwrap();
+        let mut bytes = [0u8; heddle_wire::HEADER_LEN];
+        huge.encode(&mut bytes);
+        big.write_all(&bytes).unwrap();
         // The worker listening (rank 0) as its peers see it.
         let rank0 = PeerInfo { rank: 0, host: "h".into(), pid: 0, tcp_addr: addr.clone(), shm_path: None, tcp_only: true };
         assert!(matches!(connect_peer(&rank0, 1, "wrong token", deadline), Err(Error::Auth(_))));

@@ -106,7 +106,23 @@ pub fn send(stream: &mut TcpStream, msg: &Control) -> Result<()> {
 /// # Errors
 /// [`Error::Io`] on a closed or timed-out stream; [`Error::Protocol`] on a malformed one.
 pub fn recv(stream: &mut impl Read) -> Result<Control> {
-    let frame = Frame::read_from(stream, &CONTROL_LIMIT).map_err(|e| Error::io("reading a control message", e))?;
+    recv_within(stream, &CONTROL_LIMIT)
+}
+
+/// Largest handshake message: a hello with a rank and a MAC is about a hundred bytes.
+const HANDSHAKE_LIMIT: Limits = Limits { max_frame_payload: 4 << 10, max_message: 4 << 10 };
+
+/// Reads one handshake message from a connection not yet authenticated: anything larger
+/// than a few KiB is refused before it is read.
+///
+/// # Errors
+/// As [`recv`].
+pub fn recv_handshake(stream: &mut impl Read) -> Result<Control> {
+    recv_within(stream, &HANDSHAKE_LIMIT)
+}
+
+fn recv_within(stream: &mut impl Read, limits: &Limits) -> Result<Control> {
+    let frame = Frame::read_from(stream, limits).map_err(|e| Error::io("reading a control message", e))?;
     if frame.header.kind != Kind::Control {
         return Err(Error::Protocol(format!("expected a control frame, got {:?}", frame.header.kind)));
     }
