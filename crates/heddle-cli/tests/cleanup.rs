@@ -228,3 +228,85 @@ fn the_job_directory_is_private_under_umask_000() {
     assert_no_survivors(&mark);
     std::fs::remove_dir_all(&runtime).unwrap();
 }
+
+/// Every file and directory under `roots`, and the shared-memory segments mapped by the
+/// processes `owners`: (path, mode, is_dir).
+fn job_files(roots: &[&Path], owners: &[u32]) -> Vec<(PathBuf, u32, bool)> {
+    fn walk(p: &Path, out: &mut Vec<(PathBuf, u32, bool)>) {
+        // A run merged away is gone; a map_files entry is a link to follow.
+        let meta = if p.starts_with("/proc") { std::fs::metadata(p) } else { std::fs::symlink_metadata(p) };
+        let Ok(meta) = meta else { return };
+        out.push((p.to_path_buf(), meta.permissions().mode() & 0o777, meta.is_dir()));
+        if meta.is_dir() {
+            for e in std::fs::read_dir(p).map(|d| d.flatten().collect::<Vec<_>>()).unwrap_or_default() {
+                walk(&e.path(), out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for root in roots {
+        for e in std::fs::read_dir(root).unwrap().flatten() {
+            walk(&e.path(), &mut out);
+        }
+    }
+    // A worker unlinks its segment once its peers have mapped it: the mappings of the
+    // owners' segments stay reachable (for root) through /proc/PID/map_files.
+    for pid in owners {
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+        for line in maps.lines().filter(|l| l.contains("/dev/shm/heddle-")) {
+            let range = line.split(' ').next().unwrap_or_default();
+            walk(Path::new(&format!("/proc/{pid}/map_files/{range}")), &mut out);
+        }
+    }
+    out
+}
+
+/// Under `umask 000`, a spilling sort's shared-memory rings, spill runs and their
+/// directories, and its job directory are private: files 0600, directories 0700, and
+/// another user (`nobody`, through `setpriv`; this test runs as root, as CI does) can
+/// open none of them.
+#[test]
+fn segments_and_spill_runs_of_a_job_are_private_under_umask_000() {
+    assert!(std::process::Command::new("setpriv").arg("--version").output().is_ok(), "setpriv (util-linux) is needed");
+    let (spill, runtime) = (fresh_dir("umask-job-spill"), fresh_dir("umask-job-runtime"));
+    for d in [&spill, &runtime] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let mark = marker("umask-job");
+    let (heddle, ts) = (heddle().display().to_string(), example("terasort_dataflow"));
+    let script = format!("umask 000; exec {heddle} run -n 2 -- {ts} --records 30000000 --mem-budget 200000 --spill-dir {}", spill.display());
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", &script]).env("HDTEST_MARK", &mark).env("XDG_RUNTIME_DIR", &runtime);
+    cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().expect("spawn");
+    let launcher = child.id();
+    wait_until("the sort spills", Duration::from_secs(60), || {
+        job_files(&[&spill], &[]).iter().any(|(p, _, dir)| !dir && p.to_string_lossy().contains("heddle-scratch-"))
+    });
+    let is_worker = |p: &u32| std::fs::read_link(format!("/proc/{p}/exe")).is_ok_and(|e| e.ends_with("terasort_dataflow"));
+    let workers: Vec<u32> = children_of(launcher).into_iter().filter(is_worker).collect();
+    let found = job_files(&[&spill, &runtime], &workers);
+    let segments = found.iter().filter(|(p, _, _)| p.starts_with("/proc")).count();
+    assert!(segments >= 2, "the workers' rings in /dev/shm: {found:?}");
+    let mut opened = Vec::new();
+    for (path, mode, dir) in &found {
+        assert_eq!(*mode, if *dir { 0o700 } else { 0o600 }, "{} under umask 000", path.display());
+        let probe = if *dir { format!("ls {}", path.display()) } else { format!("cat {} >/dev/null", path.display()) };
+        let other = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", &probe])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        if other.success() && path.exists() {
+            opened.push(path.clone());
+        }
+    }
+    assert!(opened.is_empty(), "another user opened {opened:?}");
+    // SAFETY: signalling a process of this test.
+    unsafe { libc_kill(launcher as i32, 15) };
+    let _ = wait_bounded(child, Duration::from_secs(30));
+    assert_no_survivors(&mark);
+    wait_until("the spill directory is empty", Duration::from_secs(2), || entries(&spill).is_empty());
+    std::fs::remove_dir_all(&spill).unwrap();
+    std::fs::remove_dir_all(&runtime).unwrap();
+}
