@@ -241,7 +241,8 @@ impl<K: DeserializeOwned, V: DeserializeOwned> Run<K, V> {
             (None, None) => return Ok(None),
             (None, Some(path)) => {
                 if self.reader.is_none() {
-                    let file = File::open(path).map_err(|source| Error::Io { path: path.display().to_string(), source })?;
+                    // Our own run, still private (not swapped for a symlink or another's file).
+                    let file = heddle_comm::private::open_owned(path, false)?;
                     self.reader = Some(BufReader::with_capacity(1 << 16, file));
                 }
                 let reader = self.reader.as_mut().expect("opened above");

@@ -549,7 +549,8 @@ struct RunReader {
 impl RunReader {
     fn open(run: SpillFile) -> Result<RunReader> {
         let failed = |e| Error::io(format!("reading spill run {}", run.path.display()), e);
-        let file = File::open(&run.path).map_err(failed)?;
+        // Our own run, still private (not swapped for a symlink or another's file).
+        let file = crate::private::open_owned(&run.path, false)?;
         let len = file.metadata().map_err(failed)?.len();
         if len < HEADER_BYTES {
             return Err(corrupt(&run.path, format!("{len} bytes is shorter than the {HEADER_BYTES}-byte header")));
