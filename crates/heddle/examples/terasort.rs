@@ -71,11 +71,18 @@ fn input(session: &Session, args: &Args) -> Result<DataSet<Record>, BoxError> {
             let seed = args.seed;
             session.generate(args.records, move |i| split(&generate(seed, i)))
         }
-        Some(path) => {
-            check_lines(path)?;
-            session.text_blocks(path, 4 << 20)?.flat_map(|block: String| block.lines().map(|l| split(l.as_bytes())).collect::<Vec<_>>())
-        }
+        Some(path) => read_lines(session, path, BLOCK)?,
     })
+}
+
+/// Bytes of lines read at once.
+const BLOCK: u64 = 4 << 20;
+
+/// The records of a file of 100-byte lines, split among the partitions in blocks of about
+/// `block` bytes of whole lines.
+fn read_lines(session: &Session, path: &Path, block: u64) -> Result<DataSet<Record>, BoxError> {
+    check_lines(path)?;
+    Ok(session.text_blocks(path, block)?.flat_map(|block: String| block.lines().map(|l| split(l.as_bytes())).collect::<Vec<_>>()))
 }
 
 /// A file of whole 100-byte lines, or a clear error.
@@ -161,4 +168,118 @@ fn run(args: Args) -> Result<(), BoxError> {
 
 fn io(dir: &Option<PathBuf>, source: std::io::Error) -> heddle::data::Error {
     heddle::data::Error::Io { path: dir.as_ref().map_or_else(|| "(no output)".into(), |d| d.display().to_string()), source }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use heddle::data::Session;
+    use proptest::prelude::*;
+
+    use super::{read_lines, split, generate, RECORD};
+
+    fn session(partitions: u32) -> Session {
+        let comm = heddle::comm::solo(heddle::comm::CommConfig::default()).expect("a world of one");
+        Session::new(comm).and_then(|s| s.with_partitions(partitions)).expect("a session")
+    }
+
+    /// A file in the temp directory, removed when dropped.
+    struct TempFile(PathBuf);
+
+    impl TempFile {
+        fn new(content: &[u8]) -> TempFile {
+            static NEXT: AtomicU64 = AtomicU64::new(0);
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let path = std::env::temp_dir().join(format!("heddle-terasort-{}-{n}", std::process::id()));
+            std::fs::write(&path, content).unwrap();
+            TempFile(path)
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    /// `n` records of printable ASCII (a file of lines is text), from `seed`.
+    fn text_records(n: usize, seed: u64) -> Vec<[u8; RECORD]> {
+        (0..n as u64).map(|i| generate(seed, i).map(|b| b' ' + b % 95)).collect()
+    }
+
+    /// Each record followed by `end`.
+    fn lines(records: &[[u8; RECORD]], end: &[u8]) -> Vec<u8> {
+        records.iter().flat_map(|r| r.iter().chain(end).copied()).collect()
+    }
+
+    fn error_of(content: &[u8]) -> (String, String) {
+        let f = TempFile::new(content);
+        let e = read_lines(&session(1), &f.0, 1 << 20).expect_err("an error before the job runs").to_string();
+        (e, f.0.display().to_string())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// For any number of lines, partitions and block size (down to one byte, so that
+        /// every line spans many blocks), every record is read once, in file order.
+        #[test]
+        fn every_record_is_read_once(
+            n in 1usize..300,
+            seed in any::<u64>(),
+            partitions in 1u32..9,
+            block in prop_oneof![1u64..64, 64u64..4096, Just(2u64 << 20)],
+        ) {
+            let records = text_records(n, seed);
+            let f = TempFile::new(&lines(&records, b"\n"));
+            let got = read_lines(&session(partitions), &f.0, block).unwrap().collect().unwrap().unwrap();
+            let want: Vec<_> = records.iter().map(|r| split(r)).collect();
+            prop_assert_eq!(got, want);
+        }
+
+        /// A trailing partial line (any 1 to 100 bytes after whole lines, with or without
+        /// a newline) is refused before the job runs, naming the file.
+        #[test]
+        fn a_partial_last_line_is_an_error_naming_the_file(n in 0usize..50, seed in any::<u64>(), extra in 1usize..=RECORD, newline in any::<bool>()) {
+            let mut content = lines(&text_records(n + 1, seed), b"\n");
+            content.truncate(n * (RECORD + 1) + extra);
+            if newline {
+                *content.last_mut().unwrap() = b'\n';
+            }
+            let (e, path) = error_of(&content);
+            prop_assert!(e.contains(&path) && e.contains("is not a file of 100-byte lines"), "{}", e);
+        }
+
+        /// Raw 100-byte records, and lines ending in CRLF, are refused, naming the file.
+        #[test]
+        fn other_formats_are_errors_naming_the_file(n in 1usize..300, seed in any::<u64>(), crlf in any::<bool>()) {
+            let content = if crlf {
+                lines(&text_records(n, seed), b"\r\n")
+            } else {
+                (0..n as u64).flat_map(|i| generate(seed, i)).collect()
+            };
+            // Raw records whose byte 100 is a newline, in a file of a multiple of 101
+            // bytes, look like lines: the format is told by its size and that byte.
+            prop_assume!(!(content.len() % (RECORD + 1) == 0 && content[RECORD] == b'\n'));
+            let (e, path) = error_of(&content);
+            prop_assert!(e.contains(&path) && e.contains("is not a file of 100-byte lines"), "{}", e);
+        }
+    }
+
+    /// A line of the wrong length after a good first line (the file's size still a
+    /// multiple of 101) fails the job, rather than panicking (a 99-byte line) or losing
+    /// a byte (a 101-byte line).
+    #[test]
+    #[ignore = "known: only the first line's length is checked; a short line panics in `split`, a long one is cut to 100 bytes"]
+    fn a_line_of_the_wrong_length_fails_the_job() {
+        let records = text_records(3, 1);
+        let mut content = lines(&records, b"\n");
+        content.remove(RECORD + 50); // line 2 is 99 bytes ...
+        content.insert(2 * (RECORD + 1) + 10, b'x'); // ... and line 3 is 101
+        let f = TempFile::new(&content);
+        let r = read_lines(&session(1), &f.0, 1 << 20).unwrap().collect();
+        assert!(r.is_err(), "{r:?}");
+    }
 }

@@ -13,7 +13,7 @@
 //! `heddle run -n 2 -- target/release/examples/terasort_dataflow --records 1000000 --output /tmp/ts`
 
 use std::io::{Read, Seek, SeekFrom};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Parser;
@@ -78,23 +78,28 @@ impl Input {
                 }
                 Ok(Input { bytes, stride: RECORD })
             }
-            Some(path) => {
-                let mut f = std::fs::File::open(path).map_err(|e| format!("cannot open --input {}: {e}", path.display()))?;
-                let len = f.metadata()?.len();
-                // Lines if the first record ends in a newline and the size fits; else raw records.
-                let mut first = [0u8; RECORD + 1];
-                let lines = len % (RECORD as u64 + 1) == 0 && f.read_exact(&mut first).is_ok() && first[RECORD] == b'\n';
-                let stride = if lines { RECORD + 1 } else { RECORD };
-                if len % stride as u64 != 0 {
-                    return Err(format!("{} holds {len} bytes: not a whole number of 100-byte records or lines", path.display()).into());
-                }
-                let (lo, hi) = split(len / stride as u64);
-                f.seek(SeekFrom::Start(lo * stride as u64))?;
-                let mut bytes = vec![0u8; (hi - lo) as usize * stride];
-                f.read_exact(&mut bytes)?;
-                Ok(Input { bytes, stride })
-            }
+            Some(path) => Input::read(path, rank, size),
         }
+    }
+
+    /// Worker `rank`'s share of the records of a file (of `size` workers): records
+    /// `n * rank / size .. n * (rank + 1) / size` of its `n`.
+    fn read(path: &Path, rank: usize, size: usize) -> Result<Input, BoxError> {
+        let mut f = std::fs::File::open(path).map_err(|e| format!("cannot open --input {}: {e}", path.display()))?;
+        let len = f.metadata()?.len();
+        // Lines if the first record ends in a newline and the size fits; else raw records.
+        let mut first = [0u8; RECORD + 1];
+        let lines = len % (RECORD as u64 + 1) == 0 && f.read_exact(&mut first).is_ok() && first[RECORD] == b'\n';
+        let stride = if lines { RECORD + 1 } else { RECORD };
+        if len % stride as u64 != 0 {
+            return Err(format!("{} holds {len} bytes: not a whole number of 100-byte records or lines", path.display()).into());
+        }
+        let n = len / stride as u64;
+        let (lo, hi) = (n * rank as u64 / size as u64, n * (rank as u64 + 1) / size as u64);
+        f.seek(SeekFrom::Start(lo * stride as u64))?;
+        let mut bytes = vec![0u8; (hi - lo) as usize * stride];
+        f.read_exact(&mut bytes)?;
+        Ok(Input { bytes, stride })
     }
 
     fn len(&self) -> usize {
@@ -220,5 +225,133 @@ fn run(args: Args) -> Result<(), BoxError> {
         Ok(())
     } else {
         Err("the output is not a sorted permutation of the input".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use proptest::prelude::*;
+
+    use super::{generate, Input, RECORD};
+
+    /// A file in the temp directory, removed when dropped.
+    struct TempFile(PathBuf);
+
+    impl TempFile {
+        fn new(content: &[u8]) -> TempFile {
+            static NEXT: AtomicU64 = AtomicU64::new(0);
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let path = std::env::temp_dir().join(format!("heddle-terasort-dataflow-{}-{n}", std::process::id()));
+            std::fs::write(&path, content).unwrap();
+            TempFile(path)
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    /// `n` records from `seed`: binary, or printable ASCII for a file of lines.
+    fn records(n: usize, seed: u64, text: bool) -> Vec<[u8; RECORD]> {
+        (0..n as u64).map(|i| generate(seed, i).map(|b| if text { b' ' + b % 95 } else { b })).collect()
+    }
+
+    /// The file: raw records back to back, or each followed by a newline.
+    fn render(records: &[[u8; RECORD]], lines: bool) -> Vec<u8> {
+        let end: &[u8] = if lines { b"\n" } else { b"" };
+        records.iter().flat_map(|r| r.iter().chain(end).copied()).collect()
+    }
+
+    /// Does `content` look like a file of lines (its size a multiple of 101, byte 100 a newline)?
+    fn looks_like_lines(content: &[u8]) -> bool {
+        content.len() % (RECORD + 1) == 0 && content.get(RECORD) == Some(&b'\n')
+    }
+
+    /// Every worker's share of the file's records, in rank order.
+    fn read_all(content: &[u8], workers: usize) -> Result<Vec<Vec<u8>>, String> {
+        let f = TempFile::new(content);
+        let mut got = Vec::new();
+        for rank in 0..workers {
+            let input = Input::read(&f.0, rank, workers).map_err(|e| e.to_string())?;
+            assert_eq!(input.bytes.len() % input.stride, 0);
+            got.extend((0..input.len()).map(|i| [input.key(i).as_slice(), input.value(i)].concat()));
+        }
+        Ok(got)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// Raw records or lines, any number of them (none too), any number of workers:
+        /// the workers' shares in rank order are the file's records, each once.
+        #[test]
+        fn every_record_is_read_once(n in 0usize..300, seed in any::<u64>(), lines in any::<bool>(), workers in 1usize..9) {
+            let records = records(n, seed, lines);
+            let content = render(&records, lines);
+            // Raw records that look like lines are read as lines (see the ignored test).
+            prop_assume!(lines || !looks_like_lines(&content));
+            let got = read_all(&content, workers).unwrap();
+            prop_assert_eq!(got, records.iter().map(|r| r.to_vec()).collect::<Vec<_>>());
+        }
+
+        /// A trailing partial record or line (1 to 100 bytes) is an error naming the file
+        /// and its size, on every worker.
+        #[test]
+        fn a_partial_last_record_is_an_error_naming_the_file(
+            n in 0usize..50,
+            seed in any::<u64>(),
+            lines in any::<bool>(),
+            extra in 1usize..=RECORD,
+            workers in 1usize..9,
+        ) {
+            let mut content = render(&records(n + 1, seed, lines), lines);
+            content.truncate(n * (RECORD + usize::from(lines)) + extra);
+            // Sizes that fit the other format are read as it (see the ignored tests).
+            prop_assume!(content.len() % RECORD != 0 && !looks_like_lines(&content));
+            let f = TempFile::new(&content);
+            for rank in 0..workers {
+                let e = Input::read(&f.0, rank, workers).err().expect("an error").to_string();
+                let want = format!("{} holds {} bytes: not a whole number of 100-byte records or lines", f.0.display(), content.len());
+                prop_assert_eq!(e, want);
+            }
+        }
+    }
+
+    /// 101 raw records whose second one starts with a newline are 100 lines by size and
+    /// byte 100: the format should not be guessed from them alone.
+    #[test]
+    #[ignore = "known: the format is guessed from the size and byte 100; such raw records are read as 100 lines"]
+    fn raw_records_that_look_like_lines_are_read_as_records() {
+        let mut records = records(101, 3, false);
+        records[1][0] = b'\n';
+        let got = read_all(&render(&records, false), 1).unwrap();
+        assert_eq!(got.len(), records.len(), "records read");
+        assert!(got.iter().zip(&records).all(|(g, r)| g == r), "records differ");
+    }
+
+    /// 99 lines and one byte are 10,000 bytes: 100 raw records by size.
+    #[test]
+    #[ignore = "known: a file of lines with a partial last line whose size is a multiple of 100 is read as raw records"]
+    fn a_partial_line_is_an_error_even_at_a_multiple_of_100_bytes() {
+        let mut content = render(&records(100, 3, true), true);
+        content.truncate(99 * (RECORD + 1) + 1);
+        assert_eq!(content.len() % RECORD, 0);
+        assert!(read_all(&content, 1).is_err());
+    }
+
+    /// A line of the wrong length after a good first line (the size still a multiple of
+    /// 101) is an error, not records shifted by a byte.
+    #[test]
+    #[ignore = "known: only the first line's newline is checked"]
+    fn a_line_of_the_wrong_length_is_an_error() {
+        let mut content = render(&records(3, 3, true), true);
+        content.remove(RECORD + 50); // line 2 is 99 bytes ...
+        content.insert(2 * (RECORD + 1) + 10, b'x'); // ... and line 3 is 101
+        assert!(read_all(&content, 1).is_err());
     }
 }
