@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing (cargo-fuzz: libFuzzer + AddressSanitizer) of every decoder of
 # untrusted bytes: `decode` (heddle-wire frames), `control` (control messages between
-# workers and the job master), `text_readers` (heddle-data's CSV and JSON-lines readers).
+# workers and the job master), `text_readers` (heddle-data's CSV and JSON-lines readers),
+# `python_records` (the Python extension's record and key decoders; it embeds libpython3).
 #
 # Usage: fuzz/run.sh [SECONDS] [TARGET...]   (default: 600 seconds each, every target)
 # Exits non-zero if any target finds a crash (the input is kept under fuzz/artifacts/).
@@ -10,7 +11,7 @@ set -euo pipefail
 seconds="${1:-600}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(decode control text_readers)
+[ ${#targets[@]} -gt 0 ] || targets=(decode control text_readers python_records)
 here="$(cd "$(dirname "$0")" && pwd)"
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
@@ -18,7 +19,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 # Seeds: the golden wire vectors for the frame decoders, small well-formed files for the
-# readers (libFuzzer mutates them into everything else).
+# readers (libFuzzer mutates them into everything else); python_records writes its own.
 for t in decode control; do
     mkdir -p "$here/corpus/$t"
     cp "$here"/../spec/vectors/*.bin "$here/corpus/$t/"
@@ -26,11 +27,19 @@ done
 mkdir -p "$here/corpus/text_readers"
 printf 'a,b,c\r\n1,"x,y",3\n\n4,5\n"q""uote",,\n' > "$here/corpus/text_readers/csv"
 printf '{"a": 1, "b": [1, 2]}\n\n[1, "x"]\r\n"s"\n{"bad": \n' > "$here/corpus/text_readers/jsonl"
+mkdir -p "$here/corpus/python_records"
 
 cd "$here"
 export RUSTC_BOOTSTRAP=1
 for t in "${targets[@]}"; do
     echo "== fuzzing $t for ${seconds}s"
-    cargo fuzz run -O "$t" "corpus/$t" -- \
+    vars=()
+    if [ "$t" = python_records ]; then
+        # It writes its seeds (encodings made by the extension's own encoders) into
+        # HEDDLE_FUZZ_SEED_DIR before it reads the corpus. The ASan and PYTHONMALLOC
+        # settings its embedded interpreter needs it makes itself (see the target).
+        vars=(HEDDLE_FUZZ_SEED_DIR="$here/corpus/$t")
+    fi
+    env "${vars[@]}" cargo fuzz run -O "$t" "corpus/$t" -- \
         -max_total_time="$seconds" -print_final_stats=1 -max_len=4096
 done

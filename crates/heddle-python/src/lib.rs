@@ -31,9 +31,15 @@ mod task_job;
 
 use pyo3::prelude::*;
 
+/// Fuzzing entry points of the record and key decoders (feature `fuzzing`, for `fuzz/`).
+#[cfg(feature = "fuzzing")]
+pub use record::fuzz;
+
 /// The extension's own (Rust) allocations — records, keys, buffers of native data-set
 /// steps — use mimalloc, as the Rust examples do: glibc's malloc spent a fifth of a native
 /// sort's time in `malloc_consolidate` and friends. Python objects keep Python's allocator.
+/// (Not in fuzzing builds, where AddressSanitizer must see the allocations.)
+#[cfg(not(feature = "fuzzing"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

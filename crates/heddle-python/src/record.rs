@@ -15,6 +15,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyString, PyTuple};
 
 mod decode;
+#[cfg(feature = "fuzzing")]
+pub mod fuzz;
 
 use decode::{decode_key, decode_value};
 pub(crate) use decode::register;
@@ -38,7 +40,13 @@ fn dumps(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     Ok(b.cast::<PyBytes>()?.as_bytes().to_vec())
 }
 
+/// Unpickles `bytes`: the only place records and keys are unpickled (tags `V_PICKLE` and
+/// `K_OTHER`, at any depth). Fuzzing builds (feature `fuzzing`) refuse instead: their input
+/// is arbitrary bytes, and unpickling arbitrary bytes can run arbitrary code.
 fn loads<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    if cfg!(feature = "fuzzing") {
+        return Err(malformed("a pickled object (never unpickled in fuzzing builds)"));
+    }
     pickle(py, "loads")?.call1((PyBytes::new(py, bytes),))
 }
 
