@@ -37,15 +37,15 @@ pub struct Delivered {
 
 /// What a dataflow message is and where it goes, apart from its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Envelope {
+pub struct Envelope {
     /// Data, end-of-stream or barrier.
-    pub(crate) kind: Kind,
+    pub kind: Kind,
     /// Source task.
-    pub(crate) source: u32,
+    pub source: u32,
     /// Target task.
-    pub(crate) target: u32,
+    pub target: u32,
     /// Message sequence, or barrier id.
-    pub(crate) sequence: u64,
+    pub sequence: u64,
 }
 
 #[derive(Debug)]

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use heddle_wire::Kind;
 
 use super::spec::{EdgeSpec, TaskId};
-use crate::channels::Envelope;
+use heddle_comm::Envelope;
 use crate::Result;
 
 /// The worker-level tree a broadcast travels along (rooted at the source's worker).
@@ -207,7 +207,7 @@ impl UpTree {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataflow::Placement;
+    use crate::Placement;
 
     #[test]
     fn parent_inverts_children() {

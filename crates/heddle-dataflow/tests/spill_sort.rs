@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use heddle_comm::spill::{KeyOrder, SpillConfig, SpillSorter, MERGE_WIDTH};
-use heddle_comm::Error;
+use heddle_dataflow::spill::{KeyOrder, SpillConfig, SpillSorter, MERGE_WIDTH};
+use heddle_dataflow::Error;
 
 type Record = (Vec<u8>, Vec<u8>);
 
@@ -106,8 +106,8 @@ fn drain(sorter: SpillSorter) -> Vec<Record> {
 fn sorter_and_streams_can_move_between_threads() {
     fn send<T: Send>() {}
     send::<SpillSorter>();
-    send::<heddle_comm::spill::SortedRecords>();
-    send::<heddle_comm::spill::GroupedRecords>();
+    send::<heddle_dataflow::spill::SortedRecords>();
+    send::<heddle_dataflow::spill::GroupedRecords>();
 }
 
 #[test]

@@ -17,7 +17,8 @@ use super::stage::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Offer, Options, TaskId};
 use super::stage::REFILL;
 use crate::spill::{KeyOrder, SortedRecords, SpillSorter};
-use crate::{Communicator, Error, Result};
+use crate::{Error, Result};
+use heddle_comm::Communicator;
 
 /// The semantics of [`Sort`].
 pub struct Sorting<K, V> {

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use heddle_comm::dataflow::{
+use heddle_dataflow::{
     drive, BroadcastTree, EdgeSpec, Event, Gather, Join, JoinAlgorithm, JoinKind, Joined, KeyedGather, KeyedReduce, Mode, Offer, Operation,
     Options, Partition, Placement, Reduce, Side, Sort, TaskId,
 };

@@ -16,7 +16,8 @@ use super::core::{records, Core, Incoming};
 use super::stage::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::spill::{KeyOrder, SpillSorter};
-use crate::{Communicator, Result};
+use crate::Result;
+use heddle_comm::Communicator;
 
 /// The semantics of [`KeyedGather`].
 pub struct Grouping<K, V> {

@@ -3,17 +3,12 @@
 //! after data, and aligning barriers at each target.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::Arc;
-use std::time::Duration;
-
-use heddle_wire::Kind;
+use heddle_comm::{Delivered, EdgeChannels, Envelope, Kind};
 
 use super::spec::{EdgeSpec, Mode, Options, TaskId};
-use crate::channels::{Delivered, Envelope, DATAFLOW_EDGE};
-use crate::comm::Shared;
-use crate::engine::Idle;
 use super::tree::{BroadcastTree, Combiner, UpTree};
-use crate::{Communicator, Error, Result};
+use crate::{Error, Result};
+use heddle_comm::Communicator;
 
 /// What a target's receive side hands its operation, in order.
 #[derive(Debug)]
@@ -58,12 +53,10 @@ pub(crate) const RELAY: TaskId = u32::MAX;
 /// barrier alignment. Operations reach it through [`super::Semantics`].
 #[derive(Debug)]
 pub struct Core {
-    shared: Arc<Shared>,
-    edge: u32,
+    channels: EdgeChannels,
     pub(crate) spec: EdgeSpec,
     pub(crate) mode: Mode,
     batch_bytes: usize,
-    timeout: Duration,
     local_sources: HashSet<TaskId>,
     pub(crate) local_targets: Vec<TaskId>,
     finished: HashSet<TaskId>,
@@ -75,7 +68,6 @@ pub struct Core {
     /// Workers that run sources: the ones a target may still wait for.
     source_workers: Vec<usize>,
     ready_bytes: usize,
-    idle: Idle,
     rank: usize,
     /// Broadcast along this tree (messages addressed to [`RELAY`]).
     relay: Option<BroadcastTree>,
@@ -90,9 +82,6 @@ pub struct Core {
 impl Core {
     /// Opens the edge on this worker.
     pub(crate) fn new(comm: &Communicator, spec: EdgeSpec, opts: &Options) -> Result<Core> {
-        if spec.edge >= DATAFLOW_EDGE {
-            return Err(Error::InvalidArgument(format!("edge id {} must be below 2^30", spec.edge)));
-        }
         if spec.sources.is_empty() || spec.targets.is_empty() {
             return Err(Error::InvalidArgument("an operation needs at least one source and one target".into()));
         }
@@ -114,19 +103,19 @@ impl Core {
         source_workers.sort_unstable();
         source_workers.dedup();
         let window = (opts.budget_bytes / source_workers.len() as u64).max(1);
-        let edge = spec.edge | DATAFLOW_EDGE;
-        let shared = comm.shared();
-        shared.lock().channels.open(edge, window)?;
+        let mut channels = comm.open_edge(spec.edge, window)?;
+        if let Some(t) = opts.timeout {
+            channels.set_timeout(t);
+        }
         let local = |tasks: &[TaskId]| -> Vec<TaskId> {
             tasks.iter().copied().filter(|&t| spec.placement.worker(t).ok() == Some(rank)).collect()
         };
         let local_targets = local(&spec.targets);
-        let peers = shared.lock().peers();
+        let peers = channels.workers();
         Ok(Core {
-            edge,
+            channels,
             mode: opts.mode,
             batch_bytes: opts.batch_bytes.max(1),
-            timeout: opts.timeout.unwrap_or(shared.config.timeout),
             local_sources: local(&spec.sources).into_iter().collect(),
             targets: local_targets.iter().map(|&t| (t, TargetState::default())).collect(),
             local_targets,
@@ -137,13 +126,11 @@ impl Core {
             sequence: HashMap::new(),
             source_workers,
             ready_bytes: 0,
-            idle: Idle::default(),
             rank,
             relay: None,
             target_workers,
             relay_outstanding: 0,
             up: None,
-            shared,
             spec,
         })
     }
@@ -295,12 +282,12 @@ impl Core {
         }
         self.climb(combine)?;
         let mut moved = false;
-        let shared = self.shared.clone();
-        let mut engine = shared.lock();
+        let link = self.channels.link();
+        let mut io = link.lock();
         for w in 0..self.pending.len() {
             while let Some(m) = self.pending[w].pop_front() {
                 let len = m.data.len();
-                match engine.channels.try_send(w, self.edge, m.env, m.data) {
+                match io.try_send(w, m.env, m.data) {
                     Ok(()) => {
                         self.pending_bytes[w] -= len;
                         moved = true;
@@ -312,13 +299,13 @@ impl Core {
                 }
             }
         }
-        moved |= engine.poll_channels()?;
+        moved |= io.poll()?;
         while eager || self.ready_bytes < self.batch_bytes {
-            let Some(d) = engine.channels.recv(self.edge) else { break };
+            let Some(d) = io.recv() else { break };
             moved = true;
             self.deliver(d)?;
         }
-        drop(engine);
+        drop(io);
         self.climb(combine)?;
         Ok(moved)
     }
@@ -433,7 +420,7 @@ impl Core {
             && self.batches.values().all(Vec::is_empty)
             && self.relay_outstanding == 0
             && !self.up.as_ref().is_some_and(UpTree::busy)
-            && !self.shared.lock().channels.sending(self.edge)
+            && !self.channels.link().lock().sending()
     }
 
     /// Whether messages of this worker wait to be sent.
@@ -447,8 +434,7 @@ impl Core {
         let pending: Vec<usize> = self.pending.iter().map(VecDeque::len).collect();
         let waiting: Vec<(TaskId, usize, usize)> =
             self.targets.iter().map(|(t, s)| (*t, s.ended.len(), s.ready.len())).collect();
-        let mut engine = self.shared.lock();
-        let sending = engine.channels.sending(self.edge);
+        let sending = self.channels.link().lock().sending();
         let detail = || {
             format!(
                 "edge {edge}: messages queued per worker {pending:?}, in flight: {sending}; \
@@ -456,23 +442,17 @@ impl Core {
                 self.spec.sources.len()
             )
         };
-        engine.idle(&mut self.idle, &self.source_workers, self.timeout, "dataflow operation", &detail)
+        Ok(self.channels.wait(&self.source_workers, &detail)?)
     }
 
     /// Resets the wait state after progress.
     pub(crate) fn moved(&mut self) {
-        self.idle = Idle::default();
+        self.channels.moved();
     }
 
     /// Bytes held in the edge's receive buffer now, and at most so far.
     pub(crate) fn buffered(&self) -> (u64, u64) {
-        self.shared.lock().channels.buffered(self.edge)
-    }
-}
-
-impl Drop for Core {
-    fn drop(&mut self) {
-        self.shared.lock().channels.close(self.edge);
+        self.channels.buffered()
     }
 }
 

@@ -11,7 +11,7 @@
 //! end on one worker, for programs that hold all their input up front.
 //!
 //! ```
-//! use heddle_comm::dataflow::{drive, EdgeSpec, Event, Options, Partition, Placement};
+//! use heddle_dataflow::{drive, EdgeSpec, Event, Options, Partition, Placement};
 //! use heddle_comm::{local_world, CommConfig};
 //! let comms = local_world(2, CommConfig::default()).unwrap();
 //! let results: Vec<Vec<u64>> = std::thread::scope(|s| {
@@ -33,6 +33,8 @@
 
 mod codec;
 mod core;
+mod error;
+pub mod spill;
 mod drive;
 mod gather;
 mod join;
@@ -57,8 +59,7 @@ pub use sort::{Sort, Sorting};
 pub use spec::{EdgeSpec, Mode, Options, Placement, TaskId};
 pub use stage::{Dataflow, Semantics};
 pub use tree::BroadcastTree;
-
-use crate::Result;
+pub use error::{Error, Result};
 
 /// What a target receives.
 #[derive(Debug, Clone, PartialEq)]
@@ -127,6 +128,7 @@ pub trait Operation {
     /// Waits a little after a `progress` that moved nothing (spin, yield, then sleep).
     ///
     /// # Errors
-    /// [`crate::Error::Timeout`] after the configured time without progress, or a lost peer.
+    /// [`heddle_comm::Error::Timeout`] (inside [`Error::Comm`]) after the configured time without
+    /// progress, or a lost peer.
     fn wait(&mut self) -> Result<()>;
 }

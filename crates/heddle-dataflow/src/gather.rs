@@ -18,7 +18,8 @@ use super::stage::{Dataflow, Semantics};
 use super::tree::{BroadcastTree, TREE_FROM_WORKERS};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::spill::SpillSorter;
-use crate::{Communicator, Result};
+use crate::Result;
+use heddle_comm::Communicator;
 
 /// The semantics of [`Gather`].
 pub struct Gathering<T> {

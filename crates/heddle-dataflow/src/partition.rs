@@ -15,7 +15,8 @@ use super::core::{Core, Incoming, RELAY};
 use super::tree::BroadcastTree;
 use super::stage::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
-use crate::{Communicator, Error, Result};
+use crate::{Error, Result};
+use heddle_comm::Communicator;
 
 type Partitioner<T> = Box<dyn Fn(&T) -> usize + Send>;
 

@@ -17,7 +17,8 @@ use super::gather::offer_to_all;
 use super::stage::{Dataflow, Semantics};
 use super::tree::{BroadcastTree, TREE_FROM_WORKERS};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
-use crate::{Communicator, Result};
+use crate::Result;
+use heddle_comm::Communicator;
 
 type Reducer<T> = Box<dyn Fn(T, T) -> T + Send>;
 

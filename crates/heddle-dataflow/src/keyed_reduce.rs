@@ -17,7 +17,8 @@ use super::core::{Core, Incoming};
 use super::stage::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::spill::{SpillConfig, SpillSorter};
-use crate::{Communicator, Result};
+use crate::Result;
+use heddle_comm::Communicator;
 
 type Reducer<V> = Box<dyn Fn(V, V) -> V + Send>;
 

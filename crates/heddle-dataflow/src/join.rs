@@ -17,7 +17,8 @@ use super::keyed_gather::{hashed_target, key_order, offer_keyed, sort_in};
 use super::stage::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::spill::SpillSorter;
-use crate::{Communicator, Error, Result};
+use crate::{Error, Result};
+use heddle_comm::Communicator;
 
 /// Which rows a join keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

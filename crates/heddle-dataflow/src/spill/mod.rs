@@ -10,10 +10,10 @@
 //! budget, a merge needs at most `MERGE_WIDTH` read buffers of 64 KiB.
 //!
 //! Run files are named `heddle-spill-<counter>.run`, mode 0600, in a private
-//! [`ScratchDir`](crate::scratch::ScratchDir) (mode 0700) that the sorter makes in each spill
+//! [`ScratchDir`](heddle_comm::scratch::ScratchDir) (mode 0700) that the sorter makes in each spill
 //! directory it uses. They are removed when the sorter or the stream owning them is dropped:
 //! after success, after an error, or half-way; the scratch directory goes with its last run
-//! (see [`scratch`](crate::scratch) for the exits that drop nothing).
+//! (see [`scratch`](heddle_comm::scratch) for the exits that drop nothing).
 //!
 //! # Run file format
 //!
@@ -32,7 +32,7 @@
 //! `InvalidData` naming the file, never a panic or an allocation larger than the file.
 //!
 //! ```
-//! use heddle_comm::spill::{SpillConfig, SpillSorter};
+//! use heddle_dataflow::spill::{SpillConfig, SpillSorter};
 //! let config = SpillConfig { budget_bytes: 1024, ..SpillConfig::default() };
 //! let mut sorter = SpillSorter::new(config, None)?;
 //! for i in 0..300u32 {
@@ -43,7 +43,7 @@
 //! assert_eq!(groups.len(), 7);
 //! assert_eq!(groups[0].0, b"key0");
 //! assert_eq!(groups[0].1[1], 7u32.to_le_bytes()); // equal keys keep push order
-//! # Ok::<(), heddle_comm::Error>(())
+//! # Ok::<(), heddle_dataflow::Error>(())
 //! ```
 
 use std::cmp::Ordering;
@@ -56,7 +56,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{self, AtomicU64};
 use std::sync::Arc;
 
-use crate::scratch::ScratchDir;
+use heddle_comm::scratch::ScratchDir;
 use crate::{Error, Result};
 
 mod buffer;
@@ -70,7 +70,7 @@ use buffer::{Buffer, RECORD_OVERHEAD};
 ///
 /// ```
 /// use std::sync::Arc;
-/// use heddle_comm::spill::{KeyOrder, SpillConfig, SpillSorter};
+/// use heddle_dataflow::spill::{KeyOrder, SpillConfig, SpillSorter};
 /// let longest_first: KeyOrder = Arc::new(|a: &[u8], b: &[u8]| b.len().cmp(&a.len()).then(a.cmp(b)));
 /// let mut sorter = SpillSorter::new(SpillConfig::default(), Some(longest_first))?;
 /// for key in ["b", "ccc", "a", "dd"] {
@@ -78,7 +78,7 @@ use buffer::{Buffer, RECORD_OVERHEAD};
 /// }
 /// let keys: Vec<Vec<u8>> = sorter.finish()?.map(|r| r.map(|(k, _)| k)).collect::<Result<_, _>>()?;
 /// assert_eq!(keys, [&b"ccc"[..], b"dd", b"a", b"b"]);
-/// # Ok::<(), heddle_comm::Error>(())
+/// # Ok::<(), heddle_dataflow::Error>(())
 /// ```
 pub type KeyOrder = Arc<dyn Fn(&[u8], &[u8]) -> Ordering + Send + Sync>;
 
@@ -550,7 +550,7 @@ impl RunReader {
     fn open(run: SpillFile) -> Result<RunReader> {
         let failed = |e| Error::io(format!("reading spill run {}", run.path.display()), e);
         // Our own run, still private (not swapped for a symlink or another's file).
-        let file = crate::private::open_owned(&run.path, false)?;
+        let file = heddle_comm::private::open_owned(&run.path, false)?;
         let len = file.metadata().map_err(failed)?.len();
         if len < HEADER_BYTES {
             return Err(corrupt(&run.path, format!("{len} bytes is shorter than the {HEADER_BYTES}-byte header")));
