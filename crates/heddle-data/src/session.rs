@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use heddle_comm::dataflow::Options;
+use heddle_dataflow::Options;
 use heddle_comm::Communicator;
 use heddle_task::{AbortHandle, Job, Plan, Report, RoundRobin, TaskGraph, Vertex, WorkerSpec};
 use serde::de::DeserializeOwned;

@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use heddle_comm::dataflow::Options;
+use heddle_dataflow::Options;
 use heddle_task::{Edge, Plan, Record, RoundRobin, StopHandle, Strategy};
 
 use crate::Locked;
@@ -93,7 +93,7 @@ impl<T: Record> Stream<T> {
         let sink = b.graph.compute("sink", self.data.parallelism(), move |_| SinkTask { each: each.clone(), end: end.clone() });
         b.graph.connect(&v, &sink, Edge::direct());
         let plan = Plan::new(&b.graph, &session.0.workers, &RoundRobin)?;
-        let opts = Options { mode: heddle_comm::dataflow::Mode::Streaming, ..session.0.opts.clone() };
+        let opts = Options { mode: heddle_dataflow::Mode::Streaming, ..session.0.opts.clone() };
         let mut job = session.job(&b, &plan, opts)?;
         if let Some(stop) = stop {
             job = job.stop_with(stop);

@@ -176,7 +176,7 @@ fn sort_by_key_beyond_the_memory_budget_matches_a_plain_sort() {
     let dir = temp_dir("sort-spill");
     let key = |i: u64| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40, format!("record {i} ü"));
     for n in [1, 3] {
-        let r = common::on_sessions_with_options(n, heddle_comm::dataflow::Options::batch().spill(64 << 10, vec![dir.clone()]), |s| {
+        let r = common::on_sessions_with_options(n, heddle_dataflow::Options::batch().spill(64 << 10, vec![dir.clone()]), |s| {
             s.generate(60_000, key).sort_by_key().unwrap().collect().unwrap()
         });
         let got = r[0].clone().unwrap();
@@ -195,7 +195,7 @@ fn sort_by_key_beyond_the_memory_budget_matches_a_plain_sort() {
 #[test]
 fn a_sort_that_cannot_spill_names_the_file() {
     let missing = std::env::temp_dir().join(format!("heddle-no-such-dir-{}", std::process::id()));
-    let r = common::on_sessions_with_options(2, heddle_comm::dataflow::Options::batch().spill(16 << 10, vec![missing.clone()]), |s| {
+    let r = common::on_sessions_with_options(2, heddle_dataflow::Options::batch().spill(16 << 10, vec![missing.clone()]), |s| {
         s.generate(20_000, |i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15), i)).sort_by_key().and_then(|d| d.count()).map_err(|e| e.to_string())
     });
     for got in r {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use heddle_comm::dataflow::Options;
+use heddle_dataflow::Options;
 use heddle_data::{OnMalformed, Session};
 use pyo3::prelude::*;
 use pyo3::types::PyList;

@@ -10,7 +10,6 @@
 //! — the others raise `heddle.JobAborted` — even while other workers' sources go on.
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::PathBuf;

@@ -143,7 +143,18 @@ pub(crate) fn task(e: heddle_task::Error) -> PyErr {
         E::Graph(_) => Kind::Graph.err(e.to_string()),
         E::Plan(_) => Kind::Plan.err(e.to_string()),
         E::Aborted(reason) => interrupted(reason),
+        E::Dataflow(inner) => dataflow(inner),
         _ => Kind::Task.err(e.to_string()),
+    }
+}
+
+/// Maps a dataflow operation's error to its exception.
+pub(crate) fn dataflow(e: heddle_dataflow::Error) -> PyErr {
+    use heddle_dataflow::Error as E;
+    match e {
+        E::Comm(inner) => comm(inner),
+        E::InvalidArgument(_) => Kind::Argument.err(e.to_string()),
+        _ => Kind::Comm.err(e.to_string()),
     }
 }
 

@@ -6,7 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use heddle_comm::dataflow::TaskId;
+use heddle_dataflow::TaskId;
 use heddle_comm::Communicator;
 use heddle_task::{Compute, Context, Produced, Source, Strategy, TaskInfo};
 use pyo3::prelude::*;

@@ -168,7 +168,7 @@ impl PyTaskGraph {
                     OutTag::Pair => add_source::<(PyKey, PyObj)>(py, &mut g, d),
                 }
             } else {
-                type Tagged = (heddle_comm::dataflow::TaskId, PyObj);
+                type Tagged = (heddle_dataflow::TaskId, PyObj);
                 type Pair = (PyKey, PyObj);
                 type Group = (PyKey, Vec<PyObj>);
                 match (self.in_tag(v)?, out) {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use heddle_comm::dataflow::Options;
+use heddle_dataflow::Options;
 use heddle_comm::Communicator;
 use heddle_task::{AbortHandle, DataLocality, FirstFit, Job, Plan, Report, RoundRobin, Scheduler, StopHandle, WorkerSpec};
 use pyo3::prelude::*;

@@ -5,7 +5,7 @@
 use std::hash::Hash;
 use std::sync::Arc;
 
-use heddle_comm::dataflow::{EdgeSpec, Gather, KeyedGather, KeyedReduce, Operation, Options, Partition, Reduce, Sort, TaskId};
+use heddle_dataflow::{EdgeSpec, Gather, KeyedGather, KeyedReduce, Operation, Options, Partition, Reduce, Sort, TaskId};
 use heddle_comm::Communicator;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -13,7 +13,7 @@ use serde::Serialize;
 /// A boxed dataflow operation between the instances of two vertices.
 pub(crate) type BoxedOp<T, U> = Box<dyn Operation<In = T, Out = U>>;
 
-type MakeOp<T, U> = Arc<dyn Fn(&Communicator, EdgeSpec, Options) -> heddle_comm::Result<BoxedOp<T, U>>>;
+type MakeOp<T, U> = Arc<dyn Fn(&Communicator, EdgeSpec, Options) -> heddle_dataflow::Result<BoxedOp<T, U>>>;
 
 /// How an edge connects instances; decides whether it can be chained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +56,7 @@ impl<T, U> std::fmt::Debug for Edge<T, U> {
 pub trait Record: Serialize + DeserializeOwned + Clone + Send + 'static {}
 impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Record for T {}
 
-fn boxed<T, U, O>(op: heddle_comm::Result<O>) -> heddle_comm::Result<BoxedOp<T, U>>
+fn boxed<T, U, O>(op: heddle_dataflow::Result<O>) -> heddle_dataflow::Result<BoxedOp<T, U>>
 where
     O: Operation<In = T, Out = U> + 'static,
 {

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use heddle_comm::dataflow::{Placement, TaskId};
+use heddle_dataflow::{Placement, TaskId};
 
 use crate::edge::EdgeKind;
 use crate::schedule::VertexShape;

@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::on_workers;
-use heddle_comm::dataflow::Options;
+use heddle_dataflow::Options;
 use heddle_task::{AbortHandle, Compute, Context, Edge, Error, Job, Plan, Produced, Result, RoundRobin, Source, TaskGraph, WorkerSpec};
 
 /// Emits forever unless `limit` is given.

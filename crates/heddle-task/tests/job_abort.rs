@@ -57,7 +57,7 @@ fn run_failing_job(comm: &Communicator, total: &Arc<AtomicU64>) -> Result<()> {
     let check = g.compute("check", n, move |_| FailsOnOneInstance { bad: 1, seen: 0, total: total.clone() });
     g.connect(&src, &check, Edge::hash());
     let plan = Plan::new(&g, &WorkerSpec::discover(comm)?, &RoundRobin)?;
-    Job::new(comm, &g, &plan, heddle_comm::dataflow::Options::batch())?.run().map(|_| ())
+    Job::new(comm, &g, &plan, heddle_dataflow::Options::batch())?.run().map(|_| ())
 }
 
 #[test]
@@ -94,7 +94,7 @@ fn an_abort_is_local_in_a_world_of_one() {
     let check = g.compute("check", 2, move |_| FailsOnOneInstance { bad: 1, seen: 0, total: t.clone() });
     g.connect(&src, &check, Edge::hash());
     let plan = Plan::new(&g, &WorkerSpec::discover(&comm).unwrap(), &RoundRobin).unwrap();
-    let e = Job::new(&comm, &g, &plan, heddle_comm::dataflow::Options::batch()).unwrap().run().unwrap_err();
+    let e = Job::new(&comm, &g, &plan, heddle_dataflow::Options::batch()).unwrap().run().unwrap_err();
     assert!(matches!(&e, Error::Task { task, .. } if task == "check[1]"), "{e}");
     assert!(comm.check_aborted().is_ok());
     comm.barrier().expect("the communicator is still usable");

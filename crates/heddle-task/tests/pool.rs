@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use common::on_workers;
-use heddle_comm::dataflow::Options;
+use heddle_dataflow::Options;
 use heddle_task::{Compute, Context, Edge, Error, Job, Plan, Produced, Result, RoundRobin, Source, TaskGraph, WorkerSpec};
 
 /// (vertex, instance) -> names of the threads that ran it.

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::on_workers;
-use heddle_comm::dataflow::{Options, TaskId};
+use heddle_dataflow::{Options, TaskId};
 use heddle_comm::{CommConfig, Communicator};
 use heddle_task::{
     Compute, Context, DataLocality, Edge, Error, FirstFit, Job, Plan, Produced, Resources, Result, RoundRobin, Scheduler, Source, Strategy,
@@ -143,7 +143,7 @@ fn every_edge_kind_in_both_modes() {
             }
             let reduced: Vec<u64> = results.iter().flat_map(|r| r.2.clone()).collect();
             let gathered: Vec<(TaskId, u64)> = results.iter().flat_map(|r| r.3.clone()).collect();
-            if opts.mode == heddle_comm::dataflow::Mode::Batch {
+            if opts.mode == heddle_dataflow::Mode::Batch {
                 assert_eq!(reduced, vec![all.iter().sum::<u64>()], "batch reduce is one total");
             } else {
                 assert!(!reduced.is_empty());

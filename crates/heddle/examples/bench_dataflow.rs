@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use heddle::comm::dataflow::{drive, EdgeSpec, Event, Gather, KeyedReduce, Offer, Operation, Options, Partition, Placement, TaskId};
+use heddle::dataflow::{drive, EdgeSpec, Event, Gather, KeyedReduce, Offer, Operation, Options, Partition, Placement, TaskId};
 use heddle::{Communicator, Op};
 
 #[derive(Debug, Parser)]

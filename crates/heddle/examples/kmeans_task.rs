@@ -17,7 +17,7 @@ use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
 use clap::Parser;
-use heddle::comm::dataflow::{Options, TaskId};
+use heddle::dataflow::{Options, TaskId};
 use heddle::task::{Compute, Context, Edge, Job, Plan, Produced, Result as TaskResult, RoundRobin, Source, TaskGraph, WorkerSpec};
 use heddle::Op;
 

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use clap::Parser;
-use heddle::comm::dataflow::Options;
+use heddle::dataflow::Options;
 use heddle::data::{DataSet, Session};
 use heddle::Op;
 use records::{generate, record_hash, Part, KEY, RECORD};

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
-use heddle::comm::dataflow::{EdgeSpec, Event, Offer, Operation, Options, Placement, Sort, TaskId};
+use heddle::dataflow::{EdgeSpec, Event, Offer, Operation, Options, Placement, Sort, TaskId};
 use heddle::{Communicator, Op};
 use serde_bytes::ByteBuf;
 

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
-use heddle::comm::dataflow::Options;
+use heddle::dataflow::Options;
 use heddle::task::ports::{Dispatcher, Port};
 use heddle::task::{Compute, Context, Edge, Job, Plan, Produced, Result as TaskResult, RoundRobin, Source, TaskGraph, WorkerSpec};
 use heddle::{Communicator, Op};

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use clap::Parser;
-use heddle::comm::dataflow::{drive, EdgeSpec, Event, KeyedReduce, Options, Placement, TaskId};
+use heddle::dataflow::{drive, EdgeSpec, Event, KeyedReduce, Options, Placement, TaskId};
 use heddle::Op;
 
 #[derive(Debug, Parser)]

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use clap::Parser;
-use heddle::comm::dataflow::Options;
+use heddle::dataflow::Options;
 use heddle::task::{Compute, Context, Edge, Job, Plan, Produced, Result as TaskResult, RoundRobin, Source, TaskGraph, WorkerSpec};
 use heddle::Op;
 use rustc_hash::FxHashMap;

@@ -17,6 +17,8 @@ pub use heddle_runtime::WorkerEnv;
 
 /// Re-export of the communication crate.
 pub use heddle_comm as comm;
+/// Re-export of the dataflow operations.
+pub use heddle_dataflow as dataflow;
 /// Re-export of the runtime crate.
 pub use heddle_runtime as runtime;
 /// Re-export of the task system.

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use heddle_comm::dataflow::Options;
+use heddle_dataflow::Options;
 use heddle_comm::{local_world, CommConfig};
 use heddle_data::Session;
 

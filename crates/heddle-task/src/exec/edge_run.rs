@@ -5,7 +5,7 @@
 use std::any::Any;
 use std::sync::{Arc, Mutex};
 
-use heddle_comm::dataflow::{EdgeSpec, Event, Offer, Options, TaskId};
+use heddle_dataflow::{EdgeSpec, Event, Offer, Options, TaskId};
 use heddle_comm::Communicator;
 
 use super::ports::{lock, Inbox, LocalPort, OpPort, OutPort, Outbox, SharedInbox, QUEUE_CAP};
@@ -103,7 +103,7 @@ impl EdgeRun for Chained {
     fn close_pass(&mut self) {}
 }
 
-type MakeOp<T, U> = std::sync::Arc<dyn Fn(&Communicator, EdgeSpec, Options) -> heddle_comm::Result<BoxedOp<T, U>>>;
+type MakeOp<T, U> = std::sync::Arc<dyn Fn(&Communicator, EdgeSpec, Options) -> heddle_dataflow::Result<BoxedOp<T, U>>>;
 
 /// An edge through a dataflow operation.
 struct OpEdge<T, U> {

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use heddle_comm::dataflow::{EdgeSpec, Mode, Options, TaskId};
+use heddle_dataflow::{EdgeSpec, Mode, Options, TaskId};
 use heddle_comm::{AbortCause, Communicator};
 
 use super::edge_run::EdgeRun;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-use heddle_comm::dataflow::TaskId;
+use heddle_dataflow::TaskId;
 use heddle_comm::JobAbort;
 
 use super::edge_run::EdgeRun;
