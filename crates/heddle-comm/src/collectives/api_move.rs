@@ -51,8 +51,16 @@ impl Communicator {
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad root or buffer size.
     pub fn gather<T: Element>(&self, send: &[T], recv: &mut [T], root: usize) -> Result<()> {
+        self.gather_with(send, recv, root, CallOptions::default())
+    }
+
+    /// [`Communicator::gather`] with options.
+    ///
+    /// # Errors
+    /// As [`Communicator::gather`].
+    pub fn gather_with<T: Element>(&self, send: &[T], recv: &mut [T], root: usize, opts: CallOptions) -> Result<()> {
         let counts = vec![send.len(); self.size()];
-        self.gather_counted(send, recv, &counts, root, Some(send.len()))
+        self.gather_counted(send, recv, &counts, root, Some(send.len()), opts)
     }
 
     /// Gathers rank i's `counts[i]` elements into `recv` at `root`, concatenated in rank order.
@@ -60,18 +68,34 @@ impl Communicator {
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad root or counts that do not match the buffers.
     pub fn gatherv<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize], root: usize) -> Result<()> {
-        self.gather_counted(send, recv, counts, root, None)
+        self.gatherv_with(send, recv, counts, root, CallOptions::default())
+    }
+
+    /// [`Communicator::gatherv`] with options.
+    ///
+    /// # Errors
+    /// As [`Communicator::gatherv`].
+    pub fn gatherv_with<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize], root: usize, opts: CallOptions) -> Result<()> {
+        self.gather_counted(send, recv, counts, root, None, opts)
     }
 
     /// Gathers; `each` is the count every rank passes, if they must agree.
-    fn gather_counted<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize], root: usize, each: Option<usize>) -> Result<()> {
+    fn gather_counted<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        root: usize,
+        each: Option<usize>,
+        opts: CallOptions,
+    ) -> Result<()> {
         self.check_root(root)?;
         self.check_counts("gatherv", counts, send.len(), (self.rank() == root).then_some(recv.len()))?;
         if self.size() == 1 {
             recv.copy_from_slice(send);
             return Ok(());
         }
-        let (alg, mut s) = self.begin(Signature::new(Collective::Gather, T::DTYPE, each, 0), CallOptions::default(), std::mem::size_of_val(send), true);
+        let (alg, mut s) = self.begin(Signature::new(Collective::Gather, T::DTYPE, each, 0), opts, std::mem::size_of_val(send), true);
         gather::run(&mut s, alg, bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv), &bytes_of::<T>(counts), root)
     }
 
@@ -80,8 +104,16 @@ impl Communicator {
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad root or buffer size.
     pub fn scatter<T: Element>(&self, send: &[T], recv: &mut [T], root: usize) -> Result<()> {
+        self.scatter_with(send, recv, root, CallOptions::default())
+    }
+
+    /// [`Communicator::scatter`] with options.
+    ///
+    /// # Errors
+    /// As [`Communicator::scatter`].
+    pub fn scatter_with<T: Element>(&self, send: &[T], recv: &mut [T], root: usize, opts: CallOptions) -> Result<()> {
         let counts = vec![recv.len(); self.size()];
-        self.scatter_counted(send, &counts, recv, root, Some(recv.len()))
+        self.scatter_counted(send, &counts, recv, root, Some(recv.len()), opts)
     }
 
     /// Scatters `send` at `root` so rank i receives `counts[i]` elements.
@@ -89,18 +121,34 @@ impl Communicator {
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad root or counts that do not match the buffers.
     pub fn scatterv<T: Element>(&self, send: &[T], counts: &[usize], recv: &mut [T], root: usize) -> Result<()> {
-        self.scatter_counted(send, counts, recv, root, None)
+        self.scatterv_with(send, counts, recv, root, CallOptions::default())
+    }
+
+    /// [`Communicator::scatterv`] with options.
+    ///
+    /// # Errors
+    /// As [`Communicator::scatterv`].
+    pub fn scatterv_with<T: Element>(&self, send: &[T], counts: &[usize], recv: &mut [T], root: usize, opts: CallOptions) -> Result<()> {
+        self.scatter_counted(send, counts, recv, root, None, opts)
     }
 
     /// Scatters; `each` is the count every rank passes, if they must agree.
-    fn scatter_counted<T: Element>(&self, send: &[T], counts: &[usize], recv: &mut [T], root: usize, each: Option<usize>) -> Result<()> {
+    fn scatter_counted<T: Element>(
+        &self,
+        send: &[T],
+        counts: &[usize],
+        recv: &mut [T],
+        root: usize,
+        each: Option<usize>,
+        opts: CallOptions,
+    ) -> Result<()> {
         self.check_root(root)?;
         self.check_counts("scatterv", counts, recv.len(), (self.rank() == root).then_some(send.len()))?;
         if self.size() == 1 {
             recv.copy_from_slice(send);
             return Ok(());
         }
-        let (alg, mut s) = self.begin(Signature::new(Collective::Scatter, T::DTYPE, each, 0), CallOptions::default(), std::mem::size_of_val(recv), true);
+        let (alg, mut s) = self.begin(Signature::new(Collective::Scatter, T::DTYPE, each, 0), opts, std::mem::size_of_val(recv), true);
         scatter::run(&mut s, alg, bytemuck::cast_slice(send), &bytes_of::<T>(counts), bytemuck::cast_slice_mut(recv), root)
     }
 
@@ -129,7 +177,11 @@ impl Communicator {
         self.allgatherv_with(send, recv, counts, CallOptions::default())
     }
 
-    fn allgatherv_with<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize], opts: CallOptions) -> Result<()> {
+    /// [`Communicator::allgatherv`] with options.
+    ///
+    /// # Errors
+    /// As [`Communicator::allgatherv`].
+    pub fn allgatherv_with<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize], opts: CallOptions) -> Result<()> {
         self.check_counts("allgatherv", counts, send.len(), Some(recv.len()))?;
         if self.size() == 1 {
             recv.copy_from_slice(send);
@@ -161,7 +213,7 @@ impl Communicator {
             return Err(invalid(format!("alltoall: send of {} and recv of {} elements are not {p} equal blocks", send.len(), recv.len())));
         }
         let counts = vec![send.len() / p; p];
-        self.alltoallv_with(send, &counts, recv, &counts, opts, Some(send.len()))
+        self.alltoall_counted(send, &counts, recv, &counts, opts, Some(send.len()))
     }
 
     /// Rank i sends `send_counts[j]` elements to rank j and receives `recv_counts[j]` from it;
@@ -170,11 +222,19 @@ impl Communicator {
     /// # Errors
     /// [`Error::InvalidArgument`] if the counts do not match the buffers.
     pub fn alltoallv<T: Element>(&self, send: &[T], send_counts: &[usize], recv: &mut [T], recv_counts: &[usize]) -> Result<()> {
-        self.alltoallv_with(send, send_counts, recv, recv_counts, CallOptions::default(), None)
+        self.alltoallv_with(send, send_counts, recv, recv_counts, CallOptions::default())
+    }
+
+    /// [`Communicator::alltoallv`] with options.
+    ///
+    /// # Errors
+    /// As [`Communicator::alltoallv`].
+    pub fn alltoallv_with<T: Element>(&self, send: &[T], send_counts: &[usize], recv: &mut [T], recv_counts: &[usize], opts: CallOptions) -> Result<()> {
+        self.alltoall_counted(send, send_counts, recv, recv_counts, opts, None)
     }
 
     /// All-to-all; `each` is the total every rank sends, if they must agree.
-    fn alltoallv_with<T: Element>(
+    fn alltoall_counted<T: Element>(
         &self,
         send: &[T],
         send_counts: &[usize],

@@ -102,7 +102,15 @@ impl Communicator {
     /// # Errors
     /// As [`Communicator::reduce_scatter`].
     pub fn reduce_scatter_block<T: Element>(&self, send: &[T], recv: &mut [T], op: Op<T>) -> Result<()> {
+        self.reduce_scatter_block_with(send, recv, op, CallOptions::default())
+    }
+
+    /// [`Communicator::reduce_scatter_block`] with options.
+    ///
+    /// # Errors
+    /// As [`Communicator::reduce_scatter`].
+    pub fn reduce_scatter_block_with<T: Element>(&self, send: &[T], recv: &mut [T], op: Op<T>, opts: CallOptions) -> Result<()> {
         let counts = vec![recv.len(); self.size()];
-        self.reduce_scatter(send, recv, &counts, op)
+        self.reduce_scatter_with(send, recv, &counts, op, opts)
     }
 }
