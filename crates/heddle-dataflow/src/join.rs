@@ -42,6 +42,38 @@ pub enum JoinAlgorithm {
     SortMerge,
 }
 
+/// What a join pairs: which sources are its left side, which rows it keeps, and how it
+/// is computed.
+///
+/// ```
+/// use heddle_dataflow::{JoinAlgorithm, JoinKind, JoinOn};
+/// let on = JoinOn::new(JoinKind::Left, vec![0, 1]).algorithm(JoinAlgorithm::SortMerge);
+/// assert_eq!((on.kind, on.algorithm), (JoinKind::Left, JoinAlgorithm::SortMerge));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JoinOn {
+    /// The sources (a subset of the edge's) that offer `Side::Left` records; the others
+    /// offer `Side::Right` ones.
+    pub left_sources: Vec<TaskId>,
+    /// Which rows the join keeps.
+    pub kind: JoinKind,
+    /// How it is computed (default: hash).
+    pub algorithm: JoinAlgorithm,
+}
+
+impl JoinOn {
+    /// A `kind` join whose left side is `left_sources`, computed with hash tables.
+    pub fn new(kind: JoinKind, left_sources: Vec<TaskId>) -> JoinOn {
+        JoinOn { left_sources, kind, algorithm: JoinAlgorithm::Hash }
+    }
+
+    /// The same join computed with `algorithm`.
+    pub fn algorithm(mut self, algorithm: JoinAlgorithm) -> JoinOn {
+        self.algorithm = algorithm;
+        self
+    }
+}
+
 /// One input record of a join.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Side<L, R> {
@@ -100,13 +132,13 @@ where
     L: Serialize + DeserializeOwned + Clone,
     R: Serialize + DeserializeOwned + Clone,
 {
-    /// A join whose sources `left_sources` (a subset of `spec.sources`) offer
-    /// `Side::Left` records and whose other sources offer `Side::Right` records.
+    /// A join of the edge `spec`'s sources as `on` says.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for left sources outside the edge, sort-merge in
     /// streaming mode, or a bad edge specification or spill directory.
-    pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options, left_sources: Vec<TaskId>, kind: JoinKind, algorithm: JoinAlgorithm) -> Result<Self> {
+    pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options, on: JoinOn) -> Result<Self> {
+        let JoinOn { left_sources, kind, algorithm } = on;
         if let Some(s) = left_sources.iter().find(|s| !spec.sources.contains(s)) {
             return Err(Error::InvalidArgument(format!("left source {s} is not a source of the edge")));
         }

@@ -50,7 +50,7 @@ mod tree;
 pub use self::core::{Core, Incoming};
 pub use drive::drive;
 pub use gather::{Gather, Gathering};
-pub use join::{Join, JoinAlgorithm, JoinKind, Joined, Joining, Side};
+pub use join::{Join, JoinAlgorithm, JoinKind, JoinOn, Joined, Joining, Side};
 pub use keyed_gather::{Grouping, KeyedGather};
 pub use keyed_reduce::{KeyedReduce, KeyedReduction};
 pub use partition::{Partition, Routing};

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use heddle_dataflow::{
-    drive, BroadcastTree, EdgeSpec, Event, Gather, Join, JoinAlgorithm, JoinKind, Joined, KeyedGather, KeyedReduce, Mode, Offer, Operation,
+    drive, BroadcastTree, EdgeSpec, Event, Gather, Join, JoinAlgorithm, JoinKind, JoinOn, Joined, KeyedGather, KeyedReduce, Mode, Offer, Operation,
     Options, Partition, Placement, Reduce, Side, Sort, TaskId,
 };
 use heddle_comm::{local_world, CommConfig, Communicator};
@@ -530,7 +530,7 @@ fn join_every_kind_algorithm_and_mode() {
                 let input = |s: TaskId| -> Vec<(u64, Side<u32, u32>)> {
                     side(s).into_iter().map(|(k, v)| (k, if left_sources.contains(&s) { Side::Left(v) } else { Side::Right(v) })).collect()
                 };
-                let got = run(&layout, 13, |c, spec| Join::new(c, spec, opts.clone(), left_sources.clone(), kind, algorithm).unwrap(), input);
+                let got = run(&layout, 13, |c, spec| Join::new(c, spec, opts.clone(), JoinOn::new(kind, left_sources.clone()).algorithm(algorithm)).unwrap(), input);
                 let mut have: Vec<Joined<u64, u32, u32>> = Vec::new();
                 for events in got.values() {
                     let rows = data(events);
