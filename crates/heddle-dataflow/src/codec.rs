@@ -49,7 +49,7 @@ pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
 
 /// Decodes every record packed in a message.
 pub(crate) fn decode_all<T: DeserializeOwned>(payload: &[u8]) -> Result<Vec<T>> {
-    super::core::records(payload).map(|r| r.and_then(decode)).collect()
+    super::edge_core::records(payload).map(|r| r.and_then(decode)).collect()
 }
 
 /// Stable hash of an encoded key.

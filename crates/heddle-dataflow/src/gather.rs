@@ -12,9 +12,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::codec::{decode, decode_all, encode};
-use super::core::{records, Core, Incoming};
+use super::edge_core::{records, EdgeCore, Incoming};
 use super::keyed_gather::sorters_for;
-use super::stage::{Dataflow, Semantics};
+use super::semantics::{Dataflow, Semantics};
 use super::tree::{BroadcastTree, TREE_FROM_WORKERS};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::spill::SpillSorter;
@@ -45,7 +45,7 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Gathering<T>> {
     /// # Errors
     /// [`crate::Error::InvalidArgument`] for a bad edge specification.
     pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options) -> Result<Self> {
-        let mut core = Core::new(comm, spec, &opts)?;
+        let mut core = EdgeCore::new(comm, spec, &opts)?;
         if opts.mode == Mode::Batch || core.source_worker_count() > TREE_FROM_WORKERS {
             // Records climb a binomial tree of workers: each worker sends to one parent,
             // so a target's worker hears from log(w) workers instead of all of them.
@@ -62,7 +62,7 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Gathering<T>> {
 }
 
 /// Sends one record of `source` to every target (handed back when any is full).
-pub(crate) fn offer_to_all<T: Serialize>(core: &mut Core, source: TaskId, item: T) -> Result<Offer<T>> {
+pub(crate) fn offer_to_all<T: Serialize>(core: &mut EdgeCore, source: TaskId, item: T) -> Result<Offer<T>> {
     let targets = core.spec.targets.clone();
     if !core.has_room(&targets) {
         return Ok(Offer::Full(item));
@@ -78,11 +78,11 @@ impl<T: Serialize + DeserializeOwned> Semantics for Gathering<T> {
     type In = T;
     type Out = (TaskId, T);
 
-    fn offer(&mut self, core: &mut Core, source: TaskId, item: T) -> Result<Offer<T>> {
+    fn offer(&mut self, core: &mut EdgeCore, source: TaskId, item: T) -> Result<Offer<T>> {
         offer_to_all(core, source, item)
     }
 
-    fn take(&mut self, _core: &Core, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<(TaskId, T)>>) -> Result<()> {
+    fn take(&mut self, _core: &EdgeCore, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<(TaskId, T)>>) -> Result<()> {
         match incoming {
             Incoming::Records { source, payload } => match self.collected.get_mut(&target) {
                 Some(sorter) => {

@@ -12,9 +12,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::codec::{decode, split_keyed};
-use super::core::{records, Core, Incoming};
+use super::edge_core::{records, EdgeCore, Incoming};
 use super::keyed_gather::{hashed_target, key_order, offer_keyed, sort_in};
-use super::stage::{Dataflow, Semantics};
+use super::semantics::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::spill::SpillSorter;
 use crate::{Error, Result};
@@ -145,7 +145,7 @@ where
         if algorithm == JoinAlgorithm::SortMerge && opts.mode == Mode::Streaming {
             return Err(Error::InvalidArgument("a sort-merge join needs batch mode; use JoinAlgorithm::Hash for streams".into()));
         }
-        let core = Core::new(comm, spec, &opts)?;
+        let core = EdgeCore::new(comm, spec, &opts)?;
         let mut held = HashMap::new();
         for &t in &core.local_targets {
             let h = match algorithm {
@@ -167,7 +167,7 @@ where
     type In = (K, Side<L, R>);
     type Out = Joined<K, L, R>;
 
-    fn offer(&mut self, core: &mut Core, source: TaskId, item: (K, Side<L, R>)) -> Result<Offer<(K, Side<L, R>)>> {
+    fn offer(&mut self, core: &mut EdgeCore, source: TaskId, item: (K, Side<L, R>)) -> Result<Offer<(K, Side<L, R>)>> {
         let is_left = matches!(item.1, Side::Left(_));
         if is_left != self.left_sources.contains(&source) {
             return Err(Error::InvalidArgument(format!("source {source} offered a record of the wrong side of the join")));
@@ -176,7 +176,7 @@ where
         offer_keyed(core, source, target, item)
     }
 
-    fn take(&mut self, core: &Core, target: TaskId, incoming: Incoming, out: &mut Rows<K, L, R>) -> Result<()> {
+    fn take(&mut self, core: &EdgeCore, target: TaskId, incoming: Incoming, out: &mut Rows<K, L, R>) -> Result<()> {
         let streaming = core.mode == Mode::Streaming;
         let held = self.held.get_mut(&target).expect("local target");
         match incoming {

@@ -32,22 +32,22 @@
 //! ```
 
 mod codec;
-mod core;
-mod error;
-pub mod spill;
 mod drive;
+mod edge_core;
+mod error;
 mod gather;
 mod join;
 mod keyed_gather;
 mod keyed_reduce;
 mod partition;
 mod reduce;
+mod semantics;
 mod sort;
 mod spec;
-mod stage;
+pub mod spill;
 mod tree;
 
-pub use self::core::{Core, Incoming};
+pub use edge_core::{EdgeCore, Incoming};
 pub use drive::drive;
 pub use gather::{Gather, Gathering};
 pub use join::{Join, JoinAlgorithm, JoinKind, JoinOn, Joined, Joining, Side};
@@ -57,7 +57,7 @@ pub use partition::{Partition, Routing};
 pub use reduce::{Reduce, Reduction};
 pub use sort::{Sort, Sorting};
 pub use spec::{EdgeSpec, Mode, Options, Placement, TaskId};
-pub use stage::{Dataflow, Semantics};
+pub use semantics::{Dataflow, Semantics};
 pub use tree::BroadcastTree;
 pub use error::{Error, Result};
 

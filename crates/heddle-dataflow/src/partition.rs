@@ -11,9 +11,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::codec::{decode_all, encode, key_hash};
-use super::core::{Core, Incoming, RELAY};
+use super::edge_core::{EdgeCore, Incoming, RELAY};
 use super::tree::BroadcastTree;
-use super::stage::{Dataflow, Semantics};
+use super::semantics::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::{Error, Result};
 use heddle_comm::Communicator;
@@ -148,7 +148,7 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Routing<T>> {
     }
 
     fn with_route(comm: &Communicator, spec: EdgeSpec, opts: Options, route: Route<T>) -> Result<Self> {
-        Ok(Dataflow::from_parts(Core::new(comm, spec, &opts)?, Routing { route, _t: PhantomData }))
+        Ok(Dataflow::from_parts(EdgeCore::new(comm, spec, &opts)?, Routing { route, _t: PhantomData }))
     }
 }
 
@@ -156,7 +156,7 @@ impl<T: Serialize + DeserializeOwned> Semantics for Routing<T> {
     type In = T;
     type Out = T;
 
-    fn offer(&mut self, core: &mut Core, source: TaskId, item: T) -> Result<Offer<T>> {
+    fn offer(&mut self, core: &mut EdgeCore, source: TaskId, item: T) -> Result<Offer<T>> {
         let targets = &core.spec.targets;
         let to = match &self.route {
             Route::By(f) => vec![targets[f(&item) % targets.len()]],
@@ -177,7 +177,7 @@ impl<T: Serialize + DeserializeOwned> Semantics for Routing<T> {
         Ok(Offer::Accepted)
     }
 
-    fn take(&mut self, _core: &Core, _target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<T>>) -> Result<()> {
+    fn take(&mut self, _core: &EdgeCore, _target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<T>>) -> Result<()> {
         match incoming {
             Incoming::Records { payload, .. } => out.extend(decode_all::<T>(&payload)?.into_iter().map(Event::Data)),
             Incoming::SourceEnded(_) => {}

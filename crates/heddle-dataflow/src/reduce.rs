@@ -12,9 +12,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::codec::{decode_all, encode};
-use super::core::{Core, Incoming};
+use super::edge_core::{EdgeCore, Incoming};
 use super::gather::offer_to_all;
-use super::stage::{Dataflow, Semantics};
+use super::semantics::{Dataflow, Semantics};
 use super::tree::{BroadcastTree, TREE_FROM_WORKERS};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::Result;
@@ -54,7 +54,7 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Reduction<T>> {
     /// # Errors
     /// [`crate::Error::InvalidArgument`] for a bad edge specification.
     pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options, reducer: impl Fn(T, T) -> T + Send + 'static) -> Result<Self> {
-        let mut core = Core::new(comm, spec, &opts)?;
+        let mut core = EdgeCore::new(comm, spec, &opts)?;
         if opts.mode == Mode::Batch {
             // Partials climb a binomial tree of workers and merge at every inner worker.
             core.set_up_tree(BroadcastTree::Binomial, true)?;
@@ -79,7 +79,7 @@ impl<T: Serialize + DeserializeOwned> Semantics for Reduction<T> {
     type In = T;
     type Out = T;
 
-    fn offer(&mut self, core: &mut Core, source: TaskId, item: T) -> Result<Offer<T>> {
+    fn offer(&mut self, core: &mut EdgeCore, source: TaskId, item: T) -> Result<Offer<T>> {
         if core.mode == Mode::Batch {
             self.local = Some(fold(&self.reducer, self.local.take(), item));
             return Ok(Offer::Accepted);
@@ -87,7 +87,7 @@ impl<T: Serialize + DeserializeOwned> Semantics for Reduction<T> {
         offer_to_all(core, source, item)
     }
 
-    fn finish(&mut self, core: &mut Core, source: TaskId) -> Result<()> {
+    fn finish(&mut self, core: &mut EdgeCore, source: TaskId) -> Result<()> {
         self.unfinished_local -= 1;
         if core.mode == Mode::Batch && self.unfinished_local == 0 {
             // The last local source carries this worker's partial result.
@@ -117,7 +117,7 @@ impl<T: Serialize + DeserializeOwned> Semantics for Reduction<T> {
         Ok(out)
     }
 
-    fn take(&mut self, core: &Core, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<T>>) -> Result<()> {
+    fn take(&mut self, core: &EdgeCore, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<T>>) -> Result<()> {
         let fold_state = self.folds.get_mut(&target).expect("local target");
         match incoming {
             Incoming::Records { source, payload } => {

@@ -11,11 +11,11 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::codec::{decode, decode_keyed};
-use super::core::{records, Core, Incoming};
+use super::edge_core::{records, EdgeCore, Incoming};
 use super::keyed_gather::{key_order, offer_keyed, sort_in, sorters_for};
-use super::stage::{Dataflow, Semantics};
+use super::semantics::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Offer, Options, TaskId};
-use super::stage::REFILL;
+use super::semantics::REFILL;
 use crate::spill::{KeyOrder, SortedRecords, SpillSorter};
 use crate::{Error, Result};
 use heddle_comm::Communicator;
@@ -74,7 +74,7 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
         if splitters.windows(2).any(|w| w[0] > w[1]) {
             return Err(Error::InvalidArgument("sort splitters must be ascending".into()));
         }
-        let core = Core::new(comm, spec, &opts)?;
+        let core = EdgeCore::new(comm, spec, &opts)?;
         let sorters = sorters_for(&core, &opts, order)?;
         Ok(Dataflow::from_parts(core, Sorting { splitters, sorters, draining: HashMap::new(), spilled: 0, _v: PhantomData }))
     }
@@ -108,12 +108,12 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
     type In = (K, V);
     type Out = (K, V);
 
-    fn offer(&mut self, core: &mut Core, source: TaskId, item: (K, V)) -> Result<Offer<(K, V)>> {
+    fn offer(&mut self, core: &mut EdgeCore, source: TaskId, item: (K, V)) -> Result<Offer<(K, V)>> {
         let target = core.spec.targets[self.splitters.partition_point(|s| *s <= item.0)];
         offer_keyed(core, source, target, item)
     }
 
-    fn take(&mut self, _core: &Core, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<(K, V)>>) -> Result<()> {
+    fn take(&mut self, _core: &EdgeCore, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<(K, V)>>) -> Result<()> {
         match incoming {
             Incoming::Records { payload, .. } => match self.sorters.get_mut(&target) {
                 Some(sorter) => sort_in(sorter, &payload)?,

@@ -52,7 +52,7 @@ pub(crate) const RELAY: TaskId = u32::MAX;
 /// The machinery every operation shares on one worker: batching, credit, ends,
 /// barrier alignment. Operations reach it through [`super::Semantics`].
 #[derive(Debug)]
-pub struct Core {
+pub struct EdgeCore {
     channels: EdgeChannels,
     pub(crate) spec: EdgeSpec,
     pub(crate) mode: Mode,
@@ -79,9 +79,9 @@ pub struct Core {
     up: Option<UpTree>,
 }
 
-impl Core {
+impl EdgeCore {
     /// Opens the edge on this worker.
-    pub(crate) fn new(comm: &Communicator, spec: EdgeSpec, opts: &Options) -> Result<Core> {
+    pub(crate) fn new(comm: &Communicator, spec: EdgeSpec, opts: &Options) -> Result<EdgeCore> {
         if spec.sources.is_empty() || spec.targets.is_empty() {
             return Err(Error::InvalidArgument("an operation needs at least one source and one target".into()));
         }
@@ -112,7 +112,7 @@ impl Core {
         };
         let local_targets = local(&spec.targets);
         let peers = channels.workers();
-        Ok(Core {
+        Ok(EdgeCore {
             channels,
             mode: opts.mode,
             batch_bytes: opts.batch_bytes.max(1),
@@ -187,7 +187,7 @@ impl Core {
             // A relayed message first goes to this worker, the root of its tree.
             return self.rank;
         }
-        self.spec.placement.worker(task).expect("placement validated in Core::new")
+        self.spec.placement.worker(task).expect("placement validated in EdgeCore::new")
     }
 
     /// Whether records for `targets` can be taken now (their workers' queues have room).
@@ -312,7 +312,7 @@ impl Core {
 
     /// Moves messages waiting to climb the tree to their next worker's queue.
     fn climb(&mut self, combine: Combiner<'_>) -> Result<()> {
-        let Core { up, pending, pending_bytes, .. } = self;
+        let EdgeCore { up, pending, pending_bytes, .. } = self;
         if let Some(up) = up.as_mut() {
             up.drain(combine, |w, env, data| {
                 pending_bytes[w] += data.len();
