@@ -96,7 +96,7 @@ fn kmeans_from_csv_and_npy_matches_lloyd() {
     let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
     bytes.extend_from_slice(&((header.len() + pad + 1) as u16).to_le_bytes());
     bytes.extend_from_slice(header.as_bytes());
-    bytes.extend(std::iter::repeat(b' ').take(pad));
+    bytes.extend(std::iter::repeat_n(b' ', pad));
     bytes.push(b'\n');
     for p in &pts {
         bytes.extend_from_slice(&p[0].to_le_bytes());

@@ -108,7 +108,7 @@ impl CommConfig {
     /// # Errors
     /// [`Error::Config`] explaining the bad value.
     pub fn validate(&self) -> Result<()> {
-        if self.buffer_bytes < 1024 || self.buffer_bytes % 64 != 0 {
+        if self.buffer_bytes < 1024 || !self.buffer_bytes.is_multiple_of(64) {
             return Err(Error::Config(format!(
                 "buffer_bytes {} must be a multiple of 64 and at least 1024",
                 self.buffer_bytes
@@ -121,7 +121,7 @@ impl CommConfig {
             return Err(Error::Config(format!("buffer_bytes {} must be at most {}", self.buffer_bytes, settings::BUFFER_BYTES.max)));
         }
         let timeout = self.timeout.as_secs_f64();
-        if timeout < settings::TIMEOUT_S.min || timeout > settings::TIMEOUT_S.max {
+        if !(settings::TIMEOUT_S.min..=settings::TIMEOUT_S.max).contains(&timeout) {
             return Err(Error::Config(format!(
                 "timeout {:?} must be from {} to {} seconds",
                 self.timeout,

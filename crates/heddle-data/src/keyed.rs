@@ -116,7 +116,7 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
         // Records held decoded per partition before a run spills. A held record takes its
         // heap data (about its encoded size) plus its slot in the vector of held records,
         // counted twice: the vector grows by doubling, and the stable sort needs scratch.
-        let encoded = if records == 0 { 1 } else { (bytes / records).max(1) };
+        let encoded = bytes.checked_div(records).map_or(1, |b| b.max(1));
         let per_record = encoded + 2 * std::mem::size_of::<(K, V)>() as u64;
         let max_held = (self.session.0.opts.spill.budget_bytes as u64 / per_record).max(1024) as usize;
         let dirs = self.session.0.opts.spill.dirs.clone();
@@ -166,7 +166,7 @@ impl<K: Record, V: Record> Compute for SampleTask<K, V> {
     type Out = (Vec<K>, u64, u64);
 
     fn execute(&mut self, _: &mut Context<'_, (Vec<K>, u64, u64)>, x: (K, V)) -> heddle_task::Result<()> {
-        if self.seen % SIZE_EVERY == 0 {
+        if self.seen.is_multiple_of(SIZE_EVERY) {
             self.sized.0 += 1;
             self.sized.1 += bincode::serialized_size(&x).unwrap_or(0);
         }
@@ -184,7 +184,7 @@ impl<K: Record, V: Record> Compute for SampleTask<K, V> {
     }
 
     fn end_of_input(&mut self, ctx: &mut Context<'_, (Vec<K>, u64, u64)>) -> heddle_task::Result<()> {
-        let bytes = if self.sized.0 == 0 { 0 } else { self.sized.1 * self.seen / self.sized.0 };
+        let bytes = (self.sized.1 * self.seen).checked_div(self.sized.0).unwrap_or(0);
         ctx.emit((std::mem::take(&mut self.kept), self.seen, bytes));
         Ok(())
     }

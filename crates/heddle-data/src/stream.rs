@@ -132,8 +132,8 @@ impl<T: Record> Stream<T> {
         });
         let each: Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync> = Arc::new(move |i, x| {
             let mut conns = conns.locked();
-            if !conns.contains_key(&i) {
-                conns.insert(i, TcpStream::connect(&addr).map_err(|e| io(&addr, e))?);
+            if let std::collections::hash_map::Entry::Vacant(e) = conns.entry(i) {
+                e.insert(TcpStream::connect(&addr).map_err(|e| io(&addr, e))?);
             }
             let s = conns.get_mut(&i).expect("inserted above");
             writeln!(s, "{x}").map_err(|e| io(&addr, e))

@@ -25,7 +25,7 @@ fn skewed_words(n: usize) -> Vec<String> {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            if x % 2 == 0 { "the".to_string() } else { format!("w{}", x % 97) }
+            if x.is_multiple_of(2) { "the".to_string() } else { format!("w{}", x % 97) }
         })
         .collect()
 }

@@ -76,7 +76,7 @@ fn entries_flow_from_one_redis_stream_through_a_window_into_another() {
     assert_eq!(out.len(), 12);
     let mut lines: Vec<String> = out.into_iter().map(|(_, f)| f[0].1.clone()).collect();
     lines.sort();
-    let mut want: Vec<String> = (0..4).flat_map(|w| std::iter::repeat(format!("w{w} 25")).take(3)).collect();
+    let mut want: Vec<String> = (0..4).flat_map(|w| std::iter::repeat_n(format!("w{w} 25"), 3)).collect();
     want.sort();
     assert_eq!(lines, want);
 }

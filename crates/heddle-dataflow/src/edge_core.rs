@@ -244,7 +244,7 @@ impl EdgeCore {
 
     /// Queues every partly filled batch of `source` (or of all sources).
     pub(crate) fn flush(&mut self, source: Option<TaskId>) {
-        let keys: Vec<(TaskId, TaskId)> = self.batches.keys().copied().filter(|(s, _)| source.map_or(true, |x| x == *s)).collect();
+        let keys: Vec<(TaskId, TaskId)> = self.batches.keys().copied().filter(|(s, _)| source.is_none_or(|x| x == *s)).collect();
         for (s, t) in keys {
             if let Some(data) = self.batches.remove(&(s, t)).filter(|d| !d.is_empty()) {
                 self.queue(Kind::Data, s, t, data);

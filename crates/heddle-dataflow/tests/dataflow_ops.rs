@@ -334,7 +334,7 @@ fn a_slow_consumer_stays_within_budget_and_loses_nothing() {
                             Some(Event::Data(item)) => {
                                 assert_eq!(u64::from_le_bytes(item[..8].try_into().unwrap()), next, "records lost or reordered");
                                 next += 1;
-                                if next % 100 == 0 {
+                                if next.is_multiple_of(100) {
                                     std::thread::sleep(std::time::Duration::from_millis(2));
                                 }
                             }

@@ -314,7 +314,7 @@ impl Region {
 
     /// Whether the start is aligned to `align` bytes.
     pub(crate) fn aligned_for(self, align: usize) -> bool {
-        self.len == 0 || (self.ptr as usize) % align == 0
+        self.len == 0 || (self.ptr as usize).is_multiple_of(align)
     }
 
     /// Whether the two regions share any byte.

@@ -70,7 +70,9 @@ impl Compute for Collect {
 
 /// numbers -(direct, chained)-> key -(keyed reduce)-> collect with `per` instances per
 /// worker on `threads` executor threads; returns the counts and what ran where.
-fn run(workers_n: usize, per: u32, threads: usize, n: u64, fail_at: Option<u64>) -> Vec<(Result<Vec<(u64, u64)>>, Seen)> {
+type Outcome = (Result<Vec<(u64, u64)>>, Seen);
+
+fn run(workers_n: usize, per: u32, threads: usize, n: u64, fail_at: Option<u64>) -> Vec<Outcome> {
     let p = workers_n as u32 * per;
     on_workers(workers_n, |comm| {
         let seen: Seen = Arc::default();

@@ -137,7 +137,7 @@ fn every_edge_kind_in_both_modes() {
                 // Each broadcast instance on the worker receives everything.
                 let instances = b.len() as u64 / (p * 100);
                 assert_eq!(b.len() as u64, instances * p * 100);
-                let mut want: Vec<u64> = all.iter().flat_map(|&x| std::iter::repeat(x).take(instances as usize)).collect();
+                let mut want: Vec<u64> = all.iter().flat_map(|&x| std::iter::repeat_n(x, instances as usize)).collect();
                 want.sort_unstable();
                 assert_eq!(b, want, "broadcast ({:?})", opts.mode);
             }
@@ -341,8 +341,11 @@ impl Source for PerPass {
 /// vertex communicator each iteration (BSP inside dataflow).
 struct Accumulate {
     state: u64,
-    log: Arc<Mutex<Vec<(Vec<u64>, u64)>>>,
+    log: Arc<Mutex<Vec<Snapshot>>>,
 }
+
+/// The state seen at one point: the records of an iteration and the running total.
+type Snapshot = (Vec<u64>, u64);
 
 impl Compute for Accumulate {
     type In = u64;
@@ -495,7 +498,10 @@ fn a_streaming_job_runs_until_stopped_and_loses_nothing_sent() {
 }
 
 /// Keeps `(instance, record)` for each record it receives, in arrival order.
-struct ByInstance(Arc<Mutex<Vec<(u32, (u64, u64))>>>);
+struct ByInstance(Arc<Mutex<Vec<InstanceRecord>>>);
+
+/// An instance and a record it received.
+type InstanceRecord = (u32, (u64, u64));
 
 impl Compute for ByInstance {
     type In = (u64, u64);

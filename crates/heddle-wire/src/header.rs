@@ -216,7 +216,7 @@ impl Header {
             return Err(Error::Inconsistent("only a first fragment may carry a key"));
         }
         if let Codec::Array(d) = self.codec {
-            if self.msg_len % d.size() as u64 != 0 {
+            if !self.msg_len.is_multiple_of(d.size() as u64) {
                 return Err(Error::Inconsistent("array msg_len is not a multiple of the element size"));
             }
         }

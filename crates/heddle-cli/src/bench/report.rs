@@ -126,7 +126,7 @@ fn fmt_fixed(v: Option<f64>, decimals: usize) -> String {
 fn fmt_bytes(b: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
     for (unit, name) in UNITS {
-        if b >= unit && b % unit == 0 {
+        if b >= unit && b.is_multiple_of(unit) {
             return format!("{} {name}", b / unit);
         }
     }

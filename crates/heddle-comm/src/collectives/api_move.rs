@@ -209,7 +209,7 @@ impl Communicator {
     /// As [`Communicator::alltoall`].
     pub fn alltoall_with<T: Element>(&self, send: &[T], recv: &mut [T], opts: CallOptions) -> Result<()> {
         let p = self.size();
-        if send.len() % p != 0 || recv.len() != send.len() {
+        if !send.len().is_multiple_of(p) || recv.len() != send.len() {
             return Err(invalid(format!("alltoall: send of {} and recv of {} elements are not {p} equal blocks", send.len(), recv.len())));
         }
         let counts = vec![send.len() / p; p];

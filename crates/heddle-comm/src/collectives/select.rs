@@ -181,7 +181,7 @@ pub(crate) fn choose(c: Collective, forced: Option<Algorithm>, ranks: usize, byt
         .find(|(tc, _)| *tc == c)
         .and_then(|(_, rules)| {
             rules.iter().find(|(r, a)| {
-                r.max_ranks.map_or(true, |m| ranks <= m) && r.max_bytes.map_or(true, |m| bytes <= m) && a.applies(c, ranks, uniform)
+                r.max_ranks.is_none_or(|m| ranks <= m) && r.max_bytes.is_none_or(|m| bytes <= m) && a.applies(c, ranks, uniform)
             })
         })
         .map_or_else(|| fallback(c), |(_, a)| *a)

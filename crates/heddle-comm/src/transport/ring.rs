@@ -31,7 +31,7 @@ struct Geometry {
 
 impl Geometry {
     fn new(region: Arc<Region>, offset: usize, slots: usize, slot_bytes: usize) -> Geometry {
-        assert!(offset % 64 == 0 && slot_bytes % 64 == 0, "ring must be cache-line aligned");
+        assert!(offset.is_multiple_of(64) && slot_bytes.is_multiple_of(64), "ring must be cache-line aligned");
         assert!(offset + ring_bytes(slots, slot_bytes) <= region.len(), "ring does not fit its region");
         Geometry { region, offset, slots, slot_bytes }
     }

@@ -35,8 +35,11 @@ pub(crate) trait EdgeFactory {
         sources: &[TaskId],
         targets: Vec<(TaskId, &dyn Any)>,
         chained: bool,
-    ) -> Result<(Box<dyn EdgeRun>, Vec<(TaskId, Box<dyn Any>)>)>;
+    ) -> Result<(Box<dyn EdgeRun>, Vec<TargetInbox>)>;
 }
+
+/// A target task and its inbox on an edge (typed by the edge's record type).
+pub(crate) type TargetInbox = (TaskId, Box<dyn Any>);
 
 impl<T: Send + 'static, U: Send + 'static> EdgeFactory for Edge<T, U> {
     fn instantiate(
@@ -44,7 +47,7 @@ impl<T: Send + 'static, U: Send + 'static> EdgeFactory for Edge<T, U> {
         sources: &[TaskId],
         targets: Vec<(TaskId, &dyn Any)>,
         chained: bool,
-    ) -> Result<(Box<dyn EdgeRun>, Vec<(TaskId, Box<dyn Any>)>)> {
+    ) -> Result<(Box<dyn EdgeRun>, Vec<TargetInbox>)> {
         let inboxes: Vec<(TaskId, SharedInbox<U>)> = targets
             .into_iter()
             .map(|(t, any)| {
@@ -175,7 +178,7 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
     }
 
     fn is_done(&self) -> bool {
-        self.op.as_ref().map_or(true, |op| op.is_done()) && self.held.iter().all(Option::is_none)
+        self.op.as_ref().is_none_or(|op| op.is_done()) && self.held.iter().all(Option::is_none)
     }
 
     fn wait(&mut self) -> Result<()> {

@@ -189,7 +189,9 @@ impl<'c> Job<'c> {
         let local = |v: usize| -> Vec<(u32, TaskId)> {
             (0..graph.vertices[v].parallelism).filter(|&i| plan.workers[v][i as usize] == me).map(|i| (i, plan.first_task[v] + i)).collect()
         };
-        let mut inboxes: HashMap<TaskId, (Box<dyn Any>, Box<dyn Any>)> = HashMap::new();
+        // Each task's inbox and its shared handle, both typed by its input record type.
+        type Inboxes = HashMap<TaskId, (Box<dyn Any>, Box<dyn Any>)>;
+        let mut inboxes: Inboxes = HashMap::new();
         for v in 0..graph.vertices.len() {
             for (_, t) in local(v) {
                 if let Some(pair) = graph.vertices[v].factory.inbox() {
@@ -282,7 +284,7 @@ impl<'c> Job<'c> {
     /// # Errors
     /// As [`Job::run`].
     pub fn iterate(&mut self, counts: &[u64]) -> Result<()> {
-        if counts.iter().any(|&c| c == 0) {
+        if counts.contains(&0) {
             return Ok(());
         }
         let mut at = vec![0u64; counts.len()];
@@ -392,7 +394,7 @@ impl<'c> Job<'c> {
             let wake = self.tasks.iter().filter_map(|t| t.next_wake()).min();
             match self.edges.iter_mut().find(|e| !e.is_done()) {
                 // Waits a little (spin, yield, sleep), or fails after the timeout.
-                Some(edge) if wake.map_or(true, |w| w > now + Duration::from_micros(200)) => edge.wait()?,
+                Some(edge) if wake.is_none_or(|w| w > now + Duration::from_micros(200)) => edge.wait()?,
                 _ => match wake {
                     Some(w) if w > now => std::thread::sleep((w - now).min(Duration::from_millis(5))),
                     // Sources waiting for input from outside (a socket, a growing file).

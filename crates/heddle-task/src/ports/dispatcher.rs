@@ -181,7 +181,7 @@ fn run_worker(shared: Arc<Shared>, index: usize, deque: Worker<Task>) {
         let mut ticks: u32 = 0;
         while !shared.shutdown.load(Ordering::Acquire) {
             ticks = ticks.wrapping_add(1);
-            match shared.find_task(index, &local.deque, ticks % INJECTOR_EVERY == 0) {
+            match shared.find_task(index, &local.deque, ticks.is_multiple_of(INJECTOR_EVERY)) {
                 Some(task) => {
                     if panic::catch_unwind(AssertUnwindSafe(task)).is_err() {
                         tracing::error!(dispatcher = %shared.name, "a ports handler panicked");
