@@ -70,7 +70,7 @@ impl ShmSegment {
         Ok(seg)
     }
 
-    /// The file path (a peer maps it with [`ShmSegment::producer_to`]).
+    /// The file path (a peer maps it with `ShmSegment::producer_to`).
     pub fn path(&self) -> &Path {
         &self.path
     }

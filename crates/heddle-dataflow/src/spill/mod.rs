@@ -10,7 +10,7 @@
 //! budget, a merge needs at most `MERGE_WIDTH` read buffers of 64 KiB.
 //!
 //! Run files are named `heddle-spill-<counter>.run`, mode 0600, in a private
-//! [`ScratchDir`](heddle_comm::scratch::ScratchDir) (mode 0700) that the sorter makes in each spill
+//! [`ScratchDir`] (mode 0700) that the sorter makes in each spill
 //! directory it uses. They are removed when the sorter or the stream owning them is dropped:
 //! after success, after an error, or half-way; the scratch directory goes with its last run
 //! (see [`scratch`](heddle_comm::scratch) for the exits that drop nothing).
