@@ -58,6 +58,17 @@ python-install:
 test-python: python-install
 	$(PY) -m pytest -q tests/python
 
+## Python lint (ruff and mypy pinned in tests/python/requirements.txt): ruff's rules and its
+## formatting on the package, tests, examples and benchmarks; `mypy --strict` on the package;
+## stubtest of python/heddle/_heddle.pyi against the extension module installed in .venv-py.
+PY_LINT_PATHS := python/heddle tests/python examples/python benches
+.PHONY: lint-python
+lint-python: python-install
+	$(PY) -m ruff check $(PY_LINT_PATHS)
+	$(PY) -m ruff format --check $(PY_LINT_PATHS)
+	$(PY) -m mypy --strict python/heddle
+	MYPYPATH=python $(PY) -m mypy.stubtest heddle._heddle
+
 ## heddle.comm Allreduce (8 B, 2 ranks) against mpi4py in the same run, with the ratio.
 bench-python: python-install
 	$(PY) benches/python/bench_allreduce.py

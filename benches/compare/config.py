@@ -21,8 +21,19 @@ PEERS = HERE / "peers"
 
 WORKLOADS = ["wordcount", "kmeans", "sort", "allreduce", "tasks", "streaming"]
 SYSTEMS = ["heddle", "mpi", "spark", "dask", "ray", "flink"]
-MPIRUN_FLAGS = ["--bind-to", "none", "--mca", "pml", "ob1", "--mca", "btl", "self,vader",
-                "--mca", "btl_vader_single_copy_mechanism", "none"]
+MPIRUN_FLAGS = [
+    "--bind-to",
+    "none",
+    "--mca",
+    "pml",
+    "ob1",
+    "--mca",
+    "btl",
+    "self,vader",
+    "--mca",
+    "btl_vader_single_copy_mechanism",
+    "none",
+]
 WORKERS = 2
 SWEEP = [8, 1024, 65536, 1 << 20, 16 << 20]  # allreduce bytes
 
@@ -41,5 +52,7 @@ class Sizes:
     files: int = 20  # of the streaming input (micro-batches, for Spark)
 
 
-FULL = Sizes(megabytes=200, points=1_000_000, records=10_000_000, tasks=10_000, events=5_000_000, files=20)
+FULL = Sizes(
+    megabytes=200, points=1_000_000, records=10_000_000, tasks=10_000, events=5_000_000, files=20
+)
 QUICK = Sizes(megabytes=20, points=100_000, records=500_000, tasks=200, events=200_000, files=5)

@@ -29,6 +29,7 @@ import numpy as np
 # ---------------------------------------------------------------------------------------------
 # Word count
 
+
 def count_words_file(path: str | os.PathLike) -> dict[str, int]:
     counts: collections.Counter = collections.Counter()
     with open(path, "rb") as f:
@@ -39,7 +40,7 @@ def count_words_file(path: str | os.PathLike) -> dict[str, int]:
             # Whole lines only: carry the tail over to the next block.
             cut = block.rfind(b"\n")
             if cut >= 0 and len(block) == (64 << 20):
-                rest = block[cut + 1:]
+                rest = block[cut + 1 :]
                 block = block[: cut + 1]
                 f.seek(-len(rest), os.SEEK_CUR)
             counts.update(block.split())
@@ -59,8 +60,13 @@ def wordcount_reference(text: str | os.PathLike) -> Path:
         except (ValueError, KeyError):
             pass
     counts = count_words_file(text)
-    meta = {"bytes": stat.st_size, "mtime": int(stat.st_mtime), "words": sum(counts.values()),
-            "distinct": len(counts), "counts": counts}
+    meta = {
+        "bytes": stat.st_size,
+        "mtime": int(stat.st_mtime),
+        "words": sum(counts.values()),
+        "distinct": len(counts),
+        "counts": counts,
+    }
     tmp = ref.with_suffix(".tmp")
     tmp.write_text(json.dumps(meta))
     tmp.rename(ref)
@@ -93,6 +99,7 @@ def read_wordcount_dir(directory: str | os.PathLike) -> dict[str, int]:
                 w, c = line.rsplit("\t", 1)
                 got[w] = got.get(w, 0) + int(c)
     return got
+
 
 # ---------------------------------------------------------------------------------------------
 # K-means
@@ -129,9 +136,9 @@ def assign(points: np.ndarray, centers: np.ndarray, x2=None) -> np.ndarray:
     # loop's within rounding), in blocks to bound memory.
     out = np.empty(len(points), dtype=np.int64)
     for lo in range(0, len(points), 1 << 16):
-        p = points[lo:lo + (1 << 16)]
+        p = points[lo : lo + (1 << 16)]
         d = ((p[:, None, :] - centers[None, :, :]) ** 2).sum(-1)
-        out[lo:lo + len(p)] = d.argmin(1)
+        out[lo : lo + len(p)] = d.argmin(1)
     return out
 
 
@@ -139,9 +146,14 @@ def partial_sums(points: np.ndarray, centers: np.ndarray) -> np.ndarray:
     """(k, 3): per-center sums of x, y and the count, for the points nearest to it."""
     labels = assign(points, centers)
     k = len(centers)
-    return np.stack([np.bincount(labels, weights=points[:, 0], minlength=k),
-                     np.bincount(labels, weights=points[:, 1], minlength=k),
-                     np.bincount(labels, minlength=k).astype(np.float64)], axis=1)
+    return np.stack(
+        [
+            np.bincount(labels, weights=points[:, 0], minlength=k),
+            np.bincount(labels, weights=points[:, 1], minlength=k),
+            np.bincount(labels, minlength=k).astype(np.float64),
+        ],
+        axis=1,
+    )
 
 
 def centers_from_sums(sums: np.ndarray, centers: np.ndarray) -> np.ndarray:
@@ -153,9 +165,14 @@ def centers_from_sums(sums: np.ndarray, centers: np.ndarray) -> np.ndarray:
 
 def update(points, labels, centers):
     k = len(centers)
-    sums = np.stack([np.bincount(labels, weights=points[:, 0], minlength=k),
-                     np.bincount(labels, weights=points[:, 1], minlength=k),
-                     np.bincount(labels, minlength=k).astype(np.float64)], axis=1)
+    sums = np.stack(
+        [
+            np.bincount(labels, weights=points[:, 0], minlength=k),
+            np.bincount(labels, weights=points[:, 1], minlength=k),
+            np.bincount(labels, minlength=k).astype(np.float64),
+        ],
+        axis=1,
+    )
     return centers_from_sums(sums, centers)
 
 
@@ -189,13 +206,16 @@ def read_centers_csv(path: str | os.PathLike) -> np.ndarray:
             continue  # header
     return np.array(rows)
 
+
 # ---------------------------------------------------------------------------------------------
 # Sort
 
 RECORD = 100
 KEY = 10
 LINE = RECORD + 1
-ALPHABET = np.frombuffer(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", np.uint8)
+ALPHABET = np.frombuffer(
+    b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", np.uint8
+)
 CHUNK = 1 << 20  # records per chunk when generating and checking
 
 
@@ -212,16 +232,20 @@ def generate_records(path: str | os.PathLike, n: int, seed: int = 7) -> Path:
             rec = np.empty((m, LINE), np.uint8)
             rec[:, :KEY] = ALPHABET[rng.integers(0, len(ALPHABET), size=(m, KEY))]
             idx = np.arange(lo, lo + m, dtype=np.uint64)
-            rec[:, KEY:KEY + 20] = (idx[:, None] // powers[None, :] % 10).astype(np.uint8) + ord("0")
-            rec[:, KEY + 20:RECORD] = (idx % 26).astype(np.uint8)[:, None] + ord("A")
+            rec[:, KEY : KEY + 20] = (idx[:, None] // powers[None, :] % 10).astype(np.uint8) + ord(
+                "0"
+            )
+            rec[:, KEY + 20 : RECORD] = (idx % 26).astype(np.uint8)[:, None] + ord("A")
             rec[:, RECORD] = ord("\n")
             f.write(rec.tobytes())
     tmp.rename(path)
     return path
 
 
-_WEIGHTS = (np.arange(25, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15 & 0xFFFFFFFF)
-            + np.uint64(0x632BE59BD9B4E019)) | np.uint64(1)
+_WEIGHTS = (
+    np.arange(25, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15 & 0xFFFFFFFF)
+    + np.uint64(0x632BE59BD9B4E019)
+) | np.uint64(1)
 
 
 def records_checksum(records: np.ndarray) -> int:
@@ -244,8 +268,11 @@ def key_ints(records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _record_files(directory: Path) -> list[Path]:
-    files = [p for p in sorted(directory.iterdir())
-             if p.is_file() and not p.name.startswith((".", "_")) and not p.name.endswith(".crc")]
+    files = [
+        p
+        for p in sorted(directory.iterdir())
+        if p.is_file() and not p.name.startswith((".", "_")) and not p.name.endswith(".crc")
+    ]
     return files
 
 
@@ -256,7 +283,9 @@ def iter_records(path: Path):
         return
     with open(path, "rb") as f:
         head = f.read(LINE)
-        stride = LINE if len(head) == LINE and head[RECORD] == ord("\n") and size % LINE == 0 else RECORD
+        stride = (
+            LINE if len(head) == LINE and head[RECORD] == ord("\n") and size % LINE == 0 else RECORD
+        )
         if size % stride:
             raise ValueError(f"{path}: {size} bytes is not a whole number of records")
         f.seek(0)
@@ -280,8 +309,16 @@ def input_reference(path: str | os.PathLike) -> Path:
     for rec in iter_records(path):
         count += len(rec)
         total = (total + records_checksum(rec)) & 0xFFFFFFFFFFFFFFFF
-    ref.write_text(json.dumps({"bytes": stat.st_size, "mtime": int(stat.st_mtime),
-                               "records": count, "checksum": total}))
+    ref.write_text(
+        json.dumps(
+            {
+                "bytes": stat.st_size,
+                "mtime": int(stat.st_mtime),
+                "records": count,
+                "checksum": total,
+            }
+        )
+    )
     return ref
 
 
@@ -299,7 +336,10 @@ def check_sorted_dir(directory: str | os.PathLike, ref_path: str | os.PathLike) 
                 return False, f"{path.name}: first key below the previous file's last"
             bad = (hi[1:] < hi[:-1]) | ((hi[1:] == hi[:-1]) & (lo[1:] < lo[:-1]))
             if bad.any():
-                return False, f"{path.name}: keys out of order at record {count + int(bad.argmax()) + 1}"
+                return (
+                    False,
+                    f"{path.name}: keys out of order at record {count + int(bad.argmax()) + 1}",
+                )
             last = (hi[-1], lo[-1])
             count += len(rec)
             total = (total + records_checksum(rec)) & 0xFFFFFFFFFFFFFFFF
@@ -308,6 +348,7 @@ def check_sorted_dir(directory: str | os.PathLike, ref_path: str | os.PathLike) 
     if total != ref["checksum"]:
         return False, "checksum differs from the input's"
     return True, f"{count} records in {len(files)} files, in key order, checksum equal"
+
 
 # ---------------------------------------------------------------------------------------------
 # Streaming keyed windowed count
@@ -334,13 +375,20 @@ def generate_events(directory: str | os.PathLike, n: int, files: int = 20, seed:
     with open(events_single_file(directory), "w") as every:
         for i in range(files):
             lo, hi = n * i // files, n * (i + 1) // files
-            lines = "\n".join(f"{t},{k}" for t, k in zip(ts[lo:hi].tolist(), keys[lo:hi].tolist())) + "\n"
+            lines = (
+                "\n".join(f"{t},{k}" for t, k in zip(ts[lo:hi].tolist(), keys[lo:hi].tolist()))
+                + "\n"
+            )
             (directory / f"part-{i:05d}.csv").write_text(lines)
             every.write(lines)
-    counts = np.zeros((int(ts.max() // WINDOW_MS - ts.min() // WINDOW_MS) + 1, EVENT_KEYS), np.int64)
+    counts = np.zeros(
+        (int(ts.max() // WINDOW_MS - ts.min() // WINDOW_MS) + 1, EVENT_KEYS), np.int64
+    )
     np.add.at(counts, (ts // WINDOW_MS - ts.min() // WINDOW_MS, keys), 1)
     np.save(directory.parent / (directory.name + ".counts.npy"), counts)
-    (directory.parent / (directory.name + ".first_window.txt")).write_text(str(int(ts.min() // WINDOW_MS)))
+    (directory.parent / (directory.name + ".first_window.txt")).write_text(
+        str(int(ts.min() // WINDOW_MS))
+    )
     done.write_text("")
     return directory
 
@@ -359,7 +407,9 @@ def check_window_counts(got: dict, ref_path: str | os.PathLike) -> tuple[bool, s
     """``got``: {(window index = start_ms // WINDOW_MS, key): count}."""
     ref_path = Path(ref_path)
     want = np.load(ref_path)
-    first = int((ref_path.parent / ref_path.name.replace(".counts.npy", ".first_window.txt")).read_text())
+    first = int(
+        (ref_path.parent / ref_path.name.replace(".counts.npy", ".first_window.txt")).read_text()
+    )
     have = np.zeros_like(want)
     for (w, k), c in got.items():
         i = int(w) - first
@@ -368,7 +418,10 @@ def check_window_counts(got: dict, ref_path: str | os.PathLike) -> tuple[bool, s
         have[i, int(k)] = c
     if not np.array_equal(have, want):
         bad = int((have != want).sum())
-        return False, f"{bad} (window, key) counts differ; events {int(have.sum())}, want {int(want.sum())}"
+        return (
+            False,
+            f"{bad} (window, key) counts differ; events {int(have.sum())}, want {int(want.sum())}",
+        )
     return True, f"{int(want.sum())} events, {int((want > 0).sum())} (window, key) counts equal"
 
 
@@ -385,8 +438,10 @@ def read_window_counts_dir(directory: str | os.PathLike) -> dict[tuple[int, int]
                 got[(int(w), int(k))] = int(c)
     return got
 
+
 # ---------------------------------------------------------------------------------------------
 # Trivial tasks
+
 
 def task_value(i: int) -> int:
     return i * i

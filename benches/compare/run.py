@@ -2,7 +2,8 @@
 """Side-by-side benchmark suite: Heddle against Open MPI (mpi4py), Spark, Dask, Ray and Flink.
 
     python3 benches/compare/run.py [--workloads wordcount,kmeans,sort,allreduce,tasks,streaming]
-                                   [--systems heddle,mpi,spark,dask,ray,flink] [--repeat 3] [--quick] [--merge]
+                                   [--systems heddle,mpi,spark,dask,ray,flink] [--repeat 3]
+                                   [--quick] [--merge]
 
 (``make bench-compare`` / ``make bench-compare-quick``.) The script re-executes itself in
 its own virtualenv (benches/.venv-compare: numpy, matplotlib), then
@@ -60,14 +61,31 @@ def prepare_data(workloads: list[str], sizes: Sizes) -> dict:
         text = DATA / f"heddle-words-{sizes.megabytes}mb-seed1.txt"
         if not text.exists():
             build_heddle()
-            log(f"generating {text.name} with Heddle's generator (wordcount_task --generate --seed 1)")
-            subprocess.run([str(EXAMPLES / "wordcount_task"), "--generate", "--seed", "1", "--megabytes",
-                            str(sizes.megabytes), "--no-verify"], check=True, timeout=1200,
-                           env=dict(os.environ, TMPDIR=str(DATA)), stdout=subprocess.DEVNULL)
+            log(
+                f"generating {text.name} with Heddle's generator (wordcount_task --generate --seed "
+                "1)"
+            )
+            subprocess.run(
+                [
+                    str(EXAMPLES / "wordcount_task"),
+                    "--generate",
+                    "--seed",
+                    "1",
+                    "--megabytes",
+                    str(sizes.megabytes),
+                    "--no-verify",
+                ],
+                check=True,
+                timeout=1200,
+                env=dict(os.environ, TMPDIR=str(DATA)),
+                stdout=subprocess.DEVNULL,
+            )
         log("word-count reference (Counter, cached)")
         data["wordcount"] = {"input": text, "ref": reference.wordcount_reference(text)}
     if "kmeans" in workloads:
-        pts = reference.generate_points(DATA / f"points-{sizes.points}-seed1.npy", sizes.points, seed=1)
+        pts = reference.generate_points(
+            DATA / f"points-{sizes.points}-seed1.npy", sizes.points, seed=1
+        )
         log("K-means reference (numpy Lloyd, cached)")
         data["kmeans"] = {"input": pts, "ref": reference.kmeans_reference(pts, 16, 10)}
     if "sort" in workloads:
@@ -79,30 +97,60 @@ def prepare_data(workloads: list[str], sizes: Sizes) -> dict:
         data["sort"] = {"input": path, "ref": reference.input_reference(path)}
     if "streaming" in workloads:
         log(f"streaming events ({sizes.events}, cached) and their window counts")
-        d = reference.generate_events(DATA / f"events-{sizes.events}-f{sizes.files}-seed3", sizes.events,
-                                      files=sizes.files, seed=3)
+        d = reference.generate_events(
+            DATA / f"events-{sizes.events}-f{sizes.files}-seed3",
+            sizes.events,
+            files=sizes.files,
+            seed=3,
+        )
         data["streaming"] = {"input": d, "ref": reference.streaming_reference(d)}
     return data
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--quick", action="store_true",
-                    help="small data end to end (a smoke test: results/latest-quick.json, docs untouched)")
-    ap.add_argument("--pause", type=float, default=None, help="idle seconds before each run (default 3, quick 0.5)")
-    ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/benchmarks.md and the chart")
-    ap.add_argument("--json", type=Path, default=None, help="results file (default benches/compare/results/latest[-quick].json)")
-    ap.add_argument("--note", action="append", default=[], help="a remark about this run for docs/benchmarks.md")
-    ap.add_argument("--merge", action="store_true",
-                    help="replace only the (workload, system, variant) rows this run ran inside the existing results "
-                         "file (and its allreduce runs if allreduce ran), keep every other row, and rebuild the "
-                         "table, chart and docs from the merged results")
-    ap.add_argument("--report-from", type=Path, default=None,
-                    help="only rebuild the table, chart and docs from a results JSON of an earlier run")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="small data end to end (a smoke test: results/latest-quick.json, docs untouched)",
+    )
+    ap.add_argument(
+        "--pause",
+        type=float,
+        default=None,
+        help="idle seconds before each run (default 3, quick 0.5)",
+    )
+    ap.add_argument(
+        "--no-docs", action="store_true", help="do not rewrite docs/benchmarks.md and the chart"
+    )
+    ap.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        help="results file (default benches/compare/results/latest[-quick].json)",
+    )
+    ap.add_argument(
+        "--note", action="append", default=[], help="a remark about this run for docs/benchmarks.md"
+    )
+    ap.add_argument(
+        "--merge",
+        action="store_true",
+        help="replace only the (workload, system, variant) rows this run ran inside the existing "
+        "results "
+        "file (and its allreduce runs if allreduce ran), keep every other row, and rebuild the "
+        "table, chart and docs from the merged results",
+    )
+    ap.add_argument(
+        "--report-from",
+        type=Path,
+        default=None,
+        help="only rebuild the table, chart and docs from a results JSON of an earlier run",
+    )
     args = ap.parse_args()
     bootstrap(Path(__file__))
     sys.path.insert(0, str(HERE))
@@ -121,9 +169,16 @@ def main() -> int:
             ap.error(f"unknown system {s!r} (choose from {','.join(SYSTEMS)})")
     sizes = QUICK if args.quick else FULL
     pause = args.pause if args.pause is not None else (0.5 if args.quick else 3.0)
-    timeouts = {"wordcount": 600, "kmeans": 600, "sort": 1200, "tasks": 900, "allreduce": 900, "streaming": 900}
+    timeouts = {
+        "wordcount": 600,
+        "kmeans": 600,
+        "sort": 1200,
+        "tasks": 900,
+        "allreduce": 900,
+        "streaming": 900,
+    }
     if args.quick:
-        timeouts = {k: 180 for k in timeouts}
+        timeouts = dict.fromkeys(timeouts, 180)
     started = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
     t_start = time.perf_counter()
 
@@ -145,7 +200,11 @@ def main() -> int:
                     log(f"[{rep + 1}/{args.repeat}] allreduce: heddle bench collectives --vs mpi")
                     ar_runs.append(run_allreduce(args.quick, timeouts["allreduce"], pause, systems))
                 continue
-            runnable = [v for v in vs if v.workload == w and v.make_cmd and (not v.max_repeats or rep < v.max_repeats)]
+            runnable = [
+                v
+                for v in vs
+                if v.workload == w and v.make_cmd and (not v.max_repeats or rep < v.max_repeats)
+            ]
             if not runnable:
                 continue
             shift = rep % len(runnable)
@@ -154,17 +213,32 @@ def main() -> int:
                 row = execute(v, data.get(w), sizes, setups[v.system], timeouts[w], pause, i)
                 row["repeat"] = rep
                 rows.append(row)
-                log(f"    job {row['job_s']} s, run {row['run_s']} s, peak PSS {row['peak_pss_mib']:.0f} MiB, "
-                    f"{'ok' if row['ok'] else 'FAILED'}: {row['detail']}")
+                log(
+                    f"    job {row['job_s']} s, run {row['run_s']} s, peak PSS "
+                    f"{row['peak_pss_mib']:.0f} MiB, "
+                    f"{'ok' if row['ok'] else 'FAILED'}: {row['detail']}"
+                )
 
     duration = time.perf_counter() - t_start
-    results = {"started_utc": started, "duration_s": round(duration, 1),
-               "command": ("python3 benches/compare/run.py " + " ".join(sys.argv[1:])).strip(),
-               "quick": args.quick, "repeat": args.repeat, "workloads": workloads, "systems": systems,
-               "sizes": sizes.__dict__, "machine": machine(), "versions": versions(setups),
-               "runs": rows, "allreduce": {"runs": ar_runs}, "notes": args.note}
+    results = {
+        "started_utc": started,
+        "duration_s": round(duration, 1),
+        "command": ("python3 benches/compare/run.py " + " ".join(sys.argv[1:])).strip(),
+        "quick": args.quick,
+        "repeat": args.repeat,
+        "workloads": workloads,
+        "systems": systems,
+        "sizes": sizes.__dict__,
+        "machine": machine(),
+        "versions": versions(setups),
+        "runs": rows,
+        "allreduce": {"runs": ar_runs},
+        "notes": args.note,
+    }
     if args.merge:
-        results = merge_results(results, args.json or RESULTS / ("latest-quick.json" if args.quick else "latest.json"))
+        results = merge_results(
+            results, args.json or RESULTS / ("latest-quick.json" if args.quick else "latest.json")
+        )
     return report(results, args)
 
 

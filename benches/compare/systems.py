@@ -25,10 +25,27 @@ def ensure_venv(venv: Path, requirements: Path, check: str) -> Path:
         base = shutil.which("python3") or sys.executable
         subprocess.run([base, "-m", "venv", str(venv)], check=True, timeout=600)
     fresh = stamp.exists() and stamp.read_bytes() == requirements.read_bytes()
-    if not fresh or subprocess.run([str(py), "-c", check], capture_output=True, timeout=300).returncode:
+    if (
+        not fresh
+        or subprocess.run(
+            [str(py), "-c", check], check=False, capture_output=True, timeout=300
+        ).returncode
+    ):
         log(f"installing {requirements.relative_to(ROOT)} into {venv.relative_to(ROOT)}")
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        "-r", str(requirements)], check=True, timeout=1800)
+        subprocess.run(
+            [
+                str(py),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "-r",
+                str(requirements),
+            ],
+            check=True,
+            timeout=1800,
+        )
         shutil.copyfile(requirements, stamp)
     return py
 
@@ -38,8 +55,8 @@ def bootstrap(script: Path) -> None:
     if in_own_venv():
         return
     try:
-        import venv  # noqa: F401
         import ensurepip  # noqa: F401
+        import venv  # noqa: F401
     except ImportError:
         apt_install(["python3-venv"])
     py = ensure_venv(VENV, HERE / "requirements-harness.txt", "import numpy, matplotlib")
@@ -54,17 +71,23 @@ def apt_install(packages: list[str]) -> None:
     sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     if not _apt_updated:
-        subprocess.run(sudo + ["apt-get", "update", "-q"], check=True, env=env, timeout=900)
+        subprocess.run([*sudo, "apt-get", "update", "-q"], check=True, env=env, timeout=900)
         _apt_updated = True
-    subprocess.run(sudo + ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages],
-                   check=True, env=env, timeout=1800)
+    subprocess.run(
+        [*sudo, "apt-get", "install", "-y", "-q", "--no-install-recommends", *packages],
+        check=True,
+        env=env,
+        timeout=1800,
+    )
 
 
 def java_ok() -> bool:
     java = shutil.which("java")
     if not java:
         return False
-    out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60).stderr
+    out = subprocess.run(
+        [java, "-version"], check=False, capture_output=True, text=True, timeout=60
+    ).stderr
     try:
         major = int(out.split('"')[1].split(".")[0])
     except (IndexError, ValueError):
@@ -78,40 +101,67 @@ def setup_system(system: str) -> dict:
         build_heddle()
         return {"python": None}
     if system == "mpi":
-        out = subprocess.run(["bash", str(BENCHES / "mpi" / "setup.sh")], check=True,
-                             stdout=subprocess.PIPE, text=True, timeout=1800).stdout
+        out = subprocess.run(
+            ["bash", str(BENCHES / "mpi" / "setup.sh")],
+            check=True,
+            stdout=subprocess.PIPE,
+            text=True,
+            timeout=1800,
+        ).stdout
         return {"python": out.strip().splitlines()[-1]}
     if system == "spark":
         if not java_ok():
             log("installing openjdk-17-jre-headless (Spark's JVM)")
             apt_install(["openjdk-17-jre-headless"])
-        py = ensure_venv(BENCHES / ".venv-spark", PEERS / "spark" / "requirements.txt",
-                         "import pyspark, numpy")
+        py = ensure_venv(
+            BENCHES / ".venv-spark", PEERS / "spark" / "requirements.txt", "import pyspark, numpy"
+        )
         return {"python": str(py)}
     if system == "dask":
-        py = ensure_venv(BENCHES / ".venv-dask", PEERS / "dask" / "requirements.txt",
-                         "import dask.distributed, dask.dataframe, numpy")
+        py = ensure_venv(
+            BENCHES / ".venv-dask",
+            PEERS / "dask" / "requirements.txt",
+            "import dask.distributed, dask.dataframe, numpy",
+        )
         return {"python": str(py)}
     if system == "ray":
-        py = ensure_venv(BENCHES / ".venv-ray", PEERS / "ray" / "requirements.txt", "import ray, numpy")
+        py = ensure_venv(
+            BENCHES / ".venv-ray", PEERS / "ray" / "requirements.txt", "import ray, numpy"
+        )
         return {"python": str(py)}
     if system == "flink":
         if not java_ok():
             log("installing openjdk-17-jre-headless (Flink's JVM)")
             apt_install(["openjdk-17-jre-headless"])
-        py = ensure_venv(BENCHES / ".venv-flink", PEERS / "flink" / "requirements.txt", "import pyflink, numpy")
+        py = ensure_venv(
+            BENCHES / ".venv-flink", PEERS / "flink" / "requirements.txt", "import pyflink, numpy"
+        )
         return {"python": str(py)}
     raise ValueError(system)
 
 
 def build_heddle() -> None:
-    need = [HEDDLE] + [EXAMPLES / n for n in ("wordcount_task", "kmeans_task", "terasort_dataflow", "terasort", "bench_collectives",
-                                              "tiny_tasks", "stream_events")]
+    need = [HEDDLE] + [
+        EXAMPLES / n
+        for n in (
+            "wordcount_task",
+            "kmeans_task",
+            "terasort_dataflow",
+            "terasort",
+            "bench_collectives",
+            "tiny_tasks",
+            "stream_events",
+        )
+    ]
     if all(p.exists() for p in need):
         return
     log("building Heddle (cargo build --release --bins --examples)")
-    subprocess.run(["cargo", "build", "-j2", "--release", "--bins", "--examples"], cwd=ROOT,
-                   check=True, timeout=3600)
+    subprocess.run(
+        ["cargo", "build", "-j2", "--release", "--bins", "--examples"],
+        cwd=ROOT,
+        check=True,
+        timeout=3600,
+    )
 
 
 def versions(setups: dict) -> dict:
@@ -119,21 +169,39 @@ def versions(setups: dict) -> dict:
     for system, s in setups.items():
         py = s.get("python")
         if system == "heddle":
-            rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                                 text=True, timeout=60).stdout.strip()
+            rev = subprocess.run(
+                ["git", "rev-parse", "--short", "HEAD"],
+                check=False,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            ).stdout.strip()
             out["heddle"] = f"commit {rev}"
             continue
-        mods = {"mpi": ["mpi4py", "numpy"], "spark": ["pyspark", "numpy"],
-                "dask": ["dask", "distributed", "numpy", "pandas"], "ray": ["ray", "numpy"],
-                "flink": ["apache-flink", "numpy"]}[system]
-        code = ("import importlib.metadata as m, sys; print(', '.join(f'{n} {m.version(n)}' for n in "
-                f"{mods!r}) + ', Python ' + sys.version.split()[0])")
-        v = subprocess.run([py, "-c", code], capture_output=True, text=True, timeout=120).stdout.strip()
+        mods = {
+            "mpi": ["mpi4py", "numpy"],
+            "spark": ["pyspark", "numpy"],
+            "dask": ["dask", "distributed", "numpy", "pandas"],
+            "ray": ["ray", "numpy"],
+            "flink": ["apache-flink", "numpy"],
+        }[system]
+        code = (
+            "import importlib.metadata as m, sys; print(', '.join(f'{n} {m.version(n)}' for n in "
+            f"{mods!r}) + ', Python ' + sys.version.split()[0])"
+        )
+        v = subprocess.run(
+            [py, "-c", code], check=False, capture_output=True, text=True, timeout=120
+        ).stdout.strip()
         if system == "mpi":
-            o = subprocess.run(["mpirun", "--version"], capture_output=True, text=True, timeout=60).stdout
+            o = subprocess.run(
+                ["mpirun", "--version"], check=False, capture_output=True, text=True, timeout=60
+            ).stdout
             v = (o.splitlines()[0].strip() if o else "Open MPI") + ", " + v
         if system in ("spark", "flink"):
-            j = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=60).stderr
+            j = subprocess.run(
+                ["java", "-version"], check=False, capture_output=True, text=True, timeout=60
+            ).stderr
             v += ", " + (j.splitlines()[0].strip() if j else "java")
         out[system] = v
     return out

@@ -121,7 +121,7 @@ def iterations(bytes_moved: int, args) -> tuple[int, int]:
 
 
 def percentile(sorted_ns: np.ndarray, q: float) -> float:
-    k = max(int(math.ceil(q * len(sorted_ns))) - 1, 0)
+    k = max(math.ceil(q * len(sorted_ns)) - 1, 0)
     return float(sorted_ns[k])
 
 
@@ -255,9 +255,7 @@ class Bandwidth(Bench):
     def __init__(self, comm, _nbytes):
         super().__init__(comm, BANDWIDTH_BYTES)
         self.expected = u8_pattern(BANDWIDTH_BYTES, 1)
-        self.buf = (
-            self.expected.copy() if self.rank == 0 else np.zeros(BANDWIDTH_BYTES, np.uint8)
-        )
+        self.buf = self.expected.copy() if self.rank == 0 else np.zeros(BANDWIDTH_BYTES, np.uint8)
         self.ack = np.zeros(1, dtype=np.uint8)
 
     def participates(self) -> bool:
@@ -361,8 +359,11 @@ def main(argv=None) -> int:
     unknown = [c for c in collectives if c not in BENCHES]
     if unknown or any(s < 0 for s in sizes):
         if MPI.COMM_WORLD.Get_rank() == 0:
-            print(f"unknown collectives {unknown} or negative size; "
-                  f"known: {','.join(ALL_COLLECTIVES)}", file=sys.stderr)
+            print(
+                f"unknown collectives {unknown} or negative size; "
+                f"known: {','.join(ALL_COLLECTIVES)}",
+                file=sys.stderr,
+            )
         return 2
 
     comm = MPI.COMM_WORLD

@@ -38,10 +38,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 MPI_SETUP = ROOT / "benches" / "mpi" / "setup.sh"
 MPIRUN_FLAGS = [
-    "--bind-to", "none",
-    "--mca", "pml", "ob1",
-    "--mca", "btl", "self,vader",
-    "--mca", "btl_vader_single_copy_mechanism", "none",
+    "--bind-to",
+    "none",
+    "--mca",
+    "pml",
+    "ob1",
+    "--mca",
+    "btl",
+    "self,vader",
+    "--mca",
+    "btl_vader_single_copy_mechanism",
+    "none",
 ]
 
 
@@ -55,7 +62,13 @@ def worker(args) -> int:
     else:
         import heddle
 
-        comm, SUM, MAX, LAND, IN_PLACE = heddle.init(), heddle.SUM, heddle.MAX, heddle.LAND, heddle.IN_PLACE
+        comm, SUM, MAX, LAND, IN_PLACE = (
+            heddle.init(),
+            heddle.SUM,
+            heddle.MAX,
+            heddle.LAND,
+            heddle.IN_PLACE,
+        )
     rank, size = comm.Get_rank(), comm.Get_size()
     n = max(1, args.bytes // 8)
     send = (rank + 1 + np.arange(n) % 7).astype(np.float64)
@@ -86,16 +99,26 @@ def worker(args) -> int:
         def pick(q: float) -> float:  # nearest rank, in microseconds
             return float(s[max(0, math.ceil(q * len(s)) - 1)]) / 1000.0
 
-        print(json.dumps({
-            "system": args.side, "collective": "allreduce", "ranks": size, "bytes": n * 8,
-            "p50_us": round(pick(0.5), 3), "p99_us": round(pick(0.99), 3), "iters": args.iters,
-            "verified": bool(ok[0]),
-        }), flush=True)
+        print(
+            json.dumps(
+                {
+                    "system": args.side,
+                    "collective": "allreduce",
+                    "ranks": size,
+                    "bytes": n * 8,
+                    "p50_us": round(pick(0.5), 3),
+                    "p99_us": round(pick(0.99), 3),
+                    "iters": args.iters,
+                    "verified": bool(ok[0]),
+                }
+            ),
+            flush=True,
+        )
     return 0
 
 
 def run_side(cmd, env, timeout) -> dict:
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    out = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=timeout)
     for line in out.stdout.splitlines():
         line = line.split("] ", 1)[1] if line.startswith("[") and "] " in line else line
         if line.startswith("{"):
@@ -106,18 +129,32 @@ def run_side(cmd, env, timeout) -> dict:
 
 def driver(args) -> int:
     print(f"bench: setting up the MPI peer ({MPI_SETUP.relative_to(ROOT)})", file=sys.stderr)
-    setup = subprocess.run(["bash", str(MPI_SETUP)], capture_output=True, text=True, timeout=1800)
+    setup = subprocess.run(
+        ["bash", str(MPI_SETUP)], check=False, capture_output=True, text=True, timeout=1800
+    )
     if setup.returncode != 0:
         sys.stderr.write(setup.stderr)
         raise SystemExit("bench: benches/mpi/setup.sh failed")
     mpi_python = setup.stdout.strip().splitlines()[-1]
     common = ["--bytes", str(args.bytes), "--iters", str(args.iters), "--warmup", str(args.warmup)]
     me = str(Path(__file__).resolve())
-    heddle_cmd = [sys.executable, "-m", "heddle", "run", "-n", str(args.ranks), sys.executable, me, "--side", "heddle"] + common
-    mpi_cmd = ["mpirun", "-n", str(args.ranks)] + MPIRUN_FLAGS
+    heddle_cmd = [
+        sys.executable,
+        "-m",
+        "heddle",
+        "run",
+        "-n",
+        str(args.ranks),
+        sys.executable,
+        me,
+        "--side",
+        "heddle",
+        *common,
+    ]
+    mpi_cmd = ["mpirun", "-n", str(args.ranks), *MPIRUN_FLAGS]
     if args.ranks > (os.cpu_count() or 1):
         mpi_cmd.append("--oversubscribe")
-    mpi_cmd += [mpi_python, me, "--side", "mpi"] + common
+    mpi_cmd += [mpi_python, me, "--side", "mpi", *common]
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     runs = {"heddle": [], "mpi": []}
     print(f"{'run':>4} {'system':>7} {'p50 us':>8} {'p99 us':>8} verified")
@@ -125,14 +162,27 @@ def driver(args) -> int:
         for side, cmd in (("heddle", heddle_cmd), ("mpi", mpi_cmd)):
             r = run_side(cmd, env, timeout=600)
             runs[side].append(r)
-            print(f"{rep:>4} {side:>7} {r['p50_us']:>8.3f} {r['p99_us']:>8.3f} {r['verified']}", flush=True)
+            print(
+                f"{rep:>4} {side:>7} {r['p50_us']:>8.3f} {r['p99_us']:>8.3f} {r['verified']}",
+                flush=True,
+            )
     med = {s: statistics.median(r["p50_us"] for r in rs) for s, rs in runs.items()}
     ratio = med["heddle"] / med["mpi"]
     verified = all(r["verified"] for rs in runs.values() for r in rs)
-    print(f"median p50: heddle.comm {med['heddle']:.3f} us, mpi4py {med['mpi']:.3f} us, ratio {ratio:.2f}x")
-    result = {"bench": "allreduce", "ranks": args.ranks, "bytes": max(8, args.bytes // 8 * 8),
-              "heddle_p50_us": med["heddle"], "mpi_p50_us": med["mpi"], "ratio": round(ratio, 3),
-              "verified": verified, "runs": runs}
+    print(
+        f"median p50: heddle.comm {med['heddle']:.3f} us, mpi4py {med['mpi']:.3f} us, ratio "
+        f"{ratio:.2f}x"
+    )
+    result = {
+        "bench": "allreduce",
+        "ranks": args.ranks,
+        "bytes": max(8, args.bytes // 8 * 8),
+        "heddle_p50_us": med["heddle"],
+        "mpi_p50_us": med["mpi"],
+        "ratio": round(ratio, 3),
+        "verified": verified,
+        "runs": runs,
+    }
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}))

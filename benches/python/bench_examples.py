@@ -1,9 +1,10 @@
 """Python word count (200 MB) and K-means (1 M points x 2, 16 centers, 10 iterations) with
 heddle.data on N workers: runs each example (examples/python/wordcount.py, kmeans.py;
 ``wordcount-udf`` is the word count with ``--python``, counting with ``collections.Counter``
-in Python rather than with the native ``words().value_counts()``) --repeat times under ``python -m heddle run -n N``, alternating, and prints every run's
-``job_s`` (from the example's JSON line: the job's time on its slowest worker, input
-generation and verification excluded) and the medians.
+in Python rather than with the native ``words().value_counts()``) --repeat times under
+``python -m heddle run -n N``, alternating, and prints every run's ``job_s`` (from the
+example's JSON line: the job's time on its slowest worker, input generation and
+verification excluded) and the medians.
 
     .venv-py/bin/python benches/python/bench_examples.py [--workers 2] [--repeat 3] [--json FILE]
 
@@ -27,7 +28,7 @@ WORDS = ["--generate", "--seed", "1", "--megabytes", "200"]
 #: workload -> (example, arguments)
 WORKLOADS = {
     "wordcount": ("wordcount", WORDS),
-    "wordcount-udf": ("wordcount", WORDS + ["--python"]),
+    "wordcount-udf": ("wordcount", [*WORDS, "--python"]),
     "kmeans": ("kmeans", ["--generate", "--seed", "1", "--k", "16", "--iterations", "10"]),
 }
 
@@ -35,9 +36,18 @@ WORKLOADS = {
 def run(workload: str, workers: int, verify: bool) -> dict:
     example, args = WORKLOADS[workload]
     args = list(args) + ([] if verify else ["--no-verify"])
-    cmd = [sys.executable, "-m", "heddle", "run", "-n", str(workers), str(EXAMPLES / f"{example}.py"), *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "heddle",
+        "run",
+        "-n",
+        str(workers),
+        str(EXAMPLES / f"{example}.py"),
+        *args,
+    ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEDDLE_")}
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=900)
     for line in done.stdout.splitlines():
         if line.startswith("[0] {"):
             rep = json.loads(line[4:])
@@ -51,7 +61,9 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--only", choices=sorted(WORKLOADS), help="one workload")
-    p.add_argument("--no-verify", action="store_true", help="skip the examples' reference computations")
+    p.add_argument(
+        "--no-verify", action="store_true", help="skip the examples' reference computations"
+    )
     p.add_argument("--json", type=Path, help="write the runs and medians here")
     args = p.parse_args()
     names = [args.only] if args.only else list(WORKLOADS)
@@ -60,7 +72,10 @@ def main() -> None:
         for name in names:
             rep = run(name, args.workers, not args.no_verify)
             times[name].append(rep["job_s"])
-            print(f"run {i + 1}: {name:13s} job_s {rep['job_s']:.3f} s ({args.workers} workers)", flush=True)
+            print(
+                f"run {i + 1}: {name:13s} job_s {rep['job_s']:.3f} s ({args.workers} workers)",
+                flush=True,
+            )
     result = {name: {"runs": t, "median_s": statistics.median(t)} for name, t in times.items()}
     for name, r in result.items():
         print(f"{name:9s} median of {len(r['runs'])}: {r['median_s']:.3f} s")

@@ -48,7 +48,14 @@ def main() -> int:
     mine = np.arange(n, dtype=np.int64) * (rank + 1) % 977
     out = np.empty_like(mine)
     comm.Allreduce(mine, out, op=heddle.MAX)
-    checks.append(bool(np.array_equal(out, np.max([np.arange(n, dtype=np.int64) * (r + 1) % 977 for r in range(size)], axis=0))))
+    checks.append(
+        bool(
+            np.array_equal(
+                out,
+                np.max([np.arange(n, dtype=np.int64) * (r + 1) % 977 for r in range(size)], axis=0),
+            )
+        )
+    )
 
     # Object API: any picklable value.
     checks.append(comm.allreduce(rank + 1) == size * (size + 1) // 2)
@@ -65,15 +72,19 @@ def main() -> int:
     ok = np.array([all(checks)])
     comm.Allreduce(heddle.IN_PLACE, ok, op=heddle.LAND)
     if rank == 0:
-        print(json.dumps({
-            "example": "allreduce",
-            "ok": bool(ok[0]),
-            "job_s": round(time.perf_counter() - start, 3),
-            "ranks": size,
-            "elements": n,
-            "checks": len(checks),
-            "allreduce_us": round(per_call * 1e6, 1),
-        }))
+        print(
+            json.dumps(
+                {
+                    "example": "allreduce",
+                    "ok": bool(ok[0]),
+                    "job_s": round(time.perf_counter() - start, 3),
+                    "ranks": size,
+                    "elements": n,
+                    "checks": len(checks),
+                    "allreduce_us": round(per_call * 1e6, 1),
+                }
+            )
+        )
     return 0 if ok[0] else 1
 
 

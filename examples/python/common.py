@@ -75,10 +75,13 @@ def generate_words(path: Path, megabytes: int, seed: int) -> None:
         while written < budget:
             s = _stream(seed, line0 * WORDS_PER_LINE, chunk * WORDS_PER_LINE)
             u = (s >> np.uint64(11)).astype(np.float64) / float(1 << 53) * total
-            idx = np.minimum(np.searchsorted(cumulative, u, side="left"), VOCABULARY - 1).reshape(chunk, WORDS_PER_LINE)
+            idx = np.minimum(np.searchsorted(cumulative, u, side="left"), VOCABULARY - 1).reshape(
+                chunk, WORDS_PER_LINE
+            )
             line_len = vlen[idx].sum(axis=1) + WORDS_PER_LINE
             ends = written + np.cumsum(line_len)
-            keep = int(np.searchsorted(ends - line_len, budget, side="left"))  # lines started below the budget
+            # lines started below the budget
+            keep = int(np.searchsorted(ends - line_len, budget, side="left"))
             idx, line_len = idx[:keep], line_len[:keep]
             out.write(_lines(idx, vocab, vlen, voff))
             written += int(line_len.sum())

@@ -25,7 +25,7 @@ import heddle
 from heddle.data import Session
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
+import common
 
 BLOCK_POINTS = 65_536
 
@@ -57,7 +57,12 @@ def lloyd(points: np.ndarray, first: np.ndarray, iterations: int) -> np.ndarray:
     centers = first.copy()
     for _ in range(iterations):
         nearest = np.concatenate(
-            [((points[i : i + 100_000, None, :] - centers[None, :, :]) ** 2).sum(axis=2).argmin(axis=1) for i in range(0, len(points), 100_000)]
+            [
+                ((points[i : i + 100_000, None, :] - centers[None, :, :]) ** 2)
+                .sum(axis=2)
+                .argmin(axis=1)
+                for i in range(0, len(points), 100_000)
+            ]
         )
         for c in range(len(centers)):
             mine = points[nearest == c]
@@ -68,14 +73,24 @@ def lloyd(points: np.ndarray, first: np.ndarray, iterations: int) -> np.ndarray:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--input", type=Path, help="points as CSV (x,y lines) or .npy (float64, shape (n, 2))")
-    p.add_argument("--generate", action="store_true", help="generate --points points in 16 Gaussian blobs instead")
+    p.add_argument(
+        "--input", type=Path, help="points as CSV (x,y lines) or .npy (float64, shape (n, 2))"
+    )
+    p.add_argument(
+        "--generate",
+        action="store_true",
+        help="generate --points points in 16 Gaussian blobs instead",
+    )
     p.add_argument("--seed", type=int, default=1, help="seed of the generated points")
     p.add_argument("--points", type=int, default=common.POINTS, help="points to generate")
-    p.add_argument("--k", type=int, default=common.BLOBS, help="centers (the first k points start as centers)")
+    p.add_argument(
+        "--k", type=int, default=common.BLOBS, help="centers (the first k points start as centers)"
+    )
     p.add_argument("--iterations", type=int, default=10, help="iterations")
     p.add_argument("--output", type=Path, help="write the final centers as CSV (centers.csv) here")
-    p.add_argument("--no-verify", action="store_true", help="skip the check against a plain Lloyd's algorithm")
+    p.add_argument(
+        "--no-verify", action="store_true", help="skip the check against a plain Lloyd's algorithm"
+    )
     args = p.parse_args()
     if (args.input is None) == (not args.generate):
         p.error("give --input FILE or --generate")
@@ -89,7 +104,10 @@ def main() -> int:
         first = np.array(everything[: args.k])
     else:
         n, seed = args.points, args.seed
-        blocks = s.generate(-(-n // BLOCK_POINTS), lambda b: common.points(seed, b * BLOCK_POINTS, min(n, (b + 1) * BLOCK_POINTS)))
+        blocks = s.generate(
+            -(-n // BLOCK_POINTS),
+            lambda b: common.points(seed, b * BLOCK_POINTS, min(n, (b + 1) * BLOCK_POINTS)),
+        )
         first = common.points(seed, 0, min(args.k, n))
     if args.k <= 0 or n < args.k:
         p.error(f"--k {args.k} needs at least that many points (there are {n})")
@@ -99,8 +117,8 @@ def main() -> int:
     start = time.perf_counter()
     centers = first.copy()
     for _ in range(args.iterations):
-        c = centers
-        sums = points.map(lambda block: partial_sums(block, c)).reduce(np.add)
+        # `c=centers` binds this iteration's centers (not whatever `centers` is at call time).
+        sums = points.map(lambda block, c=centers: partial_sums(block, c)).reduce(np.add)
         centers = update(centers, sums)
     job_s = comm.allreduce(time.perf_counter() - start, op=max)
 
@@ -108,14 +126,35 @@ def main() -> int:
         if args.no_verify:
             err, ok = None, True
         else:
-            everything = common.read_points(args.input) if args.input is not None else common.points(args.seed, 0, n)
+            everything = (
+                common.read_points(args.input)
+                if args.input is not None
+                else common.points(args.seed, 0, n)
+            )
             want = lloyd(np.asarray(everything), first, args.iterations)
             err = float(np.abs(centers - want).max())
             ok = err < 1e-6
         if args.output:
             args.output.mkdir(parents=True, exist_ok=True)
-            np.savetxt(args.output / "centers.csv", centers, delimiter=",", header="x,y", comments="", fmt="%.17g")
-        line = {"example": "kmeans", "api": "python", "ok": ok, "points": n, "k": args.k, "iterations": args.iterations, "max_center_error": None if err is None else float(f"{err:.3e}"), "job_s": round(job_s, 3), "workers": comm.size}
+            np.savetxt(
+                args.output / "centers.csv",
+                centers,
+                delimiter=",",
+                header="x,y",
+                comments="",
+                fmt="%.17g",
+            )
+        line = {
+            "example": "kmeans",
+            "api": "python",
+            "ok": ok,
+            "points": n,
+            "k": args.k,
+            "iterations": args.iterations,
+            "max_center_error": None if err is None else float(f"{err:.3e}"),
+            "job_s": round(job_s, 3),
+            "workers": comm.size,
+        }
         print(json.dumps(line))
         if not ok:
             print("error: the centers differ from a plain Lloyd's algorithm", file=sys.stderr)

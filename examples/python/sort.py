@@ -36,7 +36,9 @@ def pairs(blocks):
     out = []
     for block in blocks:
         if len(block) % LINE:
-            raise ValueError(f"a block of {len(block)} bytes is not a whole number of {LINE}-byte lines")
+            raise ValueError(
+                f"a block of {len(block)} bytes is not a whole number of {LINE}-byte lines"
+            )
         out.extend((block[i : i + KEY], block[i : i + RECORD]) for i in range(0, len(block), LINE))
     return out
 
@@ -98,25 +100,53 @@ def check(path: Path, directory: Path) -> tuple[bool, str]:
     files = part_files(directory)
     for part in files:
         if part.stat().st_size % stride(part):
-            return False, f"{part.name}: {part.stat().st_size} bytes is not a whole number of records"
+            return (
+                False,
+                f"{part.name}: {part.stat().st_size} bytes is not a whole number of records",
+            )
     for i, r in enumerate(output_records(directory)):
         if r[:KEY] < last:
             return False, f"keys out of order at record {i + 1}"
         last = r[:KEY]
     want, got = digest(records_of(path, LINE)), digest(output_records(directory))
     if want != got:
-        return False, f"{got[0]} records (want {want[0]}), checksum {'equal' if want[1] == got[1] else 'differs'}"
+        return (
+            False,
+            f"{got[0]} records (want {want[0]}), checksum "
+            f"{'equal' if want[1] == got[1] else 'differs'}",
+        )
     return True, f"{got[0]} records in {len(files)} files, in key order, checksum equal"
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--input", type=Path, required=True, help="file of 100-byte lines (10-byte key, 90 bytes, newline)")
+    p.add_argument(
+        "--input",
+        type=Path,
+        required=True,
+        help="file of 100-byte lines (10-byte key, 90 bytes, newline)",
+    )
     p.add_argument("--output", type=Path, required=True, help="write the sorted part files here")
-    p.add_argument("--mem-budget", type=int, default=1 << 30, help="bytes of records a partition holds before sorted runs spill to disk")
-    p.add_argument("--python", action="store_true", help="split, sort and write the records in Python instead of natively")
-    p.add_argument("--block-bytes", type=int, default=LINE * 10_000, help="with --python: bytes per input block (whole lines)")
-    p.add_argument("--no-verify", action="store_true", help="skip the check of the output against the input")
+    p.add_argument(
+        "--mem-budget",
+        type=int,
+        default=1 << 30,
+        help="bytes of records a partition holds before sorted runs spill to disk",
+    )
+    p.add_argument(
+        "--python",
+        action="store_true",
+        help="split, sort and write the records in Python instead of natively",
+    )
+    p.add_argument(
+        "--block-bytes",
+        type=int,
+        default=LINE * 10_000,
+        help="with --python: bytes per input block (whole lines)",
+    )
+    p.add_argument(
+        "--no-verify", action="store_true", help="skip the check of the output against the input"
+    )
     args = p.parse_args()
     if not args.input.exists():
         p.error(f"--input {args.input} does not exist")
@@ -131,11 +161,13 @@ def main() -> int:
     comm.barrier()
     start = time.perf_counter()
     if args.python:
-        written = (s.text_blocks(args.input, args.block_bytes, binary=True)
-                    .map_partitions(pairs)
-                    .sort_by_key()
-                    .map_partitions(writer(args.output))
-                    .collect())
+        written = (
+            s.text_blocks(args.input, args.block_bytes, binary=True)
+            .map_partitions(pairs)
+            .sort_by_key()
+            .map_partitions(writer(args.output))
+            .collect()
+        )
         if comm.rank == 0:
             # Partition order is key order: part-00000, part-00001, ...
             for i, (name, _) in enumerate(written):
@@ -148,12 +180,29 @@ def main() -> int:
     if comm.rank == 0:
         verify = time.perf_counter()
         if not args.python:  # the part files, in key order, and their records
-            written = [(p.name, p.stat().st_size // stride(p)) for p in part_files(args.output) if p.stat().st_size]
+            written = [
+                (p.name, p.stat().st_size // stride(p))
+                for p in part_files(args.output)
+                if p.stat().st_size
+            ]
         records = sum(n for _, n in written)
-        ok, detail = (True, f"{records} records, not verified") if args.no_verify else check(args.input, args.output)
-        line = {"example": "sort", "api": "python", "sorting": "python" if args.python else "native", "ok": ok, "records": records, "partitions": len(written),
-                "job_s": round(job_s, 3), "verify_s": round(time.perf_counter() - verify, 3), "detail": detail,
-                "workers": comm.size}
+        ok, detail = (
+            (True, f"{records} records, not verified")
+            if args.no_verify
+            else check(args.input, args.output)
+        )
+        line = {
+            "example": "sort",
+            "api": "python",
+            "sorting": "python" if args.python else "native",
+            "ok": ok,
+            "records": records,
+            "partitions": len(written),
+            "job_s": round(job_s, 3),
+            "verify_s": round(time.perf_counter() - verify, 3),
+            "detail": detail,
+            "workers": comm.size,
+        }
         print(json.dumps(line))
         if not ok:
             print(f"error: the sorted output is wrong: {detail}", file=sys.stderr)

@@ -50,7 +50,7 @@ def read_events(files: list) -> list:
         for n, line in enumerate(f.read_bytes().splitlines()):
             if not line:
                 continue
-            ts, comma, key = line.partition(b",")
+            ts, _, key = line.partition(b",")
             try:
                 events.append((int(key), int(ts)))
             except ValueError:
@@ -60,10 +60,23 @@ def read_events(files: list) -> list:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--input", required=True, help="the events: a file, a directory or a glob of `ts_ms,key` lines")
+    p.add_argument(
+        "--input",
+        required=True,
+        help="the events: a file, a directory or a glob of `ts_ms,key` lines",
+    )
     p.add_argument("--window-ms", type=int, default=10_000, help="window length in ms")
-    p.add_argument("--out-of-order-ms", type=int, default=5_000, help="how far out of order events may come (the watermark's lag)")
-    p.add_argument("--output", type=Path, help="write `window,key,count` lines here (part-NNNNN.csv per worker)")
+    p.add_argument(
+        "--out-of-order-ms",
+        type=int,
+        default=5_000,
+        help="how far out of order events may come (the watermark's lag)",
+    )
+    p.add_argument(
+        "--output",
+        type=Path,
+        help="write `window,key,count` lines here (part-NNNNN.csv per worker)",
+    )
     args = p.parse_args()
     if args.window_ms < 1:
         p.error("--window-ms must be at least 1")
@@ -98,14 +111,29 @@ def main() -> int:
         results = sum(len(part) for part in parts)
         got = dict(pair for part in parts for pair in part)
         want = collections.Counter((t // size, k) for k, t in read_events(files))
-        differ = sum(1 for k, c in want.items() if got.get(k) != c) + sum(1 for k in got if k not in want)
+        differ = sum(1 for k, c in want.items() if got.get(k) != c) + sum(
+            1 for k in got if k not in want
+        )
         ok = differ == 0 and results == len(got) and late == 0
-        detail = (f"{total} events, {len(got)} (window, key) counts equal" if ok else
-                  f"{differ} (window, key) counts differ, {results} results for {len(got)} (window, key) pairs, "
-                  f"{late} late events dropped")
-        line = {"example": "stream_events", "api": "python", "ok": ok, "events": total, "windows": len(got), "late": late,
-                "job_s": round(job_s, 3), "verify_s": round(time.perf_counter() - verify, 3), "detail": detail,
-                "workers": comm.size}
+        detail = (
+            f"{total} events, {len(got)} (window, key) counts equal"
+            if ok
+            else f"{differ} (window, key) counts differ, {results} results for {len(got)} (window, "
+            "key) pairs, "
+            f"{late} late events dropped"
+        )
+        line = {
+            "example": "stream_events",
+            "api": "python",
+            "ok": ok,
+            "events": total,
+            "windows": len(got),
+            "late": late,
+            "job_s": round(job_s, 3),
+            "verify_s": round(time.perf_counter() - verify, 3),
+            "detail": detail,
+            "workers": comm.size,
+        }
         print(json.dumps(line))
         if not ok:
             print(f"error: the window counts are wrong: {detail}", file=sys.stderr)

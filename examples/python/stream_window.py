@@ -31,7 +31,7 @@ import heddle
 from heddle.data import Session, Window
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
+import common
 
 MASK = (1 << 64) - 1
 GAMMA = 0x9E3779B97F4A7C15
@@ -51,7 +51,7 @@ def reference_ranks(seed: int, events: int) -> collections.Counter:
     counts: collections.Counter = collections.Counter()
     for start in range(0, events, 1 << 20):
         i = np.arange(start, min(events, start + (1 << 20)), dtype=np.uint64)
-        z = common._mix(((np.uint64(seed) ^ (i * common._GAMMA)) + common._GAMMA))
+        z = common._mix((np.uint64(seed) ^ (i * common._GAMMA)) + common._GAMMA)
         u = (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
         ranks, n = np.unique((u * u * common.VOCABULARY).astype(np.int64), return_counts=True)
         counts.update(dict(zip(ranks.tolist(), n.tolist())))
@@ -64,7 +64,7 @@ def file_events(path: Path) -> list:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         sys.exit(f"error: cannot read --input {path}: {e.strerror}")
-    return [(w, (line, 1)) for line, l in enumerate(text.splitlines()) for w in l.split()]
+    return [(w, (n, 1)) for n, words in enumerate(text.splitlines()) for w in words.split()]
 
 
 def later_and_sum(a: tuple, b: tuple) -> tuple:
@@ -85,21 +85,33 @@ def check(args, results: list, late: int) -> bool:
             per_word[r[2]] += r[3]
         return per_word == reference_ranks(args.seed, args.events)
     want: collections.Counter = collections.Counter()
-    for line, l in enumerate(args.input.read_text(encoding="utf-8").splitlines()):
-        for w in l.split():
-            want[(line - line % size, w)] += 1
+    for n, words in enumerate(args.input.read_text(encoding="utf-8").splitlines()):
+        for w in words.split():
+            want[(n - n % size, w)] += 1
     return collections.Counter({(r[0], r[2]): r[3] for r in results}) == want
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--input", type=Path, help="stream the words of this text file (timestamps: one ms per line)")
-    p.add_argument("--generate", action="store_true", help="generate events instead, stamped with the clock when made")
+    p.add_argument(
+        "--input",
+        type=Path,
+        help="stream the words of this text file (timestamps: one ms per line)",
+    )
+    p.add_argument(
+        "--generate",
+        action="store_true",
+        help="generate events instead, stamped with the clock when made",
+    )
     p.add_argument("--events", type=int, default=2_000_000, help="events to generate in all")
     p.add_argument("--rate", type=int, help="events per second per worker (unpaced if absent)")
     p.add_argument("--seed", type=int, default=1, help="seed of the generated words")
     p.add_argument("--window-ms", type=int, default=10, help="window length in ms")
-    p.add_argument("--output", type=Path, help="write the window results (start<TAB>end<TAB>word<TAB>count) here")
+    p.add_argument(
+        "--output",
+        type=Path,
+        help="write the window results (start<TAB>end<TAB>word<TAB>count) here",
+    )
     args = p.parse_args()
     if (args.input is None) == (not args.generate):
         p.error("give --input FILE or --generate")
@@ -108,7 +120,11 @@ def main() -> int:
     s = Session(comm)
     if args.generate:
         seed = args.seed
-        events = s.stream_generate(lambda i: (word_rank(seed, i), (time.time_ns() // 1_000_000, 1)), rate=args.rate, limit=args.events)
+        events = s.stream_generate(
+            lambda i: (word_rank(seed, i), (time.time_ns() // 1_000_000, 1)),
+            rate=args.rate,
+            limit=args.events,
+        )
     else:
         events = s.stream_from_list(file_events(args.input))
     window = Window.tumbling(args.window_ms).event_time(0, 0)
@@ -138,7 +154,9 @@ def main() -> int:
             args.output.mkdir(parents=True, exist_ok=True)
             words = common.vocabulary(args.seed) if args.generate else None
             rows = sorted((r[0], r[1], words[r[2]] if words else r[2], r[3]) for r in results)
-            (args.output / "windows.tsv").write_text("".join(f"{a}\t{b}\t{w}\t{n}\n" for a, b, w, n in rows))
+            (args.output / "windows.tsv").write_text(
+                "".join(f"{a}\t{b}\t{w}\t{n}\n" for a, b, w, n in rows)
+            )
         rate = records / job_s if job_s > 0 else 0.0
         line = {
             "example": "stream_window",
@@ -155,7 +173,9 @@ def main() -> int:
         }
         print(json.dumps(line))
         if not ok:
-            print("error: the window counts differ from a plain count of the events", file=sys.stderr)
+            print(
+                "error: the window counts differ from a plain count of the events", file=sys.stderr
+            )
             return 1
     return 0
 

@@ -65,8 +65,16 @@ def main() -> int:
         n = args.tasks
         want = (n - 1) * n * (2 * n - 1) // 6
         ok = got == [want]
-        line = {"example": "tasks", "api": "python", "ok": ok, "tasks": n, "job_s": round(job_s, 4), "verify_s": 0.0,
-                "detail": f"sum {got[0] if got else None}, want {want}", "workers": comm.size}
+        line = {
+            "example": "tasks",
+            "api": "python",
+            "ok": ok,
+            "tasks": n,
+            "job_s": round(job_s, 4),
+            "verify_s": 0.0,
+            "detail": f"sum {got[0] if got else None}, want {want}",
+            "workers": comm.size,
+        }
         print(json.dumps(line))
         if not ok:
             print(f"error: the sum of the squares is {got}, want {want}", file=sys.stderr)

@@ -28,7 +28,7 @@ import heddle
 from heddle.data import Session
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
+import common
 
 
 def count_words(blocks):
@@ -52,7 +52,9 @@ def read_parts(directory: Path) -> dict:
 def reference(path: Path) -> dict:
     """A plain single-threaded count of every word of the input (a file or a directory's
     files), words separated by ASCII whitespace as in the Rust example."""
-    files = sorted(p for p in path.iterdir() if not p.name.startswith(".")) if path.is_dir() else [path]
+    files = (
+        sorted(p for p in path.iterdir() if not p.name.startswith(".")) if path.is_dir() else [path]
+    )
     counts = collections.Counter()
     for f in files:
         counts.update(f.read_bytes().split())
@@ -61,13 +63,30 @@ def reference(path: Path) -> dict:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--input", type=Path, help="text file or directory to count (UTF-8, words separated by ASCII whitespace)")
-    p.add_argument("--generate", action="store_true", help="generate the input (about --megabytes of text) instead")
+    p.add_argument(
+        "--input",
+        type=Path,
+        help="text file or directory to count (UTF-8, words separated by ASCII whitespace)",
+    )
+    p.add_argument(
+        "--generate",
+        action="store_true",
+        help="generate the input (about --megabytes of text) instead",
+    )
     p.add_argument("--seed", type=int, default=1, help="seed of the generated text")
     p.add_argument("--megabytes", type=int, default=200, help="size of the generated text")
     p.add_argument("--output", type=Path, help="write word<TAB>count part files here")
-    p.add_argument("--python", action="store_true", help="count each block with collections.Counter in Python instead of natively")
-    p.add_argument("--block-bytes", type=int, default=64 << 10, help="with --python: bytes of text per block (small blocks keep each split list in cache)")
+    p.add_argument(
+        "--python",
+        action="store_true",
+        help="count each block with collections.Counter in Python instead of natively",
+    )
+    p.add_argument(
+        "--block-bytes",
+        type=int,
+        default=64 << 10,
+        help="with --python: bytes of text per block (small blocks keep each split list in cache)",
+    )
     p.add_argument("--explain", action="store_true", help="print the plan")
     p.add_argument("--no-verify", action="store_true", help="skip the check against a plain count")
     args = p.parse_args()
@@ -89,7 +108,11 @@ def main() -> int:
     comm.barrier()
     start = time.perf_counter()
     if args.python:
-        counts = s.text_blocks(path, args.block_bytes, binary=True).map_partitions(count_words).reduce_by_key(operator.add)
+        counts = (
+            s.text_blocks(path, args.block_bytes, binary=True)
+            .map_partitions(count_words)
+            .reduce_by_key(operator.add)
+        )
     else:
         counts = s.text_file(path).words().value_counts()
     if args.explain and comm.rank == 0:
@@ -104,7 +127,16 @@ def main() -> int:
     if comm.rank == 0:
         got = dict(result) if result is not None else read_parts(args.output)
         ok = args.no_verify or got == reference(path)
-        line = {"example": "wordcount", "api": "python", "counting": "python" if args.python else "native", "ok": ok, "words": sum(got.values()), "distinct": len(got), "job_s": round(job_s, 3), "workers": comm.size}
+        line = {
+            "example": "wordcount",
+            "api": "python",
+            "counting": "python" if args.python else "native",
+            "ok": ok,
+            "words": sum(got.values()),
+            "distinct": len(got),
+            "job_s": round(job_s, 3),
+            "workers": comm.size,
+        }
         print(json.dumps(line))
         if not ok:
             print("error: the counts differ from a plain count of the input", file=sys.stderr)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from heddle import errors as _errors
 from heddle._heddle import __version__
 from heddle.comm import (
     BAND,
@@ -40,7 +41,6 @@ from heddle.comm import (
     init,
     is_initialized,
 )
-from heddle import errors as _errors
 from heddle.errors import *  # noqa: F403 (the exception classes: heddle.errors.__all__)
 
 __all__ = [
@@ -60,8 +60,9 @@ __all__ = [
     "BAND",
     "BOR",
     "BXOR",
-    *_errors.__all__,
 ]
+# The form type checkers and linters follow (PEP 484's `__all__ += submodule.__all__`).
+__all__ += _errors.__all__
 
 #: Submodules loaded on first attribute access.
 _LAZY_SUBMODULES = ("task", "data")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import sys
 import traceback
 from types import TracebackType
-from typing import Optional, Type
 
 from heddle import _heddle
 from heddle.errors import JobAborted
@@ -32,10 +31,14 @@ def install(rank: int) -> None:
     _installed = True
     previous = sys.excepthook
 
-    def hook(kind: Type[BaseException], value: BaseException, tb: Optional[TracebackType]) -> None:
+    def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         if isinstance(value, JobAborted):
             origin = "another worker" if value.origin is None else f"rank {value.origin}"
-            print(f"heddle: rank {rank} stopped: the job was aborted because {origin} failed ({value.kind})", file=sys.stderr)
+            print(
+                f"heddle: rank {rank} stopped: the job was aborted because {origin} failed "
+                f"({value.kind})",
+                file=sys.stderr,
+            )
             return
         if not isinstance(value, KeyboardInterrupt):
             text = "".join(traceback.format_exception(kind, value, tb))

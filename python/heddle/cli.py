@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any, Callable
 
 from heddle import _heddle
 from heddle.errors import ConfigError, HeddleError
@@ -64,8 +65,14 @@ class _UsageError(Exception):
     pass
 
 
-def _parse_run(args: Sequence[str]) -> Dict[str, Any]:
-    opts: Dict[str, Any] = {"workers": "1", "init_timeout": "60", "transport": None, "master_bind": "127.0.0.1:0", "kill_grace": "2"}
+def _parse_run(args: Sequence[str]) -> dict[str, Any]:
+    opts: dict[str, Any] = {
+        "workers": "1",
+        "init_timeout": "60",
+        "transport": None,
+        "master_bind": "127.0.0.1:0",
+        "kill_grace": "2",
+    }
     i = 0
     while i < len(args):
         a = args[i]
@@ -100,12 +107,14 @@ def _number(text: str, flag: str, kind: Callable[[str], Any] = float) -> Any:
     try:
         return kind(text)
     except ValueError:
-        raise _UsageError(f"{flag} {text!r} is not a {'whole number' if kind is int else 'number'}") from None
+        raise _UsageError(
+            f"{flag} {text!r} is not a {'whole number' if kind is int else 'number'}"
+        ) from None
 
 
-def _program(command: List[str]) -> List[str]:
+def _program(command: list[str]) -> list[str]:
     if command and (command[0].endswith(".py") or command[0] in ("-m", "-c")):
-        return [sys.executable] + command
+        return [sys.executable, *command]
     return command
 
 
@@ -155,7 +164,7 @@ def run(args: Sequence[str]) -> int:
         return 1
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``heddle`` console command; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help", "help"):

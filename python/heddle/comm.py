@@ -34,7 +34,8 @@ import struct
 import sys
 import threading
 from array import array
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from collections.abc import Sequence
+from typing import Any, Callable, Union
 
 from heddle import _heddle
 from heddle._heddle import BAND, BOR, BXOR, IN_PLACE, LAND, LOR, MAX, MIN, PROD, SUM, Op
@@ -115,23 +116,25 @@ _OBJECT_OPS = {
 }
 
 
-def _object_op(op: Optional[OpLike]) -> Callable[[Any, Any], Any]:
+def _object_op(op: OpLike | None) -> Callable[[Any, Any], Any]:
     if op is None:
         return operator.add
     if isinstance(op, Op):
         return _OBJECT_OPS[op.name]
     if callable(op):
         return op
-    raise ArgumentError(f"op must be a heddle operator (heddle.SUM, ...) or a function of two values, not {op!r}")
+    raise ArgumentError(
+        f"op must be a heddle operator (heddle.SUM, ...) or a function of two values, not {op!r}"
+    )
 
 
 # --- pickle protocol 5 with out-of-band buffers ----------------------------------------
 
 
-def _dumps(obj: Any) -> Tuple[bytes, List[memoryview]]:
+def _dumps(obj: Any) -> tuple[bytes, list[memoryview]]:
     """Pickles ``obj``; buffers of at least ``_OUT_OF_BAND_MIN`` bytes are returned apart
     (as byte views of the object's own memory) instead of being copied into the stream."""
-    buffers: List[memoryview] = []
+    buffers: list[memoryview] = []
 
     def out_of_band(pb: pickle.PickleBuffer) -> bool:
         try:
@@ -174,7 +177,7 @@ class _Packed:
             off = _aligned(off + b.nbytes)
 
 
-def _pack_all(objs: Sequence[Any]) -> Tuple[bytearray, List[int]]:
+def _pack_all(objs: Sequence[Any]) -> tuple[bytearray, list[int]]:
     packed = [_Packed(o) for o in objs]
     sizes = [p.size for p in packed]
     out = bytearray(sum(sizes))
@@ -199,7 +202,7 @@ def _unpack(block: memoryview) -> Any:
     return pickle.loads(data, buffers=buffers)
 
 
-def _unpack_all(buf: bytearray, sizes: Sequence[int]) -> List[Any]:
+def _unpack_all(buf: bytearray, sizes: Sequence[int]) -> list[Any]:
     view = memoryview(buf)
     out = []
     off = 0
@@ -209,7 +212,7 @@ def _unpack_all(buf: bytearray, sizes: Sequence[int]) -> List[Any]:
     return out
 
 
-def _u64(values: Sequence[int]) -> "array[int]":
+def _u64(values: Sequence[int]) -> array[int]:
     return array("Q", values)
 
 
@@ -226,7 +229,7 @@ class Comm(_heddle.Comm):
 
     # -- structure ----------------------------------------------------------------------
 
-    def split(self, color: Optional[int] = 0, key: int = 0) -> Optional["Comm"]:
+    def split(self, color: int | None = 0, key: int = 0) -> Comm | None:
         """Splits into sub-communicators (collective over this one): ranks passing the
         same ``color`` form one, ordered by ``(key, rank)``. A ``color`` of ``None``,
         ``heddle.UNDEFINED`` or any negative number joins none and gets ``None``."""
@@ -259,7 +262,7 @@ class Comm(_heddle.Comm):
         for b in buffers:
             self.Send(b, dest, tag)
 
-    def recv(self, buf: None = None, source: Optional[int] = None, tag: int = 0) -> Any:
+    def recv(self, buf: None = None, source: int | None = None, tag: int = 0) -> Any:
         """Receives an object sent with :meth:`send` from rank ``source`` with ``tag``
         (there is no ``ANY_SOURCE``/``ANY_TAG``). Arrays that travelled out of band are
         received straight into new memory and returned without a further copy."""
@@ -284,13 +287,15 @@ class Comm(_heddle.Comm):
         dest: int,
         sendtag: int = 0,
         recvbuf: None = None,
-        source: Optional[int] = None,
-        recvtag: Optional[int] = None,
+        source: int | None = None,
+        recvtag: int | None = None,
     ) -> Any:
         """Sends ``sendobj`` to ``dest`` and receives an object from ``source`` at once, so
         ranks can exchange pairwise without deadlock. One tag serves both directions."""
         if recvbuf is not None:
-            raise ArgumentError("sendrecv: recvbuf is not supported; objects are received into new memory")
+            raise ArgumentError(
+                "sendrecv: recvbuf is not supported; objects are received into new memory"
+            )
         if source is None:
             raise ArgumentError("sendrecv: pass source= (heddle has no ANY_SOURCE)")
         tag = sendtag if recvtag is None else recvtag
@@ -321,14 +326,14 @@ class Comm(_heddle.Comm):
         length, n = sizes
         head = bytearray(8 * n + length)
         self.Bcast(head, root)
-        received: List[bytearray] = []
+        received: list[bytearray] = []
         for size in struct.unpack_from(f"<{n}Q", head, 0):
             incoming = bytearray(size)
             self.Bcast(incoming, root)
             received.append(incoming)
         return pickle.loads(memoryview(head)[8 * n :], buffers=received)
 
-    def gather(self, sendobj: Any, root: int = 0) -> Optional[List[Any]]:
+    def gather(self, sendobj: Any, root: int = 0) -> list[Any] | None:
         """Returns the list of every rank's ``sendobj`` (in rank order) at ``root``, and
         ``None`` elsewhere."""
         blob, (size,) = _pack_all([sendobj])
@@ -342,7 +347,7 @@ class Comm(_heddle.Comm):
         self.Gatherv(blob, [out, list(sizes)], root)
         return _unpack_all(out, sizes)
 
-    def allgather(self, sendobj: Any) -> List[Any]:
+    def allgather(self, sendobj: Any) -> list[Any]:
         """Returns the list of every rank's ``sendobj``, in rank order, on every rank."""
         blob, (size,) = _pack_all([sendobj])
         sizes = _u64([0] * self.size)
@@ -351,13 +356,15 @@ class Comm(_heddle.Comm):
         self.Allgatherv(blob, [out, list(sizes)])
         return _unpack_all(out, sizes)
 
-    def scatter(self, sendobj: Optional[Sequence[Any]] = None, root: int = 0) -> Any:
+    def scatter(self, sendobj: Sequence[Any] | None = None, root: int = 0) -> Any:
         """Rank ``root`` passes one object per rank; rank i gets ``sendobj[i]``."""
         mine = _u64([0])
         if self.rank == root:
             if sendobj is None or len(sendobj) != self.size:
                 got = "None" if sendobj is None else f"{len(sendobj)} objects"
-                raise ArgumentError(f"scatter: the root must pass {self.size} objects (one per rank), got {got}")
+                raise ArgumentError(
+                    f"scatter: the root must pass {self.size} objects (one per rank), got {got}"
+                )
             blob, sizes = _pack_all(list(sendobj))
             self.Scatter(_u64(sizes), mine, root)
             out = bytearray(mine[0])
@@ -368,7 +375,7 @@ class Comm(_heddle.Comm):
             self.Scatterv(None, out, root)
         return _unpack(memoryview(out))
 
-    def alltoall(self, sendobj: Sequence[Any]) -> List[Any]:
+    def alltoall(self, sendobj: Sequence[Any]) -> list[Any]:
         """Every rank passes one object per rank; rank j receives ``sendobj[j]`` of every
         rank, in rank order."""
         if sendobj is None or len(sendobj) != self.size:
@@ -380,7 +387,7 @@ class Comm(_heddle.Comm):
         self.Alltoallv([blob, sizes], [out, list(theirs)])
         return _unpack_all(out, theirs)
 
-    def reduce(self, sendobj: Any, op: Optional[OpLike] = SUM, root: int = 0) -> Any:
+    def reduce(self, sendobj: Any, op: OpLike | None = SUM, root: int = 0) -> Any:
         """Combines every rank's object with ``op`` (a heddle operator, applied as ``+``,
         ``*``, max, min, ... — element-wise for numpy arrays — or any function of two
         values) in rank order; the result at ``root``, ``None`` elsewhere."""
@@ -388,14 +395,14 @@ class Comm(_heddle.Comm):
         values = self.gather(sendobj, root)
         return None if values is None else functools.reduce(fold, values)
 
-    def allreduce(self, sendobj: Any, op: Optional[OpLike] = SUM) -> Any:
+    def allreduce(self, sendobj: Any, op: OpLike | None = SUM) -> Any:
         """Combines every rank's object with ``op`` as :meth:`reduce` does; every rank gets
         the result. For numpy arrays prefer :meth:`Allreduce`, which reduces in place."""
         fold = _object_op(op)
         return functools.reduce(fold, self.allgather(sendobj))
 
 
-_world: Optional[Comm] = None
+_world: Comm | None = None
 _world_lock = threading.Lock()
 
 

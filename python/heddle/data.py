@@ -50,7 +50,8 @@ import contextlib
 import csv
 import io
 import os
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
+from collections.abc import Iterable, Sequence
+from typing import Any, Callable, Union
 
 from heddle import _heddle
 from heddle._batches import from_batch, to_batch
@@ -63,7 +64,7 @@ __all__ = ["Session", "DataSet", "Stream", "Window", "Windowed", "StopHandle"]
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def _pyarrow(what: str) -> Tuple[Any, Any]:
+def _pyarrow(what: str) -> tuple[Any, Any]:
     """``pyarrow`` and ``pyarrow.parquet``, or an ImportError saying how to get them."""
     try:
         import pyarrow
@@ -98,10 +99,10 @@ class Session:
 
     def __init__(
         self,
-        comm: Optional[Comm] = None,
-        partitions: Optional[int] = None,
-        memory_budget: Optional[int] = None,
-        spill_dirs: Optional[Sequence[PathLike]] = None,
+        comm: Comm | None = None,
+        partitions: int | None = None,
+        memory_budget: int | None = None,
+        spill_dirs: Sequence[PathLike] | None = None,
     ) -> None:
         self.comm: Comm = comm if comm is not None else init()
         dirs = None if spill_dirs is None else [os.fspath(d) for d in spill_dirs]
@@ -122,21 +123,21 @@ class Session:
         """Partitions of every data set."""
         return self._native.partitions
 
-    def _wrap(self, native: Any) -> "DataSet":
+    def _wrap(self, native: _heddle.DataSet) -> DataSet:
         return DataSet(native, self)
 
-    def range(self, start: int, end: Optional[int] = None) -> "DataSet":
+    def range(self, start: int, end: int | None = None) -> DataSet:
         """The integers ``start .. end - 1`` (``range(n)``: ``0 .. n - 1``), split evenly."""
         if end is None:
             start, end = 0, start
         return self._wrap(self._native.range(int(start), int(end)))
 
-    def from_list(self, records: Iterable[Any]) -> "DataSet":
+    def from_list(self, records: Iterable[Any]) -> DataSet:
         """The records of ``records`` — the same sequence on every worker (as every worker
         runs the same program) — split evenly, in order."""
         return self._wrap(self._native.from_list(records))
 
-    def from_numpy(self, array: Any, rows_per_block: int = 65536) -> "DataSet":
+    def from_numpy(self, array: Any, rows_per_block: int = 65536) -> DataSet:
         """Blocks of ``rows_per_block`` rows of ``array`` (the same array on every worker;
         a memory map is fine: each partition touches only its blocks) as records: numpy
         arrays to work on with numpy in ``map``/``map_partitions``."""
@@ -144,25 +145,27 @@ class Session:
         step = max(1, int(rows_per_block))
         return self.from_list([array[i : i + step] for i in range(0, n, step)])
 
-    def generate(self, n: int, f: Callable[[int], Any]) -> "DataSet":
+    def generate(self, n: int, f: Callable[[int], Any]) -> DataSet:
         """``f(0) .. f(n - 1)``, each partition calling ``f`` for its own share (seeded
         generators; ``f`` may make a whole numpy block per call)."""
         return self._wrap(self._native.generate(int(n), f))
 
-    def text_file(self, path: PathLike) -> "DataSet":
+    def text_file(self, path: PathLike) -> DataSet:
         """The lines (``str``, without line ends) of a text file, of every file in a
         directory, or of the files a glob (``*``, ``?`` in the last component) names;
         split by byte ranges. The text must be UTF-8."""
         return self._wrap(self._native.text_file(os.fspath(path)))
 
-    def text_blocks(self, path: PathLike, block_bytes: int = 4 << 20, binary: bool = False) -> "DataSet":
+    def text_blocks(
+        self, path: PathLike, block_bytes: int = 4 << 20, binary: bool = False
+    ) -> DataSet:
         """The same text as :meth:`text_file` in blocks: each record is a ``str`` of whole
         lines (each ending with a newline) of about ``block_bytes`` bytes — for vectorized
         work such as ``collections.Counter(block.split())``. With ``binary`` the blocks are
         ``bytes``, not decoded (faster to split and count; any encoding)."""
         return self._wrap(self._native.text_blocks(os.fspath(path), int(block_bytes), bool(binary)))
 
-    def read_csv(self, path: PathLike, header: bool = True, on_malformed: str = "fail") -> "DataSet":
+    def read_csv(self, path: PathLike, header: bool = True, on_malformed: str = "fail") -> DataSet:
         """Rows of CSV files (found as :meth:`text_file` finds them): dicts of ``str`` keyed
         by the first file's header when ``header`` (each file's first line is its header),
         else lists of ``str``. Quoted fields must not span lines. A malformed row raises
@@ -177,12 +180,14 @@ class Session:
             names = next(csv.reader(io.StringIO(f.readline())), [])
         return rows.map(lambda row: dict(zip(names, row)))
 
-    def read_json_lines(self, path: PathLike, on_malformed: str = "fail") -> "DataSet":
+    def read_json_lines(self, path: PathLike, on_malformed: str = "fail") -> DataSet:
         """Records of JSON-lines files (one JSON value per line, blank lines ignored):
         dicts, lists, str, int, float, bool, None."""
-        return self._wrap(self._native.read_json_lines(os.fspath(path), _on_malformed(on_malformed)))
+        return self._wrap(
+            self._native.read_json_lines(os.fspath(path), _on_malformed(on_malformed))
+        )
 
-    def read_parquet(self, path: PathLike, columns: Optional[Sequence[str]] = None) -> "DataSet":
+    def read_parquet(self, path: PathLike, columns: Sequence[str] | None = None) -> DataSet:
         """Rows of Parquet files (found as :meth:`text_file` finds them) as dicts of column
         values — only ``columns`` if given — read with ``pyarrow``; the files' row groups are
         dealt to the partitions in order. A file of one column named ``item`` (how
@@ -202,11 +207,12 @@ class Session:
                 raise ArgumentError(f"{f} has no column {missing[0]!r}; its columns are {names}")
             groups += [(os.fspath(f), g) for g in range(meta.num_row_groups)]
 
-        def rows(group: Tuple[str, int]) -> List[Any]:
+        def rows(group: tuple[str, int]) -> list[Any]:
             table = pq.ParquetFile(group[0]).read_row_group(group[1], columns=cols)
-            if table.column_names == ["item"]:
-                return table.column(0).to_pylist()
-            return table.to_pylist()
+            records: list[Any] = (
+                table.column(0).to_pylist() if table.column_names == ["item"] else table.to_pylist()
+            )
+            return records
 
         return self.from_list(groups).flat_map(rows)
 
@@ -220,7 +226,7 @@ class Session:
 
     # --- stream sources -------------------------------------------------------------------
 
-    def _stream(self, native: Any) -> Stream:
+    def _stream(self, native: _heddle.Stream) -> Stream:
         return Stream(native, self)
 
     def stream_from_list(self, records: Iterable[Any]) -> Stream:
@@ -228,12 +234,21 @@ class Session:
         in order: a replay, for tests and backfills."""
         return self._stream(_heddle.Stream.from_list(self._native, records))
 
-    def stream_generate(self, f: Callable[[int], Any], rate: Optional[int] = None, limit: Optional[int] = None) -> Stream:
+    def stream_generate(
+        self, f: Callable[[int], Any], rate: int | None = None, limit: int | None = None
+    ) -> Stream:
         """``f(0), f(1), ...`` as they are made: partition i calls ``f`` with the numbers
         congruent to i (so each is made once), at most ``rate`` records per second per
         partition (``None``: as fast as possible), until ``limit`` records in all
         (``None``: until the run is stopped)."""
-        return self._stream(_heddle.Stream.generate(self._native, f, None if rate is None else int(rate), None if limit is None else int(limit)))
+        return self._stream(
+            _heddle.Stream.generate(
+                self._native,
+                f,
+                None if rate is None else int(rate),
+                None if limit is None else int(limit),
+            )
+        )
 
     def socket_text(self, address: Address) -> Stream:
         """The lines (``str``, without line ends) a TCP server at ``address`` (``"host:port"``
@@ -241,13 +256,15 @@ class Session:
         server closes the connection."""
         return self._stream(_heddle.Stream.socket_text(self._native, _address(address)))
 
-    def follow_file(self, path: PathLike, end_marker: Optional[str] = None) -> Stream:
+    def follow_file(self, path: PathLike, end_marker: str | None = None) -> Stream:
         """The lines of a file as it grows, like ``tail -f`` from its start (partition 0
         reads; it waits for the file to appear), until the run is stopped, or until a line
         equal to ``end_marker`` (not emitted) if one is given."""
         return self._stream(_heddle.Stream.follow_file(self._native, os.fspath(path), end_marker))
 
-    def redis_stream(self, url: str, key: str, after: str = "0", end_field: Optional[str] = None) -> Stream:
+    def redis_stream(
+        self, url: str, key: str, after: str = "0", end_field: str | None = None
+    ) -> Stream:
         """The entries of the Redis stream ``key`` at ``url`` (``redis://host:port/``) after
         entry id ``after`` (``"0"``: from the start) as ``(id, {field: value})``; partition 0
         reads. An entry with a field named ``end_field`` ends the stream (and is not
@@ -255,43 +272,48 @@ class Session:
         return self._stream(_heddle.Stream.redis_stream(self._native, url, key, after, end_field))
 
     def __repr__(self) -> str:
-        return f"<heddle.data.Session rank={self.rank} workers={self.size} partitions={self.partitions}>"
+        return (
+            f"<heddle.data.Session rank={self.rank} workers={self.size} "
+            f"partitions={self.partitions}>"
+        )
 
 
 class DataSet:
     """A lazy distributed collection of Python objects, in :attr:`Session.partitions`
     partitions. Transformations return new data sets; actions run them (collectively)."""
 
-    def __init__(self, native: Any, session: Session) -> None:
+    def __init__(self, native: _heddle.DataSet, session: Session) -> None:
         self._native = native
         self.session = session
 
-    def _wrap(self, native: Any) -> "DataSet":
+    def _wrap(self, native: _heddle.DataSet) -> DataSet:
         return DataSet(native, self.session)
 
     # --- record-wise ---------------------------------------------------------------
 
-    def map(self, f: Callable[[Any], Any]) -> "DataSet":
+    def map(self, f: Callable[[Any], Any]) -> DataSet:
         """Each record through ``f``."""
         return self._wrap(self._native.map(f))
 
-    def flat_map(self, f: Callable[[Any], Iterable[Any]]) -> "DataSet":
+    def flat_map(self, f: Callable[[Any], Iterable[Any]]) -> DataSet:
         """Each record to the records of the iterable ``f`` returns (``None``: none)."""
         return self._wrap(self._native.flat_map(f))
 
-    def filter(self, f: Callable[[Any], Any]) -> "DataSet":
+    def filter(self, f: Callable[[Any], Any]) -> DataSet:
         """The records for which ``f`` is true."""
         return self._wrap(self._native.filter(f))
 
-    def key_by(self, f: Callable[[Any], Any]) -> "DataSet":
+    def key_by(self, f: Callable[[Any], Any]) -> DataSet:
         """``(f(record), record)`` for each record."""
         return self._wrap(self._native.key_by(f))
 
-    def map_partitions(self, f: Callable[[List[Any]], Iterable[Any]]) -> "DataSet":
+    def map_partitions(self, f: Callable[[list[Any]], Iterable[Any]]) -> DataSet:
         """Each whole partition (a list) through ``f``, which returns an iterable of records."""
         return self._wrap(self._native.map_partitions(f))
 
-    def map_batches(self, f: Callable[[Any], Any], batch_size: Optional[int] = 4096, batch_format: str = "numpy") -> "DataSet":
+    def map_batches(
+        self, f: Callable[[Any], Any], batch_size: int | None = 4096, batch_format: str = "numpy"
+    ) -> DataSet:
         """Vectorized map: ``f`` gets batches of up to ``batch_size`` consecutive records of a
         partition (``None``: the whole partition) and returns a batch.
 
@@ -308,8 +330,8 @@ class DataSet:
         convert = to_batch(batch_format)
         size = None if batch_size is None else max(1, int(batch_size))
 
-        def run(part: List[Any]) -> List[Any]:
-            out: List[Any] = []
+        def run(part: list[Any]) -> list[Any]:
+            out: list[Any] = []
             step = size or max(1, len(part))
             for i in range(0, len(part), step):
                 out.extend(from_batch(f(convert(part[i : i + step]))))
@@ -317,19 +339,19 @@ class DataSet:
 
         return self.map_partitions(run)
 
-    def union(self, other: "DataSet") -> "DataSet":
+    def union(self, other: DataSet) -> DataSet:
         """The records of both data sets."""
         return self._wrap(self._native.union(other._native))
 
-    def repartition(self) -> "DataSet":
+    def repartition(self) -> DataSet:
         """The same records dealt round-robin over the partitions (evens out skew)."""
         return self._wrap(self._native.repartition())
 
-    def distinct(self) -> "DataSet":
+    def distinct(self) -> DataSet:
         """Every distinct record once (records compared as keys are)."""
         return self._wrap(self._native.distinct())
 
-    def words(self) -> "DataSet":
+    def words(self) -> DataSet:
         """The words of ``str`` (or ``bytes``) records: the runs of characters between
         ASCII whitespace (space, ``\\t``, ``\\n``, ``\\r``, ``\\v``, ``\\f``), as ``bytes.split()``
         splits; other Unicode spaces stay inside words. Other records raise ``TypeError``.
@@ -343,47 +365,49 @@ class DataSet:
         """
         return self._wrap(self._native.words())
 
-    def value_counts(self) -> "DataSet":
+    def value_counts(self) -> DataSet:
         """``(record, count)`` for every distinct record (records compared as keys are),
         counted natively within each partition first; the order is unspecified."""
         return self._wrap(self._native.value_counts())
 
     # --- keyed: records are (key, value) tuples ---------------------------------------
 
-    def reduce_by_key(self, f: Callable[[Any, Any], Any]) -> "DataSet":
+    def reduce_by_key(self, f: Callable[[Any, Any], Any]) -> DataSet:
         """Values combined per key with ``f`` (associative, commutative): within each
         partition first, then across them. Gives ``(key, value)`` per key."""
         return self._wrap(self._native.reduce_by_key(f))
 
-    def aggregate_by_key(self, zero: Any, seq: Callable[[Any, Any], Any], comb: Callable[[Any, Any], Any]) -> "DataSet":
+    def aggregate_by_key(
+        self, zero: Any, seq: Callable[[Any, Any], Any], comb: Callable[[Any, Any], Any]
+    ) -> DataSet:
         """Values folded per key into an accumulator: ``seq(acc, value)`` starting from a
         deep copy of ``zero``; accumulators merged with ``comb`` (associative, commutative)."""
         return self._wrap(self._native.aggregate_by_key(zero, seq, comb))
 
-    def group_by_key(self) -> "DataSet":
+    def group_by_key(self) -> DataSet:
         """Every key once with the list of its values: ``(key, [values])``."""
         return self._wrap(self._native.group_by_key())
 
-    def join(self, other: "DataSet") -> "DataSet":
+    def join(self, other: DataSet) -> DataSet:
         """Inner join: ``(key, (v, w))`` for every pair of values with equal keys."""
         return self._wrap(self._native.join(other._native))
 
-    def left_join(self, other: "DataSet") -> "DataSet":
+    def left_join(self, other: DataSet) -> DataSet:
         """Left outer join: every left pair ``(key, (v, w))``, ``w`` ``None`` where no right
         value has the key."""
         return self._wrap(self._native.left_join(other._native))
 
-    def full_outer_join(self, other: "DataSet") -> "DataSet":
+    def full_outer_join(self, other: DataSet) -> DataSet:
         """Full outer join: matched pairs, and unmatched values of either side with ``None``
         on the other."""
         return self._wrap(self._native.full_outer_join(other._native))
 
-    def sort_by_key(self) -> "DataSet":
+    def sort_by_key(self) -> DataSet:
         """Sorted by key across partitions: partition i holds keys no greater than partition
         i + 1's, each sorted (stable). Samples the keys now (an action)."""
         return self._wrap(self._native.sort_by_key())
 
-    def sort(self, key_bytes: Optional[int] = None) -> "DataSet":
+    def sort(self, key_bytes: int | None = None) -> DataSet:
         """The records sorted across partitions (partition i's before partition i + 1's;
         the order of equal keys is unspecified). Samples the keys now (an action).
 
@@ -396,18 +420,27 @@ class DataSet:
 
             s.text_file("records.txt").sort(key_bytes=10).write_text("sorted/")
         """
-        if key_bytes is not None and (isinstance(key_bytes, bool) or not isinstance(key_bytes, int) or key_bytes < 0):
-            raise ValueError(f"key_bytes must be a whole number of bytes (0 or more), or None, not {key_bytes!r}")
+        if key_bytes is not None and (
+            isinstance(key_bytes, bool) or not isinstance(key_bytes, int) or key_bytes < 0
+        ):
+            raise ValueError(
+                f"key_bytes must be a whole number of bytes (0 or more), or None, not {key_bytes!r}"
+            )
         return self._wrap(self._native.sort(key_bytes))
 
     # --- in memory and in loops --------------------------------------------------------
 
-    def cache(self) -> "DataSet":
+    def cache(self) -> DataSet:
         """Computes the data set now (an action) and keeps every partition in memory, as
         Python objects, so later actions start from there."""
         return self._wrap(self._native.cache())
 
-    def iterate(self, max_steps: int, step: Callable[["DataSet"], "DataSet"], done: Callable[["DataSet", "DataSet"], bool]) -> Tuple["DataSet", int]:
+    def iterate(
+        self,
+        max_steps: int,
+        step: Callable[[DataSet], DataSet],
+        done: Callable[[DataSet, DataSet], bool],
+    ) -> tuple[DataSet, int]:
         """Repeats ``step`` on the data set up to ``max_steps`` times, caching each result,
         until ``done(previous, next)`` holds (checked after each step, collectively: the
         loop ends when every worker says so). Returns the last data set and the steps
@@ -422,11 +455,11 @@ class DataSet:
 
     # --- actions -----------------------------------------------------------------------
 
-    def collect(self) -> Optional[List[Any]]:
+    def collect(self) -> list[Any] | None:
         """Every record, in partition order, on rank 0 (``None`` on the other workers)."""
         return self._native.collect()
 
-    def collect_all(self) -> List[Any]:
+    def collect_all(self) -> list[Any]:
         """Every record, in partition order, on every worker."""
         return self._native.collect_all()
 
@@ -456,7 +489,7 @@ class DataSet:
         bool, None), one part file per partition (``mode`` as for :meth:`write_text`)."""
         self._native.write_json_lines(os.fspath(directory), _mode(mode))
 
-    def for_each_partition(self, f: Callable[[int, List[Any]], Any]) -> None:
+    def for_each_partition(self, f: Callable[[int, list[Any]], Any]) -> None:
         """Calls ``f(index, records)`` with every whole partition (a list), on the worker
         holding it."""
         self._native.for_each_partition(f)
@@ -468,13 +501,19 @@ class DataSet:
         when every worker has written its files (``mode`` and the commit as for
         :meth:`write_text`)."""
         pa, pq = _pyarrow("write_parquet")
-        commit = _heddle.OutputCommit(self.session._native, os.fspath(directory), _mode(mode), ".parquet")
-        written: List[int] = []
+        commit = _heddle.OutputCommit(
+            self.session._native, os.fspath(directory), _mode(mode), ".parquet"
+        )
+        written: list[int] = []
 
-        def write(index: int, records: List[Any]) -> None:
+        def write(index: int, records: list[Any]) -> None:
             if not records:
                 return
-            table = pa.Table.from_pylist(records) if isinstance(records[0], dict) else pa.table({"item": records})
+            table = (
+                pa.Table.from_pylist(records)
+                if isinstance(records[0], dict)
+                else pa.table({"item": records})
+            )
             pq.write_table(table, os.fspath(commit.temp_path(index)))
             written.append(index)
 

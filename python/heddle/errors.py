@@ -5,15 +5,15 @@ variant to one of the classes below, keeping the Rust message as the text::
 
     HeddleError
     ├── ConfigError      (also ValueError)  a HEDDLE_* setting or the launcher environment is wrong
-    ├── ArgumentError    (also ValueError, TypeError)  a bad argument: rank, root, tag, buffer, dtype, op
+    ├── ArgumentError    (also ValueError, TypeError)  a bad rank, root, tag, buffer, dtype or op
     ├── CommError                           communication failed (I/O, malformed data, truncation)
     │   ├── TimeoutError (also builtins.TimeoutError)  no progress for HEDDLE_TIMEOUT_S seconds
     │   └── WorkerFailed                    a peer worker is gone; ``.rank`` says which
     ├── LaunchError                         ``heddle run`` could not start a worker
-    ├── GraphError       (also ValueError)  a malformed task graph (a cycle, an edge into a source ...)
+    ├── GraphError       (also ValueError)  a malformed task graph (a cycle, an edge into a source)
     ├── PlanError                           a task graph that cannot be placed on the workers
     ├── TaskError                           a task failed inside the native task system
-    ├── DataError                           input data cannot be read or parsed (names file and line)
+    ├── DataError                           input cannot be read or parsed (names file and line)
     └── JobAborted                          another worker failed: the whole job stopped
 
 An exception raised by Python code running inside a job (a task method, a function given
@@ -24,7 +24,6 @@ it was raised; every other worker of the job raises :class:`JobAborted` carrying
 from __future__ import annotations
 
 import builtins
-from typing import Optional
 
 __all__ = [
     "HeddleError",
@@ -71,7 +70,7 @@ class WorkerFailed(CommError):
     ``rank`` is the lost worker's world rank when known, else ``None``.
     """
 
-    rank: Optional[int] = None
+    rank: int | None = None
 
 
 class LaunchError(HeddleError):
@@ -109,6 +108,6 @@ class JobAborted(HeddleError):
     text (for Python, its traceback).
     """
 
-    origin: Optional[int] = None
-    task: Optional[str] = None
-    kind: Optional[str] = None
+    origin: int | None = None
+    task: str | None = None
+    kind: str | None = None

@@ -8,12 +8,14 @@ Use them through :mod:`heddle.data` (``Session.stream_generate``, ``socket_text`
     from heddle.data import Session, Window
 
     s = Session()
-    events = s.stream_generate(lambda i: (f"user{i % 10}", int(time.time() * 1000)), rate=1000, limit=10_000)
+    events = s.stream_generate(lambda i: (f"user{i % 10}", int(time.time() * 1000)),
+                               rate=1000, limit=10_000)
     counts = (events.map(lambda e: (e[0], (e[1], 1)))
                     .window(Window.tumbling(100).event_time(out_of_orderness=20),
                             lambda a, b: (max(a[0], b[0]), a[1] + b[1]),
                             event_time=lambda v: v[0]))
-    counts.run(print)            # Windowed(key='user3', start=..., end=..., value=(..., 98), records=98, update=False)
+    counts.run(print)
+    # prints Windowed(key='user3', start=..., end=..., value=(..., 98), records=98, update=False)
 
 Times are milliseconds: window sizes (``int``/``float`` ms or ``datetime.timedelta``),
 event timestamps (``event_time`` returns an ``int`` of ms, e.g. ``int(time.time() * 1000)``)
@@ -24,7 +26,8 @@ from __future__ import annotations
 
 import datetime
 import os
-from typing import Any, Callable, Iterable, List, NamedTuple, Optional, Tuple, Union
+from collections.abc import Iterable
+from typing import Any, Callable, NamedTuple, Union
 
 from heddle import _heddle
 from heddle._batches import from_batch, to_batch
@@ -37,17 +40,23 @@ __all__ = ["Stream", "Window", "Windowed", "StopHandle"]
 StopHandle = _heddle.StopHandle
 
 Millis = Union[int, float, datetime.timedelta]
-Address = Union[str, Tuple[str, int]]
+Address = Union[str, tuple[str, int]]
 
 
 def _ms(value: Millis, name: str, minimum: int) -> int:
     """Whole milliseconds of ``value`` (ms as a number, or a timedelta), at least ``minimum``."""
-    ms = value / datetime.timedelta(milliseconds=1) if isinstance(value, datetime.timedelta) else value
+    ms = (
+        value / datetime.timedelta(milliseconds=1)
+        if isinstance(value, datetime.timedelta)
+        else value
+    )
     if isinstance(ms, bool) or not isinstance(ms, (int, float)) or ms != ms:
-        raise TypeError(f"{name} must be milliseconds (an int or float) or a datetime.timedelta, got {value!r}")
+        raise TypeError(
+            f"{name} must be milliseconds (an int or float) or a datetime.timedelta, got {value!r}"
+        )
     if round(ms) < minimum:
         raise ValueError(f"{name} must be at least {minimum} ms, got {value!r}")
-    return int(round(ms))
+    return int(round(ms))  # noqa: RUF046 (round() of a numpy < 2 float is a float)
 
 
 def _count(value: int, name: str) -> int:
@@ -71,50 +80,66 @@ class Window:
 
     __slots__ = ("kind", "size", "slide", "out_of_orderness", "allowed_lateness")
 
-    def __init__(self, kind: str, size: int, slide: int, event: Optional[Tuple[int, int]] = None) -> None:
+    def __init__(
+        self, kind: str, size: int, slide: int, event: tuple[int, int] | None = None
+    ) -> None:
         self.kind, self.size, self.slide = kind, size, slide
         #: ``None`` for processing time; else the event-time bounds in ms.
+        self.out_of_orderness: int | None
+        self.allowed_lateness: int | None
         self.out_of_orderness, self.allowed_lateness = event if event is not None else (None, None)
 
     @staticmethod
-    def tumbling(size: Millis) -> "Window":
+    def tumbling(size: Millis) -> Window:
         """Consecutive spans of ``size`` ms: ``[0, size)``, ``[size, 2 size)``, ..."""
         size = _ms(size, "Window.tumbling size", 1)
         return Window("tumbling", size, size)
 
     @staticmethod
-    def sliding(size: Millis, slide: Millis) -> "Window":
+    def sliding(size: Millis, slide: Millis) -> Window:
         """Spans of ``size`` ms starting every ``slide`` ms (a record is in each span that
         contains it)."""
-        return Window("sliding", _ms(size, "Window.sliding size", 1), _ms(slide, "Window.sliding slide", 1))
+        return Window(
+            "sliding", _ms(size, "Window.sliding size", 1), _ms(slide, "Window.sliding slide", 1)
+        )
 
     @staticmethod
-    def session(gap: Millis) -> "Window":
+    def session(gap: Millis) -> Window:
         """Sessions of a key: its records closer than ``gap`` ms to the next; a session ends
         ``gap`` ms after its last record."""
         gap = _ms(gap, "Window.session gap", 1)
         return Window("session", gap, gap)
 
     @staticmethod
-    def tumbling_count(n: int) -> "Window":
+    def tumbling_count(n: int) -> Window:
         """Every ``n`` records of a key (a key's last, incomplete window never fires)."""
         n = _count(n, "Window.tumbling_count n")
         return Window("tumbling_count", n, n)
 
     @staticmethod
-    def sliding_count(size: int, slide: int) -> "Window":
+    def sliding_count(size: int, slide: int) -> Window:
         """The last ``size`` records of a key (fewer at its start), every ``slide`` records."""
-        return Window("sliding_count", _count(size, "Window.sliding_count size"), _count(slide, "Window.sliding_count slide"))
+        return Window(
+            "sliding_count",
+            _count(size, "Window.sliding_count size"),
+            _count(slide, "Window.sliding_count slide"),
+        )
 
-    def event_time(self, out_of_orderness: Millis = 0, allowed_lateness: Millis = 0) -> "Window":
+    def event_time(self, out_of_orderness: Millis = 0, allowed_lateness: Millis = 0) -> Window:
         """This window on event time: each value's own timestamp (``event_time=`` of
         :meth:`Stream.window`) rather than the clock. Watermarks trail the largest
         timestamp seen by ``out_of_orderness`` ms; a window fires when the watermark passes
         its end; records up to ``allowed_lateness`` ms later update it (``update=True``);
         later ones are dropped and counted (:meth:`Stream.late_records`)."""
         if self.kind.endswith("_count"):
-            raise ValueError(f"{self.kind} windows count records and have no clock; event_time applies to tumbling, sliding and session windows")
-        event = (_ms(out_of_orderness, "out_of_orderness", 0), _ms(allowed_lateness, "allowed_lateness", 0))
+            raise ValueError(
+                f"{self.kind} windows count records and have no clock; event_time applies to "
+                "tumbling, sliding and session windows"
+            )
+        event = (
+            _ms(out_of_orderness, "out_of_orderness", 0),
+            _ms(allowed_lateness, "allowed_lateness", 0),
+        )
         return Window(self.kind, self.size, self.slide, event)
 
     @property
@@ -123,14 +148,24 @@ class Window:
         return self.out_of_orderness is not None
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Window) and all(getattr(self, a) == getattr(other, a) for a in Window.__slots__)
+        return isinstance(other, Window) and all(
+            getattr(self, a) == getattr(other, a) for a in Window.__slots__
+        )
 
     def __hash__(self) -> int:
         return hash(tuple(getattr(self, a) for a in Window.__slots__))
 
     def __repr__(self) -> str:
-        args = {"tumbling_count": f"{self.size}", "sliding_count": f"{self.size}, {self.slide}", "sliding": f"{self.size}, {self.slide}"}.get(self.kind, f"{self.size}")
-        time = f".event_time({self.out_of_orderness}, {self.allowed_lateness})" if self.is_event_time else ""
+        args = {
+            "tumbling_count": f"{self.size}",
+            "sliding_count": f"{self.size}, {self.slide}",
+            "sliding": f"{self.size}, {self.slide}",
+        }.get(self.kind, f"{self.size}")
+        time = (
+            f".event_time({self.out_of_orderness}, {self.allowed_lateness})"
+            if self.is_event_time
+            else ""
+        )
         return f"Window.{self.kind}({args}){time}"
 
 
@@ -169,28 +204,34 @@ class Stream:
     other workers then see the worker go, as with a failing task.
     """
 
-    def __init__(self, native: Any, session: Any) -> None:
+    def __init__(self, native: _heddle.Stream, session: Any) -> None:
         self._native = native
         self.session = session
 
-    def _wrap(self, native: Any) -> "Stream":
+    def _wrap(self, native: _heddle.Stream) -> Stream:
         return Stream(native, self.session)
 
     # --- record-wise ---------------------------------------------------------------
 
-    def map(self, f: Callable[[Any], Any]) -> "Stream":
+    def map(self, f: Callable[[Any], Any]) -> Stream:
         """Each record through ``f``."""
         return self._wrap(self._native.map(f))
 
-    def flat_map(self, f: Callable[[Any], Iterable[Any]]) -> "Stream":
+    def flat_map(self, f: Callable[[Any], Iterable[Any]]) -> Stream:
         """Each record to the records of the iterable ``f`` returns (``None``: none)."""
         return self._wrap(self._native.flat_map(f))
 
-    def filter(self, f: Callable[[Any], Any]) -> "Stream":
+    def filter(self, f: Callable[[Any], Any]) -> Stream:
         """The records for which ``f`` is true."""
         return self._wrap(self._native.filter(f))
 
-    def map_batches(self, f: Callable[[Any], Any], batch_size: int = 4096, batch_format: str = "numpy", max_delay: Millis = 10) -> "Stream":
+    def map_batches(
+        self,
+        f: Callable[[Any], Any],
+        batch_size: int = 4096,
+        batch_format: str = "numpy",
+        max_delay: Millis = 10,
+    ) -> Stream:
         """Vectorized map on a stream: ``f`` gets micro-batches of up to ``batch_size``
         consecutive records of a partition, in ``batch_format`` (``"numpy"``,
         ``"pyarrow"`` or ``"list"``, as :meth:`heddle.data.DataSet.map_batches`), and
@@ -200,19 +241,26 @@ class Stream:
         convert = to_batch(batch_format)
         size = _count(batch_size, "batch_size")
         delay = _ms(max_delay, "max_delay", 0)
-        return self._wrap(self._native.map_chunks(size, delay, lambda records: from_batch(f(convert(records)))))
+        return self._wrap(
+            self._native.map_chunks(size, delay, lambda records: from_batch(f(convert(records))))
+        )
 
-    def key_by(self, f: Callable[[Any], Any]) -> "Stream":
+    def key_by(self, f: Callable[[Any], Any]) -> Stream:
         """``(f(record), record)`` for each record (the pairs :meth:`window` takes)."""
         return self._wrap(self._native.key_by(f))
 
-    def union(self, other: "Stream") -> "Stream":
+    def union(self, other: Stream) -> Stream:
         """The records of both streams, as they come."""
         return self._wrap(self._native.union(other._native))
 
     # --- windows -----------------------------------------------------------------------
 
-    def window(self, window: Window, reduce: Callable[[Any, Any], Any], event_time: Optional[Callable[[Any], int]] = None) -> "Stream":
+    def window(
+        self,
+        window: Window,
+        reduce: Callable[[Any, Any], Any],
+        event_time: Callable[[Any], int] | None = None,
+    ) -> Stream:
         """Keyed windows over ``(key, value)`` records: the values of each key in each
         window combined with ``reduce(a, b)`` (associative), giving one :class:`Windowed`
         per key and window as the window fires (a processing-time window when the clock
@@ -223,13 +271,25 @@ class Stream:
         by, and only allowed with, a window on event time (:meth:`Window.event_time`).
         Keys compare as in keyed operations of data sets (``str`` keys of any script)."""
         if not isinstance(window, Window):
-            raise TypeError(f"window must be a heddle.data.Window (Window.tumbling(...), ...), got {window!r}")
+            raise TypeError(
+                f"window must be a heddle.data.Window (Window.tumbling(...), ...), got {window!r}"
+            )
         if window.is_event_time and event_time is None:
-            raise ValueError(f"{window!r} follows event time: give event_time=f, where f(value) is the value's timestamp in ms")
+            raise ValueError(
+                f"{window!r} follows event time: give event_time=f, where f(value) is the value's "
+                "timestamp in ms"
+            )
         if not window.is_event_time and event_time is not None:
-            raise ValueError(f"event_time= is given but {window!r} follows processing time: use {window!r}.event_time(...) for event time")
-        event = (window.out_of_orderness, window.allowed_lateness) if window.is_event_time else None
-        return self._wrap(self._native.window(window.kind, window.size, window.slide, event, reduce, event_time))
+            raise ValueError(
+                f"event_time= is given but {window!r} follows processing time: use "
+                f"{window!r}.event_time(...) for event time"
+            )
+        # Both bounds are set (event time) or neither is (processing time).
+        ooo, lateness = window.out_of_orderness, window.allowed_lateness
+        event = (ooo, lateness) if ooo is not None and lateness is not None else None
+        return self._wrap(
+            self._native.window(window.kind, window.size, window.slide, event, reduce, event_time)
+        )
 
     def late_records(self) -> int:
         """Records dropped so far on this worker as later than their window's allowed
@@ -238,26 +298,37 @@ class Stream:
 
     # --- sinks ---------------------------------------------------------------------------
 
-    def run(self, f: Optional[Callable[[Any], Any]] = None, stop: Optional[StopHandle] = None, timeout: Optional[float] = None, max_records: Optional[int] = None) -> None:
+    def run(
+        self,
+        f: Callable[[Any], Any] | None = None,
+        stop: StopHandle | None = None,
+        timeout: float | None = None,
+        max_records: int | None = None,
+    ) -> None:
         """Calls ``f(record)`` for each record as it arrives, on the worker where it is
         (``None``: only consumes them), until the sources end or the run is stopped (see
         the class). Collective; releases the GIL while it waits."""
         self._native.run(f, stop, timeout, max_records)
 
-    def collect(self, stop: Optional[StopHandle] = None, timeout: Optional[float] = None, max_records: Optional[int] = None) -> Optional[List[Any]]:
+    def collect(
+        self,
+        stop: StopHandle | None = None,
+        timeout: float | None = None,
+        max_records: int | None = None,
+    ) -> list[Any] | None:
         """Runs the stream as :meth:`run` does and returns every worker's records on rank 0
         (each worker's in arrival order, workers in rank order; ``None`` on the others)."""
-        got: List[Any] = []
+        got: list[Any] = []
         self.run(got.append, stop, timeout, max_records)
         parts = self.session.comm.gather(got, root=0)
         return None if parts is None else [x for part in parts for x in part]
 
     def write_lines(
         self,
-        directory: Union[str, "os.PathLike[str]"],
-        stop: Optional[StopHandle] = None,
-        timeout: Optional[float] = None,
-        max_records: Optional[int] = None,
+        directory: str | os.PathLike[str],
+        stop: StopHandle | None = None,
+        timeout: float | None = None,
+        max_records: int | None = None,
         mode: str = "errorifexists",
     ) -> None:
         """Writes each record's ``str`` as a line to ``directory/part-NNNNN`` (one file per
@@ -267,13 +338,26 @@ class Stream:
         ``"overwrite"`` or ``"append"``."""
         self._native.write_lines(os.fspath(directory), stop, timeout, max_records, mode)
 
-    def write_socket(self, address: Address, stop: Optional[StopHandle] = None, timeout: Optional[float] = None, max_records: Optional[int] = None) -> None:
+    def write_socket(
+        self,
+        address: Address,
+        stop: StopHandle | None = None,
+        timeout: float | None = None,
+        max_records: int | None = None,
+    ) -> None:
         """Sends each record's ``str`` as a line to the TCP server at ``address``
         (``"host:port"`` or ``(host, port)``; one connection per partition, closed when
         the run ends)."""
         self._native.write_socket(_address(address), stop, timeout, max_records)
 
-    def write_redis(self, url: str, key: str, stop: Optional[StopHandle] = None, timeout: Optional[float] = None, max_records: Optional[int] = None) -> None:
+    def write_redis(
+        self,
+        url: str,
+        key: str,
+        stop: StopHandle | None = None,
+        timeout: float | None = None,
+        max_records: int | None = None,
+    ) -> None:
         """Appends each record's ``str`` to the Redis stream ``key`` at ``url``
         (``"redis://host:port/"``) as an entry with one field, ``value`` (``XADD``; one
         connection per worker): what ``Session.redis_stream`` reads."""

@@ -62,8 +62,9 @@ worker and is raised as itself by the call that ran the job.
 from __future__ import annotations
 
 import abc
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Union
 
 from heddle import _heddle
 from heddle.comm import Comm
@@ -110,7 +111,7 @@ class Source(abc.ABC):
         """Called once, before anything else."""
 
     @abc.abstractmethod
-    def next(self, ctx: Context) -> Optional[bool]:
+    def next(self, ctx: Context) -> bool | None:
         """Emits the next records with ``ctx.emit``; a bounded slice per call (say a few
         thousand), so the executor can move them. Returns :data:`MORE` (``True``) to be
         called again, :data:`DONE` (``False`` or ``None``) when this pass is over."""
@@ -145,9 +146,9 @@ class Strategy:
     """When a task runs (Granules' scheduling strategies): when data arrives, every
     ``period_ms`` milliseconds, at most ``max_runs`` times, or a combination::
 
-        Strategy.on_data()                         # every arriving record (the default)
-        Strategy.periodic(20)                      # only every 20 ms: input waits, then runs, then tick()
-        Strategy.on_data().every(50).at_most(10)   # on data, also every 50 ms, 10 activations in all
+        Strategy.on_data()                        # every arriving record (the default)
+        Strategy.periodic(20)                     # every 20 ms: the waiting input, then tick()
+        Strategy.on_data().every(50).at_most(10)  # on data, also every 50 ms, 10 activations in all
 
     A task may change its strategy while it runs (``ctx.set_strategy``). A task that
     reaches ``max_runs`` retires: it closes, its outputs end, and input arriving later is
@@ -155,25 +156,25 @@ class Strategy:
     """
 
     runs_on_data: bool = True
-    period_ms: Optional[float] = None
-    max_runs: Optional[int] = None
+    period_ms: float | None = None
+    max_runs: int | None = None
 
     @staticmethod
-    def on_data() -> "Strategy":
+    def on_data() -> Strategy:
         """Runs whenever input is waiting."""
         return Strategy(True, None, None)
 
     @staticmethod
-    def periodic(period_ms: float) -> "Strategy":
+    def periodic(period_ms: float) -> Strategy:
         """Runs every ``period_ms`` milliseconds only: input waits in the task's queue until
         the next run, which executes all of it and then calls ``tick``."""
         return Strategy(False, float(period_ms), None)
 
-    def every(self, period_ms: float) -> "Strategy":
+    def every(self, period_ms: float) -> Strategy:
         """Also runs every ``period_ms`` milliseconds (``tick`` with no input waiting)."""
         return Strategy(self.runs_on_data, float(period_ms), self.max_runs)
 
-    def at_most(self, runs: int) -> "Strategy":
+    def at_most(self, runs: int) -> Strategy:
         """Retires the task after ``runs`` activations."""
         return Strategy(self.runs_on_data, self.period_ms, int(runs))
 
@@ -183,50 +184,50 @@ class Edge:
     """How records move between the instances of two vertices (a dataflow operation)."""
 
     kind: str
-    func: Optional[Callable[..., Any]] = None
+    func: Callable[..., Any] | None = None
 
     @staticmethod
-    def direct() -> "Edge":
+    def direct() -> Edge:
         """Instance i to instance i (equal parallelism). Between instances on one worker
         the records pass in memory, as Python objects (chaining)."""
         return Edge("direct")
 
     @staticmethod
-    def hash() -> "Edge":
+    def hash() -> Edge:
         """Each record to the instance a hash of its canonical encoding picks (equal
         records, equal instance, on every worker)."""
         return Edge("hash")
 
     @staticmethod
-    def partition(partitioner: Callable[[Any], int]) -> "Edge":
+    def partition(partitioner: Callable[[Any], int]) -> Edge:
         """Each record to instance ``partitioner(record) % parallelism``."""
         return Edge("partition", partitioner)
 
     @staticmethod
-    def broadcast() -> "Edge":
+    def broadcast() -> Edge:
         """Every record to every downstream instance."""
         return Edge("broadcast")
 
     @staticmethod
-    def reduce(reducer: Callable[[Any, Any], Any]) -> "Edge":
+    def reduce(reducer: Callable[[Any, Any], Any]) -> Edge:
         """All records combined with ``reducer`` (associative, commutative) into one value
         per downstream instance (in streaming mode: running values)."""
         return Edge("reduce", reducer)
 
     @staticmethod
-    def gather() -> "Edge":
+    def gather() -> Edge:
         """Every record to every downstream instance as ``(task, record)``, ``task`` being
         the sending instance's task id."""
         return Edge("gather")
 
     @staticmethod
-    def keyed_reduce(reducer: Callable[[Any, Any], Any]) -> "Edge":
+    def keyed_reduce(reducer: Callable[[Any, Any], Any]) -> Edge:
         """``(key, value)`` records grouped by key, values combined with ``reducer``
         (combined on the sending worker first in batch mode)."""
         return Edge("keyed_reduce", reducer)
 
     @staticmethod
-    def keyed_gather() -> "Edge":
+    def keyed_gather() -> Edge:
         """``(key, value)`` records grouped by key: ``(key, [values])`` per key."""
         return Edge("keyed_gather")
 
@@ -238,7 +239,7 @@ class Resources:
 
     cpu: float = 1.0
     memory: int = 0
-    hosts: Tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -251,7 +252,7 @@ class WorkerSpec:
     memory: int
 
     @staticmethod
-    def discover(comm: Comm) -> List["WorkerSpec"]:
+    def discover(comm: Comm) -> list[WorkerSpec]:
         """Every worker of ``comm`` with its host and its share of the host's cores and
         memory (collective: every worker must call it)."""
         return [WorkerSpec(*w) for w in _heddle.discover(comm)]
@@ -299,11 +300,15 @@ class TaskGraph:
 
     def __init__(self) -> None:
         self._native = _heddle.TaskGraph()
-        self._vertices: List[Vertex] = []
+        self._vertices: list[Vertex] = []
 
-    def _add(self, name: str, source: bool, parallelism: int, factory: Callable[[int], Any]) -> Vertex:
+    def _add(
+        self, name: str, source: bool, parallelism: int, factory: Callable[[int], Any]
+    ) -> Vertex:
         if not callable(factory):
-            raise TypeError(f"the factory of vertex {name!r} must be callable (index -> task object)")
+            raise TypeError(
+                f"the factory of vertex {name!r} must be callable (index -> task object)"
+            )
         v = Vertex(self._native.add_vertex(str(name), source, int(parallelism), factory), str(name))
         self._vertices.append(v)
         return v
@@ -318,22 +323,26 @@ class TaskGraph:
         instances; ``factory(i)`` makes instance ``i``."""
         return self._add(name, False, parallelism, factory)
 
-    def connect(self, from_: Vertex, to: Vertex, edge: Edge) -> "TaskGraph":
+    def connect(self, from_: Vertex, to: Vertex, edge: Edge) -> TaskGraph:
         """Connects ``from_``'s output to ``to``'s input through ``edge``."""
         self._native.connect(from_.id, to.id, edge.kind, edge.func)
         return self
 
-    def strategy(self, vertex: Vertex, strategy: Strategy) -> "TaskGraph":
+    def strategy(self, vertex: Vertex, strategy: Strategy) -> TaskGraph:
         """Sets the strategy the instances of ``vertex`` start with."""
-        self._native.set_strategy(vertex.id, strategy.runs_on_data, strategy.period_ms, strategy.max_runs)
+        self._native.set_strategy(
+            vertex.id, strategy.runs_on_data, strategy.period_ms, strategy.max_runs
+        )
         return self
 
-    def resources(self, vertex: Vertex, resources: Resources) -> "TaskGraph":
+    def resources(self, vertex: Vertex, resources: Resources) -> TaskGraph:
         """Sets the resources each instance of ``vertex`` requests."""
-        self._native.set_resources(vertex.id, float(resources.cpu), int(resources.memory), list(resources.hosts))
+        self._native.set_resources(
+            vertex.id, float(resources.cpu), int(resources.memory), list(resources.hosts)
+        )
         return self
 
-    def collective(self, vertex: Vertex) -> "TaskGraph":
+    def collective(self, vertex: Vertex) -> TaskGraph:
         """Gives the instances of ``vertex`` a communicator of their own (``ctx.comm()``,
         rank = instance index) for collectives inside the tasks; needs at most one
         instance of the vertex per worker."""
@@ -345,7 +354,7 @@ class TaskGraph:
         self._native.validate()
 
     @property
-    def vertices(self) -> List[Vertex]:
+    def vertices(self) -> list[Vertex]:
         """The vertices, in the order they were added."""
         return list(self._vertices)
 
@@ -355,38 +364,47 @@ class Plan:
     ``comm`` (collective); ``Plan(graph, [WorkerSpec, ...])`` plans for given workers.
     Deterministic: every worker computes the same plan. ``print(plan)`` shows it."""
 
-    def __init__(self, graph: TaskGraph, workers: Union[Comm, Sequence[WorkerSpec]], scheduler: Scheduler = RoundRobin()) -> None:
+    def __init__(
+        self,
+        graph: TaskGraph,
+        workers: Comm | Sequence[WorkerSpec],
+        scheduler: Scheduler = RoundRobin(),
+    ) -> None:
         specs = WorkerSpec.discover(workers) if isinstance(workers, _heddle.Comm) else list(workers)
-        self._native = _heddle.make_plan(graph._native, [(w.rank, w.host, float(w.cpu), int(w.memory)) for w in specs], scheduler.name)
+        self._native = _heddle.make_plan(
+            graph._native,
+            [(w.rank, w.host, float(w.cpu), int(w.memory)) for w in specs],
+            scheduler.name,
+        )
 
     @classmethod
-    def _wrap(cls, native: Any) -> "Plan":
+    def _wrap(cls, native: Any) -> Plan:
         p = cls.__new__(cls)
         p._native = native
         return p
 
     @property
-    def workers(self) -> List[List[int]]:
+    def workers(self) -> list[list[int]]:
         """For each vertex, the worker (index into :attr:`world`) of each instance."""
         return self._native.workers
 
     @property
-    def vertices(self) -> List[Tuple[str, str, int]]:
+    def vertices(self) -> list[tuple[str, str, int]]:
         """``(name, kind, parallelism)`` of each vertex; kind is source, compute or sink."""
         return self._native.vertices
 
     @property
-    def edges(self) -> List[Tuple[int, int, str, bool]]:
+    def edges(self) -> list[tuple[int, int, str, bool]]:
         """``(from, to, kind, chained)`` of each edge (chained: records pass in memory)."""
         return self._native.edges
 
     @property
-    def first_task(self) -> List[int]:
+    def first_task(self) -> list[int]:
         """Task id of instance 0 of each vertex (instance i has ``first + i``)."""
         return self._native.first_task
 
     @property
-    def world(self) -> List[WorkerSpec]:
+    def world(self) -> list[WorkerSpec]:
         """The workers planned for."""
         return [WorkerSpec(*w) for w in self._native.world]
 
@@ -416,10 +434,10 @@ class Report:
 
     passes: int
     job_s: float
-    tasks: List[TaskStats]
+    tasks: list[TaskStats]
 
     @staticmethod
-    def _from(d: Dict[str, Any]) -> "Report":
+    def _from(d: dict[str, Any]) -> Report:
         return Report(d["passes"], d["job_s"], [TaskStats(**t) for t in d["tasks"]])
 
 
@@ -433,16 +451,18 @@ class Job:
         self,
         comm: Comm,
         graph: TaskGraph,
-        plan: Optional[Plan] = None,
+        plan: Plan | None = None,
         mode: str = "batch",
-        budget_bytes: Optional[int] = None,
-        batch_bytes: Optional[int] = None,
+        budget_bytes: int | None = None,
+        batch_bytes: int | None = None,
     ) -> None:
         if mode not in ("batch", "streaming"):
             raise ValueError(f"mode must be 'batch' or 'streaming', not {mode!r}")
         if plan is None:
             plan = Plan(graph, comm)
-        self._native = _heddle.Job(comm, graph._native, plan._native, mode == "streaming", budget_bytes, batch_bytes)
+        self._native = _heddle.Job(
+            comm, graph._native, plan._native, mode == "streaming", budget_bytes, batch_bytes
+        )
 
     def run(self) -> Report:
         """Runs the graph once: prepare, one pass, close."""

@@ -9,8 +9,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
 
 import pytest
 
@@ -26,31 +26,44 @@ class Job:
         self.returncode = proc.returncode
         self.stdout = proc.stdout
         self.stderr = proc.stderr
-        self.reports: Dict[int, dict] = {}
+        self.reports: dict[int, dict] = {}
         for line in proc.stdout.splitlines():
             if line.startswith("[") and "] {" in line:
                 rank, _, rest = line[1:].partition("] ")
                 self.reports[int(rank)] = json.loads(rest)
 
     def __repr__(self) -> str:
-        return f"Job(returncode={self.returncode})\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+        return (
+            f"Job(returncode={self.returncode})\n"
+            f"--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+        )
 
 
-def launcher_cmd(n: int, script: str, *args: str, launcher: Optional[Sequence[str]] = None) -> List[str]:
+def launcher_cmd(
+    n: int, script: str, *args: str, launcher: Sequence[str] | None = None
+) -> list[str]:
     launcher = list(launcher or [sys.executable, "-m", "heddle"])
     target = script if script.startswith("-") else str(JOBS / script)  # "-c CODE" runs inline code
-    return launcher + ["run", "-n", str(n), target, *args]
+    return [*launcher, "run", "-n", str(n), target, *args]
 
 
-def job_env(extra: Optional[dict] = None) -> dict:
+def job_env(extra: dict | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEDDLE_")}
     env.update(extra or {})
     return env
 
 
-def run_job(n: int, script: str, *args: str, env: Optional[dict] = None, timeout: float = JOB_TIMEOUT, launcher=None) -> Job:
+def run_job(
+    n: int,
+    script: str,
+    *args: str,
+    env: dict | None = None,
+    timeout: float = JOB_TIMEOUT,
+    launcher=None,
+) -> Job:
     proc = subprocess.run(
         launcher_cmd(n, script, *args, launcher=launcher),
+        check=False,
         env=job_env(env),
         capture_output=True,
         text=True,
@@ -67,7 +80,9 @@ def assert_all_ok(job: Job, n: int) -> None:
         assert rep.get("ok") is True, (rank, rep, job)
 
 
-def wait_for_pids(piddir: Path, n: int, proc: subprocess.Popen, timeout: float = 60.0) -> Dict[int, int]:
+def wait_for_pids(
+    piddir: Path, n: int, proc: subprocess.Popen, timeout: float = 60.0
+) -> dict[int, int]:
     """Waits until every rank of a running job has written ``<rank>.pid`` (all joined)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -110,7 +125,7 @@ def piddir(tmp_path: Path) -> Path:
     return d
 
 
-def popen_job(n: int, script: str, *args: str, env: Optional[dict] = None) -> subprocess.Popen:
+def popen_job(n: int, script: str, *args: str, env: dict | None = None) -> subprocess.Popen:
     return subprocess.Popen(
         launcher_cmd(n, script, *args),
         env=job_env(env),
@@ -127,8 +142,20 @@ def finish(proc: subprocess.Popen, timeout: float = 30.0):
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
-        raise AssertionError(f"job did not end within {timeout}s after the signal:\n{out}\n{err}")
+        raise AssertionError(
+            f"job did not end within {timeout}s after the signal:\n{out}\n{err}"
+        ) from None
     return proc.returncode, out, err
 
 
-__all__ = ["Job", "run_job", "assert_all_ok", "wait_for_pids", "assert_gone", "popen_job", "finish", "alive", "signal"]
+__all__ = [
+    "Job",
+    "run_job",
+    "assert_all_ok",
+    "wait_for_pids",
+    "assert_gone",
+    "popen_job",
+    "finish",
+    "alive",
+    "signal",
+]

@@ -10,7 +10,14 @@ HEDDLE = [sys.executable, "-m", "heddle"]
 
 
 def heddle(*args, env=None, timeout=120):
-    return subprocess.run(HEDDLE + list(args), env=job_env(env), capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        HEDDLE + list(args),
+        check=False,
+        env=job_env(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_version_and_help():
@@ -26,7 +33,14 @@ def test_runs_python_code_modules_and_plain_programs():
     p = heddle("run", "-n", "2", "-c", "import heddle; c = heddle.init(); print(c.rank, c.size)")
     assert p.returncode == 0, p.stderr
     assert sorted(p.stdout.splitlines()) == ["[0] 0 2", "[1] 1 2"]
-    p = heddle("run", "-n2", "--", sys.executable, "-c", "import os; print(os.environ['HEDDLE_WORLD_SIZE'])")
+    p = heddle(
+        "run",
+        "-n2",
+        "--",
+        sys.executable,
+        "-c",
+        "import os; print(os.environ['HEDDLE_WORLD_SIZE'])",
+    )
     assert p.returncode == 0 and sorted(p.stdout.splitlines()) == ["[0] 2", "[1] 2"], p.stderr
     p = heddle("run", "--workers=3", "--transport", "tcp", "-m", "heddle", "--version")
     assert p.returncode == 0 and p.stdout.count("heddle 0.1.0") == 3, p.stderr
@@ -60,5 +74,11 @@ def test_a_program_that_cannot_start_exits_1():
 
 
 def test_worker_exit_code_is_the_job_exit_code():
-    p = heddle("run", "-n", "3", "-c", "import os, sys, heddle; c = heddle.init(); sys.exit(7 if c.rank == 2 else 0)")
+    p = heddle(
+        "run",
+        "-n",
+        "3",
+        "-c",
+        "import os, sys, heddle; c = heddle.init(); sys.exit(7 if c.rank == 2 else 0)",
+    )
     assert p.returncode == 7, p.stderr

@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 import heddle
-from heddle.data import Session
-
 from conftest import assert_all_ok, run_job
+from heddle.data import Session
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +20,9 @@ def s():
 
 def test_a_pipeline_in_a_world_of_one(s):
     lines = ["a b a", "b c", ""]
-    counts = s.from_list(lines).flat_map(str.split).map(lambda w: (w, 1)).reduce_by_key(operator.add)
+    counts = (
+        s.from_list(lines).flat_map(str.split).map(lambda w: (w, 1)).reduce_by_key(operator.add)
+    )
     assert sorted(counts.collect()) == [("a", 2), ("b", 2), ("c", 1)]
     assert (s.rank, s.size, s.partitions) == (0, 1, 1)
     assert s.broadcast({"x": 1}) == {"x": 1}
@@ -51,14 +52,23 @@ def test_exceptions_in_functions_are_raised_as_themselves(s):
 
 
 def test_words_split_at_ascii_whitespace_like_bytes_split(s, tmp_path):
-    text = "héllo wörld\thello\x0bworld\x0cé\r\n\n  foo\u00a0bar  \u3000baz\n" * 40 + "last line\x1fno newline"
+    text = (
+        "héllo wörld\thello\x0bworld\x0cé\r\n\n  foo\u00a0bar  \u3000baz\n" * 40
+        + "last line\x1fno newline"
+    )
     (tmp_path / "a.txt").write_text(text, encoding="utf-8")
     (tmp_path / "empty.txt").write_text("")
     want = collections.Counter(w.decode() for w in text.encode().split())
-    for name, ds in [("text_file", s.text_file(tmp_path / "a.txt")), ("text_blocks", s.text_blocks(tmp_path / "a.txt", block_bytes=5)),
-                     ("str records", s.from_list(text.split("\n"))), ("str blocks", s.from_list([text[:333], text[333:]]))]:
+    for name, ds in [
+        ("text_file", s.text_file(tmp_path / "a.txt")),
+        ("text_blocks", s.text_blocks(tmp_path / "a.txt", block_bytes=5)),
+        ("str records", s.from_list(text.split("\n"))),
+        ("str blocks", s.from_list([text[:333], text[333:]])),
+    ]:
         if name == "str blocks":  # the cut may fall inside a word: count each half's words
-            want_here = collections.Counter(w.decode() for part in (text[:333], text[333:]) for w in part.encode().split())
+            want_here = collections.Counter(
+                w.decode() for part in (text[:333], text[333:]) for w in part.encode().split()
+            )
         else:
             want_here = want
         assert dict(ds.words().value_counts().collect()) == want_here, name
@@ -75,39 +85,58 @@ def test_words_split_at_ascii_whitespace_like_bytes_split(s, tmp_path):
 def test_value_counts_of_any_records_and_word_errors(s, tmp_path):
     records = [3, 3, "3", 3.0, True, (1, ("x", None)), (1, ("x", None)), b"3", None, 10**30, 10**30]
     got = s.from_list(records).value_counts().collect()
-    want = [(3, 2), ("3", 1), (3.0, 1), (True, 1), ((1, ("x", None)), 2), (b"3", 1), (None, 1), (10**30, 2)]
+    want = [
+        (3, 2),
+        ("3", 1),
+        (3.0, 1),
+        (True, 1),
+        ((1, ("x", None)), 2),
+        (b"3", 1),
+        (None, 1),
+        (10**30, 2),
+    ]
     assert sorted(map(repr, got)) == sorted(map(repr, want))
     with pytest.raises(TypeError, match=r"words\(\) splits str or bytes records, not int"):
         s.range(3).words().count()
     (tmp_path / "latin1.txt").write_bytes(b"caf\xe9 au lait\n")
     with pytest.raises(heddle.DataError, match=r"latin1.txt.*UTF-8"):
         s.text_file(tmp_path / "latin1.txt").words().value_counts().collect()
-    assert sorted(s.text_blocks(tmp_path / "latin1.txt", binary=True).words().value_counts().collect()) == [(b"au", 1), (b"caf\xe9", 1), (b"lait", 1)]
+    assert sorted(
+        s.text_blocks(tmp_path / "latin1.txt", binary=True).words().value_counts().collect()
+    ) == [(b"au", 1), (b"caf\xe9", 1), (b"lait", 1)]
 
 
 def test_sort_of_lines_natively_and_of_python_records(tmp_path):
     rng = np.random.default_rng(3)
     words = ["zeta", "Äpfel", "apple", "", "日本", "apple pie", "b", "a\tb", "émile", "zz"]
-    lines = [words[i] + " " + str(rng.integers(0, 50)) for i in rng.integers(0, len(words), 3000)] + ["", "", "last"]
+    lines = [
+        words[i] + " " + str(rng.integers(0, 50)) for i in rng.integers(0, len(words), 3000)
+    ] + ["", "", "last"]
     (tmp_path / "in.txt").write_text("\n".join(lines), encoding="utf-8")  # no final newline
     s = Session(heddle.init(), memory_budget=20_000)  # runs spill
-    assert s.text_file(tmp_path / "in.txt").sort().collect() == sorted(lines)  # UTF-8 byte order = code point order
+    # UTF-8 byte order = code point order
+    assert s.text_file(tmp_path / "in.txt").sort().collect() == sorted(lines)
     by3 = s.text_file(tmp_path / "in.txt").sort(key_bytes=3).collect()
-    assert [l.encode()[:3] for l in by3] == sorted(l.encode()[:3] for l in lines) and sorted(by3) == sorted(lines)
+    assert [x.encode()[:3] for x in by3] == sorted(x.encode()[:3] for x in lines)
+    assert sorted(by3) == sorted(lines)
     s.text_file(tmp_path / "in.txt").sort().write_text(tmp_path / "out")
-    assert "".join(p.read_text() for p in sorted((tmp_path / "out").iterdir())) == "".join(l + "\n" for l in sorted(lines))
+    assert "".join(p.read_text() for p in sorted((tmp_path / "out").iterdir())) == "".join(
+        x + "\n" for x in sorted(lines)
+    )
     # Python records: by themselves, or by a prefix of str / bytes.
     xs = [int(x) for x in rng.integers(-1000, 1000, 2000)]
     assert s.from_list(xs).sort().collect() == sorted(xs)
     assert s.from_list(lines).sort().collect() == sorted(lines)
-    bs = [l.encode() for l in lines]
+    bs = [x.encode() for x in lines]
     assert [b[:2] for b in s.from_list(bs).sort(key_bytes=2).collect()] == sorted(b[:2] for b in bs)
-    assert s.text_file(tmp_path / "in.txt").map(str.upper).sort().collect() == sorted(l.upper() for l in lines)
+    assert s.text_file(tmp_path / "in.txt").map(str.upper).sort().collect() == sorted(
+        x.upper() for x in lines
+    )
     with pytest.raises(TypeError, match="sorts str or bytes records, not int"):
         s.from_list(xs).sort(key_bytes=2)
     with pytest.raises(ValueError, match="key_bytes"):
         s.from_list(xs).sort(key_bytes=-1)
-    with pytest.raises(heddle.ArgumentError, match="spill directory .*nope does not exist"):
+    with pytest.raises(heddle.ArgumentError, match=r"spill directory .*nope does not exist"):
         Session(heddle.init(), spill_dirs=[tmp_path / "nope"])
 
 
@@ -115,20 +144,35 @@ def test_parquet_files_read_and_written_against_pyarrow(s, tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
-    rows = [{"id": i, "name": f"n{i} ü", "score": i / 4, "tags": [i, i + 1], "maybe": None if i % 3 else i} for i in range(1000)]
-    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "in.parquet", row_group_size=64)  # 16 row groups
+    rows = [
+        {
+            "id": i,
+            "name": f"n{i} ü",
+            "score": i / 4,
+            "tags": [i, i + 1],
+            "maybe": None if i % 3 else i,
+        }
+        for i in range(1000)
+    ]
+    # 16 row groups
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "in.parquet", row_group_size=64)
     ds = s.read_parquet(tmp_path / "in.parquet")
     assert ds.collect() == rows
-    assert s.read_parquet(tmp_path / "in.parquet", columns=["score", "id"]).collect() == [{"score": r["score"], "id": r["id"]} for r in rows]
+    assert s.read_parquet(tmp_path / "in.parquet", columns=["score", "id"]).collect() == [
+        {"score": r["score"], "id": r["id"]} for r in rows
+    ]
     ds.filter(lambda r: r["id"] % 2 == 0).write_parquet(tmp_path / "out")
-    assert sorted(pq.read_table(tmp_path / "out").to_pylist(), key=lambda r: r["id"]) == [r for r in rows if r["id"] % 2 == 0]
-    s.range(10).map(lambda x: x * x).write_parquet(tmp_path / "squares")  # not dicts: one column "item"
+    assert sorted(pq.read_table(tmp_path / "out").to_pylist(), key=lambda r: r["id"]) == [
+        r for r in rows if r["id"] % 2 == 0
+    ]
+    # not dicts: one column "item"
+    s.range(10).map(lambda x: x * x).write_parquet(tmp_path / "squares")
     assert pq.read_table(tmp_path / "squares").column_names == ["item"]
     assert sorted(s.read_parquet(tmp_path / "squares").collect()) == [x * x for x in range(10)]
     with pytest.raises(heddle.ArgumentError, match="no column 'nope'"):
         s.read_parquet(tmp_path / "in.parquet", columns=["id", "nope"])
     (tmp_path / "fake.parquet").write_text("not parquet")
-    with pytest.raises(heddle.DataError, match="fake.parquet: not a readable Parquet file"):
+    with pytest.raises(heddle.DataError, match=r"fake\.parquet: not a readable Parquet file"):
         s.read_parquet(tmp_path / "fake.parquet")
     with pytest.raises(heddle.ArgumentError, match="no readable file"):
         s.read_parquet(tmp_path / "missing-*.parquet")
@@ -157,16 +201,29 @@ def test_csv_rows_of_the_wrong_width_fail_or_are_skipped(s, tmp_path):
     import csv
     import io
 
-    text = "name,qty,note\r\nx,1,a\r\n\r\ny,2\r\nz,3,c,extra\r\n\"w,v\",4,d"  # CRLF, blank, no final newline
+    # CRLF, blank, no final newline
+    text = 'name,qty,note\r\nx,1,a\r\n\r\ny,2\r\nz,3,c,extra\r\n"w,v",4,d'
     (tmp_path / "ragged.csv").write_text(text, newline="")
-    with pytest.raises(heddle.DataError, match=r"ragged.csv line 4.*expected 3 fields \(as the header of .*found 2"):
+    with pytest.raises(
+        heddle.DataError, match=r"ragged.csv line 4.*expected 3 fields \(as the header of .*found 2"
+    ):
         s.read_csv(tmp_path / "ragged.csv").collect()
     before = s.skipped_rows()
     rows = s.read_csv(tmp_path / "ragged.csv", on_malformed="skip").collect()
-    reference = [r for r in csv.DictReader(io.StringIO(text)) if None not in r and None not in r.values()]
-    assert rows == reference == [{"name": "x", "qty": "1", "note": "a"}, {"name": "w,v", "qty": "4", "note": "d"}]
+    reference = [
+        r for r in csv.DictReader(io.StringIO(text)) if None not in r and None not in r.values()
+    ]
+    assert (
+        rows
+        == reference
+        == [{"name": "x", "qty": "1", "note": "a"}, {"name": "w,v", "qty": "4", "note": "d"}]
+    )
     assert s.skipped_rows() - before == 2
-    assert s.read_csv(tmp_path / "ragged.csv", header=False, on_malformed="skip").collect() == [["name", "qty", "note"], ["x", "1", "a"], ["w,v", "4", "d"]]
+    assert s.read_csv(tmp_path / "ragged.csv", header=False, on_malformed="skip").collect() == [
+        ["name", "qty", "note"],
+        ["x", "1", "a"],
+        ["w,v", "4", "d"],
+    ]
 
 
 def test_data_sets_of_two_sessions_do_not_mix(s):
@@ -178,31 +235,82 @@ def test_data_sets_of_two_sessions_do_not_mix(s):
 
 
 def test_keys_compare_by_value_and_type_and_sort_as_python_does(s):
-    keys = [3, -2**70, 2**64 + 1, -1, 0, 2.5, -0.5, float("inf"), "b", "a", "ab", "", b"z", b"", (1, "a"), (1,), (0, "z", None), None, True, False]
+    keys = [
+        3,
+        -(2**70),
+        2**64 + 1,
+        -1,
+        0,
+        2.5,
+        -0.5,
+        float("inf"),
+        "b",
+        "a",
+        "ab",
+        "",
+        b"z",
+        b"",
+        (1, "a"),
+        (1,),
+        (0, "z", None),
+        None,
+        True,
+        False,
+    ]
     got = [k for k, _ in s.from_list([(k, i) for i, k in enumerate(keys)]).sort_by_key().collect()]
     by_type = {}
     for k in keys:
         by_type.setdefault(type(k), []).append(k)
     order = [type(None), bool, int, float, str, bytes, tuple]
     assert got == [k for t in order for k in sorted(by_type[t])]
-    pairs = [(1, "int"), (1.0, "float"), (True, "bool"), (np.int64(1), "np"), ((1, 2), "t"), ((1, 2), "t2"), (-0.0, "nz"), (0.0, "z")]
+    pairs = [
+        (1, "int"),
+        (1.0, "float"),
+        (True, "bool"),
+        (np.int64(1), "np"),
+        ((1, 2), "t"),
+        ((1, 2), "t2"),
+        (-0.0, "nz"),
+        (0.0, "z"),
+    ]
     grouped = {repr(k): sorted(v) for k, v in s.from_list(pairs).group_by_key().collect()}
-    assert grouped == {"1": ["int", "np"], "1.0": ["float"], "True": ["bool"], "(1, 2)": ["t", "t2"], "-0.0": ["nz", "z"]} or grouped == {
-        "1": ["int", "np"], "1.0": ["float"], "True": ["bool"], "(1, 2)": ["t", "t2"], "0.0": ["nz", "z"]}
+    assert grouped == {
+        "1": ["int", "np"],
+        "1.0": ["float"],
+        "True": ["bool"],
+        "(1, 2)": ["t", "t2"],
+        "-0.0": ["nz", "z"],
+    } or grouped == {
+        "1": ["int", "np"],
+        "1.0": ["float"],
+        "True": ["bool"],
+        "(1, 2)": ["t", "t2"],
+        "0.0": ["nz", "z"],
+    }
 
 
 def test_map_batches_formats(s):
     xs = s.range(100)
-    assert xs.map_batches(lambda a: a ** 2, batch_size=16).collect() == [x * x for x in range(100)]
-    assert xs.map_batches(lambda b: [len(b)], batch_size=30, batch_format="list").collect() == [30, 30, 30, 10]
+    assert xs.map_batches(lambda a: a**2, batch_size=16).collect() == [x * x for x in range(100)]
+    assert xs.map_batches(lambda b: [len(b)], batch_size=30, batch_format="list").collect() == [
+        30,
+        30,
+        30,
+        10,
+    ]
     assert xs.map_batches(lambda a: None).collect() == []
     assert xs.map_batches(lambda a: np.float64(a.sum()), batch_size=None).collect() == [4950.0]
     with pytest.raises(ValueError, match="batch_format"):
         xs.map_batches(lambda a: a, batch_format="pandas")
     pa = pytest.importorskip("pyarrow")
     import pyarrow.compute  # noqa: F401
+
     rows = s.from_list([{"x": i, "y": str(i)} for i in range(10)])
-    out = rows.map_batches(lambda rb: pa.RecordBatch.from_pydict({"x2": pa.compute.multiply(rb.column("x"), 2)}), batch_size=4, batch_format="pyarrow")
+    out = rows.map_batches(
+        lambda rb: pa.RecordBatch.from_pydict({"x2": pa.compute.multiply(rb.column("x"), 2)}),
+        batch_size=4,
+        batch_format="pyarrow",
+    )
     assert out.collect() == [{"x2": 2 * i} for i in range(10)]
 
 
@@ -211,7 +319,9 @@ def test_word_count_matches_a_counter(s, tmp_path):
     (tmp_path / "t.txt").write_text(text)
     counts = (
         s.text_blocks(tmp_path / "t.txt", block_bytes=1000, binary=True)
-        .map_partitions(lambda blocks: collections.Counter(w for b in blocks for w in b.split()).items())
+        .map_partitions(
+            lambda blocks: collections.Counter(w for b in blocks for w in b.split()).items()
+        )
         .reduce_by_key(operator.add)
         .collect()
     )
@@ -251,9 +361,15 @@ def test_writers_refuse_replace_or_append_like_spark_save_modes(s, tmp_path):
         s.range(3).write_text(out, mode="replace")
     s.range(3).write_csv(out, mode="overwrite")
     parts = sorted(p.name for p in out.iterdir() if p.name.startswith("part-"))
-    assert [l for p in parts for l in (out / p).read_text().splitlines()] == ["0", "1", "2"]
+    assert [x for p in parts for x in (out / p).read_text().splitlines()] == ["0", "1", "2"]
     s.range(3, 5).write_text(out, mode="append")
-    assert sorted(l for p in out.glob("part-*") for l in p.read_text().splitlines()) == ["0", "1", "2", "3", "4"]
+    assert sorted(x for p in out.glob("part-*") for x in p.read_text().splitlines()) == [
+        "0",
+        "1",
+        "2",
+        "3",
+        "4",
+    ]
     # A failed write leaves nothing that looks like output, and keeps what was there.
     before = sorted(p.name for p in out.iterdir())
     with pytest.raises(ZeroDivisionError):
@@ -271,7 +387,9 @@ def test_write_parquet_commits_like_the_other_writers(s, tmp_path):
 
     out = tmp_path / "pq"
     s.from_list([{"a": i} for i in range(6)]).write_parquet(out)
-    assert (out / "_SUCCESS").exists() and not any(p.name.startswith("_temporary") for p in out.iterdir())
+    assert (out / "_SUCCESS").exists() and not any(
+        p.name.startswith("_temporary") for p in out.iterdir()
+    )
     with pytest.raises(heddle.ArgumentError, match="already holds"):
         s.from_list([{"a": 1}]).write_parquet(out)
     s.from_list([{"a": 9}]).write_parquet(out, mode="overwrite")

@@ -26,7 +26,10 @@ def random_value(rng: random.Random, depth: int = 0) -> bytes:
     if tag == 6 and depth < 6:
         items = [random_value(rng, depth + 1) for _ in range(rng.randrange(4))]
         count = len(items) if rng.random() < 0.8 else rng.choice([len(items) + 1, 2**32 - 1, 2**31])
-        body = b"".join(struct.pack("<I", len(i) if rng.random() < 0.9 else rng.randrange(2**32)) + i for i in items)
+        body = b"".join(
+            struct.pack("<I", len(i) if rng.random() < 0.9 else rng.randrange(2**32)) + i
+            for i in items
+        )
         return bytes([6]) + struct.pack("<I", count) + body
     body = rng.randbytes(rng.choice([0, 1, 7, 8, 9, rng.randrange(40)]))
     return bytes([tag]) + body
@@ -35,7 +38,11 @@ def random_value(rng: random.Random, depth: int = 0) -> bytes:
 def random_key(rng: random.Random, depth: int = 0) -> bytes:
     tag = rng.choice(KEY_TAGS)
     if tag == 0x0A and depth < 6:
-        return bytes([0x0A]) + b"".join(random_key(rng, depth + 1) for _ in range(rng.randrange(4))) + (b"\0" if rng.random() < 0.8 else b"")
+        return (
+            bytes([0x0A])
+            + b"".join(random_key(rng, depth + 1) for _ in range(rng.randrange(4)))
+            + (b"\0" if rng.random() < 0.8 else b"")
+        )
     if tag in (0x04, 0x06):
         length = rng.choice([0, 1, 3, 2**32 - 1, rng.randrange(2**32)])
         return bytes([tag]) + struct.pack(">I", length) + rng.randbytes(rng.randrange(12))
@@ -82,4 +89,6 @@ def test_deep_nesting_and_absurd_counts_are_malformed_not_fatal():
     # A tuple claiming 4 billion items in a few bytes: an error, not a 32 GB allocation.
     with pytest.raises(heddle.CommError):
         _heddle._decode_record(b"\x06\xff\xff\xff\xff\x00\x00\x00\x00", key=False)
-    assert _heddle._decode_record(b"\x06\x02\x00\x00\x00\x01\x00\x00\x00\x00\x02\x00\x00\x00\x01\x01") == (None, True)
+    assert _heddle._decode_record(
+        b"\x06\x02\x00\x00\x00\x01\x00\x00\x00\x00\x02\x00\x00\x00\x01\x01"
+    ) == (None, True)

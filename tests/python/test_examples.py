@@ -1,9 +1,8 @@
 """The Python examples (examples/python/wordcount.py, kmeans.py, tasks.py,
-stream_window.py, sort.py, stream_events.py) under ``heddle run``: each checks itself against a plain Python
-reference and prints the Rust examples' JSON line; their generated datasets match the
-Rust examples' (when those are built)."""
+stream_window.py, sort.py, stream_events.py) under ``heddle run``: each checks itself
+against a plain Python reference and prints the Rust examples' JSON line; their generated
+datasets match the Rust examples' (when those are built)."""
 
-import json
 import os
 import subprocess
 import sys
@@ -32,7 +31,20 @@ def report(job, example):
 def test_wordcount_on_generated_text(n, counting, tmp_path):
     env = {"TMPDIR": str(tmp_path)}
     flags = ["--python", "--block-bytes", "100000"] if counting == "python" else []
-    rep = report(run_job(n, str(EXAMPLES / "wordcount.py"), "--generate", "--megabytes", "2", "--seed", "5", *flags, env=env), "wordcount")
+    rep = report(
+        run_job(
+            n,
+            str(EXAMPLES / "wordcount.py"),
+            "--generate",
+            "--megabytes",
+            "2",
+            "--seed",
+            "5",
+            *flags,
+            env=env,
+        ),
+        "wordcount",
+    )
     text = (tmp_path / "heddle-words-2mb-seed5.txt").read_text()
     assert rep["words"] == len(text.split()) and rep["workers"] == n and rep["counting"] == counting
     assert set(rep) == {"example", "api", "counting", "ok", "words", "distinct", "job_s", "workers"}
@@ -41,9 +53,19 @@ def test_wordcount_on_generated_text(n, counting, tmp_path):
 def test_wordcount_input_and_output(tmp_path):
     (tmp_path / "in.txt").write_text("the cat  the dog\n\nand\tthe end\n" * 100)
     out = tmp_path / "out"
-    rep = report(run_job(2, str(EXAMPLES / "wordcount.py"), "--input", str(tmp_path / "in.txt"), "--output", str(out)), "wordcount")
+    rep = report(
+        run_job(
+            2,
+            str(EXAMPLES / "wordcount.py"),
+            "--input",
+            str(tmp_path / "in.txt"),
+            "--output",
+            str(out),
+        ),
+        "wordcount",
+    )
     assert (rep["words"], rep["distinct"]) == (700, 5)
-    lines = [l for p in sorted(out.iterdir()) for l in p.read_text().splitlines()]
+    lines = [x for p in sorted(out.iterdir()) for x in p.read_text().splitlines()]
     assert sorted(lines) == sorted(["the\t300", "cat\t100", "dog\t100", "and\t100", "end\t100"])
 
 
@@ -53,15 +75,39 @@ def test_generated_text_is_the_rust_examples(tmp_path):
         pytest.skip("the Rust examples are not built (make build)")
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEDDLE_")}
     env["TMPDIR"] = str(tmp_path)
-    done = subprocess.run([str(rust), "--generate", "--megabytes", "1", "--seed", "9"], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(rust), "--generate", "--megabytes", "1", "--seed", "9"],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done
     common.generate_words(tmp_path / "python.txt", 1, 9)
-    assert (tmp_path / "python.txt").read_bytes() == (tmp_path / "heddle-words-1mb-seed9.txt").read_bytes()
+    assert (tmp_path / "python.txt").read_bytes() == (
+        tmp_path / "heddle-words-1mb-seed9.txt"
+    ).read_bytes()
 
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_kmeans_on_generated_points(n, tmp_path):
-    rep = report(run_job(n, str(EXAMPLES / "kmeans.py"), "--generate", "--points", "30000", "--k", "8", "--iterations", "6", "--output", str(tmp_path)), "kmeans")
+    rep = report(
+        run_job(
+            n,
+            str(EXAMPLES / "kmeans.py"),
+            "--generate",
+            "--points",
+            "30000",
+            "--k",
+            "8",
+            "--iterations",
+            "6",
+            "--output",
+            str(tmp_path),
+        ),
+        "kmeans",
+    )
     assert (rep["points"], rep["k"], rep["iterations"], rep["workers"]) == (30000, 8, 6, n)
     assert rep["max_center_error"] < 1e-6
     assert np.loadtxt(tmp_path / "centers.csv", delimiter=",", skiprows=1).shape == (8, 2)
@@ -75,7 +121,12 @@ def test_kmeans_reads_csv_and_npy(fmt, tmp_path):
         np.save(path, pts)
     else:
         np.savetxt(path, pts, delimiter=",", header="x,y", comments="", fmt="%.17g")
-    rep = report(run_job(2, str(EXAMPLES / "kmeans.py"), "--input", str(path), "--k", "5", "--iterations", "4"), "kmeans")
+    rep = report(
+        run_job(
+            2, str(EXAMPLES / "kmeans.py"), "--input", str(path), "--k", "5", "--iterations", "4"
+        ),
+        "kmeans",
+    )
     assert rep["points"] == 5000
 
 
@@ -85,9 +136,19 @@ def test_generated_points_are_the_rust_examples(tmp_path):
         pytest.skip("the Rust examples are not built (make build)")
     args = ["--generate", "--points", "20000", "--seed", "3", "--k", "6", "--iterations", "3"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEDDLE_")}
-    done = subprocess.run([str(rust), *args, "--output", str(tmp_path / "rust")], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(rust), *args, "--output", str(tmp_path / "rust")],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done
-    report(run_job(1, str(EXAMPLES / "kmeans.py"), *args, "--output", str(tmp_path / "python")), "kmeans")
+    report(
+        run_job(1, str(EXAMPLES / "kmeans.py"), *args, "--output", str(tmp_path / "python")),
+        "kmeans",
+    )
     rust_centers = np.loadtxt(tmp_path / "rust" / "centers.csv", delimiter=",", skiprows=1)
     python_centers = np.loadtxt(tmp_path / "python" / "centers.csv", delimiter=",", skiprows=1)
     assert np.abs(rust_centers - python_centers).max() < 1e-9
@@ -101,7 +162,19 @@ def test_tasks_sum_their_squares(n, tasks):
     assert rep["detail"] == f"sum {want}, want {want}"
 
 
-STREAM_KEYS = {"example", "api", "ok", "records", "windows", "job_s", "records_per_s", "records_per_s_per_worker", "latency_p50_ms", "latency_p99_ms", "workers"}
+STREAM_KEYS = {
+    "example",
+    "api",
+    "ok",
+    "records",
+    "windows",
+    "job_s",
+    "records_per_s",
+    "records_per_s_per_worker",
+    "latency_p50_ms",
+    "latency_p99_ms",
+    "workers",
+}
 
 
 def window_counts(path):
@@ -112,15 +185,44 @@ def window_counts(path):
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_stream_window_on_generated_events(n, tmp_path):
-    rep = report(run_job(n, str(EXAMPLES / "stream_window.py"), "--generate", "--events", "30000", "--rate", "20000", "--seed", "4", "--output", str(tmp_path)), "stream_window")
+    rep = report(
+        run_job(
+            n,
+            str(EXAMPLES / "stream_window.py"),
+            "--generate",
+            "--events",
+            "30000",
+            "--rate",
+            "20000",
+            "--seed",
+            "4",
+            "--output",
+            str(tmp_path),
+        ),
+        "stream_window",
+    )
     assert (rep["records"], rep["workers"]) == (30000, n) and set(rep) == STREAM_KEYS
     assert sum(window_counts(tmp_path / "windows.tsv").values()) == 30000
 
 
 def test_stream_window_on_a_file(tmp_path):
-    lines = [" ".join(["the", "naïve", "日本語", f"w{i % 7}", "the"][: 1 + i % 5]) for i in range(400)]
+    lines = [
+        " ".join(["the", "naïve", "日本語", f"w{i % 7}", "the"][: 1 + i % 5]) for i in range(400)
+    ]
     (tmp_path / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    rep = report(run_job(2, str(EXAMPLES / "stream_window.py"), "--input", str(tmp_path / "in.txt"), "--window-ms", "7", "--output", str(tmp_path / "out")), "stream_window")
+    rep = report(
+        run_job(
+            2,
+            str(EXAMPLES / "stream_window.py"),
+            "--input",
+            str(tmp_path / "in.txt"),
+            "--window-ms",
+            "7",
+            "--output",
+            str(tmp_path / "out"),
+        ),
+        "stream_window",
+    )
     want = {}
     for i, line in enumerate(lines):
         for w in line.split():
@@ -136,16 +238,39 @@ def test_stream_window_matches_the_rust_example(tmp_path):
         pytest.skip("the Rust examples are not built (make build)")
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEDDLE_")}
     (tmp_path / "in.txt").write_text("".join(f"a{i % 3} b{i % 5} c\n" for i in range(300)))
-    for args, name in [(["--input", str(tmp_path / "in.txt")], "file"), (["--generate", "--events", "20000", "--seed", "6"], "generated")]:
-        done = subprocess.run([str(rust), *args, "--output", str(tmp_path / "rust" / name)], env=env, capture_output=True, text=True, timeout=120)
+    for args, name in [
+        (["--input", str(tmp_path / "in.txt")], "file"),
+        (["--generate", "--events", "20000", "--seed", "6"], "generated"),
+    ]:
+        done = subprocess.run(
+            [str(rust), *args, "--output", str(tmp_path / "rust" / name)],
+            check=False,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done
-        report(run_job(2, str(EXAMPLES / "stream_window.py"), *args, "--output", str(tmp_path / "python" / name)), "stream_window")
+        report(
+            run_job(
+                2,
+                str(EXAMPLES / "stream_window.py"),
+                *args,
+                "--output",
+                str(tmp_path / "python" / name),
+            ),
+            "stream_window",
+        )
     # Line times: the same windows. Clock times: the same words drawn, counted alike.
-    assert window_counts(tmp_path / "rust" / "file" / "windows.tsv") == window_counts(tmp_path / "python" / "file" / "windows.tsv")
+    assert window_counts(tmp_path / "rust" / "file" / "windows.tsv") == window_counts(
+        tmp_path / "python" / "file" / "windows.tsv"
+    )
     per_word = []
     for side in ("rust", "python"):
         totals = {}
-        for (_, _, w), count in window_counts(tmp_path / side / "generated" / "windows.tsv").items():
+        for (_, _, w), count in window_counts(
+            tmp_path / side / "generated" / "windows.tsv"
+        ).items():
             totals[w] = totals.get(w, 0) + count
         per_word.append(totals)
     assert per_word[0] == per_word[1]
@@ -171,9 +296,21 @@ def test_sort_writes_records_in_key_order(n, sorting, tmp_path):
     src = tmp_path / "records.txt"
     src.write_bytes(data)
     out = tmp_path / "sorted"
-    flags = ["--python", "--block-bytes", str(101 * 997)] if sorting == "python" else ["--mem-budget", "100000"]
-    rep = report(run_job(n, str(EXAMPLES / "sort.py"), "--input", str(src), "--output", str(out), *flags), "sort")
-    assert rep["records"] == 20_000 and rep["workers"] == n and rep["partitions"] == n and rep["sorting"] == sorting
+    flags = (
+        ["--python", "--block-bytes", str(101 * 997)]
+        if sorting == "python"
+        else ["--mem-budget", "100000"]
+    )
+    rep = report(
+        run_job(n, str(EXAMPLES / "sort.py"), "--input", str(src), "--output", str(out), *flags),
+        "sort",
+    )
+    assert (
+        rep["records"] == 20_000
+        and rep["workers"] == n
+        and rep["partitions"] == n
+        and rep["sorting"] == sorting
+    )
     parts = sorted(p for p in out.iterdir() if p.name.startswith("part-"))
     assert [p.name for p in parts] == [f"part-{i:05d}" for i in range(n)]
     # The native writer commits its parts with a _SUCCESS marker (the --python path writes
@@ -194,16 +331,25 @@ def test_sort_writes_records_in_key_order(n, sorting, tmp_path):
 def test_stream_events_counts_event_time_windows(n, tmp_path):
     rng = np.random.default_rng(11)
     events = 30_000
-    ts = np.arange(events, dtype=np.int64) * 5 + 1_700_000_000_000 - rng.integers(0, 2_000, size=events)
+    ts = (
+        np.arange(events, dtype=np.int64) * 5
+        + 1_700_000_000_000
+        - rng.integers(0, 2_000, size=events)
+    )
     keys = rng.integers(0, 50, size=events)
     src = tmp_path / "events"
     src.mkdir()
     for i in range(3):
         lo, hi = events * i // 3, events * (i + 1) // 3
-        (src / f"part-{i:05d}.csv").write_text("".join(f"{t},{k}\n" for t, k in zip(ts[lo:hi].tolist(), keys[lo:hi].tolist())))
+        (src / f"part-{i:05d}.csv").write_text(
+            "".join(f"{t},{k}\n" for t, k in zip(ts[lo:hi].tolist(), keys[lo:hi].tolist()))
+        )
     (src / "_COMPLETE").write_text("")
     out = tmp_path / "counts"
-    rep = report(run_job(n, str(EXAMPLES / "stream_events.py"), "--input", str(src), "--output", str(out)), "stream_events")
+    rep = report(
+        run_job(n, str(EXAMPLES / "stream_events.py"), "--input", str(src), "--output", str(out)),
+        "stream_events",
+    )
     assert rep["events"] == events and rep["late"] == 0 and rep["workers"] == n
     got = {}
     for part in out.iterdir():

@@ -66,14 +66,21 @@ def test_a_failing_worker_fails_the_job_with_a_clear_message(piddir):
     # The ranks blocked in the barrier were aborted at once, naming the origin.
     assert job.stderr.count("heddle: the job was aborted: rank 2 failed: RuntimeError:") == 1, job
     for rank in (0, 1):
-        assert f"[{rank}] heddle: rank {rank} stopped: the job was aborted because rank 2 failed" in job.stderr, job
+        assert (
+            f"[{rank}] heddle: rank {rank} stopped: the job was aborted because rank 2 failed"
+            in job.stderr
+        ), job
     pids = [int(f.read_text()) for f in piddir.glob("*.pid")]
     assert len(pids) == 3
     assert_gone(pids)
 
 
 def test_abort_ends_the_job_with_its_code():
-    job = run_job(2, "-c", "import heddle, time\nc = heddle.init()\nif c.rank == 1: c.Abort(5)\ntime.sleep(60)\n")
+    job = run_job(
+        2,
+        "-c",
+        "import heddle, time\nc = heddle.init()\nif c.rank == 1: c.Abort(5)\ntime.sleep(60)\n",
+    )
     assert job.returncode == 5, job
     assert "rank 1 exited with status 5" in job.stderr
 
@@ -95,7 +102,7 @@ def test_keyboard_interrupt_in_python_code_of_a_worker_ends_the_job(piddir):
     proc = popen_job(2, "sleep.py", str(piddir))
     pids = wait_for_pids(piddir, 2, proc)
     os.kill(pids[1], signal.SIGINT)
-    code, out, err = finish(proc)
+    code, _out, err = finish(proc)
     assert code != 0
     assert "KeyboardInterrupt" in err, err
     assert "heddle: rank 1 was killed by signal 2 (SIGINT)" in err, err
@@ -133,7 +140,10 @@ def test_an_exception_on_one_rank_aborts_every_rank_and_no_result_is_printed(n, 
     assert f"ValueError: boom on rank {origin}" in job.stderr, job
     assert f"heddle: rank {origin} exited with status 1; stopping the other" in job.stderr, job
     for rank in range(n - 1):
-        assert f"[{rank}] heddle: rank {rank} stopped: the job was aborted because rank {origin} failed (ValueError)" in job.stderr, job
+        assert (
+            f"[{rank}] heddle: rank {rank} stopped: the job was aborted because rank {origin} "
+            "failed (ValueError)" in job.stderr
+        ), job
 
 
 @pytest.mark.parametrize("n", [2, 3])
@@ -150,7 +160,9 @@ def test_ranks_that_catch_the_abort_see_its_origin_and_the_job_still_fails(n):
 def test_send_and_receive_of_different_element_types_raise_naming_both():
     job = run_job(2, "p2p_types.py")
     assert job.reports[1]["untyped_ok"], job
-    assert "rank 0 sent f64 elements but the receive buffer holds i32" in job.reports[1]["mismatch"], job
+    assert (
+        "rank 0 sent f64 elements but the receive buffer holds i32" in job.reports[1]["mismatch"]
+    ), job
     assert "sent f64 elements but the receive buffer holds i32" in job.reports[0]["aborted"], job
     assert job.returncode == 1, job  # the job was aborted
 

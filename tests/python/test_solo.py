@@ -14,7 +14,18 @@ import pytest
 import heddle
 from heddle import errors
 
-DTYPES = [np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+DTYPES = [
+    np.float32,
+    np.float64,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.uint64,
+]
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +37,12 @@ def run_python(code: str, env=None, timeout=60):
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("HEDDLE_")}
     full_env.update(env or {})
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], env=full_env, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-c", textwrap.dedent(code)],
+        check=False,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -52,7 +68,17 @@ def test_version_and_exports():
 
 
 def test_ops_and_in_place_pickle_as_singletons():
-    for op in (heddle.SUM, heddle.PROD, heddle.MAX, heddle.MIN, heddle.LAND, heddle.LOR, heddle.BAND, heddle.BOR, heddle.BXOR):
+    for op in (
+        heddle.SUM,
+        heddle.PROD,
+        heddle.MAX,
+        heddle.MIN,
+        heddle.LAND,
+        heddle.LOR,
+        heddle.BAND,
+        heddle.BOR,
+        heddle.BXOR,
+    ):
         assert pickle.loads(pickle.dumps(op)) is op
     assert pickle.loads(pickle.dumps(heddle.IN_PLACE)) is heddle.IN_PLACE
 
@@ -63,7 +89,9 @@ def test_exception_hierarchy():
     assert issubclass(heddle.TimeoutError, heddle.CommError)
     assert issubclass(heddle.TimeoutError, builtins.TimeoutError)
     assert issubclass(heddle.WorkerFailed, heddle.CommError)
-    assert issubclass(heddle.ArgumentError, ValueError) and issubclass(heddle.ArgumentError, TypeError)
+    assert issubclass(heddle.ArgumentError, ValueError) and issubclass(
+        heddle.ArgumentError, TypeError
+    )
     assert issubclass(heddle.ConfigError, ValueError)
     assert str(heddle.TimeoutError("waited")) == "waited"
 
@@ -85,7 +113,7 @@ def test_reductions_in_a_world_of_one(comm, dtype):
     np.testing.assert_array_equal(out, x)
 
 
-@pytest.mark.parametrize("dtype", DTYPES + [np.complex64, np.bool_])
+@pytest.mark.parametrize("dtype", [*DTYPES, np.complex64, np.bool_])
 def test_data_movement_in_a_world_of_one(comm, dtype):
     x = (np.arange(6) % 2).astype(dtype)
     b = x.copy()
@@ -128,7 +156,9 @@ OVERLAPPING = {
 
 @pytest.mark.parametrize("send_at, recv_at", [(1, 0), (0, 1)])
 @pytest.mark.parametrize("name", sorted(OVERLAPPING))
-def test_a_sendbuf_overlapping_the_recvbuf_is_read_before_it_is_written(comm, name, send_at, recv_at):
+def test_a_sendbuf_overlapping_the_recvbuf_is_read_before_it_is_written(
+    comm, name, send_at, recv_at
+):
     """As if the send buffer were copied first (MPI forbids the aliasing; numpy slices make
     it easy): recvbuf gets the old values of the overlapping sendbuf."""
     a = np.arange(1.0, 6.0)
@@ -179,8 +209,14 @@ def test_split_in_a_world_of_one(comm):
     "call, needle",
     [
         (lambda c: c.Allreduce(np.zeros(3), np.zeros(4)), "must hold 4 elements"),
-        (lambda c: c.Allreduce(np.zeros(4, dtype=np.int32), np.zeros(4)), "different element types"),
-        (lambda c: c.Allreduce(heddle.IN_PLACE, np.zeros(4), op=heddle.BXOR), "needs integer or bool"),
+        (
+            lambda c: c.Allreduce(np.zeros(4, dtype=np.int32), np.zeros(4)),
+            "different element types",
+        ),
+        (
+            lambda c: c.Allreduce(heddle.IN_PLACE, np.zeros(4), op=heddle.BXOR),
+            "needs integer or bool",
+        ),
         (lambda c: c.Allreduce(heddle.IN_PLACE, np.zeros(4, dtype=bool), op=heddle.PROD), "bool"),
         (lambda c: c.Allreduce(heddle.IN_PLACE, np.zeros(4, dtype=np.float16)), "reductions need"),
         (lambda c: c.Allreduce(heddle.IN_PLACE, np.zeros(4), op=max), "op must be one of"),
@@ -197,7 +233,12 @@ def test_split_in_a_world_of_one(comm):
         (lambda c: c.Send(np.zeros(2), dest=-1), "dest -1 is outside"),
         (lambda c: c.Recv(np.zeros(2), source=0, tag=2**32), "tag"),
         (lambda c: c.Sendrecv(np.zeros(1), 0, recvbuf=np.zeros(1)), "ANY_SOURCE"),
-        (lambda c: c.Sendrecv(np.zeros(1), 0, sendtag=1, recvbuf=np.zeros(1), source=0, recvtag=2), "one tag"),
+        (
+            lambda c: c.Sendrecv(
+                np.zeros(1), 0, sendtag=1, recvbuf=np.zeros(1), source=0, recvtag=2
+            ),
+            "one tag",
+        ),
         (lambda c: c.scatter([1, 2], root=0), "one per rank"),
         (lambda c: c.alltoall([]), "one per rank"),
         (lambda c: c.recv(source=None), "ANY_SOURCE"),
@@ -224,7 +265,11 @@ def test_task_and_data_are_submodules_loaded_on_first_use():
 
 def test_config_errors():
     p = run_python("import heddle; heddle.init()", env={"HEDDLE_TIMEOUT_S": "soon"})
-    assert p.returncode == 1 and "heddle.errors.ConfigError" in p.stderr and "HEDDLE_TIMEOUT_S" in p.stderr, p.stderr
+    assert (
+        p.returncode == 1
+        and "heddle.errors.ConfigError" in p.stderr
+        and "HEDDLE_TIMEOUT_S" in p.stderr
+    ), p.stderr
     p = run_python("import heddle; heddle.init()", env={"HEDDLE_TIMEOUT": "5"})
     assert "ConfigError" in p.stderr and "did you mean HEDDLE_TIMEOUT_S" in p.stderr, p.stderr
 
@@ -262,7 +307,12 @@ def test_ctrl_c_ends_a_blocked_call_in_a_world_of_one():
     import time
 
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import numpy as np, heddle\nc = heddle.init()\nprint('ready', flush=True)\nc.Recv(np.zeros(1), source=0, tag=1)\n"],
+        [
+            sys.executable,
+            "-c",
+            "import numpy as np, heddle\nc = heddle.init()\nprint('ready', "
+            "flush=True)\nc.Recv(np.zeros(1), source=0, tag=1)\n",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -272,7 +322,7 @@ def test_ctrl_c_ends_a_blocked_call_in_a_world_of_one():
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(0.5)  # let it enter Recv
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
+        _out, err = proc.communicate(timeout=20)
     finally:
         proc.kill()
     assert proc.returncode == 130, (proc.returncode, err)
@@ -288,7 +338,8 @@ def test_keyboard_interrupt_still_works_in_python_code():
             sys.executable,
             "-c",
             "import time, heddle\nheddle.init()\nprint('ready', flush=True)\n"
-            "try:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('caught', flush=True)\n",
+            "try:\n    time.sleep(60)\n"
+            "except KeyboardInterrupt:\n    print('caught', flush=True)\n",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -322,7 +373,8 @@ INTERRUPTED_RUNS = {
             def execute(self, ctx, x):
                 pass
         g = TaskGraph()
-        g.connect(g.source("forever", 1, lambda i: Forever()), g.compute("sink", 1, lambda i: Sink()), Edge.hash())
+        src = g.source("forever", 1, lambda i: Forever())
+        g.connect(src, g.compute("sink", 1, lambda i: Sink()), Edge.hash())
         Job(comm, g).run()"""
     ),
     # A stream run whose generator never ends.
@@ -338,11 +390,13 @@ def test_ctrl_c_in_a_job_raises_keyboard_interrupt_and_the_session_stays_usable(
     import time
 
     code = (
-        "import heddle, time\nfrom heddle.data import Session\ncomm = heddle.init()\ns = Session(comm)\n"
+        "import heddle, time\nfrom heddle.data import Session\ncomm = heddle.init()\ns = "
+        "Session(comm)\n"
         "print('ready', flush=True)\nstart = time.time()\ntry:\n"
         + textwrap.indent(INTERRUPTED_RUNS[what], "    ")
         + "\nexcept KeyboardInterrupt as e:\n    print('caught', type(e).__name__, flush=True)\n"
-        "print('after', s.range(0, 1000).map(lambda x: 2 * x).reduce(lambda a, b: a + b), flush=True)\n"
+        "print('after', s.range(0, 1000).map(lambda x: 2 * x).reduce(lambda a, b: a + b), "
+        "flush=True)\n"
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", code],

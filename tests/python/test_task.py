@@ -10,6 +10,7 @@ import time
 import pytest
 
 import heddle
+from conftest import assert_all_ok, assert_gone, finish, popen_job, run_job, wait_for_pids
 from heddle.task import (
     DONE,
     MORE,
@@ -26,8 +27,6 @@ from heddle.task import (
     TaskGraph,
     WorkerSpec,
 )
-
-from conftest import assert_all_ok, assert_gone, finish, popen_job, run_job, wait_for_pids
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +82,10 @@ def test_a_graph_runs_and_reports(comm):
     report = Job(comm, g).run()
     assert sorted(got) == list(range(100))
     assert report.passes == 1 and report.job_s >= 0
-    assert {t.task: t.emitted for t in report.tasks if t.task.startswith("numbers")} == {"numbers[0]": 50, "numbers[1]": 50}
+    assert {t.task: t.emitted for t in report.tasks if t.task.startswith("numbers")} == {
+        "numbers[0]": 50,
+        "numbers[1]": 50,
+    }
     assert [t.executed for t in report.tasks if t.task == "total[0]"] == [100]
 
 
@@ -121,7 +123,9 @@ def test_first_fit_packs_heterogeneous_workers_in_order():
 
 
 def test_data_locality_prefers_the_hosts_holding_the_input():
-    workers = specs([("a", 2.0, 1 << 30), ("b", 2.0, 1 << 30), ("c", 2.0, 1 << 30), ("b", 2.0, 1 << 30)])
+    workers = specs(
+        [("a", 2.0, 1 << 30), ("b", 2.0, 1 << 30), ("c", 2.0, 1 << 30), ("b", 2.0, 1 << 30)]
+    )
     g = shapes(("read", 3, Resources(1.0, 0, ("b",))), ("free", 2, Resources(1.0, 0)))
     assert Plan(g, workers, DataLocality()).workers == [[1, 3, 1], [0, 2]]
     assert Plan(g, workers, RoundRobin()).workers == [[0, 1, 2], [0, 1]]
@@ -146,12 +150,20 @@ def graph_error(build):
 
 def test_malformed_graphs_are_refused_with_the_reason():
     def mismatch(g):
-        g.connect(g.source("a", 2, lambda i: Numbers(0, 0)), g.compute("b", 3, lambda i: Probe([])), Edge.direct())
+        g.connect(
+            g.source("a", 2, lambda i: Numbers(0, 0)),
+            g.compute("b", 3, lambda i: Probe([])),
+            Edge.direct(),
+        )
 
     assert "equal parallelism" in graph_error(mismatch)
-    assert "'orphan' has no input" in graph_error(lambda g: g.compute("orphan", 1, lambda i: Probe([])))
+    assert "'orphan' has no input" in graph_error(
+        lambda g: g.compute("orphan", 1, lambda i: Probe([]))
+    )
     assert "parallelism 0" in graph_error(lambda g: g.source("zero", 0, lambda i: Numbers(0, 0)))
-    assert "names must be unique" in graph_error(lambda g: [g.source("x", 1, lambda i: Numbers(0, 0)) for _ in range(2)])
+    assert "names must be unique" in graph_error(
+        lambda g: [g.source("x", 1, lambda i: Numbers(0, 0)) for _ in range(2)]
+    )
 
     def into_source(g):
         a, b = g.source("a", 1, lambda i: Numbers(0, 0)), g.source("b", 1, lambda i: Numbers(0, 0))
@@ -207,15 +219,27 @@ def test_an_exception_in_a_task_is_raised_as_itself(comm):
                 raise KeyError(f"cannot take {x}")
 
     g = TaskGraph()
-    g.connect(g.source("src", 1, lambda i: Numbers(0, 100, 10)), g.compute("fragile", 1, lambda i: Fragile()), Edge.hash())
+    g.connect(
+        g.source("src", 1, lambda i: Numbers(0, 100, 10)),
+        g.compute("fragile", 1, lambda i: Fragile()),
+        Edge.hash(),
+    )
     with pytest.raises(KeyError, match="cannot take 42"):
         Job(comm, g).run()
     g = TaskGraph()
-    g.connect(g.source("src", 1, lambda i: Numbers(0, 10)), g.compute("no_execute", 1, lambda i: object()), Edge.direct())
+    g.connect(
+        g.source("src", 1, lambda i: Numbers(0, 10)),
+        g.compute("no_execute", 1, lambda i: object()),
+        Edge.direct(),
+    )
     with pytest.raises(heddle.ArgumentError, match="execute"):
         Job(comm, g).run()
     g = TaskGraph()
-    g.connect(g.source("src", 1, lambda i: Numbers(0, 10)), g.compute("p", 1, lambda i: Probe([])), Edge.partition(lambda x: "not an int"))
+    g.connect(
+        g.source("src", 1, lambda i: Numbers(0, 10)),
+        g.compute("p", 1, lambda i: Probe([])),
+        Edge.partition(lambda x: "not an int"),
+    )
     with pytest.raises(TypeError):
         Job(comm, g).run()
 
@@ -226,14 +250,24 @@ def test_the_context_is_valid_only_during_its_call(comm):
     class Keep(Compute):
         def execute(self, ctx, x):
             kept.append(ctx)
-            assert (ctx.name, ctx.index, ctx.parallelism, ctx.worker, ctx.iteration) == ("keep", 0, 1, 0, ())
+            assert (ctx.name, ctx.index, ctx.parallelism, ctx.worker, ctx.iteration) == (
+                "keep",
+                0,
+                1,
+                0,
+                (),
+            )
 
         def end_of_input(self, ctx):
             with pytest.raises(heddle.GraphError, match="not marked collective"):
                 ctx.comm()
 
     g = TaskGraph()
-    g.connect(g.source("src", 1, lambda i: Numbers(0, 3)), g.compute("keep", 1, lambda i: Keep()), Edge.direct())
+    g.connect(
+        g.source("src", 1, lambda i: Numbers(0, 3)),
+        g.compute("keep", 1, lambda i: Keep()),
+        Edge.direct(),
+    )
     Job(comm, g).run()
     with pytest.raises(heddle.ArgumentError, match="outside the task call"):
         kept[0].emit(1)

@@ -100,9 +100,15 @@ impl Session {
         // The first line of the first file: the header, or the row that sets the width.
         let first = match files.first() {
             Some(Planned { path: f, .. }) => {
-                let mut first = String::new();
-                BufReader::new(open(f)?).read_line(&mut first).map_err(|e| io(f, e))?;
-                let parsed = csv_record(first.trim_end_matches(['\n', '\r'])).map_err(|e| Error::Parse { path: f.display().to_string(), line: 1, message: e })?;
+                // At most the line limit (and its newline), as the rows are read.
+                let at_line_1 = |message: String| Error::Parse { path: f.display().to_string(), line: 1, message };
+                let mut first = Vec::new();
+                let n = BufReader::new(open(f)?).take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut first).map_err(|e| io(f, e))?;
+                if n as u64 > MAX_LINE_BYTES && first.last() != Some(&b'\n') {
+                    return Err(at_line_1(format!("the line is longer than the {MAX_LINE_BYTES}-byte line limit; split it into lines")));
+                }
+                let first = String::from_utf8(first).map_err(|_| at_line_1("not UTF-8 text".into()))?;
+                let parsed = csv_record(first.trim_end_matches(['\n', '\r'])).map_err(at_line_1)?;
                 Some((f.display().to_string(), parsed))
             }
             None => None,
@@ -299,7 +305,8 @@ impl Lines {
                 Ok(n) => n as u64,
                 Err(e) => return Some(Err(io(&planned.path, e))),
             };
-            if n > MAX_LINE_BYTES {
+            // Longer than the limit before its newline (as text_blocks counts it).
+            if n > MAX_LINE_BYTES && self.buf.last() != Some(&b'\n') {
                 let at = Position { file: planned.path.clone(), offset: *pos, line: *line };
                 self.current = None;
                 let message = format!("the line is longer than the {MAX_LINE_BYTES}-byte line limit; split it into lines");

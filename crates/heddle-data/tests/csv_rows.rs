@@ -61,6 +61,15 @@ fn ragged_rows_fail_with_file_line_and_counts_or_are_skipped_and_counted() {
                 assert_eq!(skipped, 2, "{n} workers: both ragged rows are counted once");
             }
         }
+        // Too many fields fail too, on any number of workers.
+        let wide: String = ragged(header).0.replace("n7,7\r\n", "n7,7,\"q,7\"\r\n");
+        std::fs::write(&path, wide).unwrap();
+        for n in [1, 3] {
+            for err in on_workers(n, |s| s.read_csv::<Vec<String>>(&path, header, OnMalformed::Fail).unwrap().collect_all().unwrap_err().to_string()) {
+                assert!(err.contains(&format!("ragged-{header}.csv line {}", line_of(23, header))), "{err}");
+                assert!(err.contains("expected 3 fields") && err.contains("found 4"), "{err}");
+            }
+        }
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -10,13 +10,18 @@
 //! before the workers read (or generate) it, so that the job time includes reading the
 //! input as a sort job's does; the input's checksum is taken after the clock either way.
 //!
+//! An input file holds 100-byte lines (`--format lines`, the default: 101 bytes each with
+//! the newline) or raw 100-byte records back to back (`--format raw`); its form is told,
+//! not guessed, and a file not of that form is an error naming it (and the line).
+//!
 //! `heddle run -n 2 -- target/release/examples/terasort_dataflow --records 1000000 --output /tmp/ts`
+//! `heddle run -n 2 -- target/release/examples/terasort_dataflow --input records.bin --format raw`
 
 use std::io::{Read, Seek, SeekFrom};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use heddle::dataflow::{EdgeSpec, Event, Offer, Operation, Options, Placement, Sort, TaskId};
 use heddle::{Communicator, Op};
 use serde_bytes::ByteBuf;
@@ -37,9 +42,13 @@ struct Args {
     /// Records to generate (ignored with --input).
     #[arg(long, default_value_t = 1_000_000)]
     records: u64,
-    /// Sort this file instead: 100-byte records, or 100-byte lines ending in a newline.
+    /// Sort this file instead (as --format says it holds them); an empty file is no records.
     #[arg(long)]
     input: Option<PathBuf>,
+    /// What --input holds: `lines` of 100 bytes and a newline each, or `raw` 100-byte
+    /// records back to back.
+    #[arg(long, value_enum, default_value_t = Format::Lines)]
+    format: Format,
     /// Start the clock before loading the input (reading --input, or generating it).
     #[arg(long)]
     time_read: bool,
@@ -58,6 +67,15 @@ struct Args {
 }
 
 type BoxError = Box<dyn std::error::Error>;
+
+/// The form of an input file: told, never guessed (raw records can look like lines).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    /// 100-byte lines, each followed by a newline (101 bytes apart).
+    Lines,
+    /// 100-byte records back to back.
+    Raw,
+}
 
 /// This worker's share of the input: records back to back in one buffer (no per-record
 /// allocation), `stride` bytes apart.
@@ -78,23 +96,43 @@ impl Input {
                 }
                 Ok(Input { bytes, stride: RECORD })
             }
-            Some(path) => {
-                let mut f = std::fs::File::open(path).map_err(|e| format!("cannot open --input {}: {e}", path.display()))?;
-                let len = f.metadata()?.len();
-                // Lines if the first record ends in a newline and the size fits; else raw records.
-                let mut first = [0u8; RECORD + 1];
-                let lines = len % (RECORD as u64 + 1) == 0 && f.read_exact(&mut first).is_ok() && first[RECORD] == b'\n';
-                let stride = if lines { RECORD + 1 } else { RECORD };
-                if len % stride as u64 != 0 {
-                    return Err(format!("{} holds {len} bytes: not a whole number of 100-byte records or lines", path.display()).into());
-                }
-                let (lo, hi) = split(len / stride as u64);
-                f.seek(SeekFrom::Start(lo * stride as u64))?;
-                let mut bytes = vec![0u8; (hi - lo) as usize * stride];
-                f.read_exact(&mut bytes)?;
-                Ok(Input { bytes, stride })
+            Some(path) => Input::read(path, args.format, rank, size),
+        }
+    }
+
+    /// Worker `rank`'s share of the records of a file in `format` (of `size` workers):
+    /// records `n * rank / size .. n * (rank + 1) / size` of its `n`. Lines are checked
+    /// to end in a newline each.
+    fn read(path: &Path, format: Format, rank: usize, size: usize) -> Result<Input, BoxError> {
+        let name = path.display();
+        let mut f = std::fs::File::open(path).map_err(|e| format!("cannot open --input {name}: {e}"))?;
+        let len = f.metadata().map_err(|e| format!("cannot read --input {name}: {e}"))?.len();
+        let (stride, what) = match format {
+            Format::Lines => (RECORD + 1, "100-byte lines (101 bytes each with the newline)"),
+            Format::Raw => (RECORD, "100-byte records (--format raw)"),
+        };
+        if len % stride as u64 != 0 {
+            let hint = if format == Format::Lines && len % RECORD as u64 == 0 { "; raw records need --format raw" } else { "" };
+            return Err(format!("{name} holds {len} bytes: not a whole number of {what}{hint}").into());
+        }
+        let n = len / stride as u64;
+        let (lo, hi) = (n * rank as u64 / size as u64, n * (rank as u64 + 1) / size as u64);
+        let read_err = |e| format!("cannot read --input {name}: {e}");
+        f.seek(SeekFrom::Start(lo * stride as u64)).map_err(read_err)?;
+        let mut bytes = vec![0u8; (hi - lo) as usize * stride];
+        f.read_exact(&mut bytes).map_err(read_err)?;
+        if format == Format::Lines {
+            if let Some(i) = bytes.chunks_exact(stride).position(|l| l[RECORD] != b'\n') {
+                let (line, at) = (lo + i as u64 + 1, (lo + i as u64) * stride as u64 + RECORD as u64);
+                return Err(format!(
+                    "{name} line {line}: expected 100 bytes and a newline, found byte {:?} at byte {at} where the newline goes{}",
+                    char::from(bytes[i * stride + RECORD]),
+                    if i == 0 && lo == 0 { " (raw records need --format raw)" } else { "" }
+                )
+                .into());
             }
         }
+        Ok(Input { bytes, stride })
     }
 
     fn len(&self) -> usize {
@@ -141,9 +179,15 @@ fn run(args: Args) -> Result<(), BoxError> {
         comm.barrier()?;
     }
     let read_start = Instant::now();
-    let input = Input::load(&args, rank, size)?;
+    let input = Input::load(&args, rank, size);
+    // Every worker learns whether all loaded their share (and waits for the others).
+    let mut loaded = [u8::from(input.is_ok())];
+    comm.allreduce(&mut loaded, Op::Min)?;
+    let input = match input {
+        Ok(_) if loaded[0] == 0 => return Err("another worker could not load its share of the input".into()),
+        loaded => loaded?,
+    };
     let in_count = input.len() as u64;
-    comm.barrier()?;
     let start = if args.time_read { read_start } else { Instant::now() };
     let cut = splitters(&comm, &input)?;
     // One source and one target per worker: task w and task size + w on worker w.
@@ -220,5 +264,154 @@ fn run(args: Args) -> Result<(), BoxError> {
         Ok(())
     } else {
         Err("the output is not a sorted permutation of the input".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use proptest::prelude::*;
+
+    use super::{generate, Format, Input, RECORD};
+
+    /// A file in the temp directory, removed when dropped.
+    struct TempFile(PathBuf);
+
+    impl TempFile {
+        fn new(content: &[u8]) -> TempFile {
+            static NEXT: AtomicU64 = AtomicU64::new(0);
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let path = std::env::temp_dir().join(format!("heddle-terasort-dataflow-{}-{n}", std::process::id()));
+            std::fs::write(&path, content).unwrap();
+            TempFile(path)
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    /// `n` records from `seed`: binary, or printable ASCII for a file of lines.
+    fn records(n: usize, seed: u64, text: bool) -> Vec<[u8; RECORD]> {
+        (0..n as u64).map(|i| generate(seed, i).map(|b| if text { b' ' + b % 95 } else { b })).collect()
+    }
+
+    /// The file: raw records back to back, or each followed by a newline.
+    fn render(records: &[[u8; RECORD]], lines: bool) -> Vec<u8> {
+        let end: &[u8] = if lines { b"\n" } else { b"" };
+        records.iter().flat_map(|r| r.iter().chain(end).copied()).collect()
+    }
+
+    /// Every worker's share of the file's records, in rank order.
+    fn read_all(content: &[u8], format: Format, workers: usize) -> Result<Vec<Vec<u8>>, String> {
+        let f = TempFile::new(content);
+        let mut got = Vec::new();
+        for rank in 0..workers {
+            let input = Input::read(&f.0, format, rank, workers).map_err(|e| e.to_string())?;
+            assert_eq!(input.bytes.len() % input.stride, 0);
+            got.extend((0..input.len()).map(|i| [input.key(i).as_slice(), input.value(i)].concat()));
+        }
+        Ok(got)
+    }
+
+    fn format(lines: bool) -> Format {
+        if lines { Format::Lines } else { Format::Raw }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// Raw records or lines, any number of them (none too), any number of workers:
+        /// the workers' shares in rank order are the file's records, each once.
+        #[test]
+        fn every_record_is_read_once(n in 0usize..300, seed in any::<u64>(), lines in any::<bool>(), workers in 1usize..9) {
+            let records = records(n, seed, lines);
+            let got = read_all(&render(&records, lines), format(lines), workers).unwrap();
+            prop_assert_eq!(got, records.iter().map(|r| r.to_vec()).collect::<Vec<_>>());
+        }
+
+        /// A trailing partial record or line (1 to 100 bytes) is an error naming the file
+        /// and its size, on every worker.
+        #[test]
+        fn a_partial_last_record_is_an_error_naming_the_file(
+            n in 0usize..50,
+            seed in any::<u64>(),
+            lines in any::<bool>(),
+            extra in 1usize..=RECORD,
+            workers in 1usize..9,
+        ) {
+            let mut content = render(&records(n + 1, seed, lines), lines);
+            content.truncate(n * (RECORD + usize::from(lines)) + extra);
+            let f = TempFile::new(&content);
+            for rank in 0..workers {
+                let e = Input::read(&f.0, format(lines), rank, workers).err().expect("an error").to_string();
+                let want = format!("{} holds {} bytes: not a whole number of 100-byte {}", f.0.display(), content.len(), if lines { "lines" } else { "records" });
+                prop_assert!(e.starts_with(&want), "{}\nshould start with: {}", e, want);
+            }
+        }
+
+        /// Raw records read as lines are an error naming the file (by their size, or a
+        /// line without its newline), whatever they hold.
+        #[test]
+        fn raw_records_are_not_lines(n in 1usize..300, seed in any::<u64>(), newline_at in 0usize..300) {
+            let mut records = records(n, seed, false);
+            records[newline_at % n][0] = b'\n';
+            let content = render(&records, false);
+            let f = TempFile::new(&content);
+            let e = Input::read(&f.0, Format::Lines, 0, 1).err().expect("an error").to_string();
+            prop_assert!(e.starts_with(&f.0.display().to_string()), "{}", e);
+        }
+    }
+
+    /// 101 raw records whose second one starts with a newline are 100 lines by size and
+    /// byte 100: read as raw records, they are the records.
+    #[test]
+    fn raw_records_that_look_like_lines_are_read_as_records() {
+        let mut records = records(101, 3, false);
+        records[1][0] = b'\n';
+        let got = read_all(&render(&records, false), Format::Raw, 1).unwrap();
+        assert_eq!(got.len(), records.len(), "records read");
+        assert!(got.iter().zip(&records).all(|(g, r)| g == r), "records differ");
+        // Read as lines, line 2 has no newline.
+        let e = read_all(&render(&records, false), Format::Lines, 1).unwrap_err();
+        assert!(e.contains(" line 2: expected 100 bytes and a newline"), "{e}");
+    }
+
+    /// 99 lines and one byte are 10,000 bytes: 100 raw records by size, but not lines.
+    #[test]
+    fn a_partial_line_is_an_error_even_at_a_multiple_of_100_bytes() {
+        let mut content = render(&records(100, 3, true), true);
+        content.truncate(99 * (RECORD + 1) + 1);
+        assert_eq!(content.len() % RECORD, 0);
+        let e = read_all(&content, Format::Lines, 1).unwrap_err();
+        assert!(e.contains("holds 10000 bytes: not a whole number of 100-byte lines"), "{e}");
+    }
+
+    /// A line of the wrong length after a good first line (the size still a multiple of
+    /// 101) is an error naming the file and the line, on the worker whose share holds it,
+    /// not records shifted by a byte.
+    #[test]
+    fn a_line_of_the_wrong_length_is_an_error() {
+        let mut content = render(&records(6, 3, true), true);
+        content.remove(4 * (RECORD + 1) + 50); // line 5 is 99 bytes ...
+        content.insert(5 * (RECORD + 1) + 10, b'x'); // ... and line 6 is 101
+        let f = TempFile::new(&content);
+        for workers in 1..=6 {
+            let errors: Vec<String> = (0..workers).filter_map(|rank| Input::read(&f.0, Format::Lines, rank, workers).err().map(|e| e.to_string())).collect();
+            let want = format!("{} line 5: expected 100 bytes and a newline", f.0.display());
+            assert!(errors.len() == 1 && errors[0].starts_with(&want), "{workers} workers: {errors:?}");
+        }
+    }
+
+    /// An empty file is no records, in either format.
+    #[test]
+    fn an_empty_file_is_no_records() {
+        for lines in [false, true] {
+            assert_eq!(read_all(b"", format(lines), 3).unwrap(), Vec::<Vec<u8>>::new());
+        }
     }
 }

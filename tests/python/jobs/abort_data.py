@@ -9,11 +9,10 @@ argv[2]: "data" (a keyed reduce), "count" (a count: a collective at the end) or 
 """
 
 import json
+import operator
 import sys
 
 import heddle
-import operator
-
 from heddle.data import Session, Window
 
 comm = heddle.init()
@@ -36,7 +35,12 @@ def job():
         return s.range(0, 200_000).map(fragile).reduce_by_key(lambda a, b: a + b).collect()
     if api == "count":
         return s.range(0, 200_000).map(fragile).count()
-    return s.stream_from_list(list(range(200_000))).map(fragile).window(Window.tumbling_count(10), operator.add).collect()
+    return (
+        s.stream_from_list(list(range(200_000)))
+        .map(fragile)
+        .window(Window.tumbling_count(10), operator.add)
+        .collect()
+    )
 
 
 if mode == "uncaught" or r == p - 1:
@@ -45,4 +49,8 @@ else:
     try:
         print(json.dumps({"rank": r, "result": repr(job())}))
     except heddle.JobAborted as e:
-        print(json.dumps({"rank": r, "aborted": True, "origin": e.origin, "kind": e.kind, "text": str(e)}))
+        print(
+            json.dumps(
+                {"rank": r, "aborted": True, "origin": e.origin, "kind": e.kind, "text": str(e)}
+            )
+        )

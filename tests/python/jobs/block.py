@@ -3,7 +3,6 @@
 import numpy as np
 
 import _pids
-
 import heddle
 
 comm = heddle.init()

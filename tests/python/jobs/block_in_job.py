@@ -5,7 +5,6 @@ import sys
 import time
 
 import _pids
-
 import heddle
 from heddle.data import Session
 from heddle.task import Compute, Edge, Job, Plan, Source, TaskGraph, WorkerSpec
@@ -28,7 +27,11 @@ elif sys.argv[2] == "task":
             pass
 
     g = TaskGraph()
-    g.connect(g.source("one", comm.size, lambda i: One()), g.compute("sink", comm.size, lambda i: Sink()), Edge.hash())
+    g.connect(
+        g.source("one", comm.size, lambda i: One()),
+        g.compute("sink", comm.size, lambda i: Sink()),
+        Edge.hash(),
+    )
     # Planned for given workers: discovering them would wait for rank 1 already.
     Job(comm, g, Plan(g, [WorkerSpec(r, "host", 1.0, 0) for r in range(comm.size)])).run()
 else:

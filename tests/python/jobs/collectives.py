@@ -16,8 +16,20 @@ comm = heddle.init()
 r, p = comm.rank, comm.size
 assert (comm.Get_rank(), comm.Get_size()) == (r, p)
 
-REDUCIBLE = [np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.bool_]
-MOVABLE = REDUCIBLE + [np.complex128, np.float16]
+REDUCIBLE = [
+    np.float32,
+    np.float64,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.uint64,
+    np.bool_,
+]
+MOVABLE = [*REDUCIBLE, np.complex128, np.float16]
 SIZES = [1, 7, 70_001]  # the last spans many transport buffers
 
 checks = 0
@@ -112,7 +124,11 @@ for dt in REDUCIBLE:
 # Default op is SUM; 2-D and Fortran-ordered arrays reduce element by element.
 a = np.arange(12, dtype=np.float64).reshape(3, 4) * (r + 1)
 comm.Allreduce(heddle.IN_PLACE, a)
-check("Allreduce default op 2-D", a, np.arange(12, dtype=np.float64).reshape(3, 4) * (p * (p + 1) // 2))
+check(
+    "Allreduce default op 2-D",
+    a,
+    np.arange(12, dtype=np.float64).reshape(3, 4) * (p * (p + 1) // 2),
+)
 f = np.asfortranarray(np.arange(12, dtype=np.int32).reshape(3, 4)) + r
 comm.Allreduce(heddle.IN_PLACE, f, op=heddle.MAX)
 check("Allreduce Fortran order", f, np.arange(12, dtype=np.int32).reshape(3, 4) + (p - 1))
@@ -213,16 +229,28 @@ check("Alltoallv", out, np.concatenate([payload(i, r) for i in range(p)]))
 base = lambda i, n: np.arange(n, dtype=np.float64) + 100 * i  # noqa: E731
 a = base(r, 3 * p + 1)
 comm.Allgather(a[1:4], a[0 : 3 * p])
-check("Allgather, overlapping views", a[0 : 3 * p], np.concatenate([base(i, 4)[1:4] for i in range(p)]))
+check(
+    "Allgather, overlapping views",
+    a[0 : 3 * p],
+    np.concatenate([base(i, 4)[1:4] for i in range(p)]),
+)
 a = base(r, 3 * p + 1)
 comm.Alltoall(a[1:], a[:-1])
-check("Alltoall, overlapping views", a[:-1], np.concatenate([base(i, 3 * p + 1)[1 + 3 * r : 4 + 3 * r] for i in range(p)]))
+check(
+    "Alltoall, overlapping views",
+    a[:-1],
+    np.concatenate([base(i, 3 * p + 1)[1 + 3 * r : 4 + 3 * r] for i in range(p)]),
+)
 a = base(r, 4)
 comm.Allreduce(a[1:4], a[0:3], op=heddle.SUM)
 check("Allreduce, overlapping views", a[0:3], sum(base(i, 4)[1:4] for i in range(p)))
 a = base(r, 3 * p + 1)
 comm.Allgatherv(a[1:4], [a[0 : 3 * p], [3] * p])
-check("Allgatherv, overlapping views", a[0 : 3 * p], np.concatenate([base(i, 4)[1:4] for i in range(p)]))
+check(
+    "Allgatherv, overlapping views",
+    a[0 : 3 * p],
+    np.concatenate([base(i, 4)[1:4] for i in range(p)]),
+)
 
 # A read-only root buffer (numpy over bytes) is broadcast from a private copy.
 ro = np.frombuffer(bytes(range(1, 65)), dtype=np.uint8)
@@ -235,7 +263,9 @@ from array import array  # noqa: E402
 
 ba = bytearray(b"heddle!!") if r == 0 else bytearray(8)
 comm.Bcast(ba, root=0)
-check("Bcast bytearray", np.frombuffer(ba, dtype=np.uint8), np.frombuffer(b"heddle!!", dtype=np.uint8))
+check(
+    "Bcast bytearray", np.frombuffer(ba, dtype=np.uint8), np.frombuffer(b"heddle!!", dtype=np.uint8)
+)
 aa = array("d", [float(r)] * 3)
 comm.Allreduce(heddle.IN_PLACE, aa, op=heddle.SUM)
 check("Allreduce array.array", np.array(aa), np.full(3, p * (p - 1) / 2))

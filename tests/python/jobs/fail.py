@@ -1,7 +1,6 @@
 """The last rank raises; the others wait in a barrier that can never complete."""
 
 import _pids
-
 import heddle
 
 comm = heddle.init()

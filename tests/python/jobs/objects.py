@@ -32,7 +32,12 @@ def same(a, b):
     if isinstance(a, (list, tuple)):
         return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
     if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+        return (
+            isinstance(b, np.ndarray)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and np.array_equal(a, b)
+        )
     return a == b
 
 
@@ -62,7 +67,9 @@ for big in (False, True):
 
     send = [{"from": r, "to": j, "v": value(r * p + j, big)} for j in range(p)]
     got = comm.alltoall(send)
-    check(f"alltoall {tag}", got, [{"from": i, "to": r, "v": value(i * p + r, big)} for i in range(p)])
+    check(
+        f"alltoall {tag}", got, [{"from": i, "to": r, "v": value(i * p + r, big)} for i in range(p)]
+    )
 
 # Reductions on objects: numbers, numpy arrays (element-wise), strings, a custom function.
 check("allreduce sum", comm.allreduce(r + 1), p * (p + 1) // 2)
@@ -90,7 +97,9 @@ if r == 0:
     for q in range(1, p):
         comm.send(value(q, big=q % 2 == 1), dest=q, tag=q)
     for q in range(1, p):
-        check(f"recv from {q}", comm.recv(source=q, tag=100 + q), {"echo": value(q, big=q % 2 == 1)})
+        check(
+            f"recv from {q}", comm.recv(source=q, tag=100 + q), {"echo": value(q, big=q % 2 == 1)}
+        )
 else:
     got = comm.recv(source=0, tag=r)
     check("recv from 0", got, value(r, big=r % 2 == 1))

@@ -71,7 +71,11 @@ else:
     # Nested split.
     sub3 = sub2.split(0, key=0)
     assert sub3.size == p - 1
-    check("bcast in nested sub", np.array(sub3.bcast("hi" if sub3.rank == 0 else None) == "hi"), np.array(True))
+    check(
+        "bcast in nested sub",
+        np.array(sub3.bcast("hi" if sub3.rank == 0 else None) == "hi"),
+        np.array(True),
+    )
 
 comm.Barrier()
 print(json.dumps({"rank": r, "ok": True, "checks": checks}))

@@ -3,7 +3,6 @@
 import time
 
 import _pids
-
 import heddle
 
 comm = heddle.init()

@@ -5,7 +5,6 @@ exception, and the launcher stops the others (still running their sources)."""
 import operator
 
 import _pids
-
 import heddle
 from heddle.data import Session, Window
 

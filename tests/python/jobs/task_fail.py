@@ -2,7 +2,6 @@
 task's exception and the launcher stops the others (blocked in the job)."""
 
 import _pids
-
 import heddle
 from heddle.task import Compute, Edge, Job, Source, TaskGraph
 
@@ -26,5 +25,9 @@ class Fragile(Compute):
 
 
 g = TaskGraph()
-g.connect(g.source("numbers", comm.size, Numbers), g.compute("fragile", comm.size, lambda i: Fragile()), Edge.direct())
+g.connect(
+    g.source("numbers", comm.size, Numbers),
+    g.compute("fragile", comm.size, lambda i: Fragile()),
+    Edge.direct(),
+)
 Job(comm, g).run()

@@ -67,28 +67,33 @@ try:
         p = size * per
         got = []
         g = TaskGraph()
-        src = g.source("numbers", p, lambda i: Numbers(i, p, n))
+        # Factories bind this iteration's values (p=p, got=got): a job may call them late.
+        src = g.source("numbers", p, lambda i, p=p: Numbers(i, p, n))
         key = g.compute("key", p, lambda i: Keyed(keys))
-        sink = g.compute("collect", p, lambda i: Collect(got))
+        sink = g.compute("collect", p, lambda i, got=got: Collect(got))
         g.connect(src, key, Edge.direct())
         g.connect(key, sink, Edge.keyed_reduce(lambda a, b: a + b))
         plan = Plan(g, comm)
         check("direct edge chained", plan.edges[0][3], True)
         Job(comm, g, plan).run()
         total = everywhere(got)
-        check(f"keyed counts ({per} per worker)", sorted(total), sorted(collections.Counter(x % keys for x in range(n)).items()))
+        check(
+            f"keyed counts ({per} per worker)",
+            sorted(total),
+            sorted(collections.Counter(x % keys for x in range(n)).items()),
+        )
 
     # Every edge kind in both modes.
     for mode in ("batch", "streaming"):
         part, bcast, red, gat, grp = [], [], [], [], []
         g = TaskGraph()
         a = g.source("a", size, lambda i: Numbers(i, size, size * 100, per_call=7))
-        s1 = g.compute("part", size, lambda i: Collect(part))
-        s2 = g.compute("bcast", size, lambda i: Collect(bcast))
-        s3 = g.compute("reduce", 1, lambda i: Collect(red))
-        s4 = g.compute("gather", 1, lambda i: Collect(gat))
+        s1 = g.compute("part", size, lambda i, part=part: Collect(part))
+        s2 = g.compute("bcast", size, lambda i, bcast=bcast: Collect(bcast))
+        s3 = g.compute("reduce", 1, lambda i, red=red: Collect(red))
+        s4 = g.compute("gather", 1, lambda i, gat=gat: Collect(gat))
         hashed = g.compute("hashed", size, lambda i: Keyed(5))
-        s5 = g.compute("keyed_gather", size, lambda i: Collect(grp))
+        s5 = g.compute("keyed_gather", size, lambda i, grp=grp: Collect(grp))
         g.connect(a, s1, Edge.partition(lambda x: -x))  # negative: Python's modulo
         g.connect(a, s2, Edge.broadcast())
         g.connect(a, s3, Edge.reduce(lambda x, y: x + y))
@@ -112,7 +117,9 @@ try:
         merged = collections.defaultdict(int)
         for k, vs in groups:
             merged[k] += sum(vs)
-        check(f"keyed_gather ({mode})", dict(merged), dict(collections.Counter(x % 5 for x in every)))
+        check(
+            f"keyed_gather ({mode})", dict(merged), dict(collections.Counter(x % 5 for x in every))
+        )
         emitted = sum(t.emitted for t in report.tasks if t.task.startswith("a["))
         check(f"report counts ({mode})", sum(comm.allgather(emitted)), size * 100)
 
@@ -152,7 +159,11 @@ try:
     job.iterate([2, 3])
     report = job.close()
     check("passes", report.passes, 6)
-    check("iterations with an allreduce in the task", log, [([k // 3, k % 3], 55 * (k + 1) * size, size) for k in range(6)])
+    check(
+        "iterations with an allreduce in the task",
+        log,
+        [([k // 3, k % 3], 55 * (k + 1) * size, size) for k in range(6)],
+    )
 
     # Streaming: endless sources until a sink stops the job; nothing sent is lost.
     class Endless(Source):
@@ -181,7 +192,11 @@ try:
     handle.append(job.stop_handle())
     report = job.run()
     emitted = sum(t.emitted for t in report.tasks if t.task.startswith("endless"))
-    check("streaming: every emitted record arrived once", (len(seen), len(set(seen))), (emitted, emitted))
+    check(
+        "streaming: every emitted record arrived once",
+        (len(seen), len(set(seen))),
+        (emitted, emitted),
+    )
     check("streaming: ran until stopped", len(seen) >= 2000, True)
 
     # A periodic sink runs on a timer with the waiting input.

@@ -4,17 +4,20 @@ with. Results are tuples ``(key, start, end, value, records, update)``, sorted."
 from __future__ import annotations
 
 import collections
-from typing import Callable, Iterable, List, Tuple
+from collections.abc import Iterable
+from typing import Callable
 
-Result = Tuple[object, int, int, object, int, bool]
+Result = tuple[object, int, int, object, int, bool]
 
 
-def starts(t: int, size: int, slide: int) -> List[int]:
+def starts(t: int, size: int, slide: int) -> list[int]:
     """Starts of the windows of ``size`` every ``slide`` (from 0) that contain time ``t``."""
     return [s for s in range(t - t % slide, -1, -slide) if s + size > t]
 
 
-def plain_windows(events: Iterable[Tuple[object, object, int]], size: int, slide: int, reduce: Callable) -> List[Result]:
+def plain_windows(
+    events: Iterable[tuple[object, object, int]], size: int, slide: int, reduce: Callable
+) -> list[Result]:
     """Every ``(key, value, time)`` event in each window containing it, nothing late."""
     acc: dict = {}
     for key, value, t in events:
@@ -24,13 +27,15 @@ def plain_windows(events: Iterable[Tuple[object, object, int]], size: int, slide
     return sorted((k, s, s + size, v, n, False) for (k, s), (v, n) in acc.items())
 
 
-def event_windows(events, size: int, slide: int, out_of_orderness: int, lateness: int, reduce: Callable) -> Tuple[List[Result], int]:
+def event_windows(
+    events, size: int, slide: int, out_of_orderness: int, lateness: int, reduce: Callable
+) -> tuple[list[Result], int]:
     """Event-time windows of one source taking ``(key, value, time)`` events in order: the
     watermark trails the largest time seen by ``out_of_orderness`` and fires the windows it
     passes; a record for a fired window re-emits it (``update``) until the watermark is
     ``lateness`` past the window's end, after which the record is dropped and counted; the
     end of the input fires every window left. Returns the results and the late count."""
-    out: List[Result] = []
+    out: list[Result] = []
     windows: dict = {}  # (start, key) -> [value, records, fired]
     watermark, latest, late = 0, 0, 0
 
@@ -68,17 +73,19 @@ def event_windows(events, size: int, slide: int, out_of_orderness: int, lateness
     return sorted(out), late
 
 
-def count_windows(events: Iterable[Tuple[object, object]], size: int, slide: int, reduce: Callable) -> List[Result]:
+def count_windows(
+    events: Iterable[tuple[object, object]], size: int, slide: int, reduce: Callable
+) -> list[Result]:
     """Count windows over each key's values in arrival order: the last ``size`` values
     (fewer at first) after every ``slide``-th; tumbling when ``size == slide`` (only full
     windows)."""
     seen: dict = collections.defaultdict(list)
-    out: List[Result] = []
+    out: list[Result] = []
     for key, value in events:
         vals = seen[key]
         vals.append(value)
         n = len(vals)
-        if size == slide and n % size == 0 or size != slide and n % slide == 0:
+        if (size == slide and n % size == 0) or (size != slide and n % slide == 0):
             held = vals[max(0, n - size) :]
             acc = held[0]
             for v in held[1:]:
@@ -87,13 +94,15 @@ def count_windows(events: Iterable[Tuple[object, object]], size: int, slide: int
     return sorted(out)
 
 
-def session_windows(events: Iterable[Tuple[object, object, int]], gap: int, reduce: Callable) -> List[Result]:
+def session_windows(
+    events: Iterable[tuple[object, object, int]], gap: int, reduce: Callable
+) -> list[Result]:
     """Sessions of each key: its times sorted, split where the next is ``gap`` or more
     after the last; a session ends ``gap`` after its last time."""
     per_key: dict = collections.defaultdict(list)
     for key, value, t in events:
         per_key[key].append((t, value))
-    out: List[Result] = []
+    out: list[Result] = []
     for key, items in per_key.items():
         items.sort(key=lambda tv: tv[0])
         first, last, acc, n = items[0][0], items[0][0], items[0][1], 1
@@ -108,6 +117,6 @@ def session_windows(events: Iterable[Tuple[object, object, int]], gap: int, redu
     return sorted(out)
 
 
-def as_tuples(results) -> List[Result]:
+def as_tuples(results) -> list[Result]:
     """``Windowed`` results as sorted plain tuples."""
     return sorted(tuple(w) for w in results)

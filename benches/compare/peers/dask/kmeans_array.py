@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402
-from cluster import client  # noqa: E402
+import common
+from cluster import client
 
-import dask  # noqa: E402
-import dask.array as da  # noqa: E402
-from dask.distributed import wait  # noqa: E402
+import dask
+import dask.array as da
+from dask.distributed import wait
 
 if __name__ == "__main__":
     args = common.parser(__doc__).parse_args()
@@ -45,6 +45,14 @@ if __name__ == "__main__":
     ok, detail = common.reference.check_kmeans(centers, args.ref)
     verify_s = time.perf_counter() - t1
     c.close()
-    common.emit(system="dask", variant="array", workload="kmeans", ok=ok, detail=detail,
-                job_s=round(job_s, 3), verify_s=round(verify_s, 3), t_ready=t_ready)
+    common.emit(
+        system="dask",
+        variant="array",
+        workload="kmeans",
+        ok=ok,
+        detail=detail,
+        job_s=round(job_s, 3),
+        verify_s=round(verify_s, 3),
+        t_ready=t_ready,
+    )
     sys.exit(0 if ok else 1)

@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402
-from cluster import client  # noqa: E402
+import common
+from cluster import client
 
-import dask.dataframe as dd  # noqa: E402
+import dask.dataframe as dd
 
 if __name__ == "__main__":
     args = common.parser(__doc__).parse_args()
@@ -20,18 +20,37 @@ if __name__ == "__main__":
 
     t0 = time.perf_counter()
     size = Path(args.input).stat().st_size
-    df = dd.read_csv(args.input, header=None, names=["line"], dtype={"line": "string"},
-                     blocksize=max(1 << 20, size // args.partitions + 1), quoting=csv.QUOTE_NONE)
+    df = dd.read_csv(
+        args.input,
+        header=None,
+        names=["line"],
+        dtype={"line": "string"},
+        blocksize=max(1 << 20, size // args.partitions + 1),
+        quoting=csv.QUOTE_NONE,
+    )
     df = df.assign(key=df["line"].str.slice(0, 10)).sort_values("key")
     Path(args.output).mkdir(parents=True, exist_ok=True)
-    df[["line"]].to_csv(str(Path(args.output) / "part-*.csv"), header=False, index=False,
-                        quoting=csv.QUOTE_NONE, name_function=lambda i: f"{i:05d}")
+    df[["line"]].to_csv(
+        str(Path(args.output) / "part-*.csv"),
+        header=False,
+        index=False,
+        quoting=csv.QUOTE_NONE,
+        name_function=lambda i: f"{i:05d}",
+    )
     job_s = time.perf_counter() - t0
     c.close()
 
     t1 = time.perf_counter()
     ok, detail = common.reference.check_sorted_dir(args.output, args.ref)
     verify_s = time.perf_counter() - t1
-    common.emit(system="dask", variant="DataFrame sort_values", workload="sort", ok=ok,
-                detail=detail, job_s=round(job_s, 3), verify_s=round(verify_s, 3), t_ready=t_ready)
+    common.emit(
+        system="dask",
+        variant="DataFrame sort_values",
+        workload="sort",
+        ok=ok,
+        detail=detail,
+        job_s=round(job_s, 3),
+        verify_s=round(verify_s, 3),
+        t_ready=t_ready,
+    )
     sys.exit(0 if ok else 1)

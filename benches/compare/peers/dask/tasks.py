@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402
-from cluster import client  # noqa: E402
+import common
+from cluster import client
 
 
 def square(i):
@@ -26,7 +26,14 @@ if __name__ == "__main__":
     want = common.reference.tasks_reference(args.tasks)
     ok = total == want
     c.close()
-    common.emit(system="dask", variant="futures (client.map)", workload="tasks", ok=ok,
-                detail=f"sum {total}, want {want}", job_s=round(job_s, 3), verify_s=0.0,
-                t_ready=t_ready)
+    common.emit(
+        system="dask",
+        variant="futures (client.map)",
+        workload="tasks",
+        ok=ok,
+        detail=f"sum {total}, want {want}",
+        job_s=round(job_s, 3),
+        verify_s=0.0,
+        t_ready=t_ready,
+    )
     sys.exit(0 if ok else 1)

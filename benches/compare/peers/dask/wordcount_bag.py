@@ -7,10 +7,10 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402
-from cluster import client  # noqa: E402
+import common
+from cluster import client
 
-import dask.bag as db  # noqa: E402
+import dask.bag as db
 
 
 def count_partition(lines):
@@ -42,6 +42,14 @@ if __name__ == "__main__":
     ok, detail = common.reference.check_wordcount(counts, args.ref)
     verify_s = time.perf_counter() - t1
     c.close()
-    common.emit(system="dask", variant="bag, Counter per partition", workload="wordcount", ok=ok,
-                detail=detail, job_s=round(job_s, 3), verify_s=round(verify_s, 3), t_ready=t_ready)
+    common.emit(
+        system="dask",
+        variant="bag, Counter per partition",
+        workload="wordcount",
+        ok=ok,
+        detail=detail,
+        job_s=round(job_s, 3),
+        verify_s=round(verify_s, 3),
+        t_ready=t_ready,
+    )
     sys.exit(0 if ok else 1)

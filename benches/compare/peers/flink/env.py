@@ -12,7 +12,9 @@ os.environ.setdefault("PYFLINK_CLIENT_EXECUTABLE", sys.executable)
 def table_env(workers: int = 2, batch: bool = True):
     from pyflink.table import EnvironmentSettings, TableEnvironment
 
-    settings = EnvironmentSettings.in_batch_mode() if batch else EnvironmentSettings.in_streaming_mode()
+    settings = (
+        EnvironmentSettings.in_batch_mode() if batch else EnvironmentSettings.in_streaming_mode()
+    )
     t_env = TableEnvironment.create(settings)
     conf = t_env.get_config()
     conf.set("parallelism.default", str(workers))

@@ -7,24 +7,36 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402
-from env import table_env  # noqa: E402
+import common
+from env import table_env
 
 args = common.parser(__doc__).parse_args()
 t_env = table_env(args.workers, batch=True)
 t_ready = time.perf_counter()
 
 t0 = time.perf_counter()
-t_env.execute_sql(f"""CREATE TABLE lines (line STRING) WITH ('connector' = 'filesystem', 'path' = '{args.input}',
-    'format' = 'csv', 'csv.field-delimiter' = '|', 'csv.disable-quote-character' = 'true')""")
-t_env.execute_sql(f"""CREATE TABLE sorted (line STRING) WITH ('connector' = 'filesystem', 'path' = '{args.output}',
-    'format' = 'csv', 'csv.field-delimiter' = '|', 'csv.disable-quote-character' = 'true', 'sink.parallelism' = '1')""")
-t_env.execute_sql("INSERT INTO sorted SELECT line FROM lines ORDER BY SUBSTRING(line, 1, 10)").wait()
+t_env.execute_sql(f"""CREATE TABLE lines (line STRING) WITH ('connector' = 'filesystem',
+    'path' = '{args.input}', 'format' = 'csv', 'csv.field-delimiter' = '|',
+    'csv.disable-quote-character' = 'true')""")
+t_env.execute_sql(f"""CREATE TABLE sorted (line STRING) WITH ('connector' = 'filesystem',
+    'path' = '{args.output}', 'format' = 'csv', 'csv.field-delimiter' = '|',
+    'csv.disable-quote-character' = 'true', 'sink.parallelism' = '1')""")
+t_env.execute_sql(
+    "INSERT INTO sorted SELECT line FROM lines ORDER BY SUBSTRING(line, 1, 10)"
+).wait()
 job_s = time.perf_counter() - t0
 
 t1 = time.perf_counter()
 ok, detail = common.reference.check_sorted_dir(args.output, args.ref)
 verify_s = time.perf_counter() - t1
-common.emit(system="flink", variant="Table API SQL ORDER BY", workload="sort", ok=ok, detail=detail,
-            job_s=round(job_s, 3), verify_s=round(verify_s, 3), t_ready=t_ready)
+common.emit(
+    system="flink",
+    variant="Table API SQL ORDER BY",
+    workload="sort",
+    ok=ok,
+    detail=detail,
+    job_s=round(job_s, 3),
+    verify_s=round(verify_s, 3),
+    t_ready=t_ready,
+)
 sys.exit(0 if ok else 1)

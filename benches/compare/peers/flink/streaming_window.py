@@ -1,8 +1,8 @@
 """Streaming keyed windowed count, PyFlink Table API in streaming mode, pure SQL: a
-filesystem source of ``ts_ms,key`` CSV events (the same events as one file; bounded: read once), event time with a 5 s
-watermark, a TUMBLE(10 s) window table-valued function grouped by window and key; a
-filesystem CSV sink (files committed on checkpoints, and at the end of the input). The
-driver reads the part files and checks every (window, key) count."""
+filesystem source of ``ts_ms,key`` CSV events (the same events as one file; bounded: read
+once), event time with a 5 s watermark, a TUMBLE(10 s) window table-valued function grouped
+by window and key; a filesystem CSV sink (files committed on checkpoints, and at the end of
+the input). The driver reads the part files and checks every (window, key) count."""
 
 import sys
 import time
@@ -10,8 +10,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402
-from env import table_env  # noqa: E402
+import common
+from env import table_env
 
 args = common.parser(__doc__).parse_args()
 t_env = table_env(args.workers, batch=False)
@@ -44,11 +44,24 @@ for part in sorted(Path(args.output).iterdir()):
         continue
     for line in part.read_text().splitlines():
         start, key, c = line.rsplit(",", 2)
-        ms = int(datetime.strptime(start.strip('"'), "%Y-%m-%d %H:%M:%S.%f")
-                 .replace(tzinfo=timezone.utc).timestamp() * 1000 + 0.5)
+        ms = int(
+            datetime.strptime(start.strip('"'), "%Y-%m-%d %H:%M:%S.%f")
+            .replace(tzinfo=timezone.utc)
+            .timestamp()
+            * 1000
+            + 0.5
+        )
         counts[(ms // WINDOW_MS, int(key))] = int(c)
 ok, detail = common.reference.check_window_counts(counts, args.ref)
 verify_s = time.perf_counter() - t1
-common.emit(system="flink", variant="Table API SQL, TUMBLE window", workload="streaming", ok=ok, detail=detail,
-            job_s=round(job_s, 3), verify_s=round(verify_s, 3), t_ready=t_ready)
+common.emit(
+    system="flink",
+    variant="Table API SQL, TUMBLE window",
+    workload="streaming",
+    ok=ok,
+    detail=detail,
+    job_s=round(job_s, 3),
+    verify_s=round(verify_s, 3),
+    t_ready=t_ready,
+)
 sys.exit(0 if ok else 1)

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402
+import common
 
-from mpi4py import MPI  # noqa: E402
+from mpi4py import MPI
 
 LINE = 101
 comm = MPI.COMM_WORLD
@@ -25,8 +25,10 @@ t_ready = time.perf_counter()
 
 def key_hi_lo(rec):
     k = np.ascontiguousarray(rec[:, :10])
-    return (k[:, :8].copy().view(">u8").ravel().astype(np.uint64),
-            k[:, 8:10].copy().view(">u2").ravel().astype(np.uint64))
+    return (
+        k[:, :8].copy().view(">u8").ravel().astype(np.uint64),
+        k[:, 8:10].copy().view(">u2").ravel().astype(np.uint64),
+    )
 
 
 t0 = time.perf_counter()
@@ -59,6 +61,14 @@ if rank == 0:
     t1 = time.perf_counter()
     ok, detail = common.reference.check_sorted_dir(args.output, args.ref)
     verify_s = time.perf_counter() - t1
-    common.emit(system="mpi", variant="mpi4py + numpy sample sort", workload="sort", ok=ok,
-                detail=detail, job_s=round(job_s, 3), verify_s=round(verify_s, 3), t_ready=t_ready)
+    common.emit(
+        system="mpi",
+        variant="mpi4py + numpy sample sort",
+        workload="sort",
+        ok=ok,
+        detail=detail,
+        job_s=round(job_s, 3),
+        verify_s=round(verify_s, 3),
+        t_ready=t_ready,
+    )
     comm.Abort(1) if not ok else None

@@ -7,9 +7,9 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402
+import common
 
-from mpi4py import MPI  # noqa: E402
+from mpi4py import MPI
 
 BLOCK = 32 << 20
 comm = MPI.COMM_WORLD
@@ -43,6 +43,14 @@ if rank == 0:
     t1 = time.perf_counter()
     ok, detail = common.reference.check_wordcount(total, args.ref)
     verify_s = time.perf_counter() - t1
-    common.emit(system="mpi", variant="mpi4py, Counter + gather", workload="wordcount", ok=ok,
-                detail=detail, job_s=round(job_s, 3), verify_s=round(verify_s, 3), t_ready=t_ready)
+    common.emit(
+        system="mpi",
+        variant="mpi4py, Counter + gather",
+        workload="wordcount",
+        ok=ok,
+        detail=detail,
+        job_s=round(job_s, 3),
+        verify_s=round(verify_s, 3),
+        t_ready=t_ready,
+    )
     comm.Abort(1) if not ok else None

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402
-from cluster import init  # noqa: E402
+import common
+from cluster import init
 
 ray = init(common.parser(__doc__).parse_args().workers)
 
@@ -20,9 +20,14 @@ def partial(block, centers):
     d = ((block[:, None, :] - centers[None, :, :]) ** 2).sum(-1)
     labels = d.argmin(1)
     k = len(centers)
-    return np.stack([np.bincount(labels, weights=block[:, 0], minlength=k),
-                     np.bincount(labels, weights=block[:, 1], minlength=k),
-                     np.bincount(labels, minlength=k).astype(np.float64)], axis=1)
+    return np.stack(
+        [
+            np.bincount(labels, weights=block[:, 0], minlength=k),
+            np.bincount(labels, weights=block[:, 1], minlength=k),
+            np.bincount(labels, minlength=k).astype(np.float64),
+        ],
+        axis=1,
+    )
 
 
 args = common.parser(__doc__).parse_args()
@@ -45,6 +50,14 @@ t1 = time.perf_counter()
 ok, detail = common.reference.check_kmeans(centers, args.ref)
 verify_s = time.perf_counter() - t1
 ray.shutdown()
-common.emit(system="ray", variant="tasks over numpy blocks", workload="kmeans", ok=ok,
-            detail=detail, job_s=round(job_s, 3), verify_s=round(verify_s, 3), t_ready=t_ready)
+common.emit(
+    system="ray",
+    variant="tasks over numpy blocks",
+    workload="kmeans",
+    ok=ok,
+    detail=detail,
+    job_s=round(job_s, 3),
+    verify_s=round(verify_s, 3),
+    t_ready=t_ready,
+)
 sys.exit(0 if ok else 1)

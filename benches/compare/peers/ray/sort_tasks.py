@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402
-from cluster import init  # noqa: E402
+import common
+from cluster import init
 
 LINE = 101
 args = common.parser(__doc__).parse_args()
@@ -22,8 +22,10 @@ ray = init(args.workers)
 
 def key_hi_lo(rec):
     k = np.ascontiguousarray(rec[:, :10])
-    return (k[:, :8].copy().view(">u8").ravel().astype(np.uint64),
-            k[:, 8:10].copy().view(">u2").ravel().astype(np.uint64))
+    return (
+        k[:, :8].copy().view(">u8").ravel().astype(np.uint64),
+        k[:, 8:10].copy().view(">u2").ravel().astype(np.uint64),
+    )
 
 
 @ray.remote(num_returns=REDUCERS)
@@ -34,7 +36,7 @@ def split(path, lo, hi, splitters):
     order = np.argsort(bucket, kind="stable")
     bounds = np.searchsorted(bucket[order], np.arange(REDUCERS + 1))
     rec = rec[order]
-    return tuple(rec[bounds[r]:bounds[r + 1]] for r in range(REDUCERS))
+    return tuple(rec[bounds[r] : bounds[r + 1]] for r in range(REDUCERS))
 
 
 @ray.remote
@@ -53,15 +55,28 @@ n = os.path.getsize(args.input) // LINE
 sample = np.memmap(args.input, np.uint8, mode="r", shape=(n, LINE))[:: max(1, n // 10_000)]
 shi, _ = key_hi_lo(np.asarray(sample))
 splitters = np.quantile(shi, np.arange(1, REDUCERS) / REDUCERS, method="lower").astype(np.uint64)
-maps = [split.remote(args.input, lo, hi, splitters) for lo, hi in common.record_ranges(args.input, args.partitions)]
+maps = [
+    split.remote(args.input, lo, hi, splitters)
+    for lo, hi in common.record_ranges(args.input, args.partitions)
+]
 Path(args.output).mkdir(parents=True, exist_ok=True)
-counts = ray.get([sort_and_write.remote(args.output, r, *[m[r] for m in maps]) for r in range(REDUCERS)])
+counts = ray.get(
+    [sort_and_write.remote(args.output, r, *[m[r] for m in maps]) for r in range(REDUCERS)]
+)
 job_s = time.perf_counter() - t0
 ray.shutdown()
 
 t1 = time.perf_counter()
 ok, detail = common.reference.check_sorted_dir(args.output, args.ref)
 verify_s = time.perf_counter() - t1
-common.emit(system="ray", variant="tasks, numpy sample sort", workload="sort", ok=ok,
-            detail=detail, job_s=round(job_s, 3), verify_s=round(verify_s, 3), t_ready=t_ready)
+common.emit(
+    system="ray",
+    variant="tasks, numpy sample sort",
+    workload="sort",
+    ok=ok,
+    detail=detail,
+    job_s=round(job_s, 3),
+    verify_s=round(verify_s, 3),
+    t_ready=t_ready,
+)
 sys.exit(0 if ok else 1)

@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402
-from cluster import init  # noqa: E402
+import common
+from cluster import init
 
 args = common.parser(__doc__).parse_args()
 ray = init(args.workers)
@@ -26,7 +26,14 @@ job_s = time.perf_counter() - t0
 want = common.reference.tasks_reference(args.tasks)
 ok = total == want
 ray.shutdown()
-common.emit(system="ray", variant="tasks", workload="tasks", ok=ok,
-            detail=f"sum {total}, want {want}", job_s=round(job_s, 3), verify_s=0.0,
-            t_ready=t_ready)
+common.emit(
+    system="ray",
+    variant="tasks",
+    workload="tasks",
+    ok=ok,
+    detail=f"sum {total}, want {want}",
+    job_s=round(job_s, 3),
+    verify_s=0.0,
+    t_ready=t_ready,
+)
 sys.exit(0 if ok else 1)

@@ -7,8 +7,8 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402
-from cluster import init  # noqa: E402
+import common
+from cluster import init
 
 ray = init(common.parser(__doc__).parse_args().workers)
 
@@ -30,7 +30,9 @@ args = common.parser(__doc__).parse_args()
 t_ready = time.perf_counter()
 
 t0 = time.perf_counter()
-pending = [count_range.remote(args.input, s, e) for s, e in common.text_ranges(args.input, args.partitions)]
+pending = [
+    count_range.remote(args.input, s, e) for s, e in common.text_ranges(args.input, args.partitions)
+]
 total = Counter()
 while pending:
     done, pending = ray.wait(pending, num_returns=1)
@@ -41,6 +43,14 @@ t1 = time.perf_counter()
 ok, detail = common.reference.check_wordcount(total, args.ref)
 verify_s = time.perf_counter() - t1
 ray.shutdown()
-common.emit(system="ray", variant="tasks, Counter per range", workload="wordcount", ok=ok,
-            detail=detail, job_s=round(job_s, 3), verify_s=round(verify_s, 3), t_ready=t_ready)
+common.emit(
+    system="ray",
+    variant="tasks, Counter per range",
+    workload="wordcount",
+    ok=ok,
+    detail=detail,
+    job_s=round(job_s, 3),
+    verify_s=round(verify_s, 3),
+    t_ready=t_ready,
+)
 sys.exit(0 if ok else 1)

@@ -9,17 +9,22 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402
-from session import session  # noqa: E402
+import common
+from session import session
 
 
 def partial(block, centers):
     d = ((block[:, None, :] - centers[None, :, :]) ** 2).sum(-1)
     labels = d.argmin(1)
     k = len(centers)
-    return np.stack([np.bincount(labels, weights=block[:, 0], minlength=k),
-                     np.bincount(labels, weights=block[:, 1], minlength=k),
-                     np.bincount(labels, minlength=k).astype(np.float64)], axis=1)
+    return np.stack(
+        [
+            np.bincount(labels, weights=block[:, 0], minlength=k),
+            np.bincount(labels, weights=block[:, 1], minlength=k),
+            np.bincount(labels, minlength=k).astype(np.float64),
+        ],
+        axis=1,
+    )
 
 
 args = common.parser(__doc__).parse_args()
@@ -34,8 +39,7 @@ blocks.count()
 t0 = time.perf_counter()
 centers = points[: args.k].copy()
 for _ in range(args.iterations):
-    c = centers
-    sums = blocks.map(lambda b: partial(b, c)).reduce(np.add)
+    sums = blocks.map(lambda b, c=centers: partial(b, c)).reduce(np.add)
     nonempty = sums[:, 2] > 0
     centers = centers.copy()
     centers[nonempty] = sums[nonempty, :2] / sums[nonempty, 2:3]
@@ -45,6 +49,14 @@ t1 = time.perf_counter()
 ok, detail = common.reference.check_kmeans(centers, args.ref)
 verify_s = time.perf_counter() - t1
 spark.stop()
-common.emit(system="spark", variant="RDD numpy blocks", workload="kmeans", ok=ok, detail=detail,
-            job_s=round(job_s, 3), verify_s=round(verify_s, 3), t_ready=t_ready)
+common.emit(
+    system="spark",
+    variant="RDD numpy blocks",
+    workload="kmeans",
+    ok=ok,
+    detail=detail,
+    job_s=round(job_s, 3),
+    verify_s=round(verify_s, 3),
+    t_ready=t_ready,
+)
 sys.exit(0 if ok else 1)

@@ -10,7 +10,7 @@ import sys
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
-from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import SparkSession
 
 
 def session(name: str, workers: int = 2, shuffle_partitions: int = 8, driver_memory: str = "8g"):

@@ -6,10 +6,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402
-from session import session  # noqa: E402
+import common
+from session import session
 
-from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql import functions as F
 
 args = common.parser(__doc__).parse_args()
 spark = session("wordcount-df", args.workers, args.partitions)
@@ -25,6 +25,14 @@ t1 = time.perf_counter()
 ok, detail = common.reference.check_wordcount({r["word"]: r["count"] for r in rows}, args.ref)
 verify_s = time.perf_counter() - t1
 spark.stop()
-common.emit(system="spark", variant="DataFrame", workload="wordcount", ok=ok, detail=detail,
-            job_s=round(job_s, 3), verify_s=round(verify_s, 3), t_ready=t_ready)
+common.emit(
+    system="spark",
+    variant="DataFrame",
+    workload="wordcount",
+    ok=ok,
+    detail=detail,
+    job_s=round(job_s, 3),
+    verify_s=round(verify_s, 3),
+    t_ready=t_ready,
+)
 sys.exit(0 if ok else 1)
