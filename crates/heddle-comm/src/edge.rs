@@ -107,7 +107,13 @@ impl EdgeChannels {
     /// (world ranks the caller still needs) is gone, [`Error::Timeout`] (its detail from
     /// `what`) if nothing moved for the timeout.
     pub fn wait(&mut self, peers: &[usize], what: &dyn Fn() -> String) -> Result<()> {
-        self.link.shared.lock().idle(&mut self.idle, peers, self.timeout, "dataflow operation", what)
+        self.link.shared.lock().idle(
+            &mut self.idle,
+            peers,
+            self.timeout,
+            "dataflow operation",
+            what,
+        )
     }
 
     /// Resets the wait after a pass that moved something.
@@ -140,7 +146,12 @@ impl EdgeIo<'_> {
     ///
     /// # Errors
     /// `Err(data)`: no credit now.
-    pub fn try_send(&mut self, worker: usize, env: Envelope, data: Vec<u8>) -> std::result::Result<(), Vec<u8>> {
+    pub fn try_send(
+        &mut self,
+        worker: usize,
+        env: Envelope,
+        data: Vec<u8>,
+    ) -> std::result::Result<(), Vec<u8>> {
         self.engine.channels.try_send(worker, self.edge, env, data)
     }
 

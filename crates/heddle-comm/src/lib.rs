@@ -43,11 +43,11 @@ pub mod transport;
 mod world;
 
 pub use abort::{AbortCause, JobAbort, Reporter};
-pub use collectives::{Algorithm, CallOptions, Collective};
 pub use channels::{Delivered, Envelope, DATAFLOW_EDGE};
-pub use edge::{EdgeChannels, EdgeIo, EdgeLink};
+pub use collectives::{Algorithm, CallOptions, Collective};
 pub use comm::Communicator;
 pub use config::{closest, CommConfig, TransportChoice};
+pub use edge::{EdgeChannels, EdgeIo, EdgeLink};
 pub use element::{CustomOp, Element, Op};
 pub use error::{Error, Result};
 pub use heddle_wire::{Dtype, Kind};

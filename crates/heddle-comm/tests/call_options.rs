@@ -56,8 +56,13 @@ fn a_per_call_timeout_applies_to_gather() {
     let call = Duration::from_millis(300);
     assert!(call < configured);
     let mut all = [0u8; 2];
-    match comms[0].gather_with(&[1u8], &mut all, 0, CallOptions::default().timeout(call)).unwrap_err() {
-        Error::Timeout { waited, .. } => assert!(waited >= call && waited < configured, "waited {waited:?}"),
+    match comms[0]
+        .gather_with(&[1u8], &mut all, 0, CallOptions::default().timeout(call))
+        .unwrap_err()
+    {
+        Error::Timeout { waited, .. } => {
+            assert!(waited >= call && waited < configured, "waited {waited:?}")
+        }
         other => panic!("{other}"),
     }
 }

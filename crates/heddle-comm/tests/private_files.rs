@@ -35,7 +35,11 @@ fn shell_quote(p: &Path) -> String {
 fn segments_are_private_under_umask_000() {
     // SAFETY: geteuid and umask have no memory effects; this file holds one test, so no
     // other thread of this process creates files meanwhile.
-    assert_eq!(unsafe { libc::geteuid() }, 0, "this test acts as another user and must run as root (CI runs as root)");
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "this test acts as another user and must run as root (CI runs as root)"
+    );
     unsafe { libc::umask(0) };
     assert!(as_nobody("true"), "setpriv cannot switch to uid {NOBODY}");
 
@@ -47,7 +51,10 @@ fn segments_are_private_under_umask_000() {
     assert_eq!(mode(&seg_path), 0o600, "segment mode under umask 000");
     let q = shell_quote(&seg_path);
     assert!(!as_nobody(&format!("cat {q} >/dev/null")), "another user read the segment");
-    assert!(!as_nobody(&format!("printf x | dd of={q} conv=notrunc 2>/dev/null")), "another user wrote the segment");
+    assert!(
+        !as_nobody(&format!("printf x | dd of={q} conv=notrunc 2>/dev/null")),
+        "another user wrote the segment"
+    );
 
     // A peer's segment that others may write, or that another user owns, is refused.
     let peer_path = PathBuf::from(format!("/dev/shm/heddle-privtest-{}-1", std::process::id()));

@@ -2,8 +2,8 @@
 //! messages, sending them under the edge's credit, ordering end-of-stream and barriers
 //! after data, and aligning barriers at each target.
 
-use std::collections::{HashMap, HashSet, VecDeque};
 use heddle_comm::{Delivered, EdgeChannels, Envelope, Kind};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::spec::{EdgeSpec, Mode, Options, TaskId};
 use super::tree::{BroadcastTree, Combiner, UpTree};
@@ -83,7 +83,9 @@ impl EdgeCore {
     /// Opens the edge on this worker.
     pub(crate) fn new(comm: &Communicator, spec: EdgeSpec, opts: &Options) -> Result<EdgeCore> {
         if spec.sources.is_empty() || spec.targets.is_empty() {
-            return Err(Error::InvalidArgument("an operation needs at least one source and one target".into()));
+            return Err(Error::InvalidArgument(
+                "an operation needs at least one source and one target".into(),
+            ));
         }
         let rank = comm.world_rank(comm.rank());
         let mut source_workers = Vec::new();
@@ -94,7 +96,10 @@ impl EdgeCore {
         for &t in &spec.targets {
             let w = spec.placement.worker(t)?;
             if w >= comm.size() {
-                return Err(Error::InvalidArgument(format!("task {t} is placed on worker {w} of a world of {}", comm.size())));
+                return Err(Error::InvalidArgument(format!(
+                    "task {t} is placed on worker {w} of a world of {}",
+                    comm.size()
+                )));
             }
             target_workers.push(w);
         }
@@ -174,10 +179,16 @@ impl EdgeCore {
     /// Checks `source` may still offer on this worker.
     pub(crate) fn check_source(&self, source: TaskId) -> Result<()> {
         if !self.local_sources.contains(&source) {
-            return Err(Error::InvalidArgument(format!("task {source} is not a source of edge {} on this worker", self.spec.edge)));
+            return Err(Error::InvalidArgument(format!(
+                "task {source} is not a source of edge {} on this worker",
+                self.spec.edge
+            )));
         }
         if self.finished.contains(&source) {
-            return Err(Error::InvalidArgument(format!("source {source} of edge {} has already finished", self.spec.edge)));
+            return Err(Error::InvalidArgument(format!(
+                "source {source} of edge {} has already finished",
+                self.spec.edge
+            )));
         }
         Ok(())
     }
@@ -205,7 +216,12 @@ impl EdgeCore {
     }
 
     /// Appends one record for `target`, written by `write` straight into the batch.
-    pub(crate) fn push_with(&mut self, source: TaskId, target: TaskId, write: impl FnOnce(&mut Vec<u8>) -> Result<()>) -> Result<()> {
+    pub(crate) fn push_with(
+        &mut self,
+        source: TaskId,
+        target: TaskId,
+        write: impl FnOnce(&mut Vec<u8>) -> Result<()>,
+    ) -> Result<()> {
         let buf = self.batches.entry((source, target)).or_default();
         let at = buf.len();
         buf.extend_from_slice(&[0; 4]);
@@ -244,7 +260,8 @@ impl EdgeCore {
 
     /// Queues every partly filled batch of `source` (or of all sources).
     pub(crate) fn flush(&mut self, source: Option<TaskId>) {
-        let keys: Vec<(TaskId, TaskId)> = self.batches.keys().copied().filter(|(s, _)| source.is_none_or(|x| x == *s)).collect();
+        let keys: Vec<(TaskId, TaskId)> =
+            self.batches.keys().copied().filter(|(s, _)| source.is_none_or(|x| x == *s)).collect();
         for (s, t) in keys {
             if let Some(data) = self.batches.remove(&(s, t)).filter(|d| !d.is_empty()) {
                 self.queue(Kind::Data, s, t, data);
@@ -268,7 +285,10 @@ impl EdgeCore {
         self.check_source(source)?;
         self.flush(Some(source));
         for t in self.end_targets() {
-            self.send(Envelope { kind: Kind::Barrier, source, target: t, sequence: id }, Vec::new());
+            self.send(
+                Envelope { kind: Kind::Barrier, source, target: t, sequence: id },
+                Vec::new(),
+            );
         }
         Ok(())
     }
@@ -328,12 +348,18 @@ impl EdgeCore {
         }
         if let Some(up) = self.up.as_mut().filter(|u| u.hop(d.target).is_some()) {
             // Passing through on the way to the target's worker.
-            up.push(Envelope { kind: d.kind, source: d.source, target: d.target, sequence: d.sequence }, d.payload);
+            up.push(
+                Envelope { kind: d.kind, source: d.source, target: d.target, sequence: d.sequence },
+                d.payload,
+            );
             return Ok(());
         }
         let sources = self.spec.sources.len();
         let ts = self.targets.get_mut(&d.target).ok_or_else(|| {
-            Error::InvalidArgument(format!("a message for task {} arrived at a worker that does not run it", d.target))
+            Error::InvalidArgument(format!(
+                "a message for task {} arrived at a worker that does not run it",
+                d.target
+            ))
         })?;
         if let Some((_, arrived)) = &ts.aligning {
             if arrived.contains(&d.source) {
@@ -347,7 +373,10 @@ impl EdgeCore {
                     arrived.insert(d.source);
                 }
                 Some((id, _)) => {
-                    return Err(Error::InvalidArgument(format!("barrier {} arrived while aligning barrier {id}", d.sequence)));
+                    return Err(Error::InvalidArgument(format!(
+                        "barrier {} arrived while aligning barrier {id}",
+                        d.sequence
+                    )));
                 }
                 None => ts.aligning = Some((d.sequence, HashSet::from([d.source]))),
             },
@@ -361,7 +390,9 @@ impl EdgeCore {
             }
         }
         // Alignment completes once every source that has not ended has sent the barrier.
-        let aligned = ts.aligning.as_ref().is_some_and(|(_, a)| a.len() + ts.ended.iter().filter(|s| !a.contains(s)).count() >= sources);
+        let aligned = ts.aligning.as_ref().is_some_and(|(_, a)| {
+            a.len() + ts.ended.iter().filter(|s| !a.contains(s)).count() >= sources
+        });
         if aligned {
             let (id, _) = ts.aligning.take().expect("checked");
             ts.ready.push_back(Incoming::Barrier(id));
@@ -381,13 +412,19 @@ impl EdgeCore {
 
     /// Forwards a relayed message down the tree, then delivers it to every local target.
     fn relay(&mut self, d: Delivered) -> Result<()> {
-        let tree = self.relay.ok_or_else(|| Error::InvalidArgument(format!("edge {} received a relayed message but does not relay", self.spec.edge)))?;
+        let tree = self.relay.ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "edge {} received a relayed message but does not relay",
+                self.spec.edge
+            ))
+        })?;
         let root = self.spec.placement.worker(d.source)?;
         if root == self.rank {
             self.relay_outstanding -= 1;
         }
         for child in tree.children(root, &self.target_workers, self.rank) {
-            let env = Envelope { kind: d.kind, source: d.source, target: RELAY, sequence: d.sequence };
+            let env =
+                Envelope { kind: d.kind, source: d.source, target: RELAY, sequence: d.sequence };
             self.pending_bytes[child] += d.payload.len();
             self.pending[child].push_back(Msg { env, data: d.payload.clone() });
         }
@@ -463,7 +500,9 @@ pub(crate) fn records(payload: &[u8]) -> impl Iterator<Item = Result<&[u8]>> {
         if at >= payload.len() {
             return None;
         }
-        let Some(len) = payload.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize) else {
+        let Some(len) =
+            payload.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        else {
             at = payload.len();
             return Some(Err(Error::InvalidArgument("a record header is cut short".into())));
         };

@@ -62,7 +62,11 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Gathering<T>> {
 }
 
 /// Sends one record of `source` to every target (handed back when any is full).
-pub(crate) fn offer_to_all<T: Serialize>(core: &mut EdgeCore, source: TaskId, item: T) -> Result<Offer<T>> {
+pub(crate) fn offer_to_all<T: Serialize>(
+    core: &mut EdgeCore,
+    source: TaskId,
+    item: T,
+) -> Result<Offer<T>> {
     let targets = core.spec.targets.clone();
     if !core.has_room(&targets) {
         return Ok(Offer::Full(item));
@@ -82,7 +86,13 @@ impl<T: Serialize + DeserializeOwned> Semantics for Gathering<T> {
         offer_to_all(core, source, item)
     }
 
-    fn take(&mut self, _core: &EdgeCore, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<(TaskId, T)>>) -> Result<()> {
+    fn take(
+        &mut self,
+        _core: &EdgeCore,
+        target: TaskId,
+        incoming: Incoming,
+        out: &mut VecDeque<Event<(TaskId, T)>>,
+    ) -> Result<()> {
         match incoming {
             Incoming::Records { source, payload } => match self.collected.get_mut(&target) {
                 Some(sorter) => {
@@ -90,7 +100,9 @@ impl<T: Serialize + DeserializeOwned> Semantics for Gathering<T> {
                         sorter.push_slices(&source.to_be_bytes(), rec?)?;
                     }
                 }
-                None => out.extend(decode_all::<T>(&payload)?.into_iter().map(|i| Event::Data((source, i)))),
+                None => out.extend(
+                    decode_all::<T>(&payload)?.into_iter().map(|i| Event::Data((source, i))),
+                ),
             },
             Incoming::SourceEnded(_) => {}
             Incoming::Barrier(id) => out.push_back(Event::Barrier(id)),
@@ -99,7 +111,10 @@ impl<T: Serialize + DeserializeOwned> Semantics for Gathering<T> {
                     self.spilled += sorter.spilled_bytes();
                     for rec in sorter.finish()? {
                         let (k, v) = rec?;
-                        let source = <[u8; 4]>::try_from(k.as_slice()).map(u32::from_be_bytes).map_err(|_| crate::Error::InvalidArgument("a bad source key".into()))?;
+                        let source =
+                            <[u8; 4]>::try_from(k.as_slice()).map(u32::from_be_bytes).map_err(
+                                |_| crate::Error::InvalidArgument("a bad source key".into()),
+                            )?;
                         out.push_back(Event::Data((source, decode::<T>(&v)?)));
                     }
                 }

@@ -12,8 +12,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::codec::{decode, decode_all, encode, encode_into, key_hash};
-use super::keyed_gather::key_order;
 use super::edge_core::{EdgeCore, Incoming};
+use super::keyed_gather::key_order;
 use super::semantics::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::spill::{SpillConfig, SpillSorter};
@@ -56,7 +56,12 @@ where
     ///
     /// # Errors
     /// [`crate::Error::InvalidArgument`] for a bad edge specification.
-    pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options, reducer: impl Fn(V, V) -> V + Send + 'static) -> Result<Self> {
+    pub fn new(
+        comm: &Communicator,
+        spec: EdgeSpec,
+        opts: Options,
+        reducer: impl Fn(V, V) -> V + Send + 'static,
+    ) -> Result<Self> {
         let core = EdgeCore::new(comm, spec, &opts)?;
         let unfinished_local = core.local_sources();
         let totals = core.local_targets.iter().map(|&t| (t, HashMap::new())).collect();
@@ -106,7 +111,9 @@ where
         let table = std::mem::take(self.totals.get_mut(&target).expect("local target"));
         let sorter = match self.spills.entry(target) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => e.insert(SpillSorter::new(self.spill.clone(), Some(key_order::<K>()))?),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(SpillSorter::new(self.spill.clone(), Some(key_order::<K>()))?)
+            }
         };
         for (k, v) in table {
             sorter.push(encode(&k)?, encode(&v)?)?;
@@ -115,7 +122,12 @@ where
     }
 }
 
-fn merge<K: Hash + Eq, V: Clone>(reducer: &Reducer<V>, map: &mut HashMap<K, V>, key: K, value: V) -> V {
+fn merge<K: Hash + Eq, V: Clone>(
+    reducer: &Reducer<V>,
+    map: &mut HashMap<K, V>,
+    key: K,
+    value: V,
+) -> V {
     let merged = match map.remove(&key) {
         Some(old) => reducer(old, value),
         None => value,
@@ -132,7 +144,12 @@ where
     type In = (K, V);
     type Out = (K, V);
 
-    fn offer(&mut self, core: &mut EdgeCore, source: TaskId, (key, value): (K, V)) -> Result<Offer<(K, V)>> {
+    fn offer(
+        &mut self,
+        core: &mut EdgeCore,
+        source: TaskId,
+        (key, value): (K, V),
+    ) -> Result<Offer<(K, V)>> {
         let targets = &core.spec.targets;
         let target = targets[(key_hash(&encode(&key)?) % targets.len() as u64) as usize];
         if core.mode == Mode::Batch {
@@ -161,7 +178,13 @@ where
         core.finish(source)
     }
 
-    fn take(&mut self, core: &EdgeCore, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<(K, V)>>) -> Result<()> {
+    fn take(
+        &mut self,
+        core: &EdgeCore,
+        target: TaskId,
+        incoming: Incoming,
+        out: &mut VecDeque<Event<(K, V)>>,
+    ) -> Result<()> {
         match incoming {
             Incoming::Records { payload, .. } => {
                 for (k, v) in decode_all::<(K, V)>(&payload)? {

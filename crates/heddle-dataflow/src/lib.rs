@@ -47,19 +47,19 @@ mod spec;
 pub mod spill;
 mod tree;
 
-pub use edge_core::{EdgeCore, Incoming};
 pub use drive::drive;
+pub use edge_core::{EdgeCore, Incoming};
+pub use error::{Error, Result};
 pub use gather::{Gather, Gathering};
 pub use join::{Join, JoinAlgorithm, JoinKind, JoinOn, Joined, Joining, Side};
 pub use keyed_gather::{Grouping, KeyedGather};
 pub use keyed_reduce::{KeyedReduce, KeyedReduction};
 pub use partition::{Partition, Routing};
 pub use reduce::{Reduce, Reduction};
+pub use semantics::{Dataflow, Semantics};
 pub use sort::{Sort, Sorting};
 pub use spec::{EdgeSpec, Mode, Options, Placement, TaskId};
-pub use semantics::{Dataflow, Semantics};
 pub use tree::BroadcastTree;
-pub use error::{Error, Result};
 
 /// What a target receives.
 #[derive(Debug, Clone, PartialEq)]

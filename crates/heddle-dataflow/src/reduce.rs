@@ -53,7 +53,12 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Reduction<T>> {
     ///
     /// # Errors
     /// [`crate::Error::InvalidArgument`] for a bad edge specification.
-    pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options, reducer: impl Fn(T, T) -> T + Send + 'static) -> Result<Self> {
+    pub fn new(
+        comm: &Communicator,
+        spec: EdgeSpec,
+        opts: Options,
+        reducer: impl Fn(T, T) -> T + Send + 'static,
+    ) -> Result<Self> {
         let mut core = EdgeCore::new(comm, spec, &opts)?;
         if opts.mode == Mode::Batch {
             // Partials climb a binomial tree of workers and merge at every inner worker.
@@ -63,8 +68,15 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Reduction<T>> {
             core.set_up_tree(BroadcastTree::Binomial, false)?;
         }
         let unfinished_local = core.local_sources();
-        let folds = core.local_targets.iter().map(|&t| (t, TargetFold { total: None, queued: BTreeMap::new(), ended: Vec::new() })).collect();
-        Ok(Dataflow::from_parts(core, Reduction { reducer: Box::new(reducer), local: None, unfinished_local, folds }))
+        let folds = core
+            .local_targets
+            .iter()
+            .map(|&t| (t, TargetFold { total: None, queued: BTreeMap::new(), ended: Vec::new() }))
+            .collect();
+        Ok(Dataflow::from_parts(
+            core,
+            Reduction { reducer: Box::new(reducer), local: None, unfinished_local, folds },
+        ))
     }
 }
 
@@ -117,7 +129,13 @@ impl<T: Serialize + DeserializeOwned> Semantics for Reduction<T> {
         Ok(out)
     }
 
-    fn take(&mut self, core: &EdgeCore, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<T>>) -> Result<()> {
+    fn take(
+        &mut self,
+        core: &EdgeCore,
+        target: TaskId,
+        incoming: Incoming,
+        out: &mut VecDeque<Event<T>>,
+    ) -> Result<()> {
         let fold_state = self.folds.get_mut(&target).expect("local target");
         match incoming {
             Incoming::Records { source, payload } => {
@@ -149,14 +167,20 @@ impl<T: Serialize + DeserializeOwned> Semantics for Reduction<T> {
                 .sources
                 .iter()
                 .copied()
-                .filter(|s| !fold_state.ended.contains(s) || fold_state.queued.get(s).is_some_and(|q| !q.is_empty()))
+                .filter(|s| {
+                    !fold_state.ended.contains(s)
+                        || fold_state.queued.get(s).is_some_and(|q| !q.is_empty())
+                })
                 .collect();
-            if live.is_empty() || !live.iter().all(|s| fold_state.queued.get(s).is_some_and(|q| !q.is_empty())) {
+            if live.is_empty()
+                || !live.iter().all(|s| fold_state.queued.get(s).is_some_and(|q| !q.is_empty()))
+            {
                 return Ok(());
             }
             let mut acc = None;
             for s in live {
-                let item = fold_state.queued.get_mut(&s).and_then(VecDeque::pop_front).expect("checked");
+                let item =
+                    fold_state.queued.get_mut(&s).and_then(VecDeque::pop_front).expect("checked");
                 acc = Some(fold(&self.reducer, acc, item));
             }
             out.push_back(Event::Data(acc.expect("at least one live source")));

@@ -24,7 +24,12 @@ pub trait Semantics {
     type Out;
 
     /// Routes and encodes one record of `source` (or hands it back when the edge is full).
-    fn offer(&mut self, core: &mut EdgeCore, source: TaskId, item: Self::In) -> Result<Offer<Self::In>>;
+    fn offer(
+        &mut self,
+        core: &mut EdgeCore,
+        source: TaskId,
+        item: Self::In,
+    ) -> Result<Offer<Self::In>>;
 
     /// Ends `source`; operations that combine before sending flush here.
     fn finish(&mut self, core: &mut EdgeCore, source: TaskId) -> Result<()> {
@@ -32,7 +37,13 @@ pub trait Semantics {
     }
 
     /// Turns one incoming item of `target` into events.
-    fn take(&mut self, core: &EdgeCore, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<Self::Out>>) -> Result<()>;
+    fn take(
+        &mut self,
+        core: &EdgeCore,
+        target: TaskId,
+        incoming: Incoming,
+        out: &mut VecDeque<Event<Self::Out>>,
+    ) -> Result<()>;
 
     /// Hands out more of a target's results, a slice at a time (operations that emit
     /// sorted results at the end stream them from their sorter instead of holding them
@@ -77,7 +88,10 @@ pub struct Dataflow<S: Semantics> {
 
 impl<S: Semantics> std::fmt::Debug for Dataflow<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Dataflow").field("edge", &self.core.spec.edge).field("mode", &self.core.mode).finish_non_exhaustive()
+        f.debug_struct("Dataflow")
+            .field("edge", &self.core.spec.edge)
+            .field("mode", &self.core.mode)
+            .finish_non_exhaustive()
     }
 }
 

@@ -1,7 +1,9 @@
 //! Typed data movement on [`Communicator`]: broadcast, gather(v), scatter(v),
 //! allgather(v), alltoall(v).
 
-use super::{allgather, alltoall, broadcast, displacements, gather, scatter, CallOptions, Collective};
+use super::{
+    allgather, alltoall, broadcast, displacements, gather, scatter, CallOptions, Collective,
+};
 use crate::stamp::Signature;
 use crate::{Communicator, Element, Error, Result};
 
@@ -18,7 +20,10 @@ impl Communicator {
         if root < self.size() {
             Ok(())
         } else {
-            Err(invalid(format!("root {root} is outside this communicator of {} ranks", self.size())))
+            Err(invalid(format!(
+                "root {root} is outside this communicator of {} ranks",
+                self.size()
+            )))
         }
     }
 
@@ -34,7 +39,12 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::broadcast`].
-    pub fn broadcast_with<T: Element>(&self, buf: &mut [T], root: usize, opts: CallOptions) -> Result<()> {
+    pub fn broadcast_with<T: Element>(
+        &self,
+        buf: &mut [T],
+        root: usize,
+        opts: CallOptions,
+    ) -> Result<()> {
         self.check_root(root)?;
         if self.size() == 1 || buf.is_empty() {
             return Ok(());
@@ -58,7 +68,13 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::gather`].
-    pub fn gather_with<T: Element>(&self, send: &[T], recv: &mut [T], root: usize, opts: CallOptions) -> Result<()> {
+    pub fn gather_with<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        root: usize,
+        opts: CallOptions,
+    ) -> Result<()> {
         let counts = vec![send.len(); self.size()];
         self.gather_counted(send, recv, &counts, root, Some(send.len()), opts)
     }
@@ -67,7 +83,13 @@ impl Communicator {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad root or counts that do not match the buffers.
-    pub fn gatherv<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize], root: usize) -> Result<()> {
+    pub fn gatherv<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        root: usize,
+    ) -> Result<()> {
         self.gatherv_with(send, recv, counts, root, CallOptions::default())
     }
 
@@ -75,7 +97,14 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::gatherv`].
-    pub fn gatherv_with<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize], root: usize, opts: CallOptions) -> Result<()> {
+    pub fn gatherv_with<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        root: usize,
+        opts: CallOptions,
+    ) -> Result<()> {
         self.gather_counted(send, recv, counts, root, None, opts)
     }
 
@@ -90,13 +119,30 @@ impl Communicator {
         opts: CallOptions,
     ) -> Result<()> {
         self.check_root(root)?;
-        self.check_counts("gatherv", counts, send.len(), (self.rank() == root).then_some(recv.len()))?;
+        self.check_counts(
+            "gatherv",
+            counts,
+            send.len(),
+            (self.rank() == root).then_some(recv.len()),
+        )?;
         if self.size() == 1 {
             recv.copy_from_slice(send);
             return Ok(());
         }
-        let (alg, mut s) = self.begin(Signature::new(Collective::Gather, T::DTYPE, each, 0), opts, std::mem::size_of_val(send), true);
-        gather::run(&mut s, alg, bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv), &bytes_of::<T>(counts), root)
+        let (alg, mut s) = self.begin(
+            Signature::new(Collective::Gather, T::DTYPE, each, 0),
+            opts,
+            std::mem::size_of_val(send),
+            true,
+        );
+        gather::run(
+            &mut s,
+            alg,
+            bytemuck::cast_slice(send),
+            bytemuck::cast_slice_mut(recv),
+            &bytes_of::<T>(counts),
+            root,
+        )
     }
 
     /// Scatters `send` at `root` (`size() * recv.len()` elements) so rank i receives block i.
@@ -111,7 +157,13 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::scatter`].
-    pub fn scatter_with<T: Element>(&self, send: &[T], recv: &mut [T], root: usize, opts: CallOptions) -> Result<()> {
+    pub fn scatter_with<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        root: usize,
+        opts: CallOptions,
+    ) -> Result<()> {
         let counts = vec![recv.len(); self.size()];
         self.scatter_counted(send, &counts, recv, root, Some(recv.len()), opts)
     }
@@ -120,7 +172,13 @@ impl Communicator {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad root or counts that do not match the buffers.
-    pub fn scatterv<T: Element>(&self, send: &[T], counts: &[usize], recv: &mut [T], root: usize) -> Result<()> {
+    pub fn scatterv<T: Element>(
+        &self,
+        send: &[T],
+        counts: &[usize],
+        recv: &mut [T],
+        root: usize,
+    ) -> Result<()> {
         self.scatterv_with(send, counts, recv, root, CallOptions::default())
     }
 
@@ -128,7 +186,14 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::scatterv`].
-    pub fn scatterv_with<T: Element>(&self, send: &[T], counts: &[usize], recv: &mut [T], root: usize, opts: CallOptions) -> Result<()> {
+    pub fn scatterv_with<T: Element>(
+        &self,
+        send: &[T],
+        counts: &[usize],
+        recv: &mut [T],
+        root: usize,
+        opts: CallOptions,
+    ) -> Result<()> {
         self.scatter_counted(send, counts, recv, root, None, opts)
     }
 
@@ -143,13 +208,30 @@ impl Communicator {
         opts: CallOptions,
     ) -> Result<()> {
         self.check_root(root)?;
-        self.check_counts("scatterv", counts, recv.len(), (self.rank() == root).then_some(send.len()))?;
+        self.check_counts(
+            "scatterv",
+            counts,
+            recv.len(),
+            (self.rank() == root).then_some(send.len()),
+        )?;
         if self.size() == 1 {
             recv.copy_from_slice(send);
             return Ok(());
         }
-        let (alg, mut s) = self.begin(Signature::new(Collective::Scatter, T::DTYPE, each, 0), opts, std::mem::size_of_val(recv), true);
-        scatter::run(&mut s, alg, bytemuck::cast_slice(send), &bytes_of::<T>(counts), bytemuck::cast_slice_mut(recv), root)
+        let (alg, mut s) = self.begin(
+            Signature::new(Collective::Scatter, T::DTYPE, each, 0),
+            opts,
+            std::mem::size_of_val(recv),
+            true,
+        );
+        scatter::run(
+            &mut s,
+            alg,
+            bytemuck::cast_slice(send),
+            &bytes_of::<T>(counts),
+            bytemuck::cast_slice_mut(recv),
+            root,
+        )
     }
 
     /// Every rank receives every rank's `send` (equal lengths) in rank order.
@@ -164,7 +246,12 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::allgather`].
-    pub fn allgather_with<T: Element>(&self, send: &[T], recv: &mut [T], opts: CallOptions) -> Result<()> {
+    pub fn allgather_with<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        opts: CallOptions,
+    ) -> Result<()> {
         let counts = vec![send.len(); self.size()];
         self.allgatherv_with(send, recv, &counts, opts)
     }
@@ -173,7 +260,12 @@ impl Communicator {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if the counts do not match the buffers.
-    pub fn allgatherv<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize]) -> Result<()> {
+    pub fn allgatherv<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+    ) -> Result<()> {
         self.allgatherv_with(send, recv, counts, CallOptions::default())
     }
 
@@ -181,7 +273,13 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::allgatherv`].
-    pub fn allgatherv_with<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize], opts: CallOptions) -> Result<()> {
+    pub fn allgatherv_with<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        opts: CallOptions,
+    ) -> Result<()> {
         self.check_counts("allgatherv", counts, send.len(), Some(recv.len()))?;
         if self.size() == 1 {
             recv.copy_from_slice(send);
@@ -191,8 +289,19 @@ impl Communicator {
             return Ok(());
         }
         let uniform = counts.iter().all(|&c| c == counts[0]);
-        let (alg, mut s) = self.begin(Signature::new(Collective::Allgather, T::DTYPE, Some(recv.len()), 0), opts, std::mem::size_of_val(send), uniform);
-        allgather::run(&mut s, alg, bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv), &bytes_of::<T>(counts))
+        let (alg, mut s) = self.begin(
+            Signature::new(Collective::Allgather, T::DTYPE, Some(recv.len()), 0),
+            opts,
+            std::mem::size_of_val(send),
+            uniform,
+        );
+        allgather::run(
+            &mut s,
+            alg,
+            bytemuck::cast_slice(send),
+            bytemuck::cast_slice_mut(recv),
+            &bytes_of::<T>(counts),
+        )
     }
 
     /// Rank i's block j (`send.len() / size()` elements) goes to rank j's block i.
@@ -207,10 +316,19 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::alltoall`].
-    pub fn alltoall_with<T: Element>(&self, send: &[T], recv: &mut [T], opts: CallOptions) -> Result<()> {
+    pub fn alltoall_with<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        opts: CallOptions,
+    ) -> Result<()> {
         let p = self.size();
         if !send.len().is_multiple_of(p) || recv.len() != send.len() {
-            return Err(invalid(format!("alltoall: send of {} and recv of {} elements are not {p} equal blocks", send.len(), recv.len())));
+            return Err(invalid(format!(
+                "alltoall: send of {} and recv of {} elements are not {p} equal blocks",
+                send.len(),
+                recv.len()
+            )));
         }
         let counts = vec![send.len() / p; p];
         self.alltoall_counted(send, &counts, recv, &counts, opts, Some(send.len()))
@@ -221,7 +339,13 @@ impl Communicator {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if the counts do not match the buffers.
-    pub fn alltoallv<T: Element>(&self, send: &[T], send_counts: &[usize], recv: &mut [T], recv_counts: &[usize]) -> Result<()> {
+    pub fn alltoallv<T: Element>(
+        &self,
+        send: &[T],
+        send_counts: &[usize],
+        recv: &mut [T],
+        recv_counts: &[usize],
+    ) -> Result<()> {
         self.alltoallv_with(send, send_counts, recv, recv_counts, CallOptions::default())
     }
 
@@ -229,7 +353,14 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::alltoallv`].
-    pub fn alltoallv_with<T: Element>(&self, send: &[T], send_counts: &[usize], recv: &mut [T], recv_counts: &[usize], opts: CallOptions) -> Result<()> {
+    pub fn alltoallv_with<T: Element>(
+        &self,
+        send: &[T],
+        send_counts: &[usize],
+        recv: &mut [T],
+        recv_counts: &[usize],
+        opts: CallOptions,
+    ) -> Result<()> {
         self.alltoall_counted(send, send_counts, recv, recv_counts, opts, None)
     }
 
@@ -243,8 +374,18 @@ impl Communicator {
         opts: CallOptions,
         each: Option<usize>,
     ) -> Result<()> {
-        self.check_counts("alltoallv send", send_counts, send_counts.get(self.rank()).copied().unwrap_or(0), Some(send.len()))?;
-        self.check_counts("alltoallv recv", recv_counts, recv_counts.get(self.rank()).copied().unwrap_or(0), Some(recv.len()))?;
+        self.check_counts(
+            "alltoallv send",
+            send_counts,
+            send_counts.get(self.rank()).copied().unwrap_or(0),
+            Some(send.len()),
+        )?;
+        self.check_counts(
+            "alltoallv recv",
+            recv_counts,
+            recv_counts.get(self.rank()).copied().unwrap_or(0),
+            Some(recv.len()),
+        )?;
         if self.size() == 1 {
             recv.copy_from_slice(send);
             return Ok(());
@@ -252,23 +393,50 @@ impl Communicator {
         let sd = displacements(&bytes_of::<T>(send_counts));
         let rd = displacements(&bytes_of::<T>(recv_counts));
         let per_peer = std::mem::size_of_val(send) / self.size();
-        let (alg, mut s) = self.begin(Signature::new(Collective::Alltoall, T::DTYPE, each, 0), opts, per_peer, true);
-        alltoall::run(&mut s, alg, bytemuck::cast_slice(send), &sd, bytemuck::cast_slice_mut(recv), &rd)
+        let (alg, mut s) = self.begin(
+            Signature::new(Collective::Alltoall, T::DTYPE, each, 0),
+            opts,
+            per_peer,
+            true,
+        );
+        alltoall::run(
+            &mut s,
+            alg,
+            bytemuck::cast_slice(send),
+            &sd,
+            bytemuck::cast_slice_mut(recv),
+            &rd,
+        )
     }
 
     /// Checks `counts` has one entry per rank, that this rank's entry is `own`, and (when
     /// given) that they sum to `total`.
-    fn check_counts(&self, what: &str, counts: &[usize], own: usize, total: Option<usize>) -> Result<()> {
+    fn check_counts(
+        &self,
+        what: &str,
+        counts: &[usize],
+        own: usize,
+        total: Option<usize>,
+    ) -> Result<()> {
         if counts.len() != self.size() {
-            return Err(invalid(format!("{what}: {} counts for {} ranks", counts.len(), self.size())));
+            return Err(invalid(format!(
+                "{what}: {} counts for {} ranks",
+                counts.len(),
+                self.size()
+            )));
         }
         if counts[self.rank()] != own {
-            return Err(invalid(format!("{what}: this rank's count is {} but its buffer holds {own}", counts[self.rank()])));
+            return Err(invalid(format!(
+                "{what}: this rank's count is {} but its buffer holds {own}",
+                counts[self.rank()]
+            )));
         }
         if let Some(t) = total {
             let sum: usize = counts.iter().sum();
             if sum != t {
-                return Err(invalid(format!("{what}: counts sum to {sum} but the buffer holds {t}")));
+                return Err(invalid(format!(
+                    "{what}: counts sum to {sum} but the buffer holds {t}"
+                )));
             }
         }
         Ok(())

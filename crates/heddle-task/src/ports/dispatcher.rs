@@ -258,19 +258,14 @@ impl Dispatcher {
             injector: Injector::new(),
             stealers: deques.iter().map(Worker::stealer).collect(),
             slots: (0..threads)
-                .map(|_| Slot {
-                    thread: OnceLock::new(),
-                    asleep: AtomicBool::new(false),
-                })
+                .map(|_| Slot { thread: OnceLock::new(), asleep: AtomicBool::new(false) })
                 .collect(),
             sleepers: Mutex::new(Vec::with_capacity(threads)),
             idle: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
         });
         let mut dispatcher = Dispatcher {
-            queue: DispatcherQueue {
-                shared: Arc::clone(&shared),
-            },
+            queue: DispatcherQueue { shared: Arc::clone(&shared) },
             workers: Vec::with_capacity(threads),
         };
         for (index, deque) in deques.into_iter().enumerate() {
