@@ -5,7 +5,7 @@ CARGO ?= cargo
 JOBS ?= 2
 RELEASE := target/release
 
-.PHONY: all build demo test test-rust test-deps test-spec test-python test-fuzz python-install bench bench-python fuzz clean
+.PHONY: all build demo test lint lint-rust test-rust test-deps test-spec test-python test-fuzz python-install bench bench-python fuzz clean
 .PHONY: bench-compare bench-compare-quick
 
 all: build
@@ -24,8 +24,18 @@ demo: build
 	$(RELEASE)/heddle run -n 2 -- $(RELEASE)/examples/wordcount_task --generate --seed 1
 	$(RELEASE)/heddle run -n 2 -- $(RELEASE)/examples/kmeans_task --generate --seed 1
 
-## Build and run every test suite.
-test: test-rust test-spec test-fuzz test-python
+## Build and run every test suite, after the linters.
+test: lint test-rust test-spec test-fuzz test-python
+
+## Every linter: Rust (fmt, clippy, rustdoc) and Python (ruff, mypy, stubtest).
+lint: lint-rust lint-python
+
+## cargo fmt --check; clippy on every target with warnings as errors; rustdoc with warnings
+## as errors (the libraries; the extension module's items are documented in its .pyi).
+lint-rust:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy -j$(JOBS) --release --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -j$(JOBS) --no-deps --workspace --lib --exclude heddle-python
 
 test-rust: test-deps
 	$(CARGO) build -j$(JOBS) --release --bins --examples

@@ -35,9 +35,17 @@ type BoxError = Box<dyn std::error::Error>;
 /// succeeded and every result was verified.
 pub(crate) fn bench_dataflow(args: &BenchDataflowArgs) -> Result<i32, BoxError> {
     let exe = std::env::current_exe()?;
-    let example = exe.parent().ok_or("the heddle executable has no directory")?.join("examples").join("bench_dataflow");
+    let example = exe
+        .parent()
+        .ok_or("the heddle executable has no directory")?
+        .join("examples")
+        .join("bench_dataflow");
     if !example.is_file() {
-        return Err(format!("{} is missing: build it with `cargo build --release --examples`", example.display()).into());
+        return Err(format!(
+            "{} is missing: build it with `cargo build --release --examples`",
+            example.display()
+        )
+        .into());
     }
     if args.ranks.contains(&0) {
         return Err("--ranks must list positive world sizes".into());
@@ -46,13 +54,19 @@ pub(crate) fn bench_dataflow(args: &BenchDataflowArgs) -> Result<i32, BoxError> 
     let mut failed = false;
     for &n in &args.ranks {
         let mut cmd = Command::new(&exe);
-        cmd.args(["run", "-n", &n.to_string(), "--"])
-            .arg(&example)
-            .args(["--records", &args.records.to_string(), "--rate", &args.rate.to_string()]);
+        cmd.args(["run", "-n", &n.to_string(), "--"]).arg(&example).args([
+            "--records",
+            &args.records.to_string(),
+            "--rate",
+            &args.rate.to_string(),
+        ]);
         eprintln!("bench: dataflow on {n} workers");
         let run = run_captured(&mut cmd, Duration::from_secs(args.timeout.max(1)), false)?;
         if !run.status.success() || run.timed_out {
-            eprintln!("bench: the run on {n} workers failed ({:?}, timed out: {})", run.status, run.timed_out);
+            eprintln!(
+                "bench: the run on {n} workers failed ({:?}, timed out: {})",
+                run.status, run.timed_out
+            );
             failed = true;
         }
         for line in &run.lines {
@@ -77,7 +91,9 @@ fn render(rows: &[serde_json::Value]) -> String {
     let mut s = String::from("| operation | mode | workers | record bytes | records/s | MB/s | p50 µs | p99 µs | verified |\n");
     s.push_str("|---|---|---:|---:|---:|---:|---:|---:|---|\n");
     let num = |v: &serde_json::Value, k: &str| v.get(k).and_then(serde_json::Value::as_f64);
-    let fmt = |x: Option<f64>, digits: usize| x.map_or_else(|| "-".to_string(), |x| format!("{x:.digits$}"));
+    let fmt = |x: Option<f64>, digits: usize| {
+        x.map_or_else(|| "-".to_string(), |x| format!("{x:.digits$}"))
+    };
     for r in rows {
         s.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
@@ -106,7 +122,14 @@ mod tests {
             serde_json::json!({"operation": "latency", "mode": "streaming", "workers": 2, "record_bytes": 8, "p50_us": 3.25, "p99_us": 12.0, "verified": false}),
         ];
         let t = render(&rows);
-        assert!(t.contains("| partition | batch | 2 | 16 | 15000000 | 240.0 | - | - | yes |"), "{t}");
-        assert!(t.contains("| latency | streaming | 2 | 8 | - | - | 3.2 | 12.0 | NO |") || t.contains("| latency | streaming | 2 | 8 | - | - | 3.3 | 12.0 | NO |"), "{t}");
+        assert!(
+            t.contains("| partition | batch | 2 | 16 | 15000000 | 240.0 | - | - | yes |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| latency | streaming | 2 | 8 | - | - | 3.2 | 12.0 | NO |")
+                || t.contains("| latency | streaming | 2 | 8 | - | - | 3.3 | 12.0 | NO |"),
+            "{t}"
+        );
     }
 }

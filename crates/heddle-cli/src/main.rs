@@ -59,7 +59,10 @@ struct RunArgs {
 
 fn main() {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("HEDDLE_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HEDDLE_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
         .with_writer(std::io::stderr)
         .with_target(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -67,21 +70,27 @@ fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Cmd::Run(args) => run(args),
-        Cmd::Bench(BenchCmd::Collectives(args)) => bench::bench_collectives(&args).unwrap_or_else(|e| {
-            eprintln!("heddle bench: {e}");
-            1
-        }),
-        Cmd::Bench(BenchCmd::Dataflow(args)) => bench_dataflow::bench_dataflow(&args).unwrap_or_else(|e| {
-            eprintln!("heddle bench: {e}");
-            1
-        }),
+        Cmd::Bench(BenchCmd::Collectives(args)) => {
+            bench::bench_collectives(&args).unwrap_or_else(|e| {
+                eprintln!("heddle bench: {e}");
+                1
+            })
+        }
+        Cmd::Bench(BenchCmd::Dataflow(args)) => bench_dataflow::bench_dataflow(&args)
+            .unwrap_or_else(|e| {
+                eprintln!("heddle bench: {e}");
+                1
+            }),
     };
     std::process::exit(code);
 }
 
 fn run(args: RunArgs) -> i32 {
     let mut spec = LaunchSpec::new(args.workers, args.command);
-    match heddle_comm::settings::seconds(&heddle_comm::settings::INIT_TIMEOUT_S, &args.init_timeout.to_string()) {
+    match heddle_comm::settings::seconds(
+        &heddle_comm::settings::INIT_TIMEOUT_S,
+        &args.init_timeout.to_string(),
+    ) {
         Ok(t) => spec.init_timeout = t,
         Err(e) => {
             eprintln!("heddle run: --init-timeout: {e}");
@@ -98,7 +107,9 @@ fn run(args: RunArgs) -> i32 {
         spec.env.push(("HEDDLE_TRANSPORT".into(), t));
     }
     // Every worker would refuse a bad setting: refuse it once, before starting any.
-    let mut vars: Vec<(String, String)> = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
+    let mut vars: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
     vars.extend(spec.env.iter().cloned());
     if let Err(e) = heddle_runtime::check_environment(&vars) {
         eprintln!("heddle run: {e}");

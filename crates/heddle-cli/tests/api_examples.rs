@@ -35,13 +35,36 @@ fn wordcount_part_files_hold_the_counts_of_the_input() {
         *want.entry(w.to_string()).or_default() += 1;
     }
     // The last two run each worker's tasks on 2 executor threads.
-    let runs = [("wordcount_task", "1", "1"), ("wordcount_task", "2", "1"), ("wordcount_task", "3", "1"), ("wordcount", "2", "1"), ("wordcount", "4", "1"), ("wordcount_task", "2", "2"), ("wordcount", "3", "2")];
+    let runs = [
+        ("wordcount_task", "1", "1"),
+        ("wordcount_task", "2", "1"),
+        ("wordcount_task", "3", "1"),
+        ("wordcount", "2", "1"),
+        ("wordcount", "4", "1"),
+        ("wordcount_task", "2", "2"),
+        ("wordcount", "3", "2"),
+    ];
     for (name, n, threads) in runs {
         let wc = example(name);
         let out = dir.join(format!("out-{name}-{n}-{threads}"));
         let mark = marker(name);
         let env = format!("HEDDLE_TASK_THREADS={threads}");
-        let (o, _) = run(&mark, &["run", "-n", n, "--", "env", &env, &wc, "--input", path.to_str().unwrap(), "--output", out.to_str().unwrap()]);
+        let (o, _) = run(
+            &mark,
+            &[
+                "run",
+                "-n",
+                n,
+                "--",
+                "env",
+                &env,
+                &wc,
+                "--input",
+                path.to_str().unwrap(),
+                "--output",
+                out.to_str().unwrap(),
+            ],
+        );
         let stdout = text(&o.stdout);
         assert!(o.status.success(), "{stdout}\n{}", text(&o.stderr));
         assert!(summary(&stdout).contains("\"ok\": true"), "{stdout}");
@@ -49,7 +72,10 @@ fn wordcount_part_files_hold_the_counts_of_the_input() {
         for part in std::fs::read_dir(&out).unwrap().flatten() {
             for line in std::fs::read_to_string(part.path()).unwrap().lines() {
                 let (w, c) = line.split_once('\t').expect("word<TAB>count");
-                assert!(got.insert(w.to_string(), c.parse().unwrap()).is_none(), "{w} in two parts");
+                assert!(
+                    got.insert(w.to_string(), c.parse().unwrap()).is_none(),
+                    "{w} in two parts"
+                );
             }
         }
         assert_eq!(got, want, "{name} on {n} workers, {threads} threads each");
@@ -89,25 +115,52 @@ fn kmeans_from_csv_and_npy_matches_lloyd() {
         }
     }
     let csv = dir.join("points.csv");
-    std::fs::write(&csv, std::iter::once("x,y".to_string()).chain(pts.iter().map(|p| format!("{},{}", p[0], p[1]))).collect::<Vec<_>>().join("\n")).unwrap();
+    std::fs::write(
+        &csv,
+        std::iter::once("x,y".to_string())
+            .chain(pts.iter().map(|p| format!("{},{}", p[0], p[1])))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+    .unwrap();
     let npy = dir.join("points.npy");
-    let header = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': ({}, 2), }}", pts.len());
+    let header =
+        format!("{{'descr': '<f8', 'fortran_order': False, 'shape': ({}, 2), }}", pts.len());
     let pad = 64 - (10 + header.len() + 1) % 64;
     let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
     bytes.extend_from_slice(&((header.len() + pad + 1) as u16).to_le_bytes());
     bytes.extend_from_slice(header.as_bytes());
-    bytes.extend(std::iter::repeat(b' ').take(pad));
+    bytes.extend(std::iter::repeat_n(b' ', pad));
     bytes.push(b'\n');
     for p in &pts {
         bytes.extend_from_slice(&p[0].to_le_bytes());
         bytes.extend_from_slice(&p[1].to_le_bytes());
     }
     std::fs::write(&npy, bytes).unwrap();
-    for (name, input, n) in [("kmeans_task", &csv, "2"), ("kmeans_task", &npy, "3"), ("kmeans", &csv, "3"), ("kmeans", &npy, "2")] {
+    for (name, input, n) in [
+        ("kmeans_task", &csv, "2"),
+        ("kmeans_task", &npy, "3"),
+        ("kmeans", &csv, "3"),
+        ("kmeans", &npy, "2"),
+    ] {
         let km = example(name);
         let out = dir.join(format!("out-{name}-{n}"));
         let mark = marker(name);
-        let args = ["run", "-n", n, "--", &km, "--input", input.to_str().unwrap(), "--k", "3", "--iterations", "5", "--output", out.to_str().unwrap()];
+        let args = [
+            "run",
+            "-n",
+            n,
+            "--",
+            &km,
+            "--input",
+            input.to_str().unwrap(),
+            "--k",
+            "3",
+            "--iterations",
+            "5",
+            "--output",
+            out.to_str().unwrap(),
+        ];
         let (o, _) = run(&mark, &args);
         let stdout = text(&o.stdout);
         assert!(o.status.success(), "{stdout}\n{}", text(&o.stderr));
@@ -123,7 +176,10 @@ fn kmeans_from_csv_and_npy_matches_lloyd() {
             .collect();
         assert_eq!(got.len(), 3);
         for (g, w) in got.iter().zip(&centers) {
-            assert!((g[0] - w[0]).abs() < 1e-9 && (g[1] - w[1]).abs() < 1e-9, "{got:?} vs {centers:?}");
+            assert!(
+                (g[0] - w[0]).abs() < 1e-9 && (g[1] - w[1]).abs() < 1e-9,
+                "{got:?} vs {centers:?}"
+            );
         }
         assert_no_survivors(&mark);
     }
@@ -206,11 +262,17 @@ fn wordcount_task_keeps_lines_that_cross_both_a_range_end_and_a_block_end() {
     let words = input.split(|&b| b == b' ' || b == b'\n').filter(|w| !w.is_empty()).count();
     for n in ["2", "3", "4"] {
         let mark = marker("wc-long");
-        let (o, _) = run(&mark, &["run", "-n", n, "--", &example("wordcount_task"), "--input", path.to_str().unwrap()]);
+        let (o, _) = run(
+            &mark,
+            &["run", "-n", n, "--", &example("wordcount_task"), "--input", path.to_str().unwrap()],
+        );
         let stdout = text(&o.stdout);
         assert!(o.status.success(), "{n} workers: {stdout}\n{}", text(&o.stderr));
         let line = summary(&stdout);
-        assert!(line.contains("\"ok\": true") && line.contains(&format!("\"words\": {words},")), "{n} workers, {words} words: {line}");
+        assert!(
+            line.contains("\"ok\": true") && line.contains(&format!("\"words\": {words},")),
+            "{n} workers, {words} words: {line}"
+        );
         assert_no_survivors(&mark);
     }
     std::fs::remove_dir_all(&dir).unwrap();

@@ -19,7 +19,8 @@ extern "C" {
 }
 
 fn fresh_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("heddle-cleanup-test-{name}-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("heddle-cleanup-test-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -27,13 +28,17 @@ fn fresh_dir(name: &str) -> PathBuf {
 }
 
 fn entries(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir).map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default()
+    std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default()
 }
 
 /// Heddle segments in /dev/shm whose owner process is gone: leaked by some job.
 fn stale_segments() -> Vec<String> {
     let mut stale = Vec::new();
-    for e in std::fs::read_dir("/dev/shm").map(|d| d.flatten().collect::<Vec<_>>()).unwrap_or_default() {
+    for e in
+        std::fs::read_dir("/dev/shm").map(|d| d.flatten().collect::<Vec<_>>()).unwrap_or_default()
+    {
         let name = e.file_name().to_string_lossy().into_owned();
         let Ok(bytes) = std::fs::read(e.path()) else { continue };
         if !name.starts_with("heddle-") || bytes.len() < 40 || &bytes[..8] != b"HEDDLSHM" {
@@ -83,11 +88,23 @@ enum Ending {
 /// checks that everything is gone within 2 s of `heddle run` exiting.
 fn end_a_spilling_sort(ending: Ending) {
     let name = format!("{ending:?}").to_lowercase();
-    let (spill, runtime) = (fresh_dir(&format!("{name}-spill")), fresh_dir(&format!("{name}-runtime")));
+    let (spill, runtime) =
+        (fresh_dir(&format!("{name}-spill")), fresh_dir(&format!("{name}-runtime")));
     let mark = marker(&name);
     let ts = example("terasort_dataflow");
-    let args =
-        ["run", "-n", "2", "--", &ts, "--records", "30000000", "--mem-budget", "200000", "--spill-dir", spill.to_str().unwrap()];
+    let args = [
+        "run",
+        "-n",
+        "2",
+        "--",
+        &ts,
+        "--records",
+        "30000000",
+        "--mem-budget",
+        "200000",
+        "--spill-dir",
+        spill.to_str().unwrap(),
+    ];
     let mut cmd = command(&mark, &args);
     cmd.env("XDG_RUNTIME_DIR", &runtime);
     let child: Child = cmd.spawn().expect("spawn heddle");
@@ -99,7 +116,9 @@ fn end_a_spilling_sort(ending: Ending) {
     let job_dir = runtime.join(&entries(&runtime)[0]);
     assert_eq!(std::fs::metadata(&job_dir).unwrap().permissions().mode() & 0o777, 0o700);
     // The launcher's children are its guardian (a fork of the launcher) and the workers.
-    let is_worker = |p: &u32| std::fs::read_link(format!("/proc/{p}/exe")).is_ok_and(|e| e.ends_with("terasort_dataflow"));
+    let is_worker = |p: &u32| {
+        std::fs::read_link(format!("/proc/{p}/exe")).is_ok_and(|e| e.ends_with("terasort_dataflow"))
+    };
     let workers: Vec<u32> = children_of(launcher).into_iter().filter(is_worker).collect();
     assert_eq!(workers.len(), 2, "workers {workers:?}");
     let (target, sig) = match ending {
@@ -113,8 +132,12 @@ fn end_a_spilling_sort(ending: Ending) {
     let out = wait_bounded(child, Duration::from_secs(30));
     assert!(!out.status.success(), "{ending:?}: the job must fail: {}", text(&out.stderr));
     let exited = Instant::now();
-    wait_until("the spill directory is empty", Duration::from_secs(2), || entries(&spill).is_empty());
-    wait_until("the job directory is removed", Duration::from_secs(2), || entries(&runtime).is_empty());
+    wait_until("the spill directory is empty", Duration::from_secs(2), || {
+        entries(&spill).is_empty()
+    });
+    wait_until("the job directory is removed", Duration::from_secs(2), || {
+        entries(&runtime).is_empty()
+    });
     assert!(exited.elapsed() < Duration::from_secs(2));
     assert_no_survivors(&mark);
     assert_eq!(stale_segments(), Vec::<String>::new(), "segments of dead processes in /dev/shm");
@@ -147,14 +170,27 @@ fn a_successful_job_leaves_nothing_and_kills_what_workers_left_running() {
     let runtime = fresh_dir("success-runtime");
     let mark = marker("success");
     // Each worker starts a background sleeper and exits 0 at once.
-    let mut cmd = command(&mark, &["run", "-n", "2", "--", "sh", "-c", "stat -c '%a' \"$HEDDLE_JOB_DIR\"; sleep 300 & exit 0"]);
+    let mut cmd = command(
+        &mark,
+        &[
+            "run",
+            "-n",
+            "2",
+            "--",
+            "sh",
+            "-c",
+            "stat -c '%a' \"$HEDDLE_JOB_DIR\"; sleep 300 & exit 0",
+        ],
+    );
     cmd.env("XDG_RUNTIME_DIR", &runtime);
     let out = wait_bounded(cmd.spawn().expect("spawn"), Duration::from_secs(30));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert_eq!(stdout.matches("] 700").count(), 2, "the job directory is private: {stdout}");
     assert_no_survivors(&mark);
-    wait_until("the job directory is removed", Duration::from_secs(2), || entries(&runtime).is_empty());
+    wait_until("the job directory is removed", Duration::from_secs(2), || {
+        entries(&runtime).is_empty()
+    });
     std::fs::remove_dir_all(&runtime).unwrap();
 }
 
@@ -162,7 +198,8 @@ fn a_successful_job_leaves_nothing_and_kills_what_workers_left_running() {
 fn what_workers_started_dies_with_a_killed_launcher() {
     let runtime = fresh_dir("sigkill-runtime");
     let mark = marker("grandchildren");
-    let mut cmd = command(&mark, &["run", "-n", "2", "--", "sh", "-c", "sleep 300 & sleep 300 & wait"]);
+    let mut cmd =
+        command(&mark, &["run", "-n", "2", "--", "sh", "-c", "sleep 300 & sleep 300 & wait"]);
     cmd.env("XDG_RUNTIME_DIR", &runtime);
     let mut child = cmd.spawn().expect("spawn");
     // The launcher, its guardian, 2 shells and 4 sleepers carry the mark.
@@ -177,7 +214,11 @@ fn what_workers_started_dies_with_a_killed_launcher() {
     cmd.env("XDG_RUNTIME_DIR", &runtime);
     let out = wait_bounded(cmd.spawn().expect("spawn"), Duration::from_secs(30));
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(entries(&runtime).is_empty(), "stale job directory not reaped: {:?}", entries(&runtime));
+    assert!(
+        entries(&runtime).is_empty(),
+        "stale job directory not reaped: {:?}",
+        entries(&runtime)
+    );
     std::fs::remove_dir_all(&runtime).unwrap();
 }
 
@@ -198,11 +239,29 @@ fn stale_segments_and_scratch_dirs_of_dead_processes_are_reaped() {
     std::fs::write(scratch.join("heddle-spill-0.run"), b"old").unwrap();
     let mark = marker("reap");
     let ts = example("terasort_dataflow");
-    let (out, _) =
-        run(&mark, &["run", "-n", "2", "--", &ts, "--records", "20000", "--mem-budget", "100000", "--spill-dir", spill.to_str().unwrap()]);
+    let (out, _) = run(
+        &mark,
+        &[
+            "run",
+            "-n",
+            "2",
+            "--",
+            &ts,
+            "--records",
+            "20000",
+            "--mem-budget",
+            "100000",
+            "--spill-dir",
+            spill.to_str().unwrap(),
+        ],
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!segment.exists(), "the stale segment was not reaped");
-    assert!(entries(&spill).is_empty(), "stale scratch directory not reaped: {:?}", entries(&spill));
+    assert!(
+        entries(&spill).is_empty(),
+        "stale scratch directory not reaped: {:?}",
+        entries(&spill)
+    );
     std::fs::remove_dir_all(&spill).unwrap();
 }
 
@@ -210,21 +269,31 @@ fn stale_segments_and_scratch_dirs_of_dead_processes_are_reaped() {
 /// (`nobody`, through `setpriv`; this test runs as root, as CI does) cannot list it.
 #[test]
 fn the_job_directory_is_private_under_umask_000() {
-    assert!(std::process::Command::new("setpriv").arg("--version").output().is_ok(), "setpriv (util-linux) is needed");
+    assert!(
+        std::process::Command::new("setpriv").arg("--version").output().is_ok(),
+        "setpriv (util-linux) is needed"
+    );
     let runtime = fresh_dir("umask-runtime");
     std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mark = marker("umask");
     let heddle = heddle().display().to_string();
     let worker = "stat -c '%a' \"$HEDDLE_JOB_DIR\"; if setpriv --reuid=65534 --regid=65534 --clear-groups ls \"$HEDDLE_JOB_DIR\" >/dev/null 2>&1; then echo readable; else echo refused; fi";
-    let script = format!("umask 000; exec {heddle} run -n 2 -- sh -c '{}'", worker.replace('\'', r"'\''"));
+    let script =
+        format!("umask 000; exec {heddle} run -n 2 -- sh -c '{}'", worker.replace('\'', r"'\''"));
     let mut cmd = std::process::Command::new("sh");
     cmd.args(["-c", &script]).env("HDTEST_MARK", &mark).env("XDG_RUNTIME_DIR", &runtime);
-    cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
     let out = wait_bounded(cmd.spawn().expect("spawn"), Duration::from_secs(30));
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert_eq!(stdout.matches("] 700").count(), 2, "{stdout}");
-    assert_eq!(stdout.matches("] refused").count(), 2, "another user could list the job directory: {stdout}");
+    assert_eq!(
+        stdout.matches("] refused").count(),
+        2,
+        "another user could list the job directory: {stdout}"
+    );
     assert_no_survivors(&mark);
     std::fs::remove_dir_all(&runtime).unwrap();
 }
@@ -234,11 +303,17 @@ fn the_job_directory_is_private_under_umask_000() {
 fn job_files(roots: &[&Path], owners: &[u32]) -> Vec<(PathBuf, u32, bool)> {
     fn walk(p: &Path, out: &mut Vec<(PathBuf, u32, bool)>) {
         // A run merged away is gone; a map_files entry is a link to follow.
-        let meta = if p.starts_with("/proc") { std::fs::metadata(p) } else { std::fs::symlink_metadata(p) };
+        let meta = if p.starts_with("/proc") {
+            std::fs::metadata(p)
+        } else {
+            std::fs::symlink_metadata(p)
+        };
         let Ok(meta) = meta else { return };
         out.push((p.to_path_buf(), meta.permissions().mode() & 0o777, meta.is_dir()));
         if meta.is_dir() {
-            for e in std::fs::read_dir(p).map(|d| d.flatten().collect::<Vec<_>>()).unwrap_or_default() {
+            for e in
+                std::fs::read_dir(p).map(|d| d.flatten().collect::<Vec<_>>()).unwrap_or_default()
+            {
                 walk(&e.path(), out);
             }
         }
@@ -267,7 +342,10 @@ fn job_files(roots: &[&Path], owners: &[u32]) -> Vec<(PathBuf, u32, bool)> {
 /// open none of them.
 #[test]
 fn segments_and_spill_runs_of_a_job_are_private_under_umask_000() {
-    assert!(std::process::Command::new("setpriv").arg("--version").output().is_ok(), "setpriv (util-linux) is needed");
+    assert!(
+        std::process::Command::new("setpriv").arg("--version").output().is_ok(),
+        "setpriv (util-linux) is needed"
+    );
     let (spill, runtime) = (fresh_dir("umask-job-spill"), fresh_dir("umask-job-runtime"));
     for d in [&spill, &runtime] {
         std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
@@ -277,13 +355,19 @@ fn segments_and_spill_runs_of_a_job_are_private_under_umask_000() {
     let script = format!("umask 000; exec {heddle} run -n 2 -- {ts} --records 30000000 --mem-budget 200000 --spill-dir {}", spill.display());
     let mut cmd = std::process::Command::new("sh");
     cmd.args(["-c", &script]).env("HDTEST_MARK", &mark).env("XDG_RUNTIME_DIR", &runtime);
-    cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
     let child = cmd.spawn().expect("spawn");
     let launcher = child.id();
     wait_until("the sort spills", Duration::from_secs(60), || {
-        job_files(&[&spill], &[]).iter().any(|(p, _, dir)| !dir && p.to_string_lossy().contains("heddle-scratch-"))
+        job_files(&[&spill], &[])
+            .iter()
+            .any(|(p, _, dir)| !dir && p.to_string_lossy().contains("heddle-scratch-"))
     });
-    let is_worker = |p: &u32| std::fs::read_link(format!("/proc/{p}/exe")).is_ok_and(|e| e.ends_with("terasort_dataflow"));
+    let is_worker = |p: &u32| {
+        std::fs::read_link(format!("/proc/{p}/exe")).is_ok_and(|e| e.ends_with("terasort_dataflow"))
+    };
     let workers: Vec<u32> = children_of(launcher).into_iter().filter(is_worker).collect();
     let found = job_files(&[&spill, &runtime], &workers);
     let segments = found.iter().filter(|(p, _, _)| p.starts_with("/proc")).count();
@@ -291,7 +375,11 @@ fn segments_and_spill_runs_of_a_job_are_private_under_umask_000() {
     let mut opened = Vec::new();
     for (path, mode, dir) in &found {
         assert_eq!(*mode, if *dir { 0o700 } else { 0o600 }, "{} under umask 000", path.display());
-        let probe = if *dir { format!("ls {}", path.display()) } else { format!("cat {} >/dev/null", path.display()) };
+        let probe = if *dir {
+            format!("ls {}", path.display())
+        } else {
+            format!("cat {} >/dev/null", path.display())
+        };
         let other = std::process::Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", &probe])
             .stderr(std::process::Stdio::null())
@@ -306,7 +394,9 @@ fn segments_and_spill_runs_of_a_job_are_private_under_umask_000() {
     unsafe { libc_kill(launcher as i32, 15) };
     let _ = wait_bounded(child, Duration::from_secs(30));
     assert_no_survivors(&mark);
-    wait_until("the spill directory is empty", Duration::from_secs(2), || entries(&spill).is_empty());
+    wait_until("the spill directory is empty", Duration::from_secs(2), || {
+        entries(&spill).is_empty()
+    });
     std::fs::remove_dir_all(&spill).unwrap();
     std::fs::remove_dir_all(&runtime).unwrap();
 }

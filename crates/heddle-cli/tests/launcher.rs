@@ -19,10 +19,26 @@ fn collectives_demo_over_shm_and_tcp() {
         for n in [2usize, 3, 4] {
             for elements in ["7", "100000"] {
                 let mark = marker("demo");
-                let (out, _) = run(&mark, &["run", "-n", &n.to_string(), "--transport", transport, "--", &demo, "--elements", elements]);
+                let (out, _) = run(
+                    &mark,
+                    &[
+                        "run",
+                        "-n",
+                        &n.to_string(),
+                        "--transport",
+                        transport,
+                        "--",
+                        &demo,
+                        "--elements",
+                        elements,
+                    ],
+                );
                 let stdout = text(&out.stdout);
                 assert!(out.status.success(), "{transport} n={n}: {stdout}\n{}", text(&out.stderr));
-                let json = stdout.lines().find(|l| l.starts_with("[0] {\"example\"")).expect("summary line");
+                let json = stdout
+                    .lines()
+                    .find(|l| l.starts_with("[0] {\"example\""))
+                    .expect("summary line");
                 assert!(json.contains("\"ok\": true"), "{json}");
                 let tcp = if transport == "tcp" { n - 1 } else { 0 };
                 assert!(json.contains(&format!("\"tcp_peers\": {tcp}")), "{transport}: {json}");
@@ -46,7 +62,20 @@ fn output_lines_carry_the_rank() {
 #[test]
 fn a_failing_worker_stops_the_others_with_its_status() {
     let mark = marker("exit");
-    let (out, took) = run(&mark, &["run", "-n", "4", "--", &example("worker_faults"), "--fail-rank", "2", "--exit-code", "3"]);
+    let (out, took) = run(
+        &mark,
+        &[
+            "run",
+            "-n",
+            "4",
+            "--",
+            &example("worker_faults"),
+            "--fail-rank",
+            "2",
+            "--exit-code",
+            "3",
+        ],
+    );
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("heddle: rank 2 exited with status 3"), "{stderr}");
@@ -57,7 +86,10 @@ fn a_failing_worker_stops_the_others_with_its_status() {
 #[test]
 fn a_worker_killed_by_a_signal_is_named() {
     let mark = marker("signal");
-    let (out, took) = run(&mark, &["run", "-n", "3", "--", &example("worker_faults"), "--fail-rank", "1", "--signal", "9"]);
+    let (out, took) = run(
+        &mark,
+        &["run", "-n", "3", "--", &example("worker_faults"), "--fail-rank", "1", "--signal", "9"],
+    );
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(128 + 9), "{stderr}");
     assert!(stderr.contains("heddle: rank 1 was killed by signal 9 (SIGKILL)"), "{stderr}");
@@ -68,7 +100,19 @@ fn a_worker_killed_by_a_signal_is_named() {
 #[test]
 fn peers_that_never_join_time_out_clearly() {
     let mark = marker("join");
-    let args = ["run", "-n", "3", "--init-timeout", "1.5", "--", &example("worker_faults"), "--fail-rank", "2", "--never-join", "60"];
+    let args = [
+        "run",
+        "-n",
+        "3",
+        "--init-timeout",
+        "1.5",
+        "--",
+        &example("worker_faults"),
+        "--fail-rank",
+        "2",
+        "--never-join",
+        "60",
+    ];
     let (out, took) = run(&mark, &args);
     let stderr = text(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
@@ -84,10 +128,14 @@ fn a_wrong_job_token_is_refused_with_a_reason() {
         "if [ \"$HEDDLE_RANK\" = 1 ]; then HEDDLE_JOB_TOKEN=forged exec {0}; else exec {0}; fi",
         example("collectives")
     );
-    let (out, _) = run(&mark, &["run", "-n", "2", "--init-timeout", "3", "--", "sh", "-c", &script]);
+    let (out, _) =
+        run(&mark, &["run", "-n", "2", "--init-timeout", "3", "--", "sh", "-c", &script]);
     let stderr = text(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
-    assert!(stderr.contains("refused registration") && stderr.contains("bad job token"), "{stderr}");
+    assert!(
+        stderr.contains("refused registration") && stderr.contains("bad job token"),
+        "{stderr}"
+    );
     assert!(stderr.contains("[1] error: the job master refused: bad job token"), "{stderr}");
     assert_no_survivors(&mark);
 }
@@ -95,7 +143,10 @@ fn a_wrong_job_token_is_refused_with_a_reason() {
 #[test]
 fn ctrl_c_stops_every_worker() {
     let mark = marker("sigint");
-    let child = command(&mark, &["run", "-n", "3", "--", &example("worker_faults"), "--sleep", "60"]).spawn().expect("spawn");
+    let child =
+        command(&mark, &["run", "-n", "3", "--", &example("worker_faults"), "--sleep", "60"])
+            .spawn()
+            .expect("spawn");
     let until = Instant::now() + Duration::from_secs(20);
     while survivors(&mark).len() < 3 {
         assert!(Instant::now() < until, "workers did not start");
@@ -113,7 +164,10 @@ fn ctrl_c_stops_every_worker() {
 #[test]
 fn workers_do_not_outlive_a_killed_launcher() {
     let mark = marker("sigkill");
-    let mut child = command(&mark, &["run", "-n", "2", "--", &example("worker_faults"), "--sleep", "60"]).spawn().expect("spawn");
+    let mut child =
+        command(&mark, &["run", "-n", "2", "--", &example("worker_faults"), "--sleep", "60"])
+            .spawn()
+            .expect("spawn");
     let until = Instant::now() + Duration::from_secs(20);
     while survivors(&mark).len() < 2 {
         assert!(Instant::now() < until, "workers did not start");
@@ -129,12 +183,17 @@ fn a_missing_program_is_a_clear_error() {
     let mark = marker("missing");
     let (out, _) = run(&mark, &["run", "-n", "2", "--", "/nonexistent/program"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("cannot start \"/nonexistent/program\""), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("cannot start \"/nonexistent/program\""),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
 fn without_a_launcher_a_program_is_a_world_of_one() {
-    let out = Command::new(example("collectives")).args(["--elements", "10"]).output().expect("run");
+    let out =
+        Command::new(example("collectives")).args(["--elements", "10"]).output().expect("run");
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("\"ok\": true, \"job_s\""), "{}", text(&out.stdout));
     assert!(text(&out.stdout).contains("\"ranks\": 1"));
@@ -151,10 +210,26 @@ fn dataflow_wordcount_across_processes() {
     for transport in ["shm", "tcp"] {
         for mode in ["batch", "streaming"] {
             let mark = marker("wordcount");
-            let (out, _) = run(&mark, &["run", "-n", "3", "--transport", transport, "--", &wc, "--words", "20000", "--mode", mode]);
+            let (out, _) = run(
+                &mark,
+                &[
+                    "run",
+                    "-n",
+                    "3",
+                    "--transport",
+                    transport,
+                    "--",
+                    &wc,
+                    "--words",
+                    "20000",
+                    "--mode",
+                    mode,
+                ],
+            );
             let stdout = text(&out.stdout);
             assert!(out.status.success(), "{transport} {mode}: {stdout}\n{}", text(&out.stderr));
-            let json = stdout.lines().find(|l| l.starts_with("[0] {\"example\"")).expect("summary line");
+            let json =
+                stdout.lines().find(|l| l.starts_with("[0] {\"example\"")).expect("summary line");
             assert!(json.contains("\"ok\": true") && json.contains("\"words\": 120000"), "{json}");
             assert_no_survivors(&mark);
         }
@@ -188,17 +263,33 @@ fn terasort_generated_and_from_a_file_with_spill() {
         &["--input", input.to_str().unwrap(), "--mem-budget", "200000"],
     ];
     // The dataflow version and the data-API version: the same job, the same checks.
-    for (name, extra) in ["terasort_dataflow", "terasort"].into_iter().flat_map(|n| runs.map(|r| (n, r))) {
+    for (name, extra) in
+        ["terasort_dataflow", "terasort"].into_iter().flat_map(|n| runs.map(|r| (n, r)))
+    {
         let ts = example(name);
         let mark = marker(name);
-        let mut args = vec!["run", "-n", "3", "--", ts.as_str(), "--output", out_dir.to_str().unwrap(), "--spill-dir", dir.to_str().unwrap()];
+        let mut args = vec![
+            "run",
+            "-n",
+            "3",
+            "--",
+            ts.as_str(),
+            "--output",
+            out_dir.to_str().unwrap(),
+            "--spill-dir",
+            dir.to_str().unwrap(),
+        ];
         args.extend_from_slice(extra);
         let (out, _) = run(&mark, &args);
         let stdout = text(&out.stdout);
         assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
-        let json = stdout.lines().find(|l| l.starts_with("[0] {\"example\"")).expect("summary line");
+        let json =
+            stdout.lines().find(|l| l.starts_with("[0] {\"example\"")).expect("summary line");
         assert!(json.contains("\"valid\": true"), "{json}");
-        assert!(!json.contains("\"spilled_bytes\": 0,"), "{name}: a small budget must spill: {json}");
+        assert!(
+            !json.contains("\"spilled_bytes\": 0,"),
+            "{name}: a small budget must spill: {json}"
+        );
         // The part files, concatenated in order, are the sorted input.
         let mut all = Vec::new();
         for r in 0..3 {
@@ -208,7 +299,11 @@ fn terasort_generated_and_from_a_file_with_spill() {
         assert!(keys.windows(2).all(|w| w[0] <= w[1]), "parts are not globally sorted");
         let expected = if extra[0] == "--input" { 30_000 } else { 200_000 };
         assert_eq!(all.len(), expected * 100);
-        let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("heddle-spill")).collect();
+        let leftovers: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("heddle-spill"))
+            .collect();
         assert!(leftovers.is_empty(), "spill files left behind: {leftovers:?}");
         assert_no_survivors(&mark);
     }

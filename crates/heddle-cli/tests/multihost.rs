@@ -12,7 +12,12 @@ struct Net {
 }
 
 fn sh(cmd: &str) -> Result<(), String> {
-    let out = Command::new("sh").args(["-c", cmd]).stdout(Stdio::null()).stderr(Stdio::piped()).output().map_err(|e| e.to_string())?;
+    let out = Command::new("sh")
+        .args(["-c", cmd])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| e.to_string())?;
     if out.status.success() {
         Ok(())
     } else {
@@ -72,7 +77,19 @@ fn collectives_across_two_hosts_over_tcp() {
         t = net.tag
     );
     let out = Command::new(env!("CARGO_BIN_EXE_heddle"))
-        .args(["run", "-n", "4", "--init-timeout", "20", "--master-bind", &format!("10.213.{subnet}.254:0"), "--", "sh", "-c", &script])
+        .args([
+            "run",
+            "-n",
+            "4",
+            "--init-timeout",
+            "20",
+            "--master-bind",
+            &format!("10.213.{subnet}.254:0"),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
         .output()
         .expect("run heddle");
     let stdout = String::from_utf8_lossy(&out.stdout);

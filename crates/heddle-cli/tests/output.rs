@@ -11,7 +11,12 @@ use common::{assert_no_survivors, command, marker, text};
 #[test]
 fn a_5_mb_line_without_newline_arrives_whole_in_marked_pieces() {
     let mark = marker("long-line");
-    let child = command(&mark, &["run", "-n", "1", "--", "sh", "-c", "head -c 5000000 /dev/zero | tr '\\0' x"]).spawn().expect("spawn heddle");
+    let child = command(
+        &mark,
+        &["run", "-n", "1", "--", "sh", "-c", "head -c 5000000 /dev/zero | tr '\\0' x"],
+    )
+    .spawn()
+    .expect("spawn heddle");
     // Read the output while it runs (5 MB do not fit a pipe), and never wait forever.
     let pid = child.id() as i32;
     let watchdog = std::thread::spawn(move || {
@@ -28,7 +33,11 @@ fn a_5_mb_line_without_newline_arrives_whole_in_marked_pieces() {
     let mut whole = String::new();
     for (i, p) in pieces.iter().enumerate() {
         let body = p.strip_prefix("[0] ").expect("every piece carries the rank");
-        let body = if i < 4 { body.strip_suffix(" [heddle: line continues]").expect("a marked piece") } else { body };
+        let body = if i < 4 {
+            body.strip_suffix(" [heddle: line continues]").expect("a marked piece")
+        } else {
+            body
+        };
         assert!(body.len() <= 1 << 20);
         whole.push_str(body);
     }

@@ -29,11 +29,17 @@ fn heddle_run_refuses_bad_settings_before_starting_workers() {
         let out = wait_bounded(cmd.spawn().expect("spawn heddle"), Duration::from_secs(30));
         let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
         assert_eq!(out.status.code(), Some(2), "{var}={value}: {stderr}");
-        assert!(stderr.contains(&format!("{var}={value:?} is not valid")) && stderr.contains(" from "), "{var}={value}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{var}={value:?} is not valid")) && stderr.contains(" from "),
+            "{var}={value}: {stderr}"
+        );
         assert!(!stdout.contains("started"), "{var}={value}: a worker was started");
     }
     let mark = marker("settings-flag");
-    let out = wait_bounded(command(&mark, &["run", "-n", "1", "--init-timeout", "nan", "--", "true"]).spawn().unwrap(), Duration::from_secs(30));
+    let out = wait_bounded(
+        command(&mark, &["run", "-n", "1", "--init-timeout", "nan", "--", "true"]).spawn().unwrap(),
+        Duration::from_secs(30),
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--init-timeout"), "{}", text(&out.stderr));
 }
@@ -41,9 +47,15 @@ fn heddle_run_refuses_bad_settings_before_starting_workers() {
 #[test]
 fn a_world_of_one_refuses_bad_settings_too() {
     for (var, value) in [("HEDDLE_WINDOW", "1e8"), ("HEDDLE_TIMEOUT_S", "inf")] {
-        let out = std::process::Command::new(example("collectives")).env(var, value).output().expect("run the example");
+        let out = std::process::Command::new(example("collectives"))
+            .env(var, value)
+            .output()
+            .expect("run the example");
         let stderr = text(&out.stderr);
         assert!(!out.status.success(), "{var}={value}");
-        assert!(stderr.contains(&format!("{var}={value:?} is not valid")), "{var}={value}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{var}={value:?} is not valid")),
+            "{var}={value}: {stderr}"
+        );
     }
 }

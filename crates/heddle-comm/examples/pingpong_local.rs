@@ -20,7 +20,10 @@ fn main() {
                     }
                 }
                 if c.rank() == 0 {
-                    println!("half round trip: {:.3} us", t.elapsed().as_secs_f64() * 1e6 / n as f64 / 2.0);
+                    println!(
+                        "half round trip: {:.3} us",
+                        t.elapsed().as_secs_f64() * 1e6 / n as f64 / 2.0
+                    );
                 }
             });
         }

@@ -79,7 +79,12 @@ pub struct JobAbort {
 
 impl JobAbort {
     pub(crate) fn new(world_size: usize) -> JobAbort {
-        JobAbort { world_size, aborted: AtomicBool::new(false), cause: OnceLock::new(), reporter: Mutex::new(None) }
+        JobAbort {
+            world_size,
+            aborted: AtomicBool::new(false),
+            cause: OnceLock::new(),
+            reporter: Mutex::new(None),
+        }
     }
 
     /// A local failure: records `cause` (the first one wins) and reports it through the
@@ -88,7 +93,9 @@ impl JobAbort {
         if self.world_size <= 1 || !self.record(cause) {
             return false;
         }
-        if let (Some(report), Some(cause)) = (&*self.reporter.lock().unwrap_or_else(PoisonError::into_inner), self.cause.get()) {
+        if let (Some(report), Some(cause)) =
+            (&*self.reporter.lock().unwrap_or_else(PoisonError::into_inner), self.cause.get())
+        {
             report(cause);
         }
         true
@@ -123,7 +130,12 @@ impl JobAbort {
         if !self.is_aborted() {
             return Ok(());
         }
-        Err(Error::Aborted(self.cause.get().cloned().unwrap_or_else(|| AbortCause::new(usize::MAX, "Aborted", "cause unknown"))))
+        Err(Error::Aborted(
+            self.cause
+                .get()
+                .cloned()
+                .unwrap_or_else(|| AbortCause::new(usize::MAX, "Aborted", "cause unknown")),
+        ))
     }
 
     /// Installs how local failures are reported (the runtime: to the job master).
@@ -143,6 +155,9 @@ impl JobAbort {
 
 impl fmt::Debug for JobAbort {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("JobAbort").field("world_size", &self.world_size).field("cause", &self.cause.get()).finish()
+        f.debug_struct("JobAbort")
+            .field("world_size", &self.world_size)
+            .field("cause", &self.cause.get())
+            .finish()
     }
 }

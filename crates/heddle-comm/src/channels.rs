@@ -37,15 +37,15 @@ pub struct Delivered {
 
 /// What a dataflow message is and where it goes, apart from its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Envelope {
+pub struct Envelope {
     /// Data, end-of-stream or barrier.
-    pub(crate) kind: Kind,
+    pub kind: Kind,
     /// Source task.
-    pub(crate) source: u32,
+    pub source: u32,
     /// Target task.
-    pub(crate) target: u32,
+    pub target: u32,
     /// Message sequence, or barrier id.
-    pub(crate) sequence: u64,
+    pub sequence: u64,
 }
 
 #[derive(Debug)]
@@ -72,7 +72,12 @@ struct Channel {
 
 impl Channel {
     fn new(peers: usize) -> Channel {
-        Channel { credit: vec![0; peers], consumed: vec![0; peers], partial: vec![None; peers], ..Channel::default() }
+        Channel {
+            credit: vec![0; peers],
+            consumed: vec![0; peers],
+            partial: vec![None; peers],
+            ..Channel::default()
+        }
     }
 }
 
@@ -110,7 +115,10 @@ impl Channels {
         }
         let c = self.channel(edge);
         if c.opened {
-            return Err(Error::InvalidArgument(format!("dataflow edge {:#x} is already open on this worker", edge & !DATAFLOW_EDGE)));
+            return Err(Error::InvalidArgument(format!(
+                "dataflow edge {:#x} is already open on this worker",
+                edge & !DATAFLOW_EDGE
+            )));
         }
         c.opened = true;
         c.window = window.max(1);
@@ -127,7 +135,13 @@ impl Channels {
 
     /// Queues a message for `peer` if the edge's credit allows; otherwise hands it back.
     /// A message larger than the window may go when nothing else is outstanding.
-    pub(crate) fn try_send(&mut self, peer: usize, edge: u32, env: Envelope, data: Vec<u8>) -> std::result::Result<(), Vec<u8>> {
+    pub(crate) fn try_send(
+        &mut self,
+        peer: usize,
+        edge: u32,
+        env: Envelope,
+        data: Vec<u8>,
+    ) -> std::result::Result<(), Vec<u8>> {
         let c = self.channel(edge);
         let len = data.len() as i64;
         let full = c.credit[peer] >= c.window as i64;
@@ -135,7 +149,10 @@ impl Channels {
             return Err(data);
         }
         c.credit[peer] -= len;
-        let mut header = Header::new(env.kind).with_edge(edge).with_route(env.source, env.target).with_sequence(env.sequence);
+        let mut header = Header::new(env.kind)
+            .with_edge(edge)
+            .with_route(env.source, env.target)
+            .with_sequence(env.sequence);
         header.codec = Codec::Raw;
         header.msg_len = data.len() as u64;
         self.outbox[peer].push_back(Outgoing { header, data, offset: 0 });
@@ -163,19 +180,25 @@ impl Channels {
 
     /// Whether messages or credit of `edge` are still queued to leave this worker.
     pub(crate) fn sending(&self, edge: u32) -> bool {
-        self.outbox.iter().any(|q| q.iter().any(|m| m.header.edge == edge)) || self.grants.iter().any(|g| g.iter().any(|&(e, _)| e == edge))
+        self.outbox.iter().any(|q| q.iter().any(|m| m.header.edge == edge))
+            || self.grants.iter().any(|g| g.iter().any(|&(e, _)| e == edge))
     }
 
     /// Takes one frame on a dataflow edge (or a stray non-data frame, which is an error).
     pub(crate) fn on_frame(&mut self, peer: usize, h: &Header, payload: &[u8]) -> Result<()> {
-        let bad = |what: &'static str| Error::Wire { rank: peer, source: heddle_wire::Error::Inconsistent(what) };
+        let bad = |what: &'static str| Error::Wire {
+            rank: peer,
+            source: heddle_wire::Error::Inconsistent(what),
+        };
         if h.edge & DATAFLOW_EDGE == 0 {
             return Err(bad("a non-data frame arrived on a BSP context"));
         }
         let c = self.channel(h.edge);
         match h.kind {
             Kind::Credit => {
-                let n = <[u8; 4]>::try_from(payload).map(u32::from_le_bytes).map_err(|_| bad("a credit payload must be exactly 4 bytes"))?;
+                let n = <[u8; 4]>::try_from(payload)
+                    .map(u32::from_le_bytes)
+                    .map_err(|_| bad("a credit payload must be exactly 4 bytes"))?;
                 c.credit[peer] += i64::from(n);
                 Ok(())
             }
@@ -221,7 +244,9 @@ impl Channels {
         let mut progressed = false;
         for (peer, link) in links.iter_mut().enumerate() {
             while let Some(&(edge, n)) = self.grants[peer].front() {
-                let mut h = Header::new(Kind::Credit).with_edge(edge).with_route(self.rank as u32, peer as u32);
+                let mut h = Header::new(Kind::Credit)
+                    .with_edge(edge)
+                    .with_route(self.rank as u32, peer as u32);
                 h.msg_len = 4;
                 h.frag_len = 4;
                 if !link.try_send(&h, &n.to_le_bytes())? {

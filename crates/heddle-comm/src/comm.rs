@@ -133,7 +133,10 @@ impl Communicator {
         if r < self.size() {
             Ok(())
         } else {
-            Err(Error::InvalidArgument(format!("{what} rank {r} is outside this communicator of {} ranks", self.size())))
+            Err(Error::InvalidArgument(format!(
+                "{what} rank {r} is outside this communicator of {} ranks",
+                self.size()
+            )))
         }
     }
 
@@ -153,7 +156,14 @@ impl Communicator {
     /// As [`Communicator::send`].
     pub fn send_as(&self, data: &[u8], dtype: Option<Dtype>, dest: usize, tag: u32) -> Result<()> {
         self.check_rank(dest, "destination")?;
-        let s = [SendOp { peer: self.members[dest], edge: self.ctx, tag, data, codec: codec_of(dtype), signature: Signature::NONE }];
+        let s = [SendOp {
+            peer: self.members[dest],
+            edge: self.ctx,
+            tag,
+            data,
+            codec: codec_of(dtype),
+            signature: Signature::NONE,
+        }];
         self.lock().exchange(&s, &mut [], "send", self.config().timeout)
     }
 
@@ -163,9 +173,16 @@ impl Communicator {
     /// # Errors
     /// [`Error::TypeMismatch`] if the message holds another element type; as
     /// [`Communicator::recv`].
-    pub fn recv_as(&self, buf: &mut [u8], dtype: Option<Dtype>, src: usize, tag: u32) -> Result<usize> {
+    pub fn recv_as(
+        &self,
+        buf: &mut [u8],
+        dtype: Option<Dtype>,
+        src: usize,
+        tag: u32,
+    ) -> Result<usize> {
         self.check_rank(src, "source")?;
-        let mut r = [RecvOp::new(self.members[src], self.ctx, tag, Sink::Copy(buf)).expecting(codec_of(dtype))];
+        let mut r = [RecvOp::new(self.members[src], self.ctx, tag, Sink::Copy(buf))
+            .expecting(codec_of(dtype))];
         self.lock().exchange(&[], &mut r, "recv", self.config().timeout)?;
         Ok(r[0].len as usize)
     }
@@ -176,7 +193,8 @@ impl Communicator {
     /// [`Error::Truncated`] if the message is longer than `buf`; [`Error::TypeMismatch`]
     /// if it was sent as another element type; a bad rank, a lost peer or a timeout.
     pub fn recv<T: Element>(&self, buf: &mut [T], src: usize, tag: u32) -> Result<usize> {
-        Ok(self.recv_as(bytemuck::cast_slice_mut(buf), Some(T::DTYPE), src, tag)? / std::mem::size_of::<T>())
+        Ok(self.recv_as(bytemuck::cast_slice_mut(buf), Some(T::DTYPE), src, tag)?
+            / std::mem::size_of::<T>())
     }
 
     /// Sends to `dest` and receives from `src` at once (both with `tag`); returns the
@@ -184,12 +202,32 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::send`] and [`Communicator::recv`].
-    pub fn sendrecv<T: Element>(&self, data: &[T], dest: usize, buf: &mut [T], src: usize, tag: u32) -> Result<usize> {
+    pub fn sendrecv<T: Element>(
+        &self,
+        data: &[T],
+        dest: usize,
+        buf: &mut [T],
+        src: usize,
+        tag: u32,
+    ) -> Result<usize> {
         self.check_rank(dest, "destination")?;
         self.check_rank(src, "source")?;
         let codec = codec_of(Some(T::DTYPE));
-        let s = [SendOp { peer: self.members[dest], edge: self.ctx, tag, data: bytemuck::cast_slice(data), codec, signature: Signature::NONE }];
-        let mut r = [RecvOp::new(self.members[src], self.ctx, tag, Sink::Copy(bytemuck::cast_slice_mut(buf))).expecting(codec)];
+        let s = [SendOp {
+            peer: self.members[dest],
+            edge: self.ctx,
+            tag,
+            data: bytemuck::cast_slice(data),
+            codec,
+            signature: Signature::NONE,
+        }];
+        let mut r = [RecvOp::new(
+            self.members[src],
+            self.ctx,
+            tag,
+            Sink::Copy(bytemuck::cast_slice_mut(buf)),
+        )
+        .expecting(codec)];
         self.lock().exchange(&s, &mut r, "sendrecv", self.config().timeout)?;
         Ok(r[0].len as usize / std::mem::size_of::<T>())
     }
@@ -231,7 +269,13 @@ impl Communicator {
     }
 
     /// Starts a collective: picks the algorithm and opens its message context.
-    pub(crate) fn begin(&self, signature: Signature, opts: CallOptions, bytes: usize, uniform: bool) -> (Algorithm, Step<'_>) {
+    pub(crate) fn begin(
+        &self,
+        signature: Signature,
+        opts: CallOptions,
+        bytes: usize,
+        uniform: bool,
+    ) -> (Algorithm, Step<'_>) {
         let c = signature.collective();
         let forced = opts.algorithm.or_else(|| self.config().algorithms.get(&c).copied());
         let alg = choose(c, forced, self.size(), bytes, uniform);
@@ -273,8 +317,10 @@ impl Communicator {
         self.allgather(&mine, &mut all)?;
         let seq = self.split_seq.fetch_add(1, Ordering::Relaxed);
         let Some(color) = color else { return Ok(None) };
-        let mut group: Vec<(i64, usize)> =
-            (0..self.size()).filter(|&r| all[2 * r] == i64::from(color)).map(|r| (all[2 * r + 1], r)).collect();
+        let mut group: Vec<(i64, usize)> = (0..self.size())
+            .filter(|&r| all[2 * r] == i64::from(color))
+            .map(|r| (all[2 * r + 1], r))
+            .collect();
         group.sort_unstable();
         let rank = group.iter().position(|&(_, r)| r == self.rank).unwrap_or(0);
         let members: Arc<[usize]> = group.iter().map(|&(_, r)| self.members[r]).collect();
@@ -304,7 +350,8 @@ impl Communicator {
         if self.size() == 1 {
             return Ok(());
         }
-        let (alg, mut s) = self.begin(Signature::new(Collective::Barrier, Dtype::U8, Some(0), 0), opts, 0, true);
+        let (alg, mut s) =
+            self.begin(Signature::new(Collective::Barrier, Dtype::U8, Some(0), 0), opts, 0, true);
         crate::collectives::barrier::run(&mut s, alg)
     }
 

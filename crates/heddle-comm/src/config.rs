@@ -25,7 +25,9 @@ impl FromStr for TransportChoice {
             "auto" | "" => Ok(TransportChoice::Auto),
             "shm" => Ok(TransportChoice::Shm),
             "tcp" => Ok(TransportChoice::Tcp),
-            other => Err(Error::Config(format!("HEDDLE_TRANSPORT={other:?} is not one of auto, shm, tcp"))),
+            other => Err(Error::Config(format!(
+                "HEDDLE_TRANSPORT={other:?} is not one of auto, shm, tcp"
+            ))),
         }
     }
 }
@@ -66,8 +68,14 @@ impl Default for CommConfig {
 
 impl CommConfig {
     /// The environment variables [`CommConfig::from_env`] reads.
-    pub const ENV_KEYS: &'static [&'static str] =
-        &["HEDDLE_BUFFER_BYTES", "HEDDLE_WINDOW", "HEDDLE_TIMEOUT_S", "HEDDLE_TRANSPORT", "HEDDLE_ALGORITHMS", "HEDDLE_SPIN_POLLS"];
+    pub const ENV_KEYS: &'static [&'static str] = &[
+        "HEDDLE_BUFFER_BYTES",
+        "HEDDLE_WINDOW",
+        "HEDDLE_TIMEOUT_S",
+        "HEDDLE_TRANSPORT",
+        "HEDDLE_ALGORITHMS",
+        "HEDDLE_SPIN_POLLS",
+    ];
 
     /// Defaults overridden by the `HEDDLE_*` variables named on each field.
     ///
@@ -94,7 +102,9 @@ impl CommConfig {
         if let Some(v) = var("HEDDLE_ALGORITHMS") {
             for item in v.split(',').filter(|s| !s.trim().is_empty()) {
                 let (coll, algo) = item.split_once('=').ok_or_else(|| {
-                    Error::Config(format!("HEDDLE_ALGORITHMS entry {item:?} is not COLLECTIVE=ALGORITHM"))
+                    Error::Config(format!(
+                        "HEDDLE_ALGORITHMS entry {item:?} is not COLLECTIVE=ALGORITHM"
+                    ))
                 })?;
                 c.algorithms.insert(coll.trim().parse()?, algo.trim().parse()?);
             }
@@ -108,20 +118,28 @@ impl CommConfig {
     /// # Errors
     /// [`Error::Config`] explaining the bad value.
     pub fn validate(&self) -> Result<()> {
-        if self.buffer_bytes < 1024 || self.buffer_bytes % 64 != 0 {
+        if self.buffer_bytes < 1024 || !self.buffer_bytes.is_multiple_of(64) {
             return Err(Error::Config(format!(
                 "buffer_bytes {} must be a multiple of 64 and at least 1024",
                 self.buffer_bytes
             )));
         }
         if self.window < 2 || self.window as f64 > settings::WINDOW.max {
-            return Err(Error::Config(format!("window {} must be from 2 to {} buffers", self.window, settings::WINDOW.max)));
+            return Err(Error::Config(format!(
+                "window {} must be from 2 to {} buffers",
+                self.window,
+                settings::WINDOW.max
+            )));
         }
         if self.buffer_bytes as f64 > settings::BUFFER_BYTES.max {
-            return Err(Error::Config(format!("buffer_bytes {} must be at most {}", self.buffer_bytes, settings::BUFFER_BYTES.max)));
+            return Err(Error::Config(format!(
+                "buffer_bytes {} must be at most {}",
+                self.buffer_bytes,
+                settings::BUFFER_BYTES.max
+            )));
         }
         let timeout = self.timeout.as_secs_f64();
-        if timeout < settings::TIMEOUT_S.min || timeout > settings::TIMEOUT_S.max {
+        if !(settings::TIMEOUT_S.min..=settings::TIMEOUT_S.max).contains(&timeout) {
             return Err(Error::Config(format!(
                 "timeout {:?} must be from {} to {} seconds",
                 self.timeout,
@@ -158,7 +176,12 @@ impl CommConfig {
 /// ```
 pub fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     let limit = (word.chars().count() / 4).clamp(1, 3);
-    candidates.iter().map(|c| (edit_distance(c, word), *c)).filter(|(d, _)| *d <= limit).min().map(|(_, c)| c)
+    candidates
+        .iter()
+        .map(|c| (edit_distance(c, word), *c))
+        .filter(|(d, _)| *d <= limit)
+        .min()
+        .map(|(_, c)| c)
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {
@@ -173,5 +196,3 @@ fn edit_distance(a: &str, b: &str) -> usize {
     }
     prev[b.len()]
 }
-
-

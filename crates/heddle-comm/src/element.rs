@@ -127,7 +127,10 @@ impl<T: Element> Op<T> {
         match bytemuck::try_cast_slice::<u8, T>(incoming) {
             Ok(inc) => self.apply(acc, inc),
             Err(_) => {
-                let inc: Vec<T> = incoming.chunks_exact(std::mem::size_of::<T>()).map(bytemuck::pod_read_unaligned).collect();
+                let inc: Vec<T> = incoming
+                    .chunks_exact(std::mem::size_of::<T>())
+                    .map(bytemuck::pod_read_unaligned)
+                    .collect();
                 self.apply(acc, &inc)
             }
         }

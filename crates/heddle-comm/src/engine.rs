@@ -125,7 +125,14 @@ const SEND_DONE: usize = usize::MAX;
 impl Engine {
     /// An engine for world rank `rank` over `links` (indexed by world rank; the entry for
     /// `rank` itself is a loopback link).
-    pub(crate) fn new(rank: usize, links: Vec<Link>, fragment: usize, window: usize, spin_polls: u32, abort: Arc<JobAbort>) -> Engine {
+    pub(crate) fn new(
+        rank: usize,
+        links: Vec<Link>,
+        fragment: usize,
+        window: usize,
+        spin_polls: u32,
+        abort: Arc<JobAbort>,
+    ) -> Engine {
         let n = links.len();
         Engine {
             rank,
@@ -163,7 +170,11 @@ impl Engine {
     /// the launcher's to report.
     fn failed(&self, e: Error) -> Error {
         match e {
-            Error::Truncated { .. } | Error::TypeMismatch { .. } | Error::CollectiveMismatch { .. } | Error::Wire { .. } | Error::Io { .. } => self.abort.fail(self.rank, e),
+            Error::Truncated { .. }
+            | Error::TypeMismatch { .. }
+            | Error::CollectiveMismatch { .. }
+            | Error::Wire { .. }
+            | Error::Io { .. } => self.abort.fail(self.rank, e),
             e => e,
         }
     }
@@ -173,7 +184,14 @@ impl Engine {
     ///
     /// # Errors
     /// [`Error::Aborted`], [`Error::PeerLost`] or [`Error::Timeout`].
-    pub(crate) fn idle(&mut self, idle: &mut Idle, peers: &[usize], timeout: Duration, op: &'static str, what: &dyn Fn() -> String) -> Result<()> {
+    pub(crate) fn idle(
+        &mut self,
+        idle: &mut Idle,
+        peers: &[usize],
+        timeout: Duration,
+        op: &'static str,
+        what: &dyn Fn() -> String,
+    ) -> Result<()> {
         let Some(now) = idle.wait(self.spin_polls) else { return Ok(()) };
         self.abort.check()?;
         if idle.check_due(now) {
@@ -199,14 +217,23 @@ impl Engine {
     /// # Errors
     /// [`Error::PeerLost`], [`Error::Wire`], [`Error::Truncated`], or [`Error::Timeout`]
     /// when nothing moved for `timeout`.
-    pub(crate) fn exchange(&mut self, sends: &[SendOp<'_>], recvs: &mut [RecvOp<'_>], op: &'static str, timeout: Duration) -> Result<()> {
+    pub(crate) fn exchange(
+        &mut self,
+        sends: &[SendOp<'_>],
+        recvs: &mut [RecvOp<'_>],
+        op: &'static str,
+        timeout: Duration,
+    ) -> Result<()> {
         let mut state = std::mem::take(&mut self.recv_state);
         let mut offsets = std::mem::take(&mut self.send_offset);
         state.clear();
         state.resize(recvs.len(), RecvState::Waiting);
         offsets.clear();
         offsets.resize(sends.len(), 0);
-        let r = self.abort.check().and_then(|()| self.run(sends, recvs, &mut state, &mut offsets, op, timeout));
+        let r = self
+            .abort
+            .check()
+            .and_then(|()| self.run(sends, recvs, &mut state, &mut offsets, op, timeout));
         self.recv_state = state;
         self.send_offset = offsets;
         r.map_err(|e| self.failed(e))
@@ -223,15 +250,25 @@ impl Engine {
     ) -> Result<()> {
         for s in sends {
             if s.peer >= self.links.len() {
-                return Err(Error::InvalidArgument(format!("send to rank {} in a world of {}", s.peer, self.links.len())));
+                return Err(Error::InvalidArgument(format!(
+                    "send to rank {} in a world of {}",
+                    s.peer,
+                    self.links.len()
+                )));
             }
         }
         for (i, r) in recvs.iter_mut().enumerate() {
             if r.peer >= self.links.len() {
-                return Err(Error::InvalidArgument(format!("receive from rank {} in a world of {}", r.peer, self.links.len())));
+                return Err(Error::InvalidArgument(format!(
+                    "receive from rank {} in a world of {}",
+                    r.peer,
+                    self.links.len()
+                )));
             }
             let key = (r.peer, r.edge, r.tag);
-            if let Some((codec, signature, msg)) = self.unexpected.get_mut(&key).and_then(VecDeque::pop_front) {
+            if let Some((codec, signature, msg)) =
+                self.unexpected.get_mut(&key).and_then(VecDeque::pop_front)
+            {
                 self.unexpected_bytes[r.peer] -= msg.len() as u64;
                 r.check(r.peer, codec, signature)?;
                 deliver_whole(r, &msg)?;
@@ -262,7 +299,13 @@ impl Engine {
     }
 
     /// One pass over every link: push what credit allows, take what has arrived.
-    fn progress(&mut self, sends: &[SendOp<'_>], recvs: &mut [RecvOp<'_>], state: &mut [RecvState], offsets: &mut [usize]) -> Result<bool> {
+    fn progress(
+        &mut self,
+        sends: &[SendOp<'_>],
+        recvs: &mut [RecvOp<'_>],
+        state: &mut [RecvState],
+        offsets: &mut [usize],
+    ) -> Result<bool> {
         let mut progressed = self.push_sends(sends, offsets)?;
         progressed |= self.channels.push(&mut self.links)?;
         for peer in 0..self.links.len() {
@@ -283,15 +326,26 @@ impl Engine {
     /// Fails if a peer this exchange still needs is gone. A peer may write its last
     /// frames and exit between our last poll and this check, so a dead peer is only
     /// fatal if one more pass over the links still leaves us waiting on it.
-    fn check_peers(&mut self, sends: &[SendOp<'_>], recvs: &mut [RecvOp<'_>], state: &mut [RecvState], offsets: &mut [usize], op: &'static str) -> Result<()> {
+    fn check_peers(
+        &mut self,
+        sends: &[SendOp<'_>],
+        recvs: &mut [RecvOp<'_>],
+        state: &mut [RecvState],
+        offsets: &mut [usize],
+        op: &'static str,
+    ) -> Result<()> {
         for peer in self.waiting_on(sends, offsets, recvs, state) {
             if let Err(e) = self.links[peer].check_alive(peer) {
                 self.progress(sends, recvs, state, offsets)?;
                 if self.waiting_on(sends, offsets, recvs, state).contains(&peer) {
                     return Err(match e {
-                        Error::PeerLost { rank, detail } => {
-                            Error::PeerLost { rank, detail: format!("{detail}, during {op}: {}", self.describe_wait(sends, offsets, recvs, state)) }
-                        }
+                        Error::PeerLost { rank, detail } => Error::PeerLost {
+                            rank,
+                            detail: format!(
+                                "{detail}, during {op}: {}",
+                                self.describe_wait(sends, offsets, recvs, state)
+                            ),
+                        },
                         other => other,
                     });
                 }
@@ -303,7 +357,9 @@ impl Engine {
     fn push_sends(&mut self, sends: &[SendOp<'_>], offsets: &mut [usize]) -> Result<bool> {
         let mut progressed = false;
         for i in 0..sends.len() {
-            if offsets[i] == SEND_DONE || (0..i).any(|j| sends[j].peer == sends[i].peer && offsets[j] != SEND_DONE) {
+            if offsets[i] == SEND_DONE
+                || (0..i).any(|j| sends[j].peer == sends[i].peer && offsets[j] != SEND_DONE)
+            {
                 continue;
             }
             let s = &sends[i];
@@ -340,20 +396,33 @@ impl Engine {
         Ok(progressed)
     }
 
-    fn poll_one(&mut self, peer: usize, recvs: &mut [RecvOp<'_>], state: &mut [RecvState]) -> Result<Polled> {
-        let Engine { links, inbound, unexpected, unexpected_bytes, unexpected_limit, channels, .. } = self;
+    fn poll_one(
+        &mut self,
+        peer: usize,
+        recvs: &mut [RecvOp<'_>],
+        state: &mut [RecvState],
+    ) -> Result<Polled> {
+        let Engine {
+            links, inbound, unexpected, unexpected_bytes, unexpected_limit, channels, ..
+        } = self;
         let inb = &mut inbound[peer];
         let mut handler = |h: &Header, payload: &[u8]| -> Result<bool> {
             if h.kind != Kind::Data || h.edge & DATAFLOW_EDGE != 0 {
                 return channels.on_frame(peer, h, payload).map(|()| true);
             }
-            let bad = |what: &'static str| Error::Wire { rank: peer, source: heddle_wire::Error::Inconsistent(what) };
+            let bad = |what: &'static str| Error::Wire {
+                rank: peer,
+                source: heddle_wire::Error::Inconsistent(what),
+            };
             if h.flags.is_first() {
                 if inb.current.is_some() {
                     return Err(bad("a new message started before the previous one ended"));
                 }
                 let posted = (0..recvs.len()).find(|&i| {
-                    state[i] == RecvState::Waiting && recvs[i].peer == peer && recvs[i].edge == h.edge && recvs[i].tag == h.tag
+                    state[i] == RecvState::Waiting
+                        && recvs[i].peer == peer
+                        && recvs[i].edge == h.edge
+                        && recvs[i].tag == h.tag
                 });
                 match posted {
                     Some(i) => {
@@ -369,13 +438,20 @@ impl Engine {
                         // runs behind costs no extra copy. Exception: a receive we are waiting
                         // for from this same peer may be queued behind it, so take it then.
                         let fits = unexpected_bytes[peer] + h.msg_len <= *unexpected_limit;
-                        let blocking = (0..recvs.len()).any(|i| state[i] == RecvState::Waiting && recvs[i].peer == peer);
+                        let blocking = (0..recvs.len())
+                            .any(|i| state[i] == RecvState::Waiting && recvs[i].peer == peer);
                         if !fits && !blocking {
                             return Ok(false);
                         }
                         unexpected_bytes[peer] += h.msg_len;
                         let data = Vec::with_capacity(h.msg_len as usize);
-                        inb.current = Some(Incoming::Stored { edge: h.edge, tag: h.tag, data, codec: h.codec, signature: Signature(h.sequence) });
+                        inb.current = Some(Incoming::Stored {
+                            edge: h.edge,
+                            tag: h.tag,
+                            data,
+                            codec: h.codec,
+                            signature: Signature(h.sequence),
+                        });
                     }
                 }
                 inb.offset = 0;
@@ -398,8 +474,12 @@ impl Engine {
                 match inb.current.take() {
                     Some(Incoming::Posted(i)) => state[i] = RecvState::Done,
                     Some(Incoming::Stored { edge, tag, data, codec, signature }) => {
-                        let waiting = (0..recvs.len())
-                            .find(|&i| state[i] == RecvState::Waiting && recvs[i].peer == peer && recvs[i].edge == edge && recvs[i].tag == tag);
+                        let waiting = (0..recvs.len()).find(|&i| {
+                            state[i] == RecvState::Waiting
+                                && recvs[i].peer == peer
+                                && recvs[i].edge == edge
+                                && recvs[i].tag == tag
+                        });
                         match waiting {
                             Some(i) => {
                                 unexpected_bytes[peer] -= data.len() as u64;
@@ -407,7 +487,10 @@ impl Engine {
                                 deliver_whole(&mut recvs[i], &data)?;
                                 state[i] = RecvState::Done;
                             }
-                            None => unexpected.entry((peer, edge, tag)).or_default().push_back((codec, signature, data)),
+                            None => unexpected
+                                .entry((peer, edge, tag))
+                                .or_default()
+                                .push_back((codec, signature, data)),
                         }
                     }
                     None => {}
@@ -419,13 +502,34 @@ impl Engine {
     }
 
     /// The peers still to be sent to, and still to be received from.
-    fn unfinished(sends: &[SendOp<'_>], offsets: &[usize], recvs: &[RecvOp<'_>], state: &[RecvState]) -> (Vec<usize>, Vec<usize>) {
-        let to = sends.iter().zip(offsets).filter(|(_, &o)| o != SEND_DONE).map(|(s, _)| s.peer).collect();
-        let from = recvs.iter().zip(state).filter(|(_, &s)| s != RecvState::Done).map(|(r, _)| r.peer).collect();
+    fn unfinished(
+        sends: &[SendOp<'_>],
+        offsets: &[usize],
+        recvs: &[RecvOp<'_>],
+        state: &[RecvState],
+    ) -> (Vec<usize>, Vec<usize>) {
+        let to = sends
+            .iter()
+            .zip(offsets)
+            .filter(|(_, &o)| o != SEND_DONE)
+            .map(|(s, _)| s.peer)
+            .collect();
+        let from = recvs
+            .iter()
+            .zip(state)
+            .filter(|(_, &s)| s != RecvState::Done)
+            .map(|(r, _)| r.peer)
+            .collect();
         (to, from)
     }
 
-    fn waiting_on(&self, sends: &[SendOp<'_>], offsets: &[usize], recvs: &[RecvOp<'_>], state: &[RecvState]) -> Vec<usize> {
+    fn waiting_on(
+        &self,
+        sends: &[SendOp<'_>],
+        offsets: &[usize],
+        recvs: &[RecvOp<'_>],
+        state: &[RecvState],
+    ) -> Vec<usize> {
         let (mut peers, from) = Self::unfinished(sends, offsets, recvs, state);
         peers.extend(from);
         peers.sort_unstable();
@@ -433,17 +537,30 @@ impl Engine {
         peers
     }
 
-    fn describe_wait(&self, sends: &[SendOp<'_>], offsets: &[usize], recvs: &[RecvOp<'_>], state: &[RecvState]) -> String {
+    fn describe_wait(
+        &self,
+        sends: &[SendOp<'_>],
+        offsets: &[usize],
+        recvs: &[RecvOp<'_>],
+        state: &[RecvState],
+    ) -> String {
         let (to, from) = Self::unfinished(sends, offsets, recvs, state);
-        format!("rank {} still sending to ranks {to:?} and receiving from ranks {from:?}", self.rank)
+        format!(
+            "rank {} still sending to ranks {to:?} and receiving from ranks {from:?}",
+            self.rank
+        )
     }
 }
 
 fn start_sink(r: &mut RecvOp<'_>, peer: usize, msg_len: u64) -> Result<()> {
     r.len = msg_len;
     match &mut r.sink {
-        Sink::Copy(buf) if msg_len > buf.len() as u64 => Err(Error::Truncated { rank: peer, got: msg_len, capacity: buf.len() }),
-        Sink::Reduce(buf, _) if msg_len != buf.len() as u64 => Err(Error::Truncated { rank: peer, got: msg_len, capacity: buf.len() }),
+        Sink::Copy(buf) if msg_len > buf.len() as u64 => {
+            Err(Error::Truncated { rank: peer, got: msg_len, capacity: buf.len() })
+        }
+        Sink::Reduce(buf, _) if msg_len != buf.len() as u64 => {
+            Err(Error::Truncated { rank: peer, got: msg_len, capacity: buf.len() })
+        }
         Sink::Grow(v) => {
             v.clear();
             v.reserve(msg_len as usize);

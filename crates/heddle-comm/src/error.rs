@@ -43,7 +43,9 @@ pub enum Error {
         detail: String,
     },
     /// A received message does not fit the receive buffer.
-    #[error("message of {got} bytes from rank {rank} does not fit the {capacity}-byte receive buffer")]
+    #[error(
+        "message of {got} bytes from rank {rank} does not fit the {capacity}-byte receive buffer"
+    )]
     Truncated {
         /// Sending rank.
         rank: usize,

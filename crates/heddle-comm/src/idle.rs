@@ -31,7 +31,7 @@ impl Idle {
         } else {
             std::thread::yield_now();
         }
-        if self.polls % 64 != 0 {
+        if !self.polls.is_multiple_of(64) {
             return None;
         }
         let now = Instant::now();
@@ -42,7 +42,7 @@ impl Idle {
 
     /// Whether it is time to check peers' liveness again.
     pub(crate) fn check_due(&mut self, now: Instant) -> bool {
-        let due = self.last_check.map_or(true, |t| now - t > ALIVE_CHECK_EVERY);
+        let due = self.last_check.is_none_or(|t| now - t > ALIVE_CHECK_EVERY);
         if due {
             self.last_check = Some(now);
         }

@@ -15,10 +15,18 @@ impl Communicator {
     /// # Errors
     /// [`crate::Error::InvalidArgument`] if the root passes `None`; serialization and
     /// communication errors.
-    pub fn broadcast_object<T: Serialize + DeserializeOwned>(&self, value: Option<&T>, root: usize) -> Result<T> {
+    pub fn broadcast_object<T: Serialize + DeserializeOwned>(
+        &self,
+        value: Option<&T>,
+        root: usize,
+    ) -> Result<T> {
         let mut bytes = match (self.rank() == root, value) {
             (true, Some(v)) => bincode::serialize(v)?,
-            (true, None) => return Err(crate::Error::InvalidArgument("broadcast_object: the root must pass a value".into())),
+            (true, None) => {
+                return Err(crate::Error::InvalidArgument(
+                    "broadcast_object: the root must pass a value".into(),
+                ))
+            }
             _ => Vec::new(),
         };
         let mut len = [bytes.len() as u64];
@@ -32,7 +40,11 @@ impl Communicator {
     ///
     /// # Errors
     /// Serialization and communication errors.
-    pub fn gather_object<T: Serialize + DeserializeOwned>(&self, value: &T, root: usize) -> Result<Option<Vec<T>>> {
+    pub fn gather_object<T: Serialize + DeserializeOwned>(
+        &self,
+        value: &T,
+        root: usize,
+    ) -> Result<Option<Vec<T>>> {
         let bytes = bincode::serialize(value)?;
         let mut lens = vec![0u64; if self.rank() == root { self.size() } else { 0 }];
         self.gather(&[bytes.len() as u64], &mut lens, root)?;
@@ -66,12 +78,20 @@ impl Communicator {
     ///
     /// # Errors
     /// [`crate::Error::InvalidArgument`] if the root does not pass exactly `size()` values.
-    pub fn scatter_object<T: Serialize + DeserializeOwned>(&self, values: Option<&[T]>, root: usize) -> Result<T> {
+    pub fn scatter_object<T: Serialize + DeserializeOwned>(
+        &self,
+        values: Option<&[T]>,
+        root: usize,
+    ) -> Result<T> {
         let (lens, packed) = if self.rank() == root {
             let vs = values.filter(|v| v.len() == self.size()).ok_or_else(|| {
-                crate::Error::InvalidArgument(format!("scatter_object: the root must pass {} values", self.size()))
+                crate::Error::InvalidArgument(format!(
+                    "scatter_object: the root must pass {} values",
+                    self.size()
+                ))
             })?;
-            let parts = vs.iter().map(bincode::serialize).collect::<std::result::Result<Vec<_>, _>>()?;
+            let parts =
+                vs.iter().map(bincode::serialize).collect::<std::result::Result<Vec<_>, _>>()?;
             (parts.iter().map(|p| p.len() as u64).collect::<Vec<_>>(), parts.concat())
         } else {
             (Vec::new(), Vec::new())
@@ -80,7 +100,11 @@ impl Communicator {
         self.scatter(&lens, &mut my_len, root)?;
         let mut mine = vec![0u8; my_len[0] as usize];
         // Only the root reads counts; ours must still match our buffer.
-        let mut counts: Vec<usize> = if self.rank() == root { lens.iter().map(|&l| l as usize).collect() } else { vec![0; self.size()] };
+        let mut counts: Vec<usize> = if self.rank() == root {
+            lens.iter().map(|&l| l as usize).collect()
+        } else {
+            vec![0; self.size()]
+        };
         counts[self.rank()] = mine.len();
         self.scatterv(&packed, &counts, &mut mine, root)?;
         decode(&mine)
@@ -92,9 +116,14 @@ impl Communicator {
     /// [`crate::Error::InvalidArgument`] unless exactly `size()` values are given.
     pub fn alltoall_object<T: Serialize + DeserializeOwned>(&self, values: &[T]) -> Result<Vec<T>> {
         if values.len() != self.size() {
-            return Err(crate::Error::InvalidArgument(format!("alltoall_object: {} values for {} ranks", values.len(), self.size())));
+            return Err(crate::Error::InvalidArgument(format!(
+                "alltoall_object: {} values for {} ranks",
+                values.len(),
+                self.size()
+            )));
         }
-        let parts = values.iter().map(bincode::serialize).collect::<std::result::Result<Vec<_>, _>>()?;
+        let parts =
+            values.iter().map(bincode::serialize).collect::<std::result::Result<Vec<_>, _>>()?;
         let send_lens: Vec<u64> = parts.iter().map(|p| p.len() as u64).collect();
         let mut recv_lens = vec![0u64; self.size()];
         self.alltoall(&send_lens, &mut recv_lens)?;

@@ -75,7 +75,8 @@ pub fn open_owned(path: &Path, write: bool) -> Result<File> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
         .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
-    let meta = file.metadata().map_err(|e| Error::io(format!("inspecting {}", path.display()), e))?;
+    let meta =
+        file.metadata().map_err(|e| Error::io(format!("inspecting {}", path.display()), e))?;
     if !meta.is_file() {
         return Err(not_private(path, "it is not a regular file".into()));
     }
@@ -89,7 +90,8 @@ pub fn open_owned(path: &Path, write: bool) -> Result<File> {
 /// # Errors
 /// [`Error::Io`] if it cannot be inspected; [`Error::NotPrivate`] otherwise.
 pub fn check_dir(path: &Path) -> Result<()> {
-    let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(format!("inspecting {}", path.display()), e))?;
+    let meta = std::fs::symlink_metadata(path)
+        .map_err(|e| Error::io(format!("inspecting {}", path.display()), e))?;
     if !meta.is_dir() {
         return Err(not_private(path, "it is not a directory".into()));
     }
@@ -110,10 +112,16 @@ pub fn effective_uid() -> u32 {
 fn check_meta(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
     let me = effective_uid();
     if meta.uid() != me {
-        return Err(not_private(path, format!("it is owned by uid {}, not by this user (uid {me})", meta.uid())));
+        return Err(not_private(
+            path,
+            format!("it is owned by uid {}, not by this user (uid {me})", meta.uid()),
+        ));
     }
     if meta.mode() & 0o077 != 0 {
-        return Err(not_private(path, format!("its mode is {:04o}: group or others may use it", meta.mode() & 0o7777)));
+        return Err(not_private(
+            path,
+            format!("its mode is {:04o}: group or others may use it", meta.mode() & 0o7777),
+        ));
     }
     Ok(())
 }
@@ -127,7 +135,8 @@ mod tests {
     use super::*;
 
     fn scratch(name: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("heddle-private-unit-{name}-{}", std::process::id()));
+        let d =
+            std::env::temp_dir().join(format!("heddle-private-unit-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         create_dir(&d).unwrap();
         d

@@ -82,7 +82,9 @@ impl ScratchDir {
             // SAFETY: registers a plain `extern "C" fn` with no captured state.
             unsafe { libc::atexit(remove_live_at_exit) };
         });
-        LIVE.lock().unwrap_or_else(PoisonError::into_inner).push((path.clone(), registration.clone()));
+        LIVE.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((path.clone(), registration.clone()));
         Ok(ScratchDir { path, registration })
     }
 
@@ -135,7 +137,9 @@ extern "C" fn remove_live_at_exit() {
 fn register(dir: &Path) -> Option<PathBuf> {
     let job_dir = PathBuf::from(std::env::var_os(JOB_DIR_VAR).filter(|v| !v.is_empty())?);
     if let Err(e) = private::check_dir(&job_dir) {
-        tracing::warn!("{JOB_DIR_VAR}: {e}; scratch directories are not registered with the launcher");
+        tracing::warn!(
+            "{JOB_DIR_VAR}: {e}; scratch directories are not registered with the launcher"
+        );
         return None;
     }
     let name = dir.file_name()?.to_string_lossy().trim_start_matches(SCRATCH_PREFIX).to_string();
@@ -165,9 +169,13 @@ pub fn remove_registered(job_dir: &Path) {
         }
         let registration = entry.path();
         if let Ok(target) = std::fs::read(&registration) {
-            let target = PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(target));
-            let named = target.file_name().is_some_and(|n| n.to_string_lossy().starts_with(SCRATCH_PREFIX));
-            let ours = std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_dir() && private::is_ours(&m));
+            let target = PathBuf::from(
+                <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(target),
+            );
+            let named =
+                target.file_name().is_some_and(|n| n.to_string_lossy().starts_with(SCRATCH_PREFIX));
+            let ours = std::fs::symlink_metadata(&target)
+                .is_ok_and(|m| m.is_dir() && private::is_ours(&m));
             if named && ours {
                 remove(&target, None);
             }
@@ -203,7 +211,8 @@ pub fn reap_stale(root: &Path) -> usize {
         let Some(pid) = owner_pid(&name, SCRATCH_PREFIX) else {
             continue;
         };
-        let ours = std::fs::symlink_metadata(entry.path()).is_ok_and(|m| m.is_dir() && private::is_ours(&m));
+        let ours = std::fs::symlink_metadata(entry.path())
+            .is_ok_and(|m| m.is_dir() && private::is_ours(&m));
         if ours && pid != std::process::id() && !process_alive(pid) {
             remove(&entry.path(), None);
             removed += 1;
@@ -261,8 +270,16 @@ mod tests {
         std::fs::write(target.join("run"), b"x").unwrap();
         let decoy = root.join("precious");
         private::create_dir(&decoy).unwrap();
-        std::fs::write(job.join(format!("{REGISTRATION_PREFIX}a")), target.as_os_str().as_encoded_bytes()).unwrap();
-        std::fs::write(job.join(format!("{REGISTRATION_PREFIX}b")), decoy.as_os_str().as_encoded_bytes()).unwrap();
+        std::fs::write(
+            job.join(format!("{REGISTRATION_PREFIX}a")),
+            target.as_os_str().as_encoded_bytes(),
+        )
+        .unwrap();
+        std::fs::write(
+            job.join(format!("{REGISTRATION_PREFIX}b")),
+            decoy.as_os_str().as_encoded_bytes(),
+        )
+        .unwrap();
         remove_registered(&job);
         assert!(!target.exists(), "the registered scratch directory is removed");
         assert!(decoy.exists(), "a registration naming anything else is ignored");

@@ -31,24 +31,48 @@ pub struct Bounds {
 }
 
 /// `HEDDLE_BUFFER_BYTES`: bytes of one transport buffer (also a multiple of 64).
-pub const BUFFER_BYTES: Bounds = Bounds { name: "HEDDLE_BUFFER_BYTES", unit: "bytes", min: 1024.0, max: 16_777_216.0, whole: true };
+pub const BUFFER_BYTES: Bounds = Bounds {
+    name: "HEDDLE_BUFFER_BYTES",
+    unit: "bytes",
+    min: 1024.0,
+    max: 16_777_216.0,
+    whole: true,
+};
 /// `HEDDLE_WINDOW`: buffers a receiver grants each sender.
-pub const WINDOW: Bounds = Bounds { name: "HEDDLE_WINDOW", unit: "buffers", min: 2.0, max: 1024.0, whole: true };
+pub const WINDOW: Bounds =
+    Bounds { name: "HEDDLE_WINDOW", unit: "buffers", min: 2.0, max: 1024.0, whole: true };
 /// `HEDDLE_TIMEOUT_S`: the longest a blocking call waits without progress (up to a week).
-pub const TIMEOUT_S: Bounds = Bounds { name: "HEDDLE_TIMEOUT_S", unit: "seconds", min: 0.001, max: 604_800.0, whole: false };
+pub const TIMEOUT_S: Bounds =
+    Bounds { name: "HEDDLE_TIMEOUT_S", unit: "seconds", min: 0.001, max: 604_800.0, whole: false };
 /// `HEDDLE_INIT_TIMEOUT_S`: how long workers have to join (up to a day).
-pub const INIT_TIMEOUT_S: Bounds = Bounds { name: "HEDDLE_INIT_TIMEOUT_S", unit: "seconds", min: 0.01, max: 86_400.0, whole: false };
+pub const INIT_TIMEOUT_S: Bounds = Bounds {
+    name: "HEDDLE_INIT_TIMEOUT_S",
+    unit: "seconds",
+    min: 0.01,
+    max: 86_400.0,
+    whole: false,
+};
 /// `HEDDLE_SPIN_POLLS`: idle polls before a waiting thread yields its core.
-pub const SPIN_POLLS: Bounds = Bounds { name: "HEDDLE_SPIN_POLLS", unit: "polls", min: 0.0, max: 4_000_000_000.0, whole: true };
+pub const SPIN_POLLS: Bounds = Bounds {
+    name: "HEDDLE_SPIN_POLLS",
+    unit: "polls",
+    min: 0.0,
+    max: 4_000_000_000.0,
+    whole: true,
+};
 /// `HEDDLE_TASK_THREADS`: executor threads per worker.
-pub const TASK_THREADS: Bounds = Bounds { name: "HEDDLE_TASK_THREADS", unit: "threads", min: 1.0, max: 1024.0, whole: true };
+pub const TASK_THREADS: Bounds =
+    Bounds { name: "HEDDLE_TASK_THREADS", unit: "threads", min: 1.0, max: 1024.0, whole: true };
 /// `HEDDLE_WORLD_SIZE` (and the other launchers' size variables): workers in the job.
-pub const WORLD_SIZE: Bounds = Bounds { name: "HEDDLE_WORLD_SIZE", unit: "workers", min: 1.0, max: 1_048_576.0, whole: true };
+pub const WORLD_SIZE: Bounds =
+    Bounds { name: "HEDDLE_WORLD_SIZE", unit: "workers", min: 1.0, max: 1_048_576.0, whole: true };
 /// `HEDDLE_RANK` (and the other launchers' rank variables): this worker's rank.
-pub const RANK: Bounds = Bounds { name: "HEDDLE_RANK", unit: "rank", min: 0.0, max: 1_048_575.0, whole: true };
+pub const RANK: Bounds =
+    Bounds { name: "HEDDLE_RANK", unit: "rank", min: 0.0, max: 1_048_575.0, whole: true };
 
 /// Every bounded setting, for `heddle run` to check before it starts a worker.
-pub const ALL: &[Bounds] = &[BUFFER_BYTES, WINDOW, TIMEOUT_S, INIT_TIMEOUT_S, SPIN_POLLS, TASK_THREADS];
+pub const ALL: &[Bounds] =
+    &[BUFFER_BYTES, WINDOW, TIMEOUT_S, INIT_TIMEOUT_S, SPIN_POLLS, TASK_THREADS];
 
 /// Parses `value` of the setting `b`.
 ///
@@ -57,7 +81,8 @@ pub const ALL: &[Bounds] = &[BUFFER_BYTES, WINDOW, TIMEOUT_S, INIT_TIMEOUT_S, SP
 /// that is not a number in range (`nan`, `inf`, `-1`, `abc`, `1e8` for a window ...).
 pub fn parse(b: &Bounds, value: &str) -> Result<f64> {
     let v = value.trim();
-    let parsed = if b.whole { v.parse::<u64>().ok().map(|n| n as f64) } else { v.parse::<f64>().ok() };
+    let parsed =
+        if b.whole { v.parse::<u64>().ok().map(|n| n as f64) } else { v.parse::<f64>().ok() };
     match parsed {
         Some(x) if x.is_finite() && x >= b.min && x <= b.max => Ok(x),
         _ => Err(Error::Config(format!(
@@ -123,7 +148,11 @@ mod tests {
             (INIT_TIMEOUT_S, ""),
         ] {
             let e = parse(&b, bad).unwrap_err().to_string();
-            assert!(e.contains(&format!("{}={bad:?}", b.name)) && e.contains(&format!("from {} to {}", b.min, b.max)), "{e}");
+            assert!(
+                e.contains(&format!("{}={bad:?}", b.name))
+                    && e.contains(&format!("from {} to {}", b.min, b.max)),
+                "{e}"
+            );
         }
     }
 

@@ -54,7 +54,8 @@ impl Signature {
         }
         let head = |s: Signature| s.0 >> COUNT_BITS;
         let count = |s: Signature| s.0 & ANY_COUNT;
-        head(self) == head(sent) && (count(self) == count(sent) || count(self) == ANY_COUNT || count(sent) == ANY_COUNT)
+        head(self) == head(sent)
+            && (count(self) == count(sent) || count(self) == ANY_COUNT || count(sent) == ANY_COUNT)
     }
 
     /// The call in words, e.g. `allreduce of 8 f64 with sum`.
@@ -75,7 +76,9 @@ impl Signature {
 }
 
 fn op_name(code: u8) -> Option<&'static str> {
-    ["sum", "prod", "min", "max", "a custom operation"].get(usize::from(code).checked_sub(1)?).copied()
+    ["sum", "prod", "min", "max", "a custom operation"]
+        .get(usize::from(code).checked_sub(1)?)
+        .copied()
 }
 
 /// Whether `codec` names an element type (bytes and untyped data match anything).
@@ -95,12 +98,26 @@ fn type_name(c: Codec) -> String {
 ///
 /// # Errors
 /// [`Error::CollectiveMismatch`] or [`Error::TypeMismatch`].
-pub(crate) fn check(expect_codec: Codec, expect_signature: Signature, peer: usize, codec: Codec, signature: Signature) -> Result<()> {
+pub(crate) fn check(
+    expect_codec: Codec,
+    expect_signature: Signature,
+    peer: usize,
+    codec: Codec,
+    signature: Signature,
+) -> Result<()> {
     if !expect_signature.accepts(signature) {
-        return Err(Error::CollectiveMismatch { rank: peer, theirs: signature.describe(), ours: expect_signature.describe() });
+        return Err(Error::CollectiveMismatch {
+            rank: peer,
+            theirs: signature.describe(),
+            ours: expect_signature.describe(),
+        });
     }
     if typed(codec) && typed(expect_codec) && codec != expect_codec {
-        return Err(Error::TypeMismatch { rank: peer, sent: type_name(codec), expected: type_name(expect_codec) });
+        return Err(Error::TypeMismatch {
+            rank: peer,
+            sent: type_name(codec),
+            expected: type_name(expect_codec),
+        });
     }
     Ok(())
 }
@@ -122,7 +139,10 @@ mod tests {
         assert!(v.accepts(Signature::new(Collective::Allgather, Dtype::U8, Some(3), 0)));
         assert_eq!(a.describe(), "allreduce of 8 f64 with sum");
         assert_eq!(v.describe(), "allgather of u8 elements");
-        assert_eq!(Signature::new(Collective::Barrier, Dtype::U8, Some(0), 0).describe(), "barrier");
+        assert_eq!(
+            Signature::new(Collective::Barrier, Dtype::U8, Some(0), 0).describe(),
+            "barrier"
+        );
     }
 
     #[test]

@@ -40,7 +40,11 @@ impl WorldBuilder {
 
     /// The ring geometry every segment of this job uses.
     pub fn ring_shape(&self) -> RingShape {
-        RingShape { world: self.links.len(), slots: self.config.window, slot_bytes: self.config.buffer_bytes }
+        RingShape {
+            world: self.links.len(),
+            slots: self.config.window,
+            slot_bytes: self.config.buffer_bytes,
+        }
     }
 
     /// Creates this worker's shared-memory segment at `path` (peers on this host will
@@ -67,7 +71,8 @@ impl WorldBuilder {
     /// # Errors
     /// If socket options cannot be set.
     pub fn add_tcp(&mut self, peer: usize, stream: TcpStream) -> Result<()> {
-        self.links[peer] = Some(transport::tcp_link(stream, peer, self.config.buffer_bytes, self.config.window)?);
+        self.links[peer] =
+            Some(transport::tcp_link(stream, peer, self.config.buffer_bytes, self.config.window)?);
         Ok(())
     }
 
@@ -81,7 +86,8 @@ impl WorldBuilder {
     /// # Errors
     /// [`Error::Config`] naming the ranks without a link.
     pub fn build(self) -> Result<Communicator> {
-        let missing: Vec<usize> = self.links.iter().enumerate().filter(|(_, l)| l.is_none()).map(|(i, _)| i).collect();
+        let missing: Vec<usize> =
+            self.links.iter().enumerate().filter(|(_, l)| l.is_none()).map(|(i, _)| i).collect();
         if !missing.is_empty() {
             return Err(Error::Config(format!("no link to ranks {missing:?}")));
         }
@@ -89,7 +95,14 @@ impl WorldBuilder {
         let links = self.links.into_iter().flatten().collect();
         let spin = self.config.spin_polls_for(self.local_workers);
         let abort = self.abort.unwrap_or_else(|| Arc::new(JobAbort::new(size)));
-        let engine = Engine::new(self.rank, links, self.config.fragment_payload(), self.config.window, spin, abort.clone());
+        let engine = Engine::new(
+            self.rank,
+            links,
+            self.config.fragment_payload(),
+            self.config.window,
+            spin,
+            abort.clone(),
+        );
         let shared = Arc::new(Shared { engine: Mutex::new(engine), config: self.config, abort });
         Ok(Communicator::world(shared, self.rank, size))
     }
@@ -104,7 +117,9 @@ pub fn local_world(size: usize, config: CommConfig) -> Result<Vec<Communicator>>
     if size == 0 {
         return Err(Error::Config("a world needs at least one rank".into()));
     }
-    let mut builders = (0..size).map(|r| WorldBuilder::new(r, size, config.clone())).collect::<Result<Vec<_>>>()?;
+    let mut builders = (0..size)
+        .map(|r| WorldBuilder::new(r, size, config.clone()))
+        .collect::<Result<Vec<_>>>()?;
     for a in 0..size {
         for b in a + 1..size {
             let (la, lb) = transport::heap_pair(a, b, config.window, config.buffer_bytes);
@@ -114,10 +129,13 @@ pub fn local_world(size: usize, config: CommConfig) -> Result<Vec<Communicator>>
     }
     // One process, one job: a failure of any rank aborts them all.
     let abort = Arc::new(JobAbort::new(size));
-    builders.into_iter().map(|mut b| {
-        b.abort = Some(abort.clone());
-        b.build()
-    }).collect()
+    builders
+        .into_iter()
+        .map(|mut b| {
+            b.abort = Some(abort.clone());
+            b.build()
+        })
+        .collect()
 }
 
 /// A world of one rank (a program started without a launcher).

@@ -7,10 +7,14 @@ use heddle_comm::{local_world, Algorithm, CallOptions, CommConfig, Communicator,
 /// Runs `body` then a barrier on every rank of a world of `n` and returns each rank's
 /// result. (A rank may finish its side of a mismatched call before the mismatch is seen,
 /// as a broadcast's root does: its next call fails.)
-fn run(n: usize, body: impl Fn(&Communicator) -> Result<(), Error> + Sync) -> Vec<Result<(), Error>> {
+fn run(
+    n: usize,
+    body: impl Fn(&Communicator) -> Result<(), Error> + Sync,
+) -> Vec<Result<(), Error>> {
     let comms = local_world(n, CommConfig::default()).unwrap();
     std::thread::scope(|s| {
-        let hs: Vec<_> = comms.iter().map(|c| s.spawn(|| body(c).and_then(|()| c.barrier()))).collect();
+        let hs: Vec<_> =
+            comms.iter().map(|c| s.spawn(|| body(c).and_then(|()| c.barrier()))).collect();
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     })
 }
@@ -29,7 +33,10 @@ fn assert_mismatch(results: &[Result<(), Error>], a: &str, b: &str) {
             Err(Error::Aborted(cause)) => cause.message.clone(),
             other => panic!("rank {rank} should have failed: {other:?}"),
         };
-        assert!(text.contains(a) && text.contains(b), "rank {rank}: {text:?} should name {a:?} and {b:?}");
+        assert!(
+            text.contains(a) && text.contains(b),
+            "rank {rank}: {text:?} should name {a:?} and {b:?}"
+        );
     }
     assert!(seen >= 1, "no rank detected the mismatch: {results:?}");
 }
@@ -37,7 +44,12 @@ fn assert_mismatch(results: &[Result<(), Error>], a: &str, b: &str) {
 #[test]
 fn allreduce_of_different_counts_fails_on_every_rank_with_every_algorithm() {
     for n in [2, 3, 4] {
-        for alg in [Algorithm::Ring, Algorithm::RecursiveDoubling, Algorithm::Rabenseifner, Algorithm::ReduceBroadcast] {
+        for alg in [
+            Algorithm::Ring,
+            Algorithm::RecursiveDoubling,
+            Algorithm::Rabenseifner,
+            Algorithm::ReduceBroadcast,
+        ] {
             let results = run(n, |c| {
                 let len = if c.rank() == 1 { 6 } else { 8 };
                 let mut buf = vec![1.0f64; len];

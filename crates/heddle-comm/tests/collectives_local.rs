@@ -28,7 +28,12 @@ fn forced(a: Algorithm) -> CallOptions {
 
 #[test]
 fn allreduce_every_algorithm_matches_reference() {
-    let algs = [Algorithm::RecursiveDoubling, Algorithm::Ring, Algorithm::Rabenseifner, Algorithm::ReduceBroadcast];
+    let algs = [
+        Algorithm::RecursiveDoubling,
+        Algorithm::Ring,
+        Algorithm::Rabenseifner,
+        Algorithm::ReduceBroadcast,
+    ];
     for config in configs() {
         for p in 1..=8 {
             world(p, config.clone(), |c| {
@@ -64,7 +69,11 @@ fn allreduce_types_and_ops() {
         c.allreduce(&mut i, Op::Max).unwrap();
         assert_eq!(i, [7]);
         let mut x = [1u64 << r];
-        c.allreduce(&mut x, Op::custom(|a: &mut [u64], b: &[u64]| a.iter_mut().zip(b).for_each(|(p, q)| *p |= *q))).unwrap();
+        c.allreduce(
+            &mut x,
+            Op::custom(|a: &mut [u64], b: &[u64]| a.iter_mut().zip(b).for_each(|(p, q)| *p |= *q)),
+        )
+        .unwrap();
         assert_eq!(x, [0b11111]);
         let mut b = [r as u8 + 1];
         c.allreduce(&mut b, Op::Sum).unwrap();
@@ -83,7 +92,11 @@ fn reduce_and_reduce_scatter_match_reference() {
                         let mut recv = if c.rank() == root { vec![0; n] } else { Vec::new() };
                         c.reduce(&send, &mut recv, Op::Sum, root).unwrap();
                         if c.rank() == root {
-                            assert_eq!(recv, reference(p, n, |a, b| a + b), "reduce p={p} n={n} root={root}");
+                            assert_eq!(
+                                recv,
+                                reference(p, n, |a, b| a + b),
+                                "reduce p={p} n={n} root={root}"
+                            );
                         }
                     }
                     // Uneven blocks: rank i gets n + i elements.
@@ -92,10 +105,15 @@ fn reduce_and_reduce_scatter_match_reference() {
                     for alg in [Algorithm::Ring, Algorithm::ReduceBroadcast] {
                         let send = contribution(c.rank(), total);
                         let mut recv = vec![0; counts[c.rank()]];
-                        c.reduce_scatter_with(&send, &mut recv, &counts, Op::Sum, forced(alg)).unwrap();
+                        c.reduce_scatter_with(&send, &mut recv, &counts, Op::Sum, forced(alg))
+                            .unwrap();
                         let full = reference(p, total, |a, b| a + b);
                         let off: usize = counts[..c.rank()].iter().sum();
-                        assert_eq!(recv, full[off..off + counts[c.rank()]], "reduce_scatter p={p} n={n} {alg}");
+                        assert_eq!(
+                            recv,
+                            full[off..off + counts[c.rank()]],
+                            "reduce_scatter p={p} n={n} {alg}"
+                        );
                     }
                 }
             });
@@ -112,7 +130,8 @@ fn broadcast_every_algorithm_and_root() {
                     for alg in [Algorithm::BinomialTree, Algorithm::ScatterAllgather] {
                         for root in [0, p - 1, p / 2] {
                             let expect = contribution(root + 100, n);
-                            let mut buf = if c.rank() == root { expect.clone() } else { vec![0; n] };
+                            let mut buf =
+                                if c.rank() == root { expect.clone() } else { vec![0; n] };
                             c.broadcast_with(&mut buf, root, forced(alg)).unwrap();
                             assert_eq!(buf, expect, "broadcast p={p} n={n} {alg} root={root}");
                         }
@@ -134,19 +153,35 @@ fn gather_scatter_and_v_variants() {
                     let mut all = if r == root { vec![0; n * p] } else { Vec::new() };
                     c.gather(&contribution(r, n), &mut all, root).unwrap();
                     if r == root {
-                        assert_eq!(all, (0..p).flat_map(|q| contribution(q, n)).collect::<Vec<_>>(), "gather p={p} n={n}");
+                        assert_eq!(
+                            all,
+                            (0..p).flat_map(|q| contribution(q, n)).collect::<Vec<_>>(),
+                            "gather p={p} n={n}"
+                        );
                     }
                     let counts: Vec<usize> = (0..p).map(|q| (n + q * 3) % 11).collect();
                     let mut all = if r == root { vec![0; counts.iter().sum()] } else { Vec::new() };
                     c.gatherv(&contribution(r, counts[r]), &mut all, &counts, root).unwrap();
                     if r == root {
-                        assert_eq!(all, (0..p).flat_map(|q| contribution(q, counts[q])).collect::<Vec<_>>(), "gatherv p={p}");
+                        assert_eq!(
+                            all,
+                            (0..p).flat_map(|q| contribution(q, counts[q])).collect::<Vec<_>>(),
+                            "gatherv p={p}"
+                        );
                     }
-                    let src: Vec<i64> = if r == root { (0..p).flat_map(|q| contribution(q, n)).collect() } else { Vec::new() };
+                    let src: Vec<i64> = if r == root {
+                        (0..p).flat_map(|q| contribution(q, n)).collect()
+                    } else {
+                        Vec::new()
+                    };
                     let mut mine = vec![0; n];
                     c.scatter(&src, &mut mine, root).unwrap();
                     assert_eq!(mine, contribution(r, n), "scatter p={p} n={n}");
-                    let src: Vec<i64> = if r == root { (0..p).flat_map(|q| contribution(q, counts[q])).collect() } else { Vec::new() };
+                    let src: Vec<i64> = if r == root {
+                        (0..p).flat_map(|q| contribution(q, counts[q])).collect()
+                    } else {
+                        Vec::new()
+                    };
                     let mut mine = vec![0; counts[r]];
                     c.scatterv(&src, &counts, &mut mine, root).unwrap();
                     assert_eq!(mine, contribution(r, counts[r]), "scatterv p={p}");
@@ -166,12 +201,21 @@ fn allgather_every_algorithm_and_v() {
                     for alg in [Algorithm::Ring, Algorithm::RecursiveDoubling, Algorithm::Bruck] {
                         let mut all = vec![0; n * p];
                         c.allgather_with(&contribution(r, n), &mut all, forced(alg)).unwrap();
-                        assert_eq!(all, (0..p).flat_map(|q| contribution(q, n)).collect::<Vec<_>>(), "allgather p={p} n={n} {alg}");
+                        assert_eq!(
+                            all,
+                            (0..p).flat_map(|q| contribution(q, n)).collect::<Vec<_>>(),
+                            "allgather p={p} n={n} {alg}"
+                        );
                     }
-                    let counts: Vec<usize> = (0..p).map(|q| if q % 3 == 1 { 0 } else { n + q }).collect();
+                    let counts: Vec<usize> =
+                        (0..p).map(|q| if q % 3 == 1 { 0 } else { n + q }).collect();
                     let mut all = vec![0; counts.iter().sum()];
                     c.allgatherv(&contribution(r, counts[r]), &mut all, &counts).unwrap();
-                    assert_eq!(all, (0..p).flat_map(|q| contribution(q, counts[q])).collect::<Vec<_>>(), "allgatherv p={p} n={n}");
+                    assert_eq!(
+                        all,
+                        (0..p).flat_map(|q| contribution(q, counts[q])).collect::<Vec<_>>(),
+                        "allgatherv p={p} n={n}"
+                    );
                 }
             });
         }
@@ -181,7 +225,9 @@ fn allgather_every_algorithm_and_v() {
 #[test]
 fn alltoall_every_algorithm_and_v() {
     // Element j of the block from rank a to rank b.
-    let piece = |a: usize, b: usize, len: usize| -> Vec<i64> { (0..len).map(|j| (a * 1_000_000 + b * 1000 + j) as i64).collect() };
+    let piece = |a: usize, b: usize, len: usize| -> Vec<i64> {
+        (0..len).map(|j| (a * 1_000_000 + b * 1000 + j) as i64).collect()
+    };
     for config in configs() {
         for p in 1..=8 {
             world(p, config.clone(), |c| {
@@ -191,7 +237,11 @@ fn alltoall_every_algorithm_and_v() {
                         let send: Vec<i64> = (0..p).flat_map(|b| piece(r, b, n)).collect();
                         let mut recv = vec![0; n * p];
                         c.alltoall_with(&send, &mut recv, forced(alg)).unwrap();
-                        assert_eq!(recv, (0..p).flat_map(|a| piece(a, r, n)).collect::<Vec<_>>(), "alltoall p={p} n={n} {alg}");
+                        assert_eq!(
+                            recv,
+                            (0..p).flat_map(|a| piece(a, r, n)).collect::<Vec<_>>(),
+                            "alltoall p={p} n={n} {alg}"
+                        );
                     }
                     let len = |a: usize, b: usize| (a + 2 * b + n) % 13;
                     let sc: Vec<usize> = (0..p).map(|b| len(r, b)).collect();
@@ -199,7 +249,11 @@ fn alltoall_every_algorithm_and_v() {
                     let send: Vec<i64> = (0..p).flat_map(|b| piece(r, b, len(r, b))).collect();
                     let mut recv = vec![0; rc.iter().sum()];
                     c.alltoallv(&send, &sc, &mut recv, &rc).unwrap();
-                    assert_eq!(recv, (0..p).flat_map(|a| piece(a, r, len(a, r))).collect::<Vec<_>>(), "alltoallv p={p}");
+                    assert_eq!(
+                        recv,
+                        (0..p).flat_map(|a| piece(a, r, len(a, r))).collect::<Vec<_>>(),
+                        "alltoallv p={p}"
+                    );
                 }
             });
         }
@@ -215,7 +269,10 @@ fn barrier_orders_phases() {
             for round in 1..=5 {
                 arrived.fetch_add(1, Ordering::SeqCst);
                 c.barrier().unwrap();
-                assert!(arrived.load(Ordering::SeqCst) >= round * p, "a rank left the barrier early");
+                assert!(
+                    arrived.load(Ordering::SeqCst) >= round * p,
+                    "a rank left the barrier early"
+                );
                 c.barrier().unwrap();
             }
         });
@@ -333,7 +390,8 @@ fn object_collectives() {
             assert_eq!(g, (0..4).map(|q| (q, q * q)).collect::<Vec<_>>());
         }
         let items: Vec<String> = (0..4).map(|q| "x".repeat(q + 1)).collect();
-        let mine: String = c.scatter_object(if r == 0 { Some(&items[..]) } else { None }, 0).unwrap();
+        let mine: String =
+            c.scatter_object(if r == 0 { Some(&items[..]) } else { None }, 0).unwrap();
         assert_eq!(mine, "x".repeat(r + 1));
         let out: Vec<(usize, usize)> = (0..4).map(|q| (r, q)).collect();
         let back: Vec<(usize, usize)> = c.alltoall_object(&out).unwrap();

@@ -11,7 +11,8 @@ mod common;
 use common::{configs, on_every_rank, value};
 
 fn tcp_world(n: usize, config: &CommConfig) -> Vec<Communicator> {
-    let mut builders: Vec<WorldBuilder> = (0..n).map(|r| WorldBuilder::new(r, n, config.clone()).unwrap()).collect();
+    let mut builders: Vec<WorldBuilder> =
+        (0..n).map(|r| WorldBuilder::new(r, n, config.clone()).unwrap()).collect();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     for a in 0..n {
@@ -36,17 +37,22 @@ fn allreduce_and_alltoall_over_tcp() {
             world(p, config.clone(), |c| {
                 let r = c.rank();
                 for n in [0, 1, 7, 1000, 50_000] {
-                    for alg in [Algorithm::RecursiveDoubling, Algorithm::Ring, Algorithm::Rabenseifner] {
+                    for alg in
+                        [Algorithm::RecursiveDoubling, Algorithm::Ring, Algorithm::Rabenseifner]
+                    {
                         let mut buf: Vec<i64> = (0..n).map(|i| value(r, i)).collect();
-                        c.allreduce_with(&mut buf, Op::Sum, CallOptions::default().algorithm(alg)).unwrap();
-                        let expect: Vec<i64> = (0..n).map(|i| (0..p).map(|q| value(q, i)).sum()).collect();
+                        c.allreduce_with(&mut buf, Op::Sum, CallOptions::default().algorithm(alg))
+                            .unwrap();
+                        let expect: Vec<i64> =
+                            (0..n).map(|i| (0..p).map(|q| value(q, i)).sum()).collect();
                         assert_eq!(buf, expect, "p={p} n={n} {alg}");
                     }
                     let send: Vec<i64> = (0..p * n).map(|j| (r * 1_000_000 + j) as i64).collect();
                     let mut recv = vec![0i64; p * n];
                     c.alltoall(&send, &mut recv).unwrap();
                     for q in 0..p {
-                        let expect: Vec<i64> = (r * n..(r + 1) * n).map(|j| (q * 1_000_000 + j) as i64).collect();
+                        let expect: Vec<i64> =
+                            (r * n..(r + 1) * n).map(|j| (q * 1_000_000 + j) as i64).collect();
                         assert_eq!(recv[q * n..(q + 1) * n], expect[..], "alltoall p={p} n={n}");
                     }
                 }
@@ -62,7 +68,12 @@ fn broadcast_and_out_of_order_messages_over_tcp() {
             let r = c.rank();
             let big: Vec<u8> = (0..300_000).map(|i| (i % 251) as u8).collect();
             let mut buf = if r == 1 { big.clone() } else { vec![0u8; big.len()] };
-            c.broadcast_with(&mut buf, 1, CallOptions::default().algorithm(Algorithm::ScatterAllgather)).unwrap();
+            c.broadcast_with(
+                &mut buf,
+                1,
+                CallOptions::default().algorithm(Algorithm::ScatterAllgather),
+            )
+            .unwrap();
             assert_eq!(buf, big);
             if r == 0 {
                 c.send(&big, 2, 1).unwrap();

@@ -72,11 +72,16 @@ fn a_typed_message_into_a_buffer_of_another_type_is_refused_naming_both() {
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
     match &results[1] {
-        Err(Error::TypeMismatch { rank: 0, sent, expected }) => assert_eq!((sent.as_str(), expected.as_str()), ("f64", "i32")),
+        Err(Error::TypeMismatch { rank: 0, sent, expected }) => {
+            assert_eq!((sent.as_str(), expected.as_str()), ("f64", "i32"))
+        }
         other => panic!("rank 1: {other:?}"),
     }
     match &results[0] {
-        Err(Error::Aborted(cause)) => assert!(cause.message.contains("sent f64 elements but the receive buffer holds i32"), "{cause}"),
+        Err(Error::Aborted(cause)) => assert!(
+            cause.message.contains("sent f64 elements but the receive buffer holds i32"),
+            "{cause}"
+        ),
         other => panic!("rank 0: {other:?}"),
     }
     // Bytes and untyped data still go anywhere.

@@ -40,14 +40,36 @@ mod tests {
     #[test]
     fn keys_order_as_their_bytes() {
         let words: Vec<&[u8]> = vec![
-            b"", b"\0", b"\0\0", b"a", b"a\0", b"ab", b"abcdefghijklmnop", b"abcdefghijklmnop\0", b"abcdefghijklmnopq",
-            b"abcdefghijklmnoq", b"abcdefghijklmnop\0\0", b"b", b"\xff", b"\xff\xff", b"abcdefghijklmnopqrstuvwxyz", b"abcdefghijklmnopqrstuvwxy",
+            b"",
+            b"\0",
+            b"\0\0",
+            b"a",
+            b"a\0",
+            b"ab",
+            b"abcdefghijklmnop",
+            b"abcdefghijklmnop\0",
+            b"abcdefghijklmnopq",
+            b"abcdefghijklmnoq",
+            b"abcdefghijklmnop\0\0",
+            b"b",
+            b"\xff",
+            b"\xff\xff",
+            b"abcdefghijklmnopqrstuvwxyz",
+            b"abcdefghijklmnopqrstuvwxy",
         ];
         for a in &words {
             for b in &words {
-                assert_eq!(BytesKey::new(a, None).cmp(&BytesKey::new(b, None)), a.cmp(b), "{a:?} vs {b:?}");
+                assert_eq!(
+                    BytesKey::new(a, None).cmp(&BytesKey::new(b, None)),
+                    a.cmp(b),
+                    "{a:?} vs {b:?}"
+                );
                 let (a3, b3) = (&a[..a.len().min(3)], &b[..b.len().min(3)]);
-                assert_eq!(BytesKey::new(a, Some(3)).cmp(&BytesKey::new(b, Some(3))), a3.cmp(b3), "{a:?} vs {b:?}, 3 bytes");
+                assert_eq!(
+                    BytesKey::new(a, Some(3)).cmp(&BytesKey::new(b, Some(3))),
+                    a3.cmp(b3),
+                    "{a:?} vs {b:?}, 3 bytes"
+                );
             }
         }
     }

@@ -31,7 +31,8 @@ impl<T: Send + 'static, U: Send + 'static> ChunkTask<T, U> {
         if self.chunk.is_empty() {
             return;
         }
-        let chunk = std::mem::replace(&mut self.chunk, Vec::with_capacity(self.max_records.min(1 << 16)));
+        let chunk =
+            std::mem::replace(&mut self.chunk, Vec::with_capacity(self.max_records.min(1 << 16)));
         for y in (self.f)(chunk) {
             ctx.emit(y);
         }
@@ -69,13 +70,24 @@ impl<T: Record> Stream<T> {
     /// `max_records` consecutive records (at least 1), and is handed over early once
     /// `max_delay` has passed since its first record arrived (checked every millisecond)
     /// or when the input ends. `f` returns the records to emit, in any number.
-    pub fn map_chunks<U: Record>(&self, max_records: usize, max_delay: Duration, f: impl Fn(Vec<T>) -> Vec<U> + Send + Sync + 'static) -> Stream<U> {
+    pub fn map_chunks<U: Record>(
+        &self,
+        max_records: usize,
+        max_delay: Duration,
+        f: impl Fn(Vec<T>) -> Vec<U> + Send + Sync + 'static,
+    ) -> Stream<U> {
         let f: ChunkFn<T, U> = Arc::new(f);
         let max_records = max_records.max(1);
         let chunks = self.data.then_with(
             "map_chunks",
             Edge::direct,
-            move |_| ChunkTask { f: f.clone(), max_records, max_delay, chunk: Vec::new(), since: None },
+            move |_| ChunkTask {
+                f: f.clone(),
+                max_records,
+                max_delay,
+                chunk: Vec::new(),
+                since: None,
+            },
             Strategy::on_data().every(CHECK),
         );
         self.wrap(chunks)

@@ -84,7 +84,9 @@ struct EmitCombineTask<T, K, V> {
     table: FxTable<K, V>,
 }
 
-impl<T: Send + 'static, K: Hash + Eq + Send + 'static, V: Send + 'static> Compute for EmitCombineTask<T, K, V> {
+impl<T: Send + 'static, K: Hash + Eq + Send + 'static, V: Send + 'static> Compute
+    for EmitCombineTask<T, K, V>
+{
     type In = T;
     type Out = (K, V);
 
@@ -130,8 +132,11 @@ impl<T: Record> DataSet<T> {
         let emit: Emit<T, K, V> = Arc::new(emit);
         let reduce: Reducer<V> = Arc::new(reduce);
         let r = reduce.clone();
-        let combined =
-            self.then("flat_map_combine", Edge::direct, move |_| EmitCombineTask { emit: emit.clone(), reduce: r.clone(), table: FxTable::default() });
+        let combined = self.then("flat_map_combine", Edge::direct, move |_| EmitCombineTask {
+            emit: emit.clone(),
+            reduce: r.clone(),
+            table: FxTable::default(),
+        });
         combined.then(
             "reduce_by_key",
             move || {

@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use heddle_task::{Compute, Edge, Record, Strategy, Vertex};
 
-use crate::Locked;
 use crate::session::{Build, Session};
 use crate::tasks::{Apply, ApplyTask, CollectTask, FoldTask, Identity, PartitionTask, SinkTask};
+use crate::Locked;
 use crate::{Error, Result};
 
 type Make<T> = Arc<dyn Fn(&mut Build) -> Result<Vertex<(), T>> + Send + Sync>;
@@ -31,7 +31,13 @@ type Cached<T> = Arc<Mutex<Vec<Vec<T>>>>;
 
 impl<T> Clone for DataSet<T> {
     fn clone(&self) -> Self {
-        DataSet { session: self.session.clone(), id: self.id, name: self.name.clone(), make: self.make.clone(), cached: self.cached.clone() }
+        DataSet {
+            session: self.session.clone(),
+            id: self.id,
+            name: self.name.clone(),
+            make: self.make.clone(),
+            cached: self.cached.clone(),
+        }
     }
 }
 
@@ -43,10 +49,20 @@ impl<T> std::fmt::Debug for DataSet<T> {
 
 impl<T: Record> DataSet<T> {
     /// A data set made by `make`, which adds its vertices to a graph being built.
-    pub(crate) fn new(session: &Session, name: &str, make: impl Fn(&mut Build, &str) -> Result<Vertex<(), T>> + Send + Sync + 'static) -> DataSet<T> {
+    pub(crate) fn new(
+        session: &Session,
+        name: &str,
+        make: impl Fn(&mut Build, &str) -> Result<Vertex<(), T>> + Send + Sync + 'static,
+    ) -> DataSet<T> {
         let id = session.next_id();
         let vertex_name = format!("{name}#{id}");
-        DataSet { session: session.clone(), id, name: name.to_string(), make: Arc::new(move |b| make(b, &vertex_name)), cached: None }
+        DataSet {
+            session: session.clone(),
+            id,
+            name: name.to_string(),
+            make: Arc::new(move |b| make(b, &vertex_name)),
+            cached: None,
+        }
     }
 
     /// This data set's vertex in `b`, added (with everything it depends on) if new.
@@ -64,7 +80,12 @@ impl<T: Record> DataSet<T> {
     }
 
     /// A data set computed from this one's records by the task `task`, over `edge`.
-    pub(crate) fn then<C, U>(&self, name: &str, edge: impl Fn() -> Edge<T, C::In> + Send + Sync + 'static, task: impl Fn(u32) -> C + Send + Sync + 'static) -> DataSet<U>
+    pub(crate) fn then<C, U>(
+        &self,
+        name: &str,
+        edge: impl Fn() -> Edge<T, C::In> + Send + Sync + 'static,
+        task: impl Fn(u32) -> C + Send + Sync + 'static,
+    ) -> DataSet<U>
     where
         C: Compute<Out = U>,
         C::In: Send + 'static,
@@ -74,7 +95,13 @@ impl<T: Record> DataSet<T> {
     }
 
     /// As [`DataSet::then`], the task running with `strategy`.
-    pub(crate) fn then_with<C, U>(&self, name: &str, edge: impl Fn() -> Edge<T, C::In> + Send + Sync + 'static, task: impl Fn(u32) -> C + Send + Sync + 'static, strategy: Strategy) -> DataSet<U>
+    pub(crate) fn then_with<C, U>(
+        &self,
+        name: &str,
+        edge: impl Fn() -> Edge<T, C::In> + Send + Sync + 'static,
+        task: impl Fn(u32) -> C + Send + Sync + 'static,
+        strategy: Strategy,
+    ) -> DataSet<U>
     where
         C: Compute<Out = U>,
         C::In: Send + 'static,
@@ -107,7 +134,10 @@ impl<T: Record> DataSet<T> {
     }
 
     /// Each record to any number of records.
-    pub fn flat_map<U: Record, I: IntoIterator<Item = U>>(&self, f: impl Fn(T) -> I + Send + Sync + 'static) -> DataSet<U> {
+    pub fn flat_map<U: Record, I: IntoIterator<Item = U>>(
+        &self,
+        f: impl Fn(T) -> I + Send + Sync + 'static,
+    ) -> DataSet<U> {
         self.apply(
             "flat_map",
             Arc::new(move |x, out: &mut dyn FnMut(U)| {
@@ -131,22 +161,35 @@ impl<T: Record> DataSet<T> {
     }
 
     /// `(f(record), record)` for each record.
-    pub fn key_by<K: Record>(&self, f: impl Fn(&T) -> K + Send + Sync + 'static) -> DataSet<(K, T)> {
+    pub fn key_by<K: Record>(
+        &self,
+        f: impl Fn(&T) -> K + Send + Sync + 'static,
+    ) -> DataSet<(K, T)> {
         self.apply("key_by", Arc::new(move |x, out: &mut dyn FnMut((K, T))| out((f(&x), x))))
     }
 
     /// Each whole partition through `f` (which sees all its records at once). A cached data
     /// set hands each partition over whole (a copy), without passing records one by one.
-    pub fn map_partitions<U: Record>(&self, f: impl Fn(Vec<T>) -> Vec<U> + Send + Sync + 'static) -> DataSet<U> {
+    pub fn map_partitions<U: Record>(
+        &self,
+        f: impl Fn(Vec<T>) -> Vec<U> + Send + Sync + 'static,
+    ) -> DataSet<U> {
         if let Some(parts) = self.cached.clone() {
             // A cached partition goes to `f` whole, without passing record by record.
-            return crate::sources::from_partitions(&self.session, "map_partitions(cached)", move |i, _| {
-                let part = parts.locked()[i as usize].clone();
-                f(part)
-            });
+            return crate::sources::from_partitions(
+                &self.session,
+                "map_partitions(cached)",
+                move |i, _| {
+                    let part = parts.locked()[i as usize].clone();
+                    f(part)
+                },
+            );
         }
         let f: Arc<dyn Fn(Vec<T>) -> Vec<U> + Send + Sync> = Arc::new(f);
-        self.then("map_partitions", Edge::direct, move |_| PartitionTask { f: f.clone(), held: Vec::new() })
+        self.then("map_partitions", Edge::direct, move |_| PartitionTask {
+            f: f.clone(),
+            held: Vec::new(),
+        })
     }
 
     /// The records of both data sets.
@@ -179,14 +222,17 @@ impl<T: Record> DataSet<T> {
     /// # Errors
     /// As any action.
     pub fn cache(&self) -> Result<DataSet<T>> {
-        let parts: Arc<Mutex<Vec<Vec<T>>>> = Arc::new(Mutex::new(vec![Vec::new(); self.parallelism() as usize]));
+        let parts: Arc<Mutex<Vec<Vec<T>>>> =
+            Arc::new(Mutex::new(vec![Vec::new(); self.parallelism() as usize]));
         let keep = parts.clone();
         self.for_each_partition(move |i, records| {
             keep.locked()[i as usize] = records;
             Ok(())
         })?;
         let p = parts.clone();
-        let mut cached = crate::sources::from_partitions(&self.session, "cached", move |i, _| p.locked()[i as usize].clone());
+        let mut cached = crate::sources::from_partitions(&self.session, "cached", move |i, _| {
+            p.locked()[i as usize].clone()
+        });
         cached.cached = Some(parts);
         Ok(cached)
     }
@@ -198,13 +244,19 @@ impl<T: Record> DataSet<T> {
     pub fn explain(&self) -> Result<String> {
         let mut b = Build::default();
         let v = self.vertex(&mut b)?;
-        let sink = b.graph.compute("explain", self.parallelism(), |_| CollectTask::<T>(Arc::default()));
+        let sink =
+            b.graph.compute("explain", self.parallelism(), |_| CollectTask::<T>(Arc::default()));
         b.graph.connect(&v, &sink, Edge::direct());
         self.session.explain(&b)
     }
 
     /// Runs the pipeline into a sink of `parallelism` instances behind `edge`.
-    pub(crate) fn run_into<U: Record, C: Compute<In = U, Out = ()>>(&self, edge: Edge<T, U>, parallelism: u32, task: impl Fn(u32) -> C + Send + Sync + 'static) -> Result<()> {
+    pub(crate) fn run_into<U: Record, C: Compute<In = U, Out = ()>>(
+        &self,
+        edge: Edge<T, U>,
+        parallelism: u32,
+        task: impl Fn(u32) -> C + Send + Sync + 'static,
+    ) -> Result<()> {
         let mut b = Build::default();
         let v = self.vertex(&mut b)?;
         let sink = b.graph.compute("action", parallelism, task);
@@ -240,9 +292,20 @@ impl<T: Record> DataSet<T> {
 
     /// Each partition folded into one value: `fold(fold(zero(), r1), r2) ...` (partitions
     /// without records give nothing unless `emit_empty`).
-    pub(crate) fn fold_partitions<A: Record>(&self, zero: impl Fn() -> A + Send + Sync + 'static, fold: impl Fn(A, T) -> A + Send + Sync + 'static, emit_empty: bool) -> DataSet<A> {
-        let (zero, fold): (Arc<dyn Fn() -> A + Send + Sync>, Arc<dyn Fn(A, T) -> A + Send + Sync>) = (Arc::new(zero), Arc::new(fold));
-        self.then("fold", Edge::direct, move |_| FoldTask { zero: zero.clone(), fold: fold.clone(), acc: None, emit_empty })
+    pub(crate) fn fold_partitions<A: Record>(
+        &self,
+        zero: impl Fn() -> A + Send + Sync + 'static,
+        fold: impl Fn(A, T) -> A + Send + Sync + 'static,
+        emit_empty: bool,
+    ) -> DataSet<A> {
+        let (zero, fold): (Arc<dyn Fn() -> A + Send + Sync>, Arc<dyn Fn(A, T) -> A + Send + Sync>) =
+            (Arc::new(zero), Arc::new(fold));
+        self.then("fold", Edge::direct, move |_| FoldTask {
+            zero: zero.clone(),
+            fold: fold.clone(),
+            acc: None,
+            emit_empty,
+        })
     }
 
     /// The number of records, on every worker.
@@ -262,7 +325,16 @@ impl<T: Record> DataSet<T> {
         let f = Arc::new(f);
         let g = f.clone();
         // Partial results per partition (an Option, so empty partitions add nothing).
-        let partials = self.fold_partitions(|| None::<T>, move |acc, x| Some(match acc { Some(a) => g(a, x), None => x }), true);
+        let partials = self.fold_partitions(
+            || None::<T>,
+            move |acc, x| {
+                Some(match acc {
+                    Some(a) => g(a, x),
+                    None => x,
+                })
+            },
+            true,
+        );
         let workers = self.session.comm().size() as u32;
         let got = Arc::new(Mutex::new(Vec::new()));
         let c = got.clone();
@@ -282,22 +354,32 @@ impl<T: Record> DataSet<T> {
     pub fn for_each(&self, f: impl Fn(u32, T) -> Result<()> + Send + Sync + 'static) -> Result<()> {
         let each: Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync> = Arc::new(f);
         let end: Arc<dyn Fn(u32) -> Result<()> + Send + Sync> = Arc::new(|_| Ok(()));
-        self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask { each: each.clone(), end: end.clone() })
+        self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask {
+            each: each.clone(),
+            end: end.clone(),
+        })
     }
 
     /// Calls `f(partition, records)` once per partition, where it is.
     ///
     /// # Errors
     /// As [`DataSet::for_each`].
-    pub fn for_each_partition(&self, f: impl Fn(u32, Vec<T>) -> Result<()> + Send + Sync + 'static) -> Result<()> {
+    pub fn for_each_partition(
+        &self,
+        f: impl Fn(u32, Vec<T>) -> Result<()> + Send + Sync + 'static,
+    ) -> Result<()> {
         let held: Arc<Mutex<Vec<T>>> = Arc::default();
         let h = held.clone();
         let each: Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync> = Arc::new(move |_, x| {
             h.locked().push(x);
             Ok(())
         });
-        let end: Arc<dyn Fn(u32) -> Result<()> + Send + Sync> = Arc::new(move |i| f(i, held.taken()));
-        self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask { each: each.clone(), end: end.clone() })
+        let end: Arc<dyn Fn(u32) -> Result<()> + Send + Sync> =
+            Arc::new(move |i| f(i, held.taken()));
+        self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask {
+            each: each.clone(),
+            end: end.clone(),
+        })
     }
 
     /// Repeats `step` on the data set up to `max` times, until `done(previous, next)` says
@@ -329,7 +411,9 @@ impl<T: Record> DataSet<T> {
 /// Checks the partition count of two data sets that must line up.
 pub(crate) fn same_session<A, B>(a: &DataSet<A>, b: &DataSet<B>) -> Result<()> {
     if !Arc::ptr_eq(&a.session.0, &b.session.0) {
-        return Err(Error::InvalidArgument("the two data sets belong to different sessions".into()));
+        return Err(Error::InvalidArgument(
+            "the two data sets belong to different sessions".into(),
+        ));
     }
     Ok(())
 }

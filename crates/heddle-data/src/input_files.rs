@@ -28,7 +28,9 @@ impl Planned {
     /// # Errors
     /// [`Error::Changed`] naming the file and what changed.
     pub(crate) fn check(&self, file: &File) -> Result<()> {
-        let meta = file.metadata().map_err(|source| Error::Io { path: self.path.display().to_string(), source })?;
+        let meta = file
+            .metadata()
+            .map_err(|source| Error::Io { path: self.path.display().to_string(), source })?;
         let detail = if meta.len() != self.len {
             format!("it had {} bytes when the job was planned and has {} now", self.len, meta.len())
         } else if meta.modified().ok() != self.modified {
@@ -45,13 +47,25 @@ pub(crate) fn planned_files(path: &Path) -> Result<Vec<Planned>> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     // As Hadoop and Spark read a directory: names starting with `.` or `_` (`_SUCCESS`,
     // temporary directories of writes) are not input.
-    let visible = |p: &PathBuf| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(['.', '_']));
+    let visible =
+        |p: &PathBuf| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(['.', '_']));
     let candidates: Vec<PathBuf> = if name.contains(['*', '?']) {
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let entries = std::fs::read_dir(dir).map_err(|e| io(dir, e))?;
-        entries.flatten().map(|e| e.path()).filter(|p| visible(p) && p.file_name().is_some_and(|n| glob_match(&name, &n.to_string_lossy()))).collect()
+        entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                visible(p) && p.file_name().is_some_and(|n| glob_match(&name, &n.to_string_lossy()))
+            })
+            .collect()
     } else if path.is_dir() {
-        std::fs::read_dir(path).map_err(|e| io(path, e))?.flatten().map(|e| e.path()).filter(visible).collect()
+        std::fs::read_dir(path)
+            .map_err(|e| io(path, e))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(visible)
+            .collect()
     } else {
         vec![path.to_path_buf()]
     };
@@ -102,4 +116,3 @@ fn glob_match(pattern: &str, name: &str) -> bool {
     }
     p[pi..].iter().all(|&c| c == '*')
 }
-

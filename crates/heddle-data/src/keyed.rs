@@ -28,8 +28,19 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
         let g = f.clone();
         let fold: Arc<dyn Fn(V, V) -> V + Send + Sync> = Arc::new(move |a, b| g(a, b));
         let first: Arc<dyn Fn(V) -> V + Send + Sync> = Arc::new(|v| v);
-        let combined = self.then("combine", Edge::direct, move |_| CombineTask { first: first.clone(), fold: fold.clone(), table: Default::default() });
-        combined.then("reduce_by_key", move || { let f = f.clone(); Edge::keyed_reduce(move |a, b| f(a, b)) }, |_| Identity(PhantomData))
+        let combined = self.then("combine", Edge::direct, move |_| CombineTask {
+            first: first.clone(),
+            fold: fold.clone(),
+            table: Default::default(),
+        });
+        combined.then(
+            "reduce_by_key",
+            move || {
+                let f = f.clone();
+                Edge::keyed_reduce(move |a, b| f(a, b))
+            },
+            |_| Identity(PhantomData),
+        )
     }
 
     /// Values folded per key into an accumulator: `seq` adds a value (starting from
@@ -44,9 +55,20 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
         let s2 = seq.clone();
         let first: Arc<dyn Fn(V) -> A + Send + Sync> = Arc::new(move |v| s2(zero(), v));
         let fold: Arc<dyn Fn(A, V) -> A + Send + Sync> = Arc::new(move |a, v| seq(a, v));
-        let combined = self.then("combine", Edge::direct, move |_| CombineTask { first: first.clone(), fold: fold.clone(), table: Default::default() });
+        let combined = self.then("combine", Edge::direct, move |_| CombineTask {
+            first: first.clone(),
+            fold: fold.clone(),
+            table: Default::default(),
+        });
         let comb = Arc::new(comb);
-        combined.then("aggregate_by_key", move || { let c = comb.clone(); Edge::keyed_reduce(move |a, b| c(a, b)) }, |_| Identity(PhantomData))
+        combined.then(
+            "aggregate_by_key",
+            move || {
+                let c = comb.clone();
+                Edge::keyed_reduce(move |a, b| c(a, b))
+            },
+            |_| Identity(PhantomData),
+        )
     }
 
     /// Every key once with all its values.
@@ -54,14 +76,22 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
         self.then("group_by_key", Edge::keyed_gather, |_| Identity(PhantomData))
     }
 
-    fn join_with<W: Record>(&self, other: &DataSet<(K, W)>, kind: JoinKind, name: &str) -> Result<DataSet<(K, (Option<V>, Option<W>))>> {
+    fn join_with<W: Record>(
+        &self,
+        other: &DataSet<(K, W)>,
+        kind: JoinKind,
+        name: &str,
+    ) -> Result<DataSet<(K, (Option<V>, Option<W>))>> {
         same_session(self, other)?;
         let left = self.map(|(k, v)| (k, Side::<V, W>::Left(v)));
         let right = other.map(|(k, w)| (k, Side::<V, W>::Right(w)));
         Ok(DataSet::new(&self.session, name, move |b, vname| {
             let (l, r) = (left.vertex(b)?, right.vertex(b)?);
             let p = left.parallelism();
-            let v = b.graph.compute(vname, p, move |_| JoinTask::<K, V, W> { kind, table: Default::default() });
+            let v = b.graph.compute(vname, p, move |_| JoinTask::<K, V, W> {
+                kind,
+                table: Default::default(),
+            });
             let by_key = move |x: &(K, Side<V, W>)| key_partition(&x.0, p as usize);
             b.graph.connect(&l, &v, Edge::partition(by_key));
             b.graph.connect(&r, &v, Edge::partition(by_key));
@@ -74,22 +104,32 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
     /// # Errors
     /// Data sets of different sessions.
     pub fn join<W: Record>(&self, other: &DataSet<(K, W)>) -> Result<DataSet<(K, (V, W))>> {
-        Ok(self.join_with(other, JoinKind::Inner, "join")?.flat_map(|(k, (v, w))| v.zip(w).map(|vw| (k, vw))))
+        Ok(self
+            .join_with(other, JoinKind::Inner, "join")?
+            .flat_map(|(k, (v, w))| v.zip(w).map(|vw| (k, vw))))
     }
 
     /// Left outer join: every left pair, with `None` where no right value has its key.
     ///
     /// # Errors
     /// Data sets of different sessions.
-    pub fn left_join<W: Record>(&self, other: &DataSet<(K, W)>) -> Result<DataSet<(K, (V, Option<W>))>> {
-        Ok(self.join_with(other, JoinKind::Left, "left_join")?.flat_map(|(k, (v, w))| v.map(|v| (k, (v, w)))))
+    pub fn left_join<W: Record>(
+        &self,
+        other: &DataSet<(K, W)>,
+    ) -> Result<DataSet<(K, (V, Option<W>))>> {
+        Ok(self
+            .join_with(other, JoinKind::Left, "left_join")?
+            .flat_map(|(k, (v, w))| v.map(|v| (k, (v, w)))))
     }
 
     /// Full outer join: matched pairs, and unmatched values of either side with `None`.
     ///
     /// # Errors
     /// Data sets of different sessions.
-    pub fn full_outer_join<W: Record>(&self, other: &DataSet<(K, W)>) -> Result<DataSet<(K, (Option<V>, Option<W>))>> {
+    pub fn full_outer_join<W: Record>(
+        &self,
+        other: &DataSet<(K, W)>,
+    ) -> Result<DataSet<(K, (Option<V>, Option<W>))>> {
         self.join_with(other, JoinKind::FullOuter, "full_outer_join")
     }
 
@@ -107,18 +147,22 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
         K: Sync,
     {
         let p = self.parallelism() as usize;
-        let samples = self.then("sample_keys", Edge::direct, |i| SampleTask::new(u64::from(i))).collect_all()?;
+        let samples = self
+            .then("sample_keys", Edge::direct, |i| SampleTask::new(u64::from(i)))
+            .collect_all()?;
         let records: u64 = samples.iter().map(|s| s.1).sum();
         let bytes: u64 = samples.iter().map(|s| s.2).sum();
         let mut keys: Vec<K> = samples.into_iter().flat_map(|s| s.0).collect();
         keys.sort();
-        let splitters: Vec<K> = (1..p).filter_map(|i| keys.get(i * keys.len() / p).cloned()).collect();
+        let splitters: Vec<K> =
+            (1..p).filter_map(|i| keys.get(i * keys.len() / p).cloned()).collect();
         // Records held decoded per partition before a run spills. A held record takes its
         // heap data (about its encoded size) plus its slot in the vector of held records,
         // counted twice: the vector grows by doubling, and the stable sort needs scratch.
-        let encoded = if records == 0 { 1 } else { (bytes / records).max(1) };
+        let encoded = bytes.checked_div(records).map_or(1, |b| b.max(1));
         let per_record = encoded + 2 * std::mem::size_of::<(K, V)>() as u64;
-        let max_held = (self.session.0.opts.spill.budget_bytes as u64 / per_record).max(1024) as usize;
+        let max_held =
+            (self.session.0.opts.spill.budget_bytes as u64 / per_record).max(1024) as usize;
         let dirs = self.session.0.opts.spill.dirs.clone();
         let splitters = Arc::new(splitters);
         Ok(self.then(
@@ -150,7 +194,13 @@ struct SampleTask<K, V> {
 
 impl<K, V> SampleTask<K, V> {
     fn new(seed: u64) -> Self {
-        SampleTask { kept: Vec::with_capacity(SAMPLE), seen: 0, sized: (0, 0), rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1, _v: PhantomData }
+        SampleTask {
+            kept: Vec::with_capacity(SAMPLE),
+            seen: 0,
+            sized: (0, 0),
+            rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            _v: PhantomData,
+        }
     }
 
     fn next_random(&mut self) -> u64 {
@@ -165,8 +215,12 @@ impl<K: Record, V: Record> Compute for SampleTask<K, V> {
     type In = (K, V);
     type Out = (Vec<K>, u64, u64);
 
-    fn execute(&mut self, _: &mut Context<'_, (Vec<K>, u64, u64)>, x: (K, V)) -> heddle_task::Result<()> {
-        if self.seen % SIZE_EVERY == 0 {
+    fn execute(
+        &mut self,
+        _: &mut Context<'_, (Vec<K>, u64, u64)>,
+        x: (K, V),
+    ) -> heddle_task::Result<()> {
+        if self.seen.is_multiple_of(SIZE_EVERY) {
             self.sized.0 += 1;
             self.sized.1 += bincode::serialized_size(&x).unwrap_or(0);
         }
@@ -183,8 +237,11 @@ impl<K: Record, V: Record> Compute for SampleTask<K, V> {
         Ok(())
     }
 
-    fn end_of_input(&mut self, ctx: &mut Context<'_, (Vec<K>, u64, u64)>) -> heddle_task::Result<()> {
-        let bytes = if self.sized.0 == 0 { 0 } else { self.sized.1 * self.seen / self.sized.0 };
+    fn end_of_input(
+        &mut self,
+        ctx: &mut Context<'_, (Vec<K>, u64, u64)>,
+    ) -> heddle_task::Result<()> {
+        let bytes = (self.sized.1 * self.seen).checked_div(self.sized.0).unwrap_or(0);
         ctx.emit((std::mem::take(&mut self.kept), self.seen, bytes));
         Ok(())
     }

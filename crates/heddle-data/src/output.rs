@@ -53,7 +53,9 @@ impl FromStr for WriteMode {
             "errorifexists" | "error" => Ok(WriteMode::ErrorIfExists),
             "overwrite" => Ok(WriteMode::Overwrite),
             "append" => Ok(WriteMode::Append),
-            other => Err(Error::InvalidArgument(format!("mode {other:?} is not one of errorifexists, overwrite, append"))),
+            other => Err(Error::InvalidArgument(format!(
+                "mode {other:?} is not one of errorifexists, overwrite, append"
+            ))),
         }
     }
 }
@@ -92,7 +94,11 @@ impl Output {
 
 impl std::fmt::Debug for Output {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Output").field("dir", &self.dir).field("mode", &self.mode).field("veto", &self.veto.is_some()).finish()
+        f.debug_struct("Output")
+            .field("dir", &self.dir)
+            .field("mode", &self.mode)
+            .field("veto", &self.veto.is_some())
+            .finish()
     }
 }
 
@@ -120,7 +126,11 @@ pub struct Commit {
 
 impl std::fmt::Debug for Commit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Commit").field("dir", &self.dir).field("tmp", &self.tmp).field("mode", &self.mode).finish_non_exhaustive()
+        f.debug_struct("Commit")
+            .field("dir", &self.dir)
+            .field("tmp", &self.tmp)
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
     }
 }
 
@@ -170,7 +180,12 @@ impl Commit {
     ///
     /// # Errors
     /// This worker's error, or a failure of another worker or of the commit.
-    pub fn finish(&self, comm: &Communicator, written: Result<Vec<u32>>, suffix: &str) -> Result<()> {
+    pub fn finish(
+        &self,
+        comm: &Communicator,
+        written: Result<Vec<u32>>,
+        suffix: &str,
+    ) -> Result<()> {
         let result = self.agree_and_move(comm, written, suffix);
         if result.is_err() {
             let _ = std::fs::remove_dir_all(&self.tmp);
@@ -178,10 +193,18 @@ impl Commit {
         result
     }
 
-    fn agree_and_move(&self, comm: &Communicator, written: Result<Vec<u32>>, suffix: &str) -> Result<()> {
+    fn agree_and_move(
+        &self,
+        comm: &Communicator,
+        written: Result<Vec<u32>>,
+        suffix: &str,
+    ) -> Result<()> {
         let mine = written?;
         if self.veto.as_ref().is_some_and(|v| v()) {
-            return Err(Error::InvalidArgument(format!("the write of {} was abandoned", self.dir.display())));
+            return Err(Error::InvalidArgument(format!(
+                "the write of {} was abandoned",
+                self.dir.display()
+            )));
         }
         // Every worker wrote its parts (a failed one would have aborted the job).
         comm.barrier()?;
@@ -217,8 +240,11 @@ fn held_files(dir: &Path) -> Result<Vec<String>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(io(dir, e)),
         Ok(entries) => {
-            let mut names: Vec<String> =
-                entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| !n.starts_with(TEMPORARY)).collect();
+            let mut names: Vec<String> = entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with(TEMPORARY))
+                .collect();
             names.sort();
             Ok(names)
         }
@@ -229,11 +255,17 @@ fn held_files(dir: &Path) -> Result<Vec<String>> {
 /// the permissions the user's umask gives, as output of any tool has.
 pub(crate) fn create_part(path: &Path) -> Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new().write(true).create_new(true).custom_flags(libc::O_NOFOLLOW).open(path).map_err(|e| io(path, e))
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| io(path, e))
 }
 
 fn rand_tag() -> u64 {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
     (nanos ^ u64::from(std::process::id()).rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
-

@@ -12,7 +12,10 @@ use std::sync::{Arc, Mutex};
 use arrow_array::RecordBatch;
 use arrow_schema::{FieldRef, Schema, SchemaRef};
 use heddle_task::{Edge, Record};
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::Compression;
 use parquet::file::metadata::ParquetMetaDataReader;
@@ -22,20 +25,23 @@ use serde_arrow::schema::{SchemaLike, TracingOptions};
 use serde_arrow::utils::Item;
 use serde_arrow::ArrayBuilder;
 
-use crate::Locked;
 use crate::dataset::DataSet;
-use crate::session::Session;
 use crate::input_files::list_files;
 use crate::output::{Commit, Output};
+use crate::session::Session;
 use crate::sources::from_iter_fn;
 use crate::tasks::SinkTask;
+use crate::Locked;
 use crate::{Error, Result};
 
 /// Rows per record batch, read or written.
 const BATCH_ROWS: usize = 8192;
 
 fn io(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::Io { path: path.display().to_string(), source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()) }
+    Error::Io {
+        path: path.display().to_string(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
+    }
 }
 
 /// How records map to Arrow types: plain (not large) strings, lists and binaries, maps as
@@ -69,15 +75,24 @@ fn layout_of<T: Record>() -> Result<Layout> {
         Ok(fields) => Ok(Layout { fields, item: false }),
         Err(e) => match Vec::<FieldRef>::from_type::<Item<T>>(tracing_options()) {
             Ok(fields) => Ok(Layout { fields, item: true }),
-            _ => Err(Error::InvalidArgument(format!("records of type {} have no Parquet schema: {e}", std::any::type_name::<T>()))),
+            _ => Err(Error::InvalidArgument(format!(
+                "records of type {} have no Parquet schema: {e}",
+                std::any::type_name::<T>()
+            ))),
         },
     }
 }
 
 /// The records of `batch`.
-fn deserialize<T: DeserializeOwned>(batch: &RecordBatch, item: bool) -> serde_arrow::Result<Vec<T>> {
+fn deserialize<T: DeserializeOwned>(
+    batch: &RecordBatch,
+    item: bool,
+) -> serde_arrow::Result<Vec<T>> {
     if item {
-        Ok(serde_arrow::from_record_batch::<Vec<Item<T>>>(batch)?.into_iter().map(|i| i.0).collect())
+        Ok(serde_arrow::from_record_batch::<Vec<Item<T>>>(batch)?
+            .into_iter()
+            .map(|i| i.0)
+            .collect())
     } else {
         serde_arrow::from_record_batch::<Vec<T>>(batch)
     }
@@ -96,8 +111,11 @@ struct ParquetFile {
 impl ParquetFile {
     /// Reads the footer of `path`; `columns` are the names of the fields records have.
     fn open(path: &Path, columns: Option<&[String]>) -> Result<ParquetFile> {
-        let f = File::open(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
-        let metadata = ParquetMetaDataReader::new().parse_and_finish(&f).map_err(|e| io(path, format_args!("not a Parquet file ({e})")))?;
+        let f = File::open(path)
+            .map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+        let metadata = ParquetMetaDataReader::new()
+            .parse_and_finish(&f)
+            .map_err(|e| io(path, format_args!("not a Parquet file ({e})")))?;
         let meta = ArrowReaderMetadata::try_new(Arc::new(metadata), ArrowReaderOptions::new())
             .map_err(|e| io(path, format_args!("a Parquet schema with no Arrow form ({e})")))?;
         let md = meta.metadata();
@@ -109,10 +127,16 @@ impl ParquetFile {
         }
         let projection = columns.and_then(|names| {
             let roots = md.file_metadata().schema_descr().root_schema().get_fields();
-            let keep: Vec<usize> = roots.iter().enumerate().filter(|(_, c)| names.iter().any(|n| n == c.name())).map(|(i, _)| i).collect();
+            let keep: Vec<usize> = roots
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| names.iter().any(|n| n == c.name()))
+                .map(|(i, _)| i)
+                .collect();
             // With no column of the records in the file, read everything: the rows then
             // fail to deserialize with an error naming a missing field.
-            (!keep.is_empty() && keep.len() < roots.len()).then(|| ProjectionMask::roots(md.file_metadata().schema_descr(), keep))
+            (!keep.is_empty() && keep.len() < roots.len())
+                .then(|| ProjectionMask::roots(md.file_metadata().schema_descr(), keep))
         });
         Ok(ParquetFile { path: path.to_path_buf(), meta, projection, group_starts })
     }
@@ -134,21 +158,37 @@ impl Session {
     /// has no Arrow form (both naming the file). Running: a row that does not fit `T`
     /// ([`Error::Parse`] naming the file, the row counting from 1 as its line, and its row
     /// group).
-    pub fn read_parquet<T: Record + DeserializeOwned>(&self, path: impl AsRef<Path>) -> Result<DataSet<T>> {
+    pub fn read_parquet<T: Record + DeserializeOwned>(
+        &self,
+        path: impl AsRef<Path>,
+    ) -> Result<DataSet<T>> {
         let path = path.as_ref();
         let mut listed = list_files(path)?;
         if path.is_dir() {
-            listed.retain(|(f, _)| !f.file_name().is_some_and(|n| n.to_string_lossy().starts_with('_')));
+            listed.retain(|(f, _)| {
+                !f.file_name().is_some_and(|n| n.to_string_lossy().starts_with('_'))
+            });
             if listed.is_empty() {
-                return Err(Error::InvalidArgument(format!("{} holds no Parquet file", path.display())));
+                return Err(Error::InvalidArgument(format!(
+                    "{} holds no Parquet file",
+                    path.display()
+                )));
             }
         }
         let layout = layout_of::<T>().ok();
-        let columns: Option<Vec<String>> = layout.as_ref().map(|l| l.fields.iter().map(|f| f.name().clone()).collect());
+        let columns: Option<Vec<String>> =
+            layout.as_ref().map(|l| l.fields.iter().map(|f| f.name().clone()).collect());
         let item = layout.is_some_and(|l| l.item);
-        let files = listed.iter().map(|(f, _)| ParquetFile::open(f, columns.as_deref())).collect::<Result<Vec<_>>>()?;
+        let files = listed
+            .iter()
+            .map(|(f, _)| ParquetFile::open(f, columns.as_deref()))
+            .collect::<Result<Vec<_>>>()?;
         let files = Arc::new(files);
-        Ok(from_iter_fn(self, "read_parquet", Arc::new(move |i, p| Box::new(Rows::<T>::new(files.clone(), item, i, p)))))
+        Ok(from_iter_fn(
+            self,
+            "read_parquet",
+            Arc::new(move |i, p| Box::new(Rows::<T>::new(files.clone(), item, i, p))),
+        ))
     }
 }
 
@@ -174,19 +214,26 @@ struct Rows<T> {
 
 impl<T: DeserializeOwned> Rows<T> {
     fn new(files: Arc<Vec<ParquetFile>>, item: bool, i: u32, p: u32) -> Rows<T> {
-        let all = files.iter().enumerate().flat_map(|(f, pf)| (0..pf.group_starts.len()).map(move |g| (f, g)));
+        let all = files
+            .iter()
+            .enumerate()
+            .flat_map(|(f, pf)| (0..pf.group_starts.len()).map(move |g| (f, g)));
         let todo = all.skip(i as usize).step_by(p.max(1) as usize).collect();
         Rows { files, item, todo, current: None, ready: Vec::new().into_iter() }
     }
 
     fn open(&self, file: usize, group: usize) -> Result<Reading> {
         let pf = &self.files[file];
-        let f = File::open(&pf.path).map_err(|e| Error::Io { path: pf.path.display().to_string(), source: e })?;
-        let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(f, pf.meta.clone()).with_row_groups(vec![group]).with_batch_size(BATCH_ROWS);
+        let f = File::open(&pf.path)
+            .map_err(|e| Error::Io { path: pf.path.display().to_string(), source: e })?;
+        let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(f, pf.meta.clone())
+            .with_row_groups(vec![group])
+            .with_batch_size(BATCH_ROWS);
         if let Some(mask) = &pf.projection {
             builder = builder.with_projection(mask.clone());
         }
-        let reader = builder.build().map_err(|e| io(&pf.path, format_args!("row group {group}: {e}")))?;
+        let reader =
+            builder.build().map_err(|e| io(&pf.path, format_args!("row group {group}: {e}")))?;
         Ok(Reading { file, group, reader, next_row: pf.group_starts[group] })
     }
 
@@ -194,7 +241,9 @@ impl<T: DeserializeOwned> Rows<T> {
     fn records(&self, batch: &RecordBatch, at: &Reading) -> Result<Vec<T>> {
         deserialize::<T>(batch, self.item).map_err(|whole| {
             // Find the row (only on the error path).
-            let bad = (0..batch.num_rows()).find_map(|r| deserialize::<T>(&batch.slice(r, 1), self.item).err().map(|e| (r, e)));
+            let bad = (0..batch.num_rows()).find_map(|r| {
+                deserialize::<T>(&batch.slice(r, 1), self.item).err().map(|e| (r, e))
+            });
             let (row, e) = bad.unwrap_or((0, whole));
             Error::Parse {
                 path: self.files[at.file].path.display().to_string(),
@@ -222,7 +271,12 @@ impl<T: DeserializeOwned> Rows<T> {
                     self.current = None;
                     continue;
                 }
-                Some(Err(e)) => return Some(Err(io(&self.files[at.file].path, format_args!("row group {}: {e}", at.group)))),
+                Some(Err(e)) => {
+                    return Some(Err(io(
+                        &self.files[at.file].path,
+                        format_args!("row group {}: {e}", at.group),
+                    )))
+                }
                 Some(Ok(b)) => b,
             };
             let at = self.current.as_ref().expect("reading");
@@ -262,7 +316,12 @@ impl Part {
     fn create(path: PathBuf, schema: &SchemaRef, fields: &[FieldRef]) -> Result<Part> {
         let file = crate::output::create_part(&path)?;
         let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
-        let writer = ArrowWriter::try_new(BufWriter::with_capacity(1 << 20, file), schema.clone(), Some(props)).map_err(|e| io(&path, e))?;
+        let writer = ArrowWriter::try_new(
+            BufWriter::with_capacity(1 << 20, file),
+            schema.clone(),
+            Some(props),
+        )
+        .map_err(|e| io(&path, e))?;
         let rows = ArrayBuilder::from_arrow(fields).map_err(|e| io(&path, e))?;
         Ok(Part { path, writer, rows, buffered: 0 })
     }
@@ -305,7 +364,9 @@ impl<T: Record> DataSet<T> {
                 let mut parts = parts.locked();
                 let part = match parts.entry(i) {
                     Entry::Occupied(e) => e.into_mut(),
-                    Entry::Vacant(v) => v.insert(Part::create(c.temp_path(i, ".parquet"), &schema, &fields)?),
+                    Entry::Vacant(v) => {
+                        v.insert(Part::create(c.temp_path(i, ".parquet"), &schema, &fields)?)
+                    }
                 };
                 f(part)
             })
@@ -314,7 +375,9 @@ impl<T: Record> DataSet<T> {
         let each: Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync> = Arc::new(move |i, x| {
             w(i, &mut |part| {
                 let pushed = if item { part.rows.push(Item(&x)) } else { part.rows.push(&x) };
-                pushed.map_err(|e| io(&part.path, format_args!("a record that does not fit the schema: {e}")))?;
+                pushed.map_err(|e| {
+                    io(&part.path, format_args!("a record that does not fit the schema: {e}"))
+                })?;
                 part.buffered += 1;
                 if part.buffered >= BATCH_ROWS {
                     part.flush()?;
@@ -330,7 +393,10 @@ impl<T: Record> DataSet<T> {
             done.locked().push(i);
             Ok(())
         });
-        let ran = self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask { each: each.clone(), end: end.clone() });
+        let ran = self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask {
+            each: each.clone(),
+            end: end.clone(),
+        });
         let mine = ran.map(|()| std::mem::take(&mut *written.locked()));
         // Return once every worker's parts are in place, so that what follows (reading the
         // directory back, on any worker) sees them all, whole.

@@ -7,9 +7,9 @@ use redis::streams::{StreamReadOptions, StreamReadReply};
 use redis::Commands;
 use serde::{Deserialize, Serialize};
 
-use crate::Locked;
 use crate::stream::Stream;
 use crate::tasks::Pulled;
+use crate::Locked;
 use crate::{Error, Result, Session};
 
 /// One entry of a Redis stream.
@@ -33,8 +33,15 @@ impl Session {
     /// after id `after` (`"0"`: from the start); partition 0 reads. An entry with a field
     /// named `end_field`, if given, ends the stream (and is not emitted); otherwise it runs
     /// until stopped.
-    pub fn redis_stream(&self, url: &str, key: &str, after: &str, end_field: Option<&str>) -> Stream<RedisEntry> {
-        let (url, key, after, end_field) = (url.to_string(), key.to_string(), after.to_string(), end_field.map(str::to_string));
+    pub fn redis_stream(
+        &self,
+        url: &str,
+        key: &str,
+        after: &str,
+        end_field: Option<&str>,
+    ) -> Stream<RedisEntry> {
+        let (url, key, after, end_field) =
+            (url.to_string(), key.to_string(), after.to_string(), end_field.map(str::to_string));
         self.stream_of(
             "redis_stream",
             Arc::new(move |i, _| {
@@ -51,23 +58,33 @@ impl Session {
                         return Ok(Pulled::End);
                     }
                     if conn.is_none() {
-                        let client = redis::Client::open(url.as_str()).map_err(|e| redis_err(&url, e))?;
+                        let client =
+                            redis::Client::open(url.as_str()).map_err(|e| redis_err(&url, e))?;
                         conn = Some(client.get_connection().map_err(|e| redis_err(&url, e))?);
                     }
                     let c = conn.as_mut().expect("connected above");
-                    let reply: Option<StreamReadReply> =
-                        c.xread_options(&[&key], &[&last], &StreamReadOptions::default().count(READ_COUNT)).map_err(|e| redis_err(&url, e))?;
+                    let reply: Option<StreamReadReply> = c
+                        .xread_options(
+                            &[&key],
+                            &[&last],
+                            &StreamReadOptions::default().count(READ_COUNT),
+                        )
+                        .map_err(|e| redis_err(&url, e))?;
                     let Some(reply) = reply else { return Ok(Pulled::Pending) };
                     for s in reply.keys {
                         for entry in s.ids {
                             last.clone_from(&entry.id);
                             let mut fields: Vec<(String, String)> = Vec::new();
                             for (f, v) in &entry.map {
-                                let v: String = redis::from_redis_value(v).map_err(|e| redis_err(&url, e))?;
+                                let v: String =
+                                    redis::from_redis_value(v).map_err(|e| redis_err(&url, e))?;
                                 fields.push((f.clone(), v));
                             }
                             fields.sort();
-                            if end_field.as_ref().is_some_and(|end| fields.iter().any(|(f, _)| f == end)) {
+                            if end_field
+                                .as_ref()
+                                .is_some_and(|end| fields.iter().any(|(f, _)| f == end))
+                            {
                                 ended = true;
                                 break;
                             }
@@ -97,7 +114,8 @@ impl<T: Record + std::fmt::Display> Stream<T> {
                 *conn = Some(client.get_connection().map_err(|e| redis_err(&url, e))?);
             }
             let c = conn.as_mut().expect("connected above");
-            let _: String = c.xadd(&key, "*", &[("value", x.to_string())]).map_err(|e| redis_err(&url, e))?;
+            let _: String =
+                c.xadd(&key, "*", &[("value", x.to_string())]).map_err(|e| redis_err(&url, e))?;
             Ok(())
         });
         self.run_sink(each, Arc::new(|_| Ok(())), stop)

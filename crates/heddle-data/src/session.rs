@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use heddle_comm::dataflow::Options;
 use heddle_comm::Communicator;
+use heddle_dataflow::Options;
 use heddle_task::{AbortHandle, Job, Plan, Report, RoundRobin, TaskGraph, Vertex, WorkerSpec};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -41,7 +41,10 @@ pub struct Session(pub(crate) Arc<Inner>);
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session").field("rank", &self.0.comm.rank()).field("parallelism", &self.0.parallelism).finish_non_exhaustive()
+        f.debug_struct("Session")
+            .field("rank", &self.0.comm.rank())
+            .field("parallelism", &self.0.parallelism)
+            .finish_non_exhaustive()
     }
 }
 
@@ -54,7 +57,16 @@ impl Session {
     pub fn new(comm: Communicator) -> Result<Session> {
         let workers = WorkerSpec::discover(&comm)?;
         let parallelism = comm.size() as u32;
-        Ok(Session(Arc::new(Inner { comm, workers, parallelism, opts: Options::batch(), threads: None, next_id: AtomicUsize::new(0), skipped: Arc::default(), abort: AbortHandle::default() })))
+        Ok(Session(Arc::new(Inner {
+            comm,
+            workers,
+            parallelism,
+            opts: Options::batch(),
+            threads: None,
+            next_id: AtomicUsize::new(0),
+            skipped: Arc::default(),
+            abort: AbortHandle::default(),
+        })))
     }
 
     /// Uses `partitions` partitions per data set (default: one per worker).
@@ -63,9 +75,13 @@ impl Session {
     /// [`crate::Error::InvalidArgument`] for zero.
     pub fn with_partitions(self, partitions: u32) -> Result<Session> {
         if partitions == 0 {
-            return Err(crate::Error::InvalidArgument("a session needs at least one partition".into()));
+            return Err(crate::Error::InvalidArgument(
+                "a session needs at least one partition".into(),
+            ));
         }
-        let inner = Arc::try_unwrap(self.0).map_err(|_| crate::Error::InvalidArgument("set partitions before making data sets".into()))?;
+        let inner = Arc::try_unwrap(self.0).map_err(|_| {
+            crate::Error::InvalidArgument("set partitions before making data sets".into())
+        })?;
         Ok(Session(Arc::new(Inner { parallelism: partitions, ..inner })))
     }
 
@@ -74,7 +90,9 @@ impl Session {
     /// # Errors
     /// [`crate::Error::InvalidArgument`] once data sets exist.
     pub fn with_options(self, opts: Options) -> Result<Session> {
-        let inner = Arc::try_unwrap(self.0).map_err(|_| crate::Error::InvalidArgument("set options before making data sets".into()))?;
+        let inner = Arc::try_unwrap(self.0).map_err(|_| {
+            crate::Error::InvalidArgument("set options before making data sets".into())
+        })?;
         Ok(Session(Arc::new(Inner { opts, ..inner })))
     }
 
@@ -85,9 +103,13 @@ impl Session {
     /// [`crate::Error::InvalidArgument`] for zero, or once data sets exist.
     pub fn with_threads(self, threads: usize) -> Result<Session> {
         if threads == 0 {
-            return Err(crate::Error::InvalidArgument("a session needs at least one executor thread".into()));
+            return Err(crate::Error::InvalidArgument(
+                "a session needs at least one executor thread".into(),
+            ));
         }
-        let inner = Arc::try_unwrap(self.0).map_err(|_| crate::Error::InvalidArgument("set threads before making data sets".into()))?;
+        let inner = Arc::try_unwrap(self.0).map_err(|_| {
+            crate::Error::InvalidArgument("set threads before making data sets".into())
+        })?;
         Ok(Session(Arc::new(Inner { threads: Some(threads), ..inner })))
     }
 
@@ -144,7 +166,8 @@ impl Session {
 
     /// A job of a built graph with the session's threads (collective).
     pub(crate) fn job<'s>(&'s self, build: &Build, plan: &Plan, opts: Options) -> Result<Job<'s>> {
-        let job = Job::new(&self.0.comm, &build.graph, plan, opts)?.abort_with(self.0.abort.clone());
+        let job =
+            Job::new(&self.0.comm, &build.graph, plan, opts)?.abort_with(self.0.abort.clone());
         Ok(match self.0.threads {
             Some(n) => job.threads(n),
             None => job,

@@ -11,14 +11,13 @@ use std::sync::{Arc, Mutex};
 use heddle_task::{Edge, Record, StopHandle};
 use serde::Serialize;
 
-use crate::Locked;
 use crate::dataset::DataSet;
-use crate::stream::Stream;
-use crate::output::{Commit, Output};
-use crate::tasks::SinkTask;
 use crate::error::io;
+use crate::output::{Commit, Output};
+use crate::stream::Stream;
+use crate::tasks::SinkTask;
+use crate::Locked;
 use crate::Result;
-
 
 /// A part file being written.
 pub type PartWriter = BufWriter<File>;
@@ -36,12 +35,18 @@ impl Parts {
     }
 
     /// Runs `f` on partition `i`'s part, creating it first if needed.
-    fn with(&self, i: u32, f: &mut dyn FnMut(&mut PartWriter) -> std::io::Result<()>) -> Result<()> {
+    fn with(
+        &self,
+        i: u32,
+        f: &mut dyn FnMut(&mut PartWriter) -> std::io::Result<()>,
+    ) -> Result<()> {
         let path = self.commit.temp_path(i, "");
         let mut open = self.open.locked();
         let out = match open.entry(i) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(v) => v.insert(BufWriter::new(crate::output::create_part(&path)?)),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(BufWriter::new(crate::output::create_part(&path)?))
+            }
         };
         f(out).map_err(|e| io(&path, e))
     }
@@ -52,7 +57,10 @@ impl Parts {
     fn sink<T: 'static>(
         self: &Arc<Parts>,
         write: impl Fn(&mut PartWriter, T) -> std::io::Result<()> + Send + Sync + 'static,
-    ) -> (Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync>, Arc<dyn Fn(u32) -> Result<()> + Send + Sync>) {
+    ) -> (
+        Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync>,
+        Arc<dyn Fn(u32) -> Result<()> + Send + Sync>,
+    ) {
         let parts = self.clone();
         let each = Arc::new(move |i, x| {
             let mut x = Some(x);
@@ -80,11 +88,18 @@ impl Parts {
 
 impl<T: Record> DataSet<T> {
     /// Writes partition i with `write(out, record)` into `part-{i:05}` of `out`.
-    fn write_parts(&self, out: Output, write: impl Fn(&mut PartWriter, T) -> std::io::Result<()> + Send + Sync + 'static) -> Result<()> {
+    fn write_parts(
+        &self,
+        out: Output,
+        write: impl Fn(&mut PartWriter, T) -> std::io::Result<()> + Send + Sync + 'static,
+    ) -> Result<()> {
         let comm = self.session.comm();
         let parts = Parts::new(Arc::new(Commit::begin(comm, &out)?));
         let (each, end) = parts.sink(write);
-        let ran = self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask { each: each.clone(), end: end.clone() });
+        let ran = self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask {
+            each: each.clone(),
+            end: end.clone(),
+        });
         parts.finish(comm, ran)
     }
 

@@ -56,7 +56,15 @@ impl<K: Record + Ord, V: Record> ExternalSort<K, V> {
     pub(crate) fn new(max_held: usize, dirs: Vec<PathBuf>) -> Self {
         let dirs = if dirs.is_empty() { vec![std::env::temp_dir()] } else { dirs };
         let scratch = vec![None; dirs.len()];
-        ExternalSort { held: Vec::new(), max_held: max_held.max(1), dirs, scratch, runs: Vec::new(), written: 0, out: Output::Idle }
+        ExternalSort {
+            held: Vec::new(),
+            max_held: max_held.max(1),
+            dirs,
+            scratch,
+            runs: Vec::new(),
+            written: 0,
+            out: Output::Idle,
+        }
     }
 
     /// Takes one record.
@@ -69,27 +77,48 @@ impl<K: Record + Ord, V: Record> ExternalSort<K, V> {
     }
 
     /// Writes `records` (sorted) as a new run.
-    fn write_run(&mut self, records: impl IntoIterator<Item = crate::Result<(K, V)>>) -> crate::Result<Run<K, V>> {
+    fn write_run(
+        &mut self,
+        records: impl IntoIterator<Item = crate::Result<(K, V)>>,
+    ) -> crate::Result<Run<K, V>> {
         let i = self.written % self.dirs.len();
         self.written += 1;
         let dir = match &self.scratch[i] {
             Some(dir) => dir.clone(),
             None => {
                 let root = &self.dirs[i];
-                let dir = Arc::new(ScratchDir::create(root).map_err(|source| Error::Io { path: root.display().to_string(), source })?);
+                let dir =
+                    Arc::new(ScratchDir::create(root).map_err(|source| Error::Io {
+                        path: root.display().to_string(),
+                        source,
+                    })?);
                 self.scratch[i] = Some(dir.clone());
                 dir
             }
         };
         let name = format!("heddle-sort-{}.run", RUNS.fetch_add(1, AtomicOrdering::Relaxed));
-        let (path, file) = dir.create_file(&name).map_err(|source| Error::Io { path: dir.path().join(&name).display().to_string(), source })?;
+        let (path, file) = dir.create_file(&name).map_err(|source| Error::Io {
+            path: dir.path().join(&name).display().to_string(),
+            source,
+        })?;
         let io = |source| Error::Io { path: path.display().to_string(), source };
         let mut w = BufWriter::with_capacity(1 << 20, file);
         // The run file goes away with the run, whatever happens next; the scratch
         // directory with the last run.
-        let mut run = Run { path: Some(path.clone()), reader: None, memory: None, left: 0, value: None, level: 0, _dir: Some(dir), _k: PhantomData };
+        let mut run = Run {
+            path: Some(path.clone()),
+            reader: None,
+            memory: None,
+            left: 0,
+            value: None,
+            level: 0,
+            _dir: Some(dir),
+            _k: PhantomData,
+        };
         for rec in records {
-            bincode::serialize_into(&mut w, &rec?).map_err(|e| Error::InvalidArgument(format!("{}: encoding a record: {e}", path.display())))?;
+            bincode::serialize_into(&mut w, &rec?).map_err(|e| {
+                Error::InvalidArgument(format!("{}: encoding a record: {e}", path.display()))
+            })?;
             run.left += 1;
         }
         w.flush().map_err(io)?;
@@ -100,7 +129,8 @@ impl<K: Record + Ord, V: Record> ExternalSort<K, V> {
     /// files are removed.
     fn merge_runs(&mut self, mut runs: Vec<Run<K, V>>, level: u32) -> crate::Result<Run<K, V>> {
         let mut heap = open(&mut runs)?;
-        let mut merged = self.write_run(std::iter::from_fn(|| pop(&mut heap, &mut runs).transpose()))?;
+        let mut merged =
+            self.write_run(std::iter::from_fn(|| pop(&mut heap, &mut runs).transpose()))?;
         merged.level = level;
         Ok(merged)
     }
@@ -138,7 +168,16 @@ impl<K: Record + Ord, V: Record> ExternalSort<K, V> {
             let mut held = std::mem::take(&mut self.held);
             held.sort_by(|a, b| a.0.cmp(&b.0));
             let left = held.len() as u64;
-            self.runs.push(Run { path: None, reader: None, memory: Some(held.into_iter()), left, value: None, level: 0, _dir: None, _k: PhantomData });
+            self.runs.push(Run {
+                path: None,
+                reader: None,
+                memory: Some(held.into_iter()),
+                left,
+                value: None,
+                level: 0,
+                _dir: None,
+                _k: PhantomData,
+            });
         }
         while self.runs.len() > FAN_IN {
             let group: Vec<Run<K, V>> = self.runs.drain(..FAN_IN).collect();
@@ -165,7 +204,9 @@ impl<K: Record + Ord, V: Record> ExternalSort<K, V> {
 }
 
 /// Opens `runs` for merging: the heap of their first keys.
-fn open<K: DeserializeOwned + Ord, V: DeserializeOwned>(runs: &mut [Run<K, V>]) -> crate::Result<BinaryHeap<Head<K>>> {
+fn open<K: DeserializeOwned + Ord, V: DeserializeOwned>(
+    runs: &mut [Run<K, V>],
+) -> crate::Result<BinaryHeap<Head<K>>> {
     let mut heap = BinaryHeap::with_capacity(runs.len());
     for (i, run) in runs.iter_mut().enumerate() {
         if let Some(key) = run.next()? {
@@ -176,7 +217,10 @@ fn open<K: DeserializeOwned + Ord, V: DeserializeOwned>(runs: &mut [Run<K, V>]) 
 }
 
 /// The least record of the merge of `runs` (equal keys: the earlier run's first).
-fn pop<K: DeserializeOwned + Ord, V: DeserializeOwned>(heap: &mut BinaryHeap<Head<K>>, runs: &mut [Run<K, V>]) -> crate::Result<Option<(K, V)>> {
+fn pop<K: DeserializeOwned + Ord, V: DeserializeOwned>(
+    heap: &mut BinaryHeap<Head<K>>,
+    runs: &mut [Run<K, V>],
+) -> crate::Result<Option<(K, V)>> {
     let Some(Head { key, run }) = heap.pop() else { return Ok(None) };
     let r = &mut runs[run];
     let value = r.value.take().expect("a run's head has its value");
@@ -246,8 +290,13 @@ impl<K: DeserializeOwned, V: DeserializeOwned> Run<K, V> {
                     self.reader = Some(BufReader::with_capacity(1 << 16, file));
                 }
                 let reader = self.reader.as_mut().expect("opened above");
-                bincode::deserialize_from::<_, (K, V)>(reader)
-                    .map_err(|e| Error::InvalidArgument(format!("{}: a spilled run is damaged ({} records short): {e}", path.display(), self.left)))?
+                bincode::deserialize_from::<_, (K, V)>(reader).map_err(|e| {
+                    Error::InvalidArgument(format!(
+                        "{}: a spilled run is damaged ({} records short): {e}",
+                        path.display(),
+                        self.left
+                    ))
+                })?
             }
         };
         self.left -= 1;
@@ -298,14 +347,19 @@ mod tests {
 
     /// A scratch directory of its own, removed at the end.
     fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("heddle-sort-test-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("heddle-sort-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
     }
 
     /// The sorted records, the most runs held while spilling, and the runs merged at the end.
-    fn sorted_by(max_held: usize, records: &[(u32, u32)], dir: &Path) -> (Vec<(u32, u32)>, usize, usize) {
+    fn sorted_by(
+        max_held: usize,
+        records: &[(u32, u32)],
+        dir: &Path,
+    ) -> (Vec<(u32, u32)>, usize, usize) {
         let mut sort = ExternalSort::new(max_held, vec![dir.to_path_buf()]);
         let mut most_runs = 0;
         for &r in records {
@@ -324,18 +378,23 @@ mod tests {
     #[test]
     fn many_runs_are_merged_in_passes_and_the_sort_stays_stable() {
         // Keys repeat (stability shows), values number the records in arrival order.
-        let records: Vec<(u32, u32)> = (0..20_000u32).map(|i| (i.wrapping_mul(2_654_435_761) % 997, i)).collect();
+        let records: Vec<(u32, u32)> =
+            (0..20_000u32).map(|i| (i.wrapping_mul(2_654_435_761) % 997, i)).collect();
         let mut want = records.clone();
         want.sort_by_key(|r| r.0); // stable: equal keys keep arrival order
-        // 20,000 runs of one record (three levels of merges), 2,858 of 7, 400 of 50, 20
-        // of 1,000, none.
+                                   // 20,000 runs of one record (three levels of merges), 2,858 of 7, 400 of 50, 20
+                                   // of 1,000, none.
         for max_held in [1, 7, 50, 1000, 100_000] {
             let dir = scratch(&format!("runs{max_held}"));
             let (got, most_runs, merged) = sorted_by(max_held, &records, &dir);
             assert_eq!(got, want, "max_held {max_held}");
             assert!(most_runs < 3 * FAN_IN, "max_held {max_held}: {most_runs} runs at once");
             assert!(merged <= FAN_IN, "max_held {max_held}: {merged} runs in the final merge");
-            assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "max_held {max_held}: run files left behind");
+            assert_eq!(
+                std::fs::read_dir(&dir).unwrap().count(),
+                0,
+                "max_held {max_held}: run files left behind"
+            );
             std::fs::remove_dir_all(&dir).unwrap();
         }
     }

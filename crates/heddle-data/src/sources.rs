@@ -10,27 +10,40 @@ use std::sync::{Arc, Mutex};
 use heddle_task::{Record, Vertex};
 use serde::de::DeserializeOwned;
 
-use crate::Locked;
 use crate::dataset::DataSet;
+use crate::error::io;
+use crate::input_files::{planned_files, Planned};
 use crate::session::Session;
 use crate::tasks::{IterSource, MakeIter};
-use crate::input_files::{planned_files, Planned};
 use crate::text_blocks::{skip_line, MAX_LINE_BYTES};
-use crate::error::io;
+use crate::Locked;
 use crate::{Error, Result};
 
 /// A data set whose partition `i` of `p` is what `make(i, p)` yields.
-pub(crate) fn from_iter_fn<T: Record>(session: &Session, name: &str, make: MakeIter<T>) -> DataSet<T> {
+pub(crate) fn from_iter_fn<T: Record>(
+    session: &Session,
+    name: &str,
+    make: MakeIter<T>,
+) -> DataSet<T> {
     let p = session.partitions();
     DataSet::new(session, name, move |b, vname| {
         let m = make.clone();
-        let v: Vertex<(), T> = b.graph.source(vname, p, move |i| IterSource { make: m.clone(), index: i, parallelism: p, iter: None });
+        let v: Vertex<(), T> = b.graph.source(vname, p, move |i| IterSource {
+            make: m.clone(),
+            index: i,
+            parallelism: p,
+            iter: None,
+        });
         Ok(v)
     })
 }
 
 /// A data set whose partition `i` of `p` holds `make(i, p)`.
-pub(crate) fn from_partitions<T: Record>(session: &Session, name: &str, make: impl Fn(u32, u32) -> Vec<T> + Send + Sync + 'static) -> DataSet<T> {
+pub(crate) fn from_partitions<T: Record>(
+    session: &Session,
+    name: &str,
+    make: impl Fn(u32, u32) -> Vec<T> + Send + Sync + 'static,
+) -> DataSet<T> {
     from_iter_fn(session, name, Arc::new(move |i, p| Box::new(make(i, p).into_iter().map(Ok))))
 }
 
@@ -52,7 +65,11 @@ impl Session {
     /// The numbers `start..end`, split evenly.
     pub fn range(&self, start: u64, end: u64) -> DataSet<u64> {
         let n = end.saturating_sub(start);
-        from_iter_fn(self, "range", Arc::new(move |i, p| Box::new(share(n, i, p).map(move |x| Ok(start + x)))))
+        from_iter_fn(
+            self,
+            "range",
+            Arc::new(move |i, p| Box::new(share(n, i, p).map(move |x| Ok(start + x)))),
+        )
     }
 
     /// The records of `records` (the same vector on every worker), split evenly in order.
@@ -67,12 +84,20 @@ impl Session {
     }
 
     /// `f(0) .. f(n - 1)`, each partition making its own share (seeded generators).
-    pub fn generate<T: Record>(&self, n: u64, f: impl Fn(u64) -> T + Send + Sync + 'static) -> DataSet<T> {
+    pub fn generate<T: Record>(
+        &self,
+        n: u64,
+        f: impl Fn(u64) -> T + Send + Sync + 'static,
+    ) -> DataSet<T> {
         let f = Arc::new(f);
-        from_iter_fn(self, "generate", Arc::new(move |i, p| {
-            let f = f.clone();
-            Box::new(share(n, i, p).map(move |x| Ok(f(x))))
-        }))
+        from_iter_fn(
+            self,
+            "generate",
+            Arc::new(move |i, p| {
+                let f = f.clone();
+                Box::new(share(n, i, p).map(move |x| Ok(f(x))))
+            }),
+        )
     }
 
     /// The lines of a text file, of every file in a directory, or of the files a glob
@@ -83,7 +108,11 @@ impl Session {
     /// A path that names no readable file.
     pub fn text_file(&self, path: impl AsRef<Path>) -> Result<DataSet<String>> {
         let files = Arc::new(planned_files(path.as_ref())?);
-        Ok(from_iter_fn(self, "text_file", Arc::new(move |i, p| Box::new(Lines::new(files.clone(), i, p)))))
+        Ok(from_iter_fn(
+            self,
+            "text_file",
+            Arc::new(move |i, p| Box::new(Lines::new(files.clone(), i, p))),
+        ))
     }
 
     /// Rows of CSV files (as [`Session::text_file`] finds them) deserialized into `T`
@@ -95,25 +124,40 @@ impl Session {
     ///
     /// # Errors
     /// As [`Session::text_file`]; a file whose header cannot be read.
-    pub fn read_csv<T: Record + DeserializeOwned>(&self, path: impl AsRef<Path>, headers: bool, on_malformed: OnMalformed) -> Result<DataSet<T>> {
+    pub fn read_csv<T: Record + DeserializeOwned>(
+        &self,
+        path: impl AsRef<Path>,
+        headers: bool,
+        on_malformed: OnMalformed,
+    ) -> Result<DataSet<T>> {
         let files = Arc::new(planned_files(path.as_ref())?);
         // The first line of the first file: the header, or the row that sets the width.
         let first = match files.first() {
             Some(Planned { path: f, .. }) => {
                 // At most the line limit (and its newline), as the rows are read.
-                let at_line_1 = |message: String| Error::Parse { path: f.display().to_string(), line: 1, message };
+                let at_line_1 = |message: String| Error::Parse {
+                    path: f.display().to_string(),
+                    line: 1,
+                    message,
+                };
                 let mut first = Vec::new();
-                let n = BufReader::new(open(f)?).take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut first).map_err(|e| io(f, e))?;
+                let n = BufReader::new(open(f)?)
+                    .take(MAX_LINE_BYTES + 1)
+                    .read_until(b'\n', &mut first)
+                    .map_err(|e| io(f, e))?;
                 if n as u64 > MAX_LINE_BYTES && first.last() != Some(&b'\n') {
                     return Err(at_line_1(format!("the line is longer than the {MAX_LINE_BYTES}-byte line limit; split it into lines")));
                 }
-                let first = String::from_utf8(first).map_err(|_| at_line_1("not UTF-8 text".into()))?;
+                let first =
+                    String::from_utf8(first).map_err(|_| at_line_1("not UTF-8 text".into()))?;
                 let parsed = csv_record(first.trim_end_matches(['\n', '\r'])).map_err(at_line_1)?;
                 Some((f.display().to_string(), parsed))
             }
             None => None,
         };
-        let width = first.as_ref().map(|(f, r)| (r.len(), if headers { format!("the header of {f}") } else { format!("line 1 of {f}") }));
+        let width = first.as_ref().map(|(f, r)| {
+            (r.len(), if headers { format!("the header of {f}") } else { format!("line 1 of {f}") })
+        });
         let header = Arc::new(if headers { first.map(|(_, r)| r) } else { None });
         let skipped = self.0.skipped.clone();
         Ok(from_iter_fn(
@@ -134,8 +178,12 @@ impl Session {
                         return None; // blank lines separate nothing (as Spark and pandas read them)
                     }
                     let parsed = csv_record(&line).and_then(|rec| match &width {
-                        Some((n, from)) if rec.len() != *n => Err(format!("expected {n} fields (as {from} has), found {}", rec.len())),
-                        _ => rec.deserialize::<T>(header.as_ref().as_ref()).map_err(|e| e.to_string()),
+                        Some((n, from)) if rec.len() != *n => {
+                            Err(format!("expected {n} fields (as {from} has), found {}", rec.len()))
+                        }
+                        _ => rec
+                            .deserialize::<T>(header.as_ref().as_ref())
+                            .map_err(|e| e.to_string()),
                     });
                     malformed(parsed, &at, on_malformed, &skipped)
                 });
@@ -148,7 +196,11 @@ impl Session {
     ///
     /// # Errors
     /// As [`Session::text_file`].
-    pub fn read_json_lines<T: Record + DeserializeOwned>(&self, path: impl AsRef<Path>, on_malformed: OnMalformed) -> Result<DataSet<T>> {
+    pub fn read_json_lines<T: Record + DeserializeOwned>(
+        &self,
+        path: impl AsRef<Path>,
+        on_malformed: OnMalformed,
+    ) -> Result<DataSet<T>> {
         let files = Arc::new(planned_files(path.as_ref())?);
         let skipped = self.0.skipped.clone();
         Ok(from_iter_fn(
@@ -164,7 +216,12 @@ impl Session {
                     if line.trim().is_empty() {
                         return None;
                     }
-                    malformed(serde_json::from_str::<T>(&line).map_err(|e| e.to_string()), &at, on_malformed, &skipped)
+                    malformed(
+                        serde_json::from_str::<T>(&line).map_err(|e| e.to_string()),
+                        &at,
+                        on_malformed,
+                        &skipped,
+                    )
                 });
                 Box::new(rows)
             }),
@@ -183,22 +240,29 @@ fn csv_record(line: &str) -> std::result::Result<csv::StringRecord, String> {
 }
 
 /// A row's fate: kept, skipped and counted, or an error naming its file and line.
-fn malformed<T>(parsed: std::result::Result<T, String>, at: &Position, on: OnMalformed, skipped: &Arc<AtomicU64>) -> Option<Result<T>> {
+fn malformed<T>(
+    parsed: std::result::Result<T, String>,
+    at: &Position,
+    on: OnMalformed,
+    skipped: &Arc<AtomicU64>,
+) -> Option<Result<T>> {
     match parsed {
         Ok(x) => Some(Ok(x)),
         Err(_) if on == OnMalformed::Skip => {
             skipped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             None
         }
-        Err(message) => Some(Err(Error::Parse { path: at.file.display().to_string(), line: at.line_number(), message })),
+        Err(message) => Some(Err(Error::Parse {
+            path: at.file.display().to_string(),
+            line: at.line_number(),
+            message,
+        })),
     }
 }
-
 
 fn open(path: &Path) -> Result<File> {
     File::open(path).map_err(|e| io(path, e))
 }
-
 
 /// Where a line lies: its file, byte offset, and line number when known without reading
 /// the file from its start (line numbers are counted on demand for error messages).
@@ -301,7 +365,8 @@ impl Lines {
                 }
             }
             self.buf.clear();
-            let n = match reader.by_ref().take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut self.buf) {
+            let n = match reader.by_ref().take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut self.buf)
+            {
                 Ok(n) => n as u64,
                 Err(e) => return Some(Err(io(&planned.path, e))),
             };
@@ -310,7 +375,11 @@ impl Lines {
                 let at = Position { file: planned.path.clone(), offset: *pos, line: *line };
                 self.current = None;
                 let message = format!("the line is longer than the {MAX_LINE_BYTES}-byte line limit; split it into lines");
-                return Some(Err(Error::Parse { path: at.file.display().to_string(), line: at.line_number(), message }));
+                return Some(Err(Error::Parse {
+                    path: at.file.display().to_string(),
+                    line: at.line_number(),
+                    message,
+                }));
             }
             if n == 0 {
                 // The end of the file before the end of the range: it was truncated.
@@ -330,7 +399,11 @@ impl Lines {
             let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
             return Some(match std::str::from_utf8(bytes) {
                 Ok(s) => Ok((s.to_string(), at)),
-                Err(_) => Err(Error::Parse { path: at.file.display().to_string(), line: at.line_number(), message: "not UTF-8 text".into() }),
+                Err(_) => Err(Error::Parse {
+                    path: at.file.display().to_string(),
+                    line: at.line_number(),
+                    message: "not UTF-8 text".into(),
+                }),
             });
         }
     }

@@ -12,14 +12,14 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use heddle_comm::dataflow::Options;
+use heddle_dataflow::Options;
 use heddle_task::{Edge, Plan, Record, RoundRobin, StopHandle, Strategy};
 
-use crate::Locked;
 use crate::dataset::DataSet;
 use crate::session::{Build, Session};
 use crate::tasks::{MakePull, PullSource, Pulled, SinkTask};
 use crate::window::{element_partition, Stamp, Window, WindowTask, Windowed};
+use crate::Locked;
 use crate::{Error, Result};
 
 /// How often a window checks the clock (processing time).
@@ -59,7 +59,10 @@ impl<T: Record> Stream<T> {
     }
 
     /// Each record to any number of records.
-    pub fn flat_map<U: Record, I: IntoIterator<Item = U>>(&self, f: impl Fn(T) -> I + Send + Sync + 'static) -> Stream<U> {
+    pub fn flat_map<U: Record, I: IntoIterator<Item = U>>(
+        &self,
+        f: impl Fn(T) -> I + Send + Sync + 'static,
+    ) -> Stream<U> {
         self.wrap(self.data.flat_map(f))
     }
 
@@ -86,14 +89,22 @@ impl<T: Record> Stream<T> {
 
     /// Runs the stream into `sink` until every source ends or `stop` is stopped
     /// (collective: every worker runs it).
-    pub(crate) fn run_sink(&self, each: Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync>, end: Arc<dyn Fn(u32) -> Result<()> + Send + Sync>, stop: Option<StopHandle>) -> Result<()> {
+    pub(crate) fn run_sink(
+        &self,
+        each: Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync>,
+        end: Arc<dyn Fn(u32) -> Result<()> + Send + Sync>,
+        stop: Option<StopHandle>,
+    ) -> Result<()> {
         let session = &self.data.session;
         let mut b = Build::default();
         let v = self.data.vertex(&mut b)?;
-        let sink = b.graph.compute("sink", self.data.parallelism(), move |_| SinkTask { each: each.clone(), end: end.clone() });
+        let sink = b.graph.compute("sink", self.data.parallelism(), move |_| SinkTask {
+            each: each.clone(),
+            end: end.clone(),
+        });
         b.graph.connect(&v, &sink, Edge::direct());
         let plan = Plan::new(&b.graph, &session.0.workers, &RoundRobin)?;
-        let opts = Options { mode: heddle_comm::dataflow::Mode::Streaming, ..session.0.opts.clone() };
+        let opts = Options { mode: heddle_dataflow::Mode::Streaming, ..session.0.opts.clone() };
         let mut job = session.job(&b, &plan, opts)?;
         if let Some(stop) = stop {
             job = job.stop_with(stop);
@@ -107,7 +118,11 @@ impl<T: Record> Stream<T> {
     ///
     /// # Errors
     /// The first error of `f`, a task or communication failure.
-    pub fn run(&self, f: impl Fn(u32, T) -> Result<()> + Send + Sync + 'static, stop: Option<StopHandle>) -> Result<()> {
+    pub fn run(
+        &self,
+        f: impl Fn(u32, T) -> Result<()> + Send + Sync + 'static,
+        stop: Option<StopHandle>,
+    ) -> Result<()> {
         self.run_sink(Arc::new(f), Arc::new(|_| Ok(())), stop)
     }
 
@@ -132,8 +147,8 @@ impl<T: Record> Stream<T> {
         });
         let each: Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync> = Arc::new(move |i, x| {
             let mut conns = conns.locked();
-            if !conns.contains_key(&i) {
-                conns.insert(i, TcpStream::connect(&addr).map_err(|e| io(&addr, e))?);
+            if let std::collections::hash_map::Entry::Vacant(e) = conns.entry(i) {
+                e.insert(TcpStream::connect(&addr).map_err(|e| io(&addr, e))?);
             }
             let s = conns.get_mut(&i).expect("inserted above");
             writeln!(s, "{x}").map_err(|e| io(&addr, e))
@@ -148,18 +163,26 @@ impl<K: Record + Hash + Eq + Ord, V: Record> Stream<(K, V)> {
     /// [`Window::event_time`]). Results come as windows fire; with event time, late
     /// records within the allowed lateness re-emit their window (`update`), later ones are
     /// dropped and counted ([`Stream::late_records`]).
-    pub fn window(&self, window: Window, event_time: impl Fn(&V) -> u64 + Send + Sync + 'static, reduce: impl Fn(V, V) -> V + Send + Sync + 'static) -> Stream<Windowed<K, V>> {
+    pub fn window(
+        &self,
+        window: Window,
+        event_time: impl Fn(&V) -> u64 + Send + Sync + 'static,
+        reduce: impl Fn(V, V) -> V + Send + Sync + 'static,
+    ) -> Stream<Windowed<K, V>> {
         let p = self.data.parallelism();
         let event = match window.time {
             crate::window::Time::Event { out_of_orderness, .. } => Some(out_of_orderness),
             crate::window::Time::Processing => None,
         };
         let time: Arc<dyn Fn(&V) -> u64 + Send + Sync> = Arc::new(event_time);
-        let stamped = self.data.then(
-            "stamp",
-            Edge::direct,
-            move |_| Stamp { time: time.clone(), event, targets: p, max_seen: 0, last_mark: 0, _kv: PhantomData },
-        );
+        let stamped = self.data.then("stamp", Edge::direct, move |_| Stamp {
+            time: time.clone(),
+            event,
+            targets: p,
+            max_seen: 0,
+            last_mark: 0,
+            _kv: PhantomData,
+        });
         // Windows also run on a timer, to fire processing-time windows.
         let timed = Strategy::on_data().every(TICK);
         let reduce: Arc<dyn Fn(V, V) -> V + Send + Sync> = Arc::new(reduce);
@@ -188,7 +211,12 @@ impl Session {
         let p = self.partitions();
         let data = DataSet::new(self, name, move |b, vname| {
             let m = make.clone();
-            Ok(b.graph.source(vname, p, move |i| PullSource { make: m.clone(), index: i, parallelism: p, pull: None }))
+            Ok(b.graph.source(vname, p, move |i| PullSource {
+                make: m.clone(),
+                index: i,
+                parallelism: p,
+                pull: None,
+            }))
         });
         Stream { data, late: Arc::default() }
     }
@@ -202,7 +230,12 @@ impl Session {
     /// `f(0), f(1), ...` split over the partitions (partition i makes the sequence numbers
     /// congruent to i), at most `rate` records per second per partition if given, until
     /// `limit` records in all if given (else until stopped).
-    pub fn stream_generate<T: Record>(&self, rate: Option<u64>, limit: Option<u64>, f: impl Fn(u64) -> T + Send + Sync + 'static) -> Stream<T> {
+    pub fn stream_generate<T: Record>(
+        &self,
+        rate: Option<u64>,
+        limit: Option<u64>,
+        f: impl Fn(u64) -> T + Send + Sync + 'static,
+    ) -> Stream<T> {
         let f = Arc::new(f);
         self.stream_of(
             "stream_generate",
@@ -242,7 +275,8 @@ impl Session {
                     if i != 0 {
                         return Ok(Pulled::End);
                     }
-                    let io = |e: std::io::Error| Error::Io { path: format!("tcp://{addr}"), source: e };
+                    let io =
+                        |e: std::io::Error| Error::Io { path: format!("tcp://{addr}"), source: e };
                     if conn.is_none() {
                         let s = TcpStream::connect(&addr).map_err(io)?;
                         s.set_nonblocking(true).map_err(io)?;
@@ -272,11 +306,16 @@ impl Session {
                     if ended {
                         return Ok(Pulled::End);
                     }
-                    let io = |e: std::io::Error| Error::Io { path: path.display().to_string(), source: e };
+                    let io = |e: std::io::Error| Error::Io {
+                        path: path.display().to_string(),
+                        source: e,
+                    };
                     if file.is_none() {
                         match std::fs::File::open(&path) {
                             Ok(f) => file = Some(f),
-                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Pulled::Pending),
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                                return Ok(Pulled::Pending)
+                            }
                             Err(e) => return Err(io(e)),
                         }
                     }
@@ -298,11 +337,16 @@ impl Session {
 
 /// The next complete line from `pending` and whatever `read` has now: an item, pending
 /// (no complete line yet, or the read would block), or the end (the reader is exhausted).
-fn pull_line(pending: &mut Vec<u8>, mut read: impl FnMut(&mut [u8]) -> std::io::Result<usize>, io: &dyn Fn(std::io::Error) -> Error) -> Result<Pulled<String>> {
+fn pull_line(
+    pending: &mut Vec<u8>,
+    mut read: impl FnMut(&mut [u8]) -> std::io::Result<usize>,
+    io: &dyn Fn(std::io::Error) -> Error,
+) -> Result<Pulled<String>> {
     loop {
         if let Some(nl) = pending.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = pending.drain(..=nl).collect();
-            let text = String::from_utf8_lossy(&line[..line.len() - 1]).trim_end_matches('\r').to_string();
+            let text =
+                String::from_utf8_lossy(&line[..line.len() - 1]).trim_end_matches('\r').to_string();
             return Ok(Pulled::Item(text));
         }
         let mut buf = [0u8; 64 << 10];

@@ -16,7 +16,8 @@ pub(crate) type Table<K, V> = std::collections::HashMap<K, V, foldhash::fast::Ra
 const PER_CALL: usize = 4096;
 
 /// Makes partition `i` of `p`'s records (afresh for every pass).
-pub(crate) type MakeIter<T> = Arc<dyn Fn(u32, u32) -> Box<dyn Iterator<Item = crate::Result<T>> + Send> + Send + Sync>;
+pub(crate) type MakeIter<T> =
+    Arc<dyn Fn(u32, u32) -> Box<dyn Iterator<Item = crate::Result<T>> + Send> + Send + Sync>;
 
 /// A source over an iterator per partition.
 pub(crate) struct IterSource<T> {
@@ -93,7 +94,9 @@ pub(crate) struct CombineTask<K, V, A> {
     pub(crate) table: Table<K, Option<A>>,
 }
 
-impl<K: Hash + Eq + Send + 'static, V: Send + 'static, A: Send + 'static> Compute for CombineTask<K, V, A> {
+impl<K: Hash + Eq + Send + 'static, V: Send + 'static, A: Send + 'static> Compute
+    for CombineTask<K, V, A>
+{
     type In = (K, V);
     type Out = (K, A);
 
@@ -143,7 +146,12 @@ pub(crate) struct JoinTask<K, V, W> {
     pub(crate) table: Table<K, (Vec<V>, Vec<W>)>,
 }
 
-impl<K: Hash + Eq + Clone + Send + 'static, V: Clone + Send + 'static, W: Clone + Send + 'static> Compute for JoinTask<K, V, W> {
+impl<
+        K: Hash + Eq + Clone + Send + 'static,
+        V: Clone + Send + 'static,
+        W: Clone + Send + 'static,
+    > Compute for JoinTask<K, V, W>
+{
     type In = (K, Side<V, W>);
     type Out = (K, (Option<V>, Option<W>));
 
@@ -269,7 +277,9 @@ pub(crate) enum Pulled<T> {
 }
 
 /// Makes partition `i` of `p`'s puller (afresh for every pass).
-pub(crate) type MakePull<T> = Arc<dyn Fn(u32, u32) -> Box<dyn FnMut() -> crate::Result<Pulled<T>> + Send + Sync> + Send + Sync>;
+pub(crate) type MakePull<T> = Arc<
+    dyn Fn(u32, u32) -> Box<dyn FnMut() -> crate::Result<Pulled<T>> + Send + Sync> + Send + Sync,
+>;
 
 /// A source that pulls records as they become available, never blocking the executor.
 pub(crate) struct PullSource<T> {

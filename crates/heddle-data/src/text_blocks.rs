@@ -8,8 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::dataset::DataSet;
-use crate::session::Session;
 use crate::input_files::{planned_files, Planned};
+use crate::session::Session;
 use crate::sources::from_iter_fn;
 use crate::{Error, Result};
 
@@ -57,7 +57,8 @@ impl TextBlocks {
             let (f, len) = (&planned.path, planned.len);
             let (s, e) = (start.max(at), end.min(at + len));
             if s < e {
-                let file = read_segment(f, s - at, e - at, MAX_LINE_BYTES, &mut out).map_err(|source| Error::Io { path: f.display().to_string(), source })?;
+                let file = read_segment(f, s - at, e - at, MAX_LINE_BYTES, &mut out)
+                    .map_err(|source| Error::Io { path: f.display().to_string(), source })?;
                 planned.check(&file)?;
                 if out.last().is_some_and(|&b| b != b'\n') {
                     out.push(b'\n'); // a file's last line without a newline
@@ -103,7 +104,13 @@ pub const MAX_LINE_BYTES: u64 = 256 << 20;
 /// if it is at most `max_line` bytes long); returns the file, to be checked against its
 /// plan. Work is linear in the bytes of the segment and of its last line: a segment inside
 /// one long line stops skipping at its own end.
-fn read_segment(path: &Path, start: u64, end: u64, max_line: u64, out: &mut Vec<u8>) -> std::io::Result<File> {
+fn read_segment(
+    path: &Path,
+    start: u64,
+    end: u64,
+    max_line: u64,
+    out: &mut Vec<u8>,
+) -> std::io::Result<File> {
     let mut f = File::open(path)?;
     let mut pos = start;
     if start > 0 {
@@ -125,7 +132,8 @@ fn read_segment(path: &Path, start: u64, end: u64, max_line: u64, out: &mut Vec<
         // The last line goes on past the segment: read it to its end, within the limit.
         let line_start = out.iter().rposition(|&b| b == b'\n').map_or(before, |p| p + 1);
         let so_far = (out.len() - line_start) as u64;
-        let n = r.by_ref().take((max_line + 1).saturating_sub(so_far)).read_until(b'\n', out)? as u64;
+        let n =
+            r.by_ref().take((max_line + 1).saturating_sub(so_far)).read_until(b'\n', out)? as u64;
         if so_far + n > max_line && out.last() != Some(&b'\n') {
             let at = pos + (line_start - before) as u64;
             return Err(std::io::Error::new(
@@ -148,7 +156,9 @@ impl Session {
     /// not UTF-8 fails the job naming the file.
     pub fn text_blocks(&self, path: impl AsRef<Path>, block_bytes: u64) -> Result<DataSet<String>> {
         if block_bytes == 0 {
-            return Err(Error::InvalidArgument("text_blocks: block_bytes must be at least 1".into()));
+            return Err(Error::InvalidArgument(
+                "text_blocks: block_bytes must be at least 1".into(),
+            ));
         }
         let path = path.as_ref().to_path_buf();
         let blocks = Arc::new(TextBlocks::new(&path, block_bytes)?);
@@ -162,7 +172,11 @@ impl Session {
                 Box::new(range.filter_map(move |j| match b.read(j) {
                     Ok(bytes) if bytes.is_empty() => None,
                     Ok(bytes) => Some(String::from_utf8(bytes).map_err(|_| {
-                        Error::InvalidArgument(format!("{}: the block from byte {} is not UTF-8 text", path.display(), b.start(j)))
+                        Error::InvalidArgument(format!(
+                            "{}: the block from byte {} is not UTF-8 text",
+                            path.display(),
+                            b.start(j)
+                        ))
                     })),
                     Err(e) => Some(Err(e)),
                 }))
@@ -176,10 +190,16 @@ mod tests {
     use super::*;
 
     fn segments(content: &[u8], cuts: &[u64], max_line: u64) -> std::io::Result<Vec<u8>> {
-        let path = std::env::temp_dir().join(format!("heddle-segment-{}-{}", std::process::id(), content.len()));
+        let path = std::env::temp_dir().join(format!(
+            "heddle-segment-{}-{}",
+            std::process::id(),
+            content.len()
+        ));
         std::fs::write(&path, content).unwrap();
         let mut out = Vec::new();
-        let r = cuts.windows(2).try_for_each(|w| read_segment(&path, w[0], w[1], max_line, &mut out).map(drop));
+        let r = cuts
+            .windows(2)
+            .try_for_each(|w| read_segment(&path, w[0], w[1], max_line, &mut out).map(drop));
         std::fs::remove_file(&path).unwrap();
         r.map(|()| out)
     }
@@ -189,7 +209,8 @@ mod tests {
         let mut content = b"a b\n".to_vec();
         content.extend(std::iter::repeat_n(b'x', 1000));
         content.extend_from_slice(b"\nlast");
-        let cuts: Vec<u64> = (0..=content.len() as u64).step_by(7).chain([content.len() as u64]).collect();
+        let cuts: Vec<u64> =
+            (0..=content.len() as u64).step_by(7).chain([content.len() as u64]).collect();
         assert_eq!(segments(&content, &cuts, 4096).unwrap(), content);
     }
 

@@ -86,7 +86,10 @@ impl Window {
 
     /// The last `size` records of a key, every `slide` records.
     pub fn sliding_count(size: u64, slide: u64) -> Window {
-        Window { kind: WindowKind::SlidingCount { size: size.max(1), slide: slide.max(1) }, time: Time::Processing }
+        Window {
+            kind: WindowKind::SlidingCount { size: size.max(1), slide: slide.max(1) },
+            time: Time::Processing,
+        }
     }
 
     /// Consecutive spans of `size`.
@@ -96,7 +99,10 @@ impl Window {
 
     /// Spans of `size` starting every `slide`.
     pub fn sliding(size: Duration, slide: Duration) -> Window {
-        Window { kind: WindowKind::Sliding { size: ms(size), slide: ms(slide) }, time: Time::Processing }
+        Window {
+            kind: WindowKind::Sliding { size: ms(size), slide: ms(slide) },
+            time: Time::Processing,
+        }
     }
 
     /// Sessions of records closer than `gap` to each other.
@@ -106,7 +112,10 @@ impl Window {
 
     /// Follows event time (the timestamp the stream's `event_time` function gives).
     pub fn event_time(mut self, out_of_orderness: Duration, allowed_lateness: Duration) -> Window {
-        self.time = Time::Event { out_of_orderness: out_of_orderness.as_millis() as u64, allowed_lateness: allowed_lateness.as_millis() as u64 };
+        self.time = Time::Event {
+            out_of_orderness: out_of_orderness.as_millis() as u64,
+            allowed_lateness: allowed_lateness.as_millis() as u64,
+        };
         self
     }
 }
@@ -247,8 +256,16 @@ impl<K: Clone + Ord + Hash + Send + 'static, V: Clone + Send + 'static> WindowTa
                 held.push_back(v);
                 *seen += 1;
                 if held.len() as u64 == n {
-                    let value = held.drain(..).reduce(|a, b| (self.reduce)(a, b)).expect("n >= 1 records");
-                    ctx.emit(Windowed { key: k, start: *seen - n, end: *seen, value, records: n, update: false });
+                    let value =
+                        held.drain(..).reduce(|a, b| (self.reduce)(a, b)).expect("n >= 1 records");
+                    ctx.emit(Windowed {
+                        key: k,
+                        start: *seen - n,
+                        end: *seen,
+                        value,
+                        records: n,
+                        update: false,
+                    });
                 }
             }
             WindowKind::SlidingCount { size, slide } => {
@@ -259,14 +276,32 @@ impl<K: Clone + Ord + Hash + Send + 'static, V: Clone + Send + 'static> WindowTa
                     held.pop_front();
                 }
                 if *seen % slide == 0 {
-                    let value = held.iter().cloned().reduce(|a, b| (self.reduce)(a, b)).expect("a record was just added");
-                    ctx.emit(Windowed { key: k, start: *seen - held.len() as u64, end: *seen, value, records: held.len() as u64, update: false });
+                    let value = held
+                        .iter()
+                        .cloned()
+                        .reduce(|a, b| (self.reduce)(a, b))
+                        .expect("a record was just added");
+                    ctx.emit(Windowed {
+                        key: k,
+                        start: *seen - held.len() as u64,
+                        end: *seen,
+                        value,
+                        records: held.len() as u64,
+                        update: false,
+                    });
                 }
             }
-            WindowKind::Tumbling(size) => self.add_timed(ctx, k, v, t, &[t - t % size], size, wm, late),
+            WindowKind::Tumbling(size) => {
+                self.add_timed(ctx, k, v, t, &[t - t % size], size, wm, late)
+            }
             WindowKind::Sliding { size, slide } => {
                 let last = t - t % slide;
-                let starts: Vec<u64> = (0..).map(|i| i * slide).take_while(|d| *d < size && *d <= last).map(|d| last - d).filter(|s| s + size > t).collect();
+                let starts: Vec<u64> = (0..)
+                    .map(|i| i * slide)
+                    .take_while(|d| *d < size && *d <= last)
+                    .map(|d| last - d)
+                    .filter(|s| s + size > t)
+                    .collect();
                 self.add_timed(ctx, k, v, t, &starts, size, wm, late);
             }
             WindowKind::Session { gap } => {
@@ -280,7 +315,12 @@ impl<K: Clone + Ord + Hash + Send + 'static, V: Clone + Send + 'static> WindowTa
                 let mut keep = Vec::new();
                 for s in sessions.drain(..) {
                     if t + gap > s.0 && s.1 + gap > t {
-                        merged = (merged.0.min(s.0), merged.1.max(s.1), (self.reduce)(s.2, merged.2), merged.3 + s.3);
+                        merged = (
+                            merged.0.min(s.0),
+                            merged.1.max(s.1),
+                            (self.reduce)(s.2, merged.2),
+                            merged.3 + s.3,
+                        );
                     } else {
                         keep.push(s);
                     }
@@ -292,7 +332,17 @@ impl<K: Clone + Ord + Hash + Send + 'static, V: Clone + Send + 'static> WindowTa
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn add_timed(&mut self, ctx: &mut Context<'_, Windowed<K, V>>, k: K, v: V, t: u64, starts: &[u64], size: u64, wm: u64, late: u64) {
+    fn add_timed(
+        &mut self,
+        ctx: &mut Context<'_, Windowed<K, V>>,
+        k: K,
+        v: V,
+        t: u64,
+        starts: &[u64],
+        size: u64,
+        wm: u64,
+        late: u64,
+    ) {
         let _ = t;
         for &start in starts {
             let end = start + size;
@@ -306,13 +356,27 @@ impl<K: Clone + Ord + Hash + Send + 'static, V: Clone + Send + 'static> WindowTa
                     w.value = (self.reduce)(w.value.clone(), v.clone());
                     w.records += 1;
                     if w.fired {
-                        ctx.emit(Windowed { key: k.clone(), start, end, value: w.value.clone(), records: w.records, update: true });
+                        ctx.emit(Windowed {
+                            key: k.clone(),
+                            start,
+                            end,
+                            value: w.value.clone(),
+                            records: w.records,
+                            update: true,
+                        });
                     }
                 }
                 None => {
                     let fired = end <= wm && wm != 0;
                     if fired {
-                        ctx.emit(Windowed { key: k.clone(), start, end, value: v.clone(), records: 1, update: true });
+                        ctx.emit(Windowed {
+                            key: k.clone(),
+                            start,
+                            end,
+                            value: v.clone(),
+                            records: 1,
+                            update: true,
+                        });
                     }
                     keys.insert(k.clone(), Open { value: v.clone(), records: 1, fired });
                 }
@@ -336,7 +400,14 @@ impl<K: Clone + Ord + Hash + Send + 'static, V: Clone + Send + 'static> WindowTa
             for (k, w) in keys.iter_mut() {
                 if !w.fired {
                     w.fired = true;
-                    ctx.emit(Windowed { key: k.clone(), start, end, value: w.value.clone(), records: w.records, update: false });
+                    ctx.emit(Windowed {
+                        key: k.clone(),
+                        start,
+                        end,
+                        value: w.value.clone(),
+                        records: w.records,
+                        update: false,
+                    });
                 }
             }
             if done {
@@ -351,7 +422,14 @@ impl<K: Clone + Ord + Hash + Send + 'static, V: Clone + Send + 'static> WindowTa
                 sessions.retain(|s| {
                     let end = s.1 + gap;
                     if end <= wm {
-                        ctx.emit(Windowed { key: k.clone(), start: s.0, end, value: s.2.clone(), records: s.3, update: false });
+                        ctx.emit(Windowed {
+                            key: k.clone(),
+                            start: s.0,
+                            end,
+                            value: s.2.clone(),
+                            records: s.3,
+                            update: false,
+                        });
                         false
                     } else {
                         true
@@ -363,7 +441,9 @@ impl<K: Clone + Ord + Hash + Send + 'static, V: Clone + Send + 'static> WindowTa
     }
 }
 
-impl<K: Clone + Ord + Hash + Send + 'static, V: Clone + Send + 'static> Compute for WindowTask<K, V> {
+impl<K: Clone + Ord + Hash + Send + 'static, V: Clone + Send + 'static> Compute
+    for WindowTask<K, V>
+{
     type In = Element<K, V>;
     type Out = Windowed<K, V>;
 

@@ -20,8 +20,15 @@ enum Change {
 
 fn change(path: &Path, how: Change) {
     match how {
-        Change::Append => std::fs::OpenOptions::new().append(true).open(path).unwrap().write_all(b"late line\n").unwrap(),
-        Change::Truncate => std::fs::OpenOptions::new().write(true).open(path).unwrap().set_len(100).unwrap(),
+        Change::Append => std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .unwrap()
+            .write_all(b"late line\n")
+            .unwrap(),
+        Change::Truncate => {
+            std::fs::OpenOptions::new().write(true).open(path).unwrap().set_len(100).unwrap()
+        }
         Change::Rewrite => {
             // The same size, other bytes, a later modification time.
             let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
@@ -51,22 +58,52 @@ fn a_file_changed_while_it_is_read_fails_the_job_naming_it() {
                 let first = std::sync::Once::new();
                 let touch = move || first.call_once(|| change(&p, how));
                 let result = match reader {
-                    "text_file" => s.text_file(&path).unwrap().map(move |l: String| { touch(); l.len() }).count(),
-                    "read_json_lines" => s.read_json_lines::<serde_json::Value>(&path, OnMalformed::Skip).unwrap().map(move |v: serde_json::Value| { touch(); v.to_string().len() }).count(),
+                    "text_file" => s
+                        .text_file(&path)
+                        .unwrap()
+                        .map(move |l: String| {
+                            touch();
+                            l.len()
+                        })
+                        .count(),
+                    "read_json_lines" => s
+                        .read_json_lines::<serde_json::Value>(&path, OnMalformed::Skip)
+                        .unwrap()
+                        .map(move |v: serde_json::Value| {
+                            touch();
+                            v.to_string().len()
+                        })
+                        .count(),
                     // Small blocks: a source hands records on in batches, so most blocks are
                     // read after the change.
-                    _ => s.text_blocks(&path, 64).unwrap().map(move |b: String| { touch(); b.len() }).count(),
+                    _ => s
+                        .text_blocks(&path, 64)
+                        .unwrap()
+                        .map(move |b: String| {
+                            touch();
+                            b.len()
+                        })
+                        .count(),
                 };
                 result.map(|n| n.to_string()).unwrap_or_else(|e| e.to_string())
             });
             let e = &errors[0];
-            assert!(e.contains(&format!("{}", path.display())) && e.contains("changed while the job read it"), "{reader} {how:?}: {e}");
+            assert!(
+                e.contains(&format!("{}", path.display()))
+                    && e.contains("changed while the job read it"),
+                "{reader} {how:?}: {e}"
+            );
         }
     }
     // An unchanged file still reads whole.
     let path = input(&dir, "steady.jsonl");
     for n in [1, 3] {
-        for count in on_workers(n, |s| s.read_json_lines::<serde_json::Value>(&path, OnMalformed::Fail).unwrap().count().unwrap()) {
+        for count in on_workers(n, |s| {
+            s.read_json_lines::<serde_json::Value>(&path, OnMalformed::Fail)
+                .unwrap()
+                .count()
+                .unwrap()
+        }) {
             assert_eq!(count, 20_000);
         }
     }

@@ -56,13 +56,18 @@ fn text_blocks_hold_every_line_once_whatever_the_block_size() {
     std::fs::write(dir.join("a.txt"), &a).unwrap();
     std::fs::write(dir.join("b.txt"), &b).unwrap();
     std::fs::write(dir.join("c.txt"), "").unwrap();
-    let want: Vec<String> = [a.as_str(), b.as_str()].iter().flat_map(|t| t.lines().map(String::from)).collect();
+    let want: Vec<String> =
+        [a.as_str(), b.as_str()].iter().flat_map(|t| t.lines().map(String::from)).collect();
     for block in [1u64, 7, 4096, 1 << 20] {
         for n in 1..=3 {
             let got = on_workers(n, |s| s.text_blocks(&dir, block).unwrap().collect_all().unwrap());
             for blocks in got {
-                assert!(blocks.iter().all(|b| b.ends_with('\n') && !b.is_empty()), "blocks of whole lines");
-                let lines: Vec<String> = blocks.iter().flat_map(|b| b.lines().map(String::from)).collect();
+                assert!(
+                    blocks.iter().all(|b| b.ends_with('\n') && !b.is_empty()),
+                    "blocks of whole lines"
+                );
+                let lines: Vec<String> =
+                    blocks.iter().flat_map(|b| b.lines().map(String::from)).collect();
                 assert_eq!(lines, want, "block {block}, {n} workers: every line once, in order");
             }
         }
@@ -87,12 +92,14 @@ fn fused_counts_match_a_plain_count() {
         for n in 1..=4 {
             let got = on_workers_with(n, threads, |s| {
                 // Borrowed keys from blocks; owned keys from lines: the same counts.
-                let borrowed = s
-                    .text_blocks(&dir, 4096)
-                    .unwrap()
-                    .flat_map_reduce_by_key(|block: String, c| block.split_ascii_whitespace().for_each(|w| c.add(w, 1u64)), |x, y| x + y);
+                let borrowed = s.text_blocks(&dir, 4096).unwrap().flat_map_reduce_by_key(
+                    |block: String, c| block.split_ascii_whitespace().for_each(|w| c.add(w, 1u64)),
+                    |x, y| x + y,
+                );
                 let owned = s.text_file(&dir).unwrap().flat_map_reduce_by_key(
-                    |line: String, c| line.split_ascii_whitespace().for_each(|w| c.add_owned(w.to_string(), 1u64)),
+                    |line: String, c| {
+                        line.split_ascii_whitespace().for_each(|w| c.add_owned(w.to_string(), 1u64))
+                    },
                     |x, y| x + y,
                 );
                 (borrowed.collect().unwrap(), owned.collect().unwrap())
@@ -111,7 +118,10 @@ fn fused_counts_match_a_plain_count() {
 fn fused_reduction_of_empty_input_is_empty() {
     let got = on_workers(2, |s| {
         s.from_vec(Vec::<String>::new())
-            .flat_map_reduce_by_key(|l: String, c| l.split(' ').for_each(|w| c.add(w, 1u64)), |x, y| x + y)
+            .flat_map_reduce_by_key(
+                |l: String, c| l.split(' ').for_each(|w| c.add(w, 1u64)),
+                |x, y| x + y,
+            )
             .collect_all()
             .unwrap()
     });

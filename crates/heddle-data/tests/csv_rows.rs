@@ -48,13 +48,27 @@ fn ragged_rows_fail_with_file_line_and_counts_or_are_skipped_and_counted() {
         let (text, good) = ragged(header);
         let path = dir.join(format!("ragged-{header}.csv"));
         std::fs::write(&path, text).unwrap();
-        let err = on_workers(1, |s| s.read_csv::<Vec<String>>(&path, header, OnMalformed::Fail).unwrap().collect_all().unwrap_err().to_string()).remove(0);
+        let err = on_workers(1, |s| {
+            s.read_csv::<Vec<String>>(&path, header, OnMalformed::Fail)
+                .unwrap()
+                .collect_all()
+                .unwrap_err()
+                .to_string()
+        })
+        .remove(0);
         let from = if header { "the header of" } else { "line 1 of" };
         assert!(err.contains(&format!("ragged-{header}.csv line {}", line_of(7, header))), "{err}");
-        assert!(err.contains(&format!("expected 3 fields (as {from}")) && err.contains("found 2"), "{err}");
+        assert!(
+            err.contains(&format!("expected 3 fields (as {from}")) && err.contains("found 2"),
+            "{err}"
+        );
         for n in [1, 2, 3] {
             for (rows, skipped) in on_workers(n, |s| {
-                let rows = s.read_csv::<Vec<String>>(&path, header, OnMalformed::Skip).unwrap().collect_all().unwrap();
+                let rows = s
+                    .read_csv::<Vec<String>>(&path, header, OnMalformed::Skip)
+                    .unwrap()
+                    .collect_all()
+                    .unwrap();
                 (rows, s.skipped_rows().unwrap())
             }) {
                 assert_eq!(rows, good, "{n} workers, header {header}");
@@ -65,8 +79,17 @@ fn ragged_rows_fail_with_file_line_and_counts_or_are_skipped_and_counted() {
         let wide: String = ragged(header).0.replace("n7,7\r\n", "n7,7,\"q,7\"\r\n");
         std::fs::write(&path, wide).unwrap();
         for n in [1, 3] {
-            for err in on_workers(n, |s| s.read_csv::<Vec<String>>(&path, header, OnMalformed::Fail).unwrap().collect_all().unwrap_err().to_string()) {
-                assert!(err.contains(&format!("ragged-{header}.csv line {}", line_of(23, header))), "{err}");
+            for err in on_workers(n, |s| {
+                s.read_csv::<Vec<String>>(&path, header, OnMalformed::Fail)
+                    .unwrap()
+                    .collect_all()
+                    .unwrap_err()
+                    .to_string()
+            }) {
+                assert!(
+                    err.contains(&format!("ragged-{header}.csv line {}", line_of(23, header))),
+                    "{err}"
+                );
                 assert!(err.contains("expected 3 fields") && err.contains("found 4"), "{err}");
             }
         }

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use common::on_workers;
 use heddle_data::OnMalformed;
 
-
 fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("heddle-data-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -25,7 +24,11 @@ fn skewed_words(n: usize) -> Vec<String> {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            if x % 2 == 0 { "the".to_string() } else { format!("w{}", x % 97) }
+            if x.is_multiple_of(2) {
+                "the".to_string()
+            } else {
+                format!("w{}", x % 97)
+            }
         })
         .collect()
 }
@@ -76,7 +79,11 @@ fn element_wise_steps_actions_and_empty_inputs() {
         for (count, sum, pairs, total, empty_count, empty_sum, empty_all, union, repart) in r {
             assert_eq!(count, 500);
             assert_eq!(sum, Some((0..1000).filter(|x| x % 2 == 0).map(|x| x * 3).sum()));
-            assert_eq!(pairs, (0..1000).filter(|x| x % 10 == 0).flat_map(|x| [x, x]).collect::<Vec<_>>(), "collect keeps partition order");
+            assert_eq!(
+                pairs,
+                (0..1000).filter(|x| x % 10 == 0).flat_map(|x| [x, x]).collect::<Vec<_>>(),
+                "collect keeps partition order"
+            );
             assert_eq!(total, 1000);
             assert_eq!((empty_count, empty_sum, empty_all), (0, None, vec![]));
             assert_eq!(union, 2000);
@@ -95,7 +102,14 @@ fn keyed_operations_and_joins_match_plain_ones() {
         for g in &mut groups {
             g.1.sort();
         }
-        let sums = rr.aggregate_by_key(|| (0i64, 0u32), |(s, c), v| (s + v, c + 1), |a, b| (a.0 + b.0, a.1 + b.1)).collect_all().unwrap();
+        let sums = rr
+            .aggregate_by_key(
+                || (0i64, 0u32),
+                |(s, c), v| (s + v, c + 1),
+                |a, b| (a.0 + b.0, a.1 + b.1),
+            )
+            .collect_all()
+            .unwrap();
         let inner = l.join(&rr).unwrap().collect_all().unwrap();
         let leftj = l.left_join(&rr).unwrap().collect_all().unwrap();
         let outer = l.full_outer_join(&rr).unwrap().collect_all().unwrap();
@@ -131,7 +145,8 @@ fn keyed_operations_and_joins_match_plain_ones() {
             want_left.push((*k, (v.clone(), None)));
         }
     }
-    let mut want_outer: Vec<(u32, (Option<String>, Option<i64>))> = want_left.iter().map(|(k, (v, w))| (*k, (Some(v.clone()), *w))).collect();
+    let mut want_outer: Vec<(u32, (Option<String>, Option<i64>))> =
+        want_left.iter().map(|(k, (v, w))| (*k, (Some(v.clone()), *w))).collect();
     for (k, w) in &right {
         if !left.iter().any(|(lk, _)| lk == k) {
             want_outer.push((*k, (None, Some(*w))));
@@ -158,7 +173,9 @@ fn sort_by_key_orders_across_partitions_with_skew() {
             data.sort_by_key().unwrap().collect().unwrap()
         });
         let got = r[0].clone().unwrap();
-        let mut want: Vec<(u64, u64)> = (0..5000).map(|i| (if i % 3 == 0 { 7 } else { (i * 2_654_435_761) % 1000 }, i)).collect();
+        let mut want: Vec<(u64, u64)> = (0..5000)
+            .map(|i| (if i % 3 == 0 { 7 } else { (i * 2_654_435_761) % 1000 }, i))
+            .collect();
         want.sort_by_key(|x| x.0);
         let keys = |v: &[(u64, u64)]| v.iter().map(|x| x.0).collect::<Vec<_>>();
         assert_eq!(keys(&got), keys(&want), "{n} workers: globally sorted");
@@ -176,9 +193,11 @@ fn sort_by_key_beyond_the_memory_budget_matches_a_plain_sort() {
     let dir = temp_dir("sort-spill");
     let key = |i: u64| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40, format!("record {i} ü"));
     for n in [1, 3] {
-        let r = common::on_sessions_with_options(n, heddle_comm::dataflow::Options::batch().spill(64 << 10, vec![dir.clone()]), |s| {
-            s.generate(60_000, key).sort_by_key().unwrap().collect().unwrap()
-        });
+        let r = common::on_sessions_with_options(
+            n,
+            heddle_dataflow::Options::batch().spill(64 << 10, vec![dir.clone()]),
+            |s| s.generate(60_000, key).sort_by_key().unwrap().collect().unwrap(),
+        );
         let got = r[0].clone().unwrap();
         let mut want: Vec<(u64, String)> = (0..60_000).map(key).collect();
         want.sort();
@@ -186,7 +205,11 @@ fn sort_by_key_beyond_the_memory_budget_matches_a_plain_sort() {
         sorted.sort();
         assert_eq!(sorted, want, "{n} workers: the same records");
         assert!(got.windows(2).all(|w| w[0].0 <= w[1].0), "{n} workers: globally sorted");
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "{n} workers: the spilled runs are removed");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            0,
+            "{n} workers: the spilled runs are removed"
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -195,9 +218,16 @@ fn sort_by_key_beyond_the_memory_budget_matches_a_plain_sort() {
 #[test]
 fn a_sort_that_cannot_spill_names_the_file() {
     let missing = std::env::temp_dir().join(format!("heddle-no-such-dir-{}", std::process::id()));
-    let r = common::on_sessions_with_options(2, heddle_comm::dataflow::Options::batch().spill(16 << 10, vec![missing.clone()]), |s| {
-        s.generate(20_000, |i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15), i)).sort_by_key().and_then(|d| d.count()).map_err(|e| e.to_string())
-    });
+    let r = common::on_sessions_with_options(
+        2,
+        heddle_dataflow::Options::batch().spill(16 << 10, vec![missing.clone()]),
+        |s| {
+            s.generate(20_000, |i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15), i))
+                .sort_by_key()
+                .and_then(|d| d.count())
+                .map_err(|e| e.to_string())
+        },
+    );
     for got in r {
         let e = got.expect_err("no directory to spill into");
         assert!(e.contains(&missing.display().to_string()) && e.contains("unusable"), "{e}");
@@ -219,7 +249,8 @@ fn text_files_directories_and_globs_split_by_byte_ranges() {
     write(&dir.join("c.log"), "");
     let long: String = (0..2000).map(|i| format!("line {i} {}\n", "x".repeat(i % 37))).collect();
     write(&dir.join("long.txt"), &long);
-    let want_all: Vec<String> = [a, b, "", &long].iter().flat_map(|t| t.lines().map(String::from)).collect();
+    let want_all: Vec<String> =
+        [a, b, "", &long].iter().flat_map(|t| t.lines().map(String::from)).collect();
     for n in 1..=4 {
         let r = on_workers(n, |s| {
             let all = s.text_file(&dir).unwrap().collect_all().unwrap();
@@ -272,18 +303,28 @@ fn malformed_csv_and_json_rows_name_file_and_line_or_are_counted() {
     // A failing task ends the job on its worker (under `heddle run` the launcher then
     // stops the others), so the failures are checked in a world of one.
     let (csv_err, json_err) = on_workers(1, |s| {
-        let csv_err = s.read_csv::<Row>(&csv_path, true, OnMalformed::Fail).unwrap().count().unwrap_err();
-        let json_err = s.read_json_lines::<Row>(&json_path, OnMalformed::Fail).unwrap().count().unwrap_err();
+        let csv_err =
+            s.read_csv::<Row>(&csv_path, true, OnMalformed::Fail).unwrap().count().unwrap_err();
+        let json_err =
+            s.read_json_lines::<Row>(&json_path, OnMalformed::Fail).unwrap().count().unwrap_err();
         (csv_err.to_string(), json_err.to_string())
     })
     .remove(0);
     // Line 323: the header is line 1 and row i is line i + 2.
-    assert!(csv_err.contains("people.csv line 323") && csv_err.contains("invalid digit"), "{csv_err}");
+    assert!(
+        csv_err.contains("people.csv line 323") && csv_err.contains("invalid digit"),
+        "{csv_err}"
+    );
     assert!(json_err.contains("people.jsonl line 18"), "{json_err}");
     for n in [1, 3] {
         let r = on_workers(n, |s| {
-            let csv_rows = s.read_csv::<Row>(&csv_path, true, OnMalformed::Skip).unwrap().collect_all().unwrap();
-            let json_rows = s.read_json_lines::<Row>(&json_path, OnMalformed::Skip).unwrap().count().unwrap();
+            let csv_rows = s
+                .read_csv::<Row>(&csv_path, true, OnMalformed::Skip)
+                .unwrap()
+                .collect_all()
+                .unwrap();
+            let json_rows =
+                s.read_json_lines::<Row>(&json_path, OnMalformed::Skip).unwrap().count().unwrap();
             (csv_rows, json_rows, s.skipped_rows().unwrap())
         });
         for (csv_rows, json_rows, skipped) in r {
@@ -308,19 +349,33 @@ fn part_files_hold_the_partitions() {
     });
     let parts = |sub: &str| -> Vec<std::path::PathBuf> {
         assert!(dir.join(sub).join(heddle_data::SUCCESS).exists(), "{sub}: no _SUCCESS marker");
-        std::fs::read_dir(dir.join(sub)).unwrap().flatten().map(|e| e.path()).filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("part-")).collect()
+        std::fs::read_dir(dir.join(sub))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("part-"))
+            .collect()
     };
     let read_parts = |sub: &str| -> Vec<String> {
         let mut files = parts(sub);
         files.sort();
-        files.iter().flat_map(|f| std::fs::read_to_string(f).unwrap().lines().map(String::from).collect::<Vec<_>>()).collect()
+        files
+            .iter()
+            .flat_map(|f| {
+                std::fs::read_to_string(f).unwrap().lines().map(String::from).collect::<Vec<_>>()
+            })
+            .collect()
     };
     assert_eq!(read_parts("text"), (0..100).map(|x| format!("{x} v{x}")).collect::<Vec<_>>());
     assert_eq!(read_parts("json"), (0..100).map(|x| format!("[{x},\"v{x}\"]")).collect::<Vec<_>>());
     assert_eq!(read_parts("csv"), (0..100).map(|x| format!("{x},v{x}")).collect::<Vec<_>>());
     assert_eq!(parts("json").len(), 2, "one part per partition");
     assert_eq!(parts("empty").len(), 2, "empty partitions still get a part file");
-    assert_eq!(std::fs::read_dir(dir.join("json")).unwrap().count(), 3, "the parts and _SUCCESS, nothing temporary");
+    assert_eq!(
+        std::fs::read_dir(dir.join("json")).unwrap().count(),
+        3,
+        "the parts and _SUCCESS, nothing temporary"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -330,11 +385,19 @@ fn cache_and_iterate_keep_data_across_steps() {
         let xs = s.range(0, 1000).cache().unwrap();
         // Halve every value until the largest is below 10.
         let (last, steps) = xs
-            .iterate(20, |d| Ok(d.map(|x| x / 2)), |_, next| Ok(next.reduce(u64::max).unwrap().unwrap_or(0) < 10))
+            .iterate(
+                20,
+                |d| Ok(d.map(|x| x / 2)),
+                |_, next| Ok(next.reduce(u64::max).unwrap().unwrap_or(0) < 10),
+            )
             .unwrap();
         let side = s.broadcast(if s.rank() == 0 { Some(&41u64) } else { None }).unwrap();
         // Whole cached partitions (handed over at once) and streamed ones: the same.
-        let sizes = |d: &heddle_data::DataSet<u64>| d.map_partitions(|p| vec![(p.len() as u64, p.iter().sum::<u64>())]).collect_all().unwrap();
+        let sizes = |d: &heddle_data::DataSet<u64>| {
+            d.map_partitions(|p| vec![(p.len() as u64, p.iter().sum::<u64>())])
+                .collect_all()
+                .unwrap()
+        };
         assert_eq!(sizes(&xs), sizes(&s.range(0, 1000)), "cached partitions");
         assert_eq!(sizes(&xs).iter().map(|x| x.1).sum::<u64>(), (0..1000).sum::<u64>());
         (last.reduce(u64::max).unwrap(), steps, xs.count().unwrap(), side)
@@ -350,8 +413,13 @@ fn cache_and_iterate_keep_data_across_steps() {
 #[test]
 fn explain_shows_chained_steps_and_shuffles() {
     on_workers(2, |s| {
-        let plan = s.range(0, 10).map(|x| (x % 3, 1u64)).reduce_by_key(|a, b| a + b).explain().unwrap();
-        assert!(plan.contains("Direct (chained in memory)") && plan.contains("KeyedReduce (dataflow operation)"), "{plan}");
+        let plan =
+            s.range(0, 10).map(|x| (x % 3, 1u64)).reduce_by_key(|a, b| a + b).explain().unwrap();
+        assert!(
+            plan.contains("Direct (chained in memory)")
+                && plan.contains("KeyedReduce (dataflow operation)"),
+            "{plan}"
+        );
         let _ = HashMap::<u8, u8>::new();
     });
 }

@@ -46,7 +46,8 @@ enum Line {
 impl Sparse {
     /// The lines, each followed by a newline but the last if `final_newline` is false.
     fn new(tag: &str, lines: &[Line], final_newline: bool) -> Sparse {
-        let path = std::env::temp_dir().join(format!("heddle-long-lines-{tag}-{}", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("heddle-long-lines-{tag}-{}", std::process::id()));
         let mut f = File::create(&path).unwrap();
         let mut at = 0u64;
         for (i, line) in lines.iter().enumerate() {
@@ -85,11 +86,18 @@ impl Drop for Sparse {
 /// range starts inside line 2: its line number is counted, not known from the start.
 fn over_the_limit(tag: &str) -> Sparse {
     use Line::{Hole, Text};
-    Sparse::new(tag, &[Text("first"), Hole(10 << 20), Text("third"), Hole(MAX_LINE_BYTES + 1), Text("last")], true)
+    Sparse::new(
+        tag,
+        &[Text("first"), Hole(10 << 20), Text("third"), Hole(MAX_LINE_BYTES + 1), Text("last")],
+        true,
+    )
 }
 
 fn assert_names_line_4(e: &str, file: &Sparse) {
-    let want = format!("{} line 4: the line is longer than the {MAX_LINE_BYTES}-byte line limit", file.name());
+    let want = format!(
+        "{} line 4: the line is longer than the {MAX_LINE_BYTES}-byte line limit",
+        file.name()
+    );
     assert!(e.contains(&want), "{e}\nshould contain: {want}");
 }
 
@@ -109,7 +117,9 @@ fn csv_fails_on_a_line_past_the_limit_naming_file_and_line() {
     let file = over_the_limit("csv");
     for partitions in [1, 32] {
         for on_malformed in [OnMalformed::Fail, OnMalformed::Skip] {
-            let rows = session(partitions).read_csv::<Vec<String>>(&file.path, false, on_malformed).unwrap();
+            let rows = session(partitions)
+                .read_csv::<Vec<String>>(&file.path, false, on_malformed)
+                .unwrap();
             assert_names_line_4(&rows.count().unwrap_err().to_string(), &file);
         }
     }
@@ -121,7 +131,9 @@ fn json_lines_fail_on_a_line_past_the_limit_naming_file_and_line() {
     let file = over_the_limit("json");
     for partitions in [1, 32] {
         // Skip the malformed rows (every line here): the long one still fails the job.
-        let rows = session(partitions).read_json_lines::<serde_json::Value>(&file.path, OnMalformed::Skip).unwrap();
+        let rows = session(partitions)
+            .read_json_lines::<serde_json::Value>(&file.path, OnMalformed::Skip)
+            .unwrap();
         assert_names_line_4(&rows.count().unwrap_err().to_string(), &file);
     }
 }
@@ -131,9 +143,17 @@ fn text_blocks_fail_on_a_line_past_the_limit_naming_file_and_byte() {
     let _one = one_at_a_time();
     let file = over_the_limit("blocks");
     let at = 6 + (10 << 20) + 1 + 6; // "first\n", the hole and its newline, "third\n"
-    let want = format!("{}: the line at byte {at} is longer than the {MAX_LINE_BYTES}-byte line limit", file.name());
+    let want = format!(
+        "{}: the line at byte {at} is longer than the {MAX_LINE_BYTES}-byte line limit",
+        file.name()
+    );
     for (partitions, block) in [(1, 4u64 << 20), (32, 1 << 20)] {
-        let e = session(partitions).text_blocks(&file.path, block).unwrap().count().unwrap_err().to_string();
+        let e = session(partitions)
+            .text_blocks(&file.path, block)
+            .unwrap()
+            .count()
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(&want), "{e}\nshould contain: {want}");
     }
 }
@@ -153,11 +173,21 @@ fn a_line_of_exactly_the_limit_is_read_by_every_reader() {
     let json = s.read_json_lines::<serde_json::Value>(&file.path, OnMalformed::Skip).unwrap();
     assert_eq!(json.count().unwrap(), 0, "read_json_lines");
     assert_eq!(s.skipped_rows().unwrap(), 3, "read_json_lines skipped");
-    let blocks = s.text_blocks(&file.path, 1 << 20).unwrap().map(|b: String| b.matches('\n').count()).collect().unwrap().unwrap();
+    let blocks = s
+        .text_blocks(&file.path, 1 << 20)
+        .unwrap()
+        .map(|b: String| b.matches('\n').count())
+        .collect()
+        .unwrap()
+        .unwrap();
     assert_eq!(blocks.iter().sum::<usize>(), 3, "text_blocks");
     // Without a final newline.
     let file = Sparse::new("limit-end", &[Text("first"), Hole(MAX_LINE_BYTES)], false);
-    assert_eq!(session(4).text_file(&file.path).unwrap().count().unwrap(), 2, "text_file, no final newline");
+    assert_eq!(
+        session(4).text_file(&file.path).unwrap().count().unwrap(),
+        2,
+        "text_file, no final newline"
+    );
 }
 
 /// Bytes read so far (`rchar`) by this thread, or by the whole process; `None` without
@@ -196,7 +226,12 @@ fn text_blocks_read_a_long_line_in_small_blocks_in_linear_work() {
     assert_eq!((lines, total), (5, file.len + 1));
     // The line once whole, each block's own bytes once, and a read buffer per block.
     let bound = 2 * file.len + blocks.count() * (2 * (64 << 10));
-    assert!(read <= bound, "read {read} bytes of a {}-byte file in {} blocks (bound {bound})", file.len, blocks.count());
+    assert!(
+        read <= bound,
+        "read {read} bytes of a {}-byte file in {} blocks (bound {bound})",
+        file.len,
+        blocks.count()
+    );
 }
 
 #[test]
@@ -214,5 +249,9 @@ fn text_file_reads_a_long_line_in_many_partitions_in_linear_work() {
     assert_eq!(lines.count().unwrap(), 5);
     let read = bytes_read("self").unwrap() - before;
     let bound = 2 * file.len + u64::from(partitions) * (2 * (64 << 10)) + (4 << 20);
-    assert!(read <= bound, "read {read} bytes of a {}-byte file in {partitions} partitions (bound {bound})", file.len);
+    assert!(
+        read <= bound,
+        "read {read} bytes of a {}-byte file in {partitions} partitions (bound {bound})",
+        file.len
+    );
 }

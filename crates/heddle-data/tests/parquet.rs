@@ -8,7 +8,9 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use arrow_array::{Array, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray, UInt32Array};
+use arrow_array::{
+    Array, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray, UInt32Array,
+};
 use arrow_schema::{DataType, Field, Schema};
 use common::on_owned_sessions as on_workers;
 use heddle_data::Session;
@@ -50,7 +52,11 @@ fn readings(n: i64) -> Vec<Reading> {
 /// The part files of `dir`, by name (a complete output also holds `_SUCCESS`).
 fn part_files(dir: &Path) -> Vec<PathBuf> {
     assert!(dir.join(heddle_data::SUCCESS).exists(), "{} has no _SUCCESS marker", dir.display());
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("part-"))).collect();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("part-")))
+        .collect();
     files.sort();
     files
 }
@@ -67,7 +73,8 @@ fn read_with_parquet_crate(path: &Path) -> (Arc<Schema>, Vec<RecordBatch>) {
 fn decode_readings(batches: &[RecordBatch]) -> Vec<Reading> {
     let mut out = Vec::new();
     for b in batches {
-        let col = |name: &str| b.column_by_name(name).unwrap_or_else(|| panic!("column {name}")).clone();
+        let col =
+            |name: &str| b.column_by_name(name).unwrap_or_else(|| panic!("column {name}")).clone();
         let station = col("station");
         let station = station.as_any().downcast_ref::<StringArray>().expect("station: Utf8");
         let seq = col("seq");
@@ -112,14 +119,18 @@ fn written_parts_read_back_equal_the_input_on_1_to_3_workers() {
         // The files themselves, read by the parquet crate: one per partition, the records
         // in partition order.
         let files = part_files(&out);
-        let names: Vec<String> = files.iter().map(|f| f.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        let names: Vec<String> =
+            files.iter().map(|f| f.file_name().unwrap().to_string_lossy().into_owned()).collect();
         let want: Vec<String> = (0..n).map(|i| format!("part-{i:05}.parquet")).collect();
         assert_eq!(names, want);
         let mut all = Vec::new();
         for f in &files {
             all.extend(decode_readings(&read_with_parquet_crate(f).1));
         }
-        assert_eq!(all, input, "{n} workers: from_vec splits in order, so the parts concatenate to the input");
+        assert_eq!(
+            all, input,
+            "{n} workers: from_vec splits in order, so the parts concatenate to the input"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
@@ -146,8 +157,16 @@ fn every_part_has_the_same_schema_even_when_empty() {
     let mut rows = 0;
     for f in &files {
         let (schema, batches) = read_with_parquet_crate(f);
-        let fields: Vec<(String, DataType, bool)> = schema.fields().iter().map(|f| (f.name().clone(), f.data_type().clone(), f.is_nullable())).collect();
-        let want: Vec<(String, DataType, bool)> = want.fields().iter().map(|f| (f.name().clone(), f.data_type().clone(), f.is_nullable())).collect();
+        let fields: Vec<(String, DataType, bool)> = schema
+            .fields()
+            .iter()
+            .map(|f| (f.name().clone(), f.data_type().clone(), f.is_nullable()))
+            .collect();
+        let want: Vec<(String, DataType, bool)> = want
+            .fields()
+            .iter()
+            .map(|f| (f.name().clone(), f.data_type().clone(), f.is_nullable()))
+            .collect();
         assert_eq!(fields, want, "{}", f.display());
         rows += batches.iter().map(RecordBatch::num_rows).sum::<usize>();
     }
@@ -174,7 +193,12 @@ fn write_trips(path: &Path, ids: std::ops::Range<i64>, group_rows: usize) {
     write_trips_compressed(path, ids, group_rows, Compression::UNCOMPRESSED);
 }
 
-fn write_trips_compressed(path: &Path, ids: std::ops::Range<i64>, group_rows: usize, compression: Compression) {
+fn write_trips_compressed(
+    path: &Path,
+    ids: std::ops::Range<i64>,
+    group_rows: usize,
+    compression: Compression,
+) {
     let schema = Arc::new(Schema::new(vec![
         Field::new("unused", DataType::Int32, false),
         Field::new("id", DataType::Int64, false),
@@ -182,15 +206,21 @@ fn write_trips_compressed(path: &Path, ids: std::ops::Range<i64>, group_rows: us
         Field::new("fare", DataType::Float64, true),
     ]));
     let trips: Vec<Trip> = ids.map(trip).collect();
-    let props = WriterProperties::builder().set_max_row_group_size(group_rows).set_compression(compression).build();
-    let mut w = ArrowWriter::try_new(File::create(path).unwrap(), schema.clone(), Some(props)).unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_size(group_rows)
+        .set_compression(compression)
+        .build();
+    let mut w =
+        ArrowWriter::try_new(File::create(path).unwrap(), schema.clone(), Some(props)).unwrap();
     for chunk in trips.chunks(37) {
         let batch = RecordBatch::try_new(
             schema.clone(),
             vec![
                 Arc::new(Int32Array::from(vec![-1; chunk.len()])),
                 Arc::new(Int64Array::from(chunk.iter().map(|t| t.id).collect::<Vec<_>>())),
-                Arc::new(StringArray::from(chunk.iter().map(|t| t.city.clone()).collect::<Vec<_>>())),
+                Arc::new(StringArray::from(
+                    chunk.iter().map(|t| t.city.clone()).collect::<Vec<_>>(),
+                )),
                 Arc::new(Float64Array::from(chunk.iter().map(|t| t.fare).collect::<Vec<_>>())),
             ],
         )
@@ -226,13 +256,24 @@ fn row_groups_of_a_parquet_crate_file_are_dealt_to_the_partitions() {
     let dir = temp_dir("dealt");
     let path = dir.join("trips.parquet");
     write_trips(&path, 0..1050, 100); // 11 row groups, the last of 50 rows
-    let groups = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap().metadata().num_row_groups();
+    let groups = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap())
+        .unwrap()
+        .metadata()
+        .num_row_groups();
     assert_eq!(groups, 11);
     for (n, p) in [(1, 1), (2, 2), (3, 3), (2, 4), (3, 13)] {
         let got = by_partition(n, p, |s| s.read_parquet::<Trip>(&path).unwrap());
         for i in 0..p {
-            let want: Vec<Trip> = (i as i64..11).step_by(p as usize).flat_map(|g| g * 100..((g + 1) * 100).min(1050)).map(trip).collect();
-            assert_eq!(got.get(&i).cloned().unwrap_or_default(), want, "{n} workers, {p} partitions: partition {i}");
+            let want: Vec<Trip> = (i as i64..11)
+                .step_by(p as usize)
+                .flat_map(|g| g * 100..((g + 1) * 100).min(1050))
+                .map(trip)
+                .collect();
+            assert_eq!(
+                got.get(&i).cloned().unwrap_or_default(),
+                want,
+                "{n} workers, {p} partitions: partition {i}"
+            );
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
@@ -244,13 +285,20 @@ fn a_glob_reads_every_matching_file_once_and_a_directory_skips_marker_files() {
     // Three files of 3, 1 and 2 row groups (uncompressed, Zstandard, Snappy), and files
     // the glob does not name.
     write_trips(&dir.join("trips-a.parquet"), 0..250, 100);
-    write_trips_compressed(&dir.join("trips-b.parquet"), 250..300, 100, Compression::ZSTD(ZstdLevel::default()));
+    write_trips_compressed(
+        &dir.join("trips-b.parquet"),
+        250..300,
+        100,
+        Compression::ZSTD(ZstdLevel::default()),
+    );
     write_trips_compressed(&dir.join("trips-c.parquet"), 300..480, 90, Compression::SNAPPY);
     write_trips(&dir.join("other.parquet"), 10_000..10_010, 100);
     std::fs::write(dir.join("notes.txt"), "not parquet\n").unwrap();
     let want: Vec<Trip> = (0..480).map(trip).collect();
     for n in 1..=3 {
-        let got = by_partition(n, n as u32 + 1, |s| s.read_parquet::<Trip>(dir.join("trips-*.parquet")).unwrap());
+        let got = by_partition(n, n as u32 + 1, |s| {
+            s.read_parquet::<Trip>(dir.join("trips-*.parquet")).unwrap()
+        });
         let mut all: Vec<Trip> = got.into_values().flatten().collect();
         all.sort_by_key(|t| t.id);
         assert_eq!(all, want, "{n} workers");
@@ -290,9 +338,20 @@ fn a_row_that_does_not_fit_is_a_parse_error_naming_file_and_row_group() {
     let dir = temp_dir("misfit");
     let path = dir.join("people.parquet");
     // Row 251 (row group 2 of groups of 100) has no name, which `Person` requires.
-    let schema = Arc::new(Schema::new(vec![Field::new("name", DataType::Utf8, true), Field::new("age", DataType::Int64, false)]));
-    let names: Vec<Option<String>> = (0..300).map(|i| (i != 250).then(|| format!("p{i}"))).collect();
-    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(names)), Arc::new(Int64Array::from((0..300).collect::<Vec<i64>>()))]).unwrap();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("name", DataType::Utf8, true),
+        Field::new("age", DataType::Int64, false),
+    ]));
+    let names: Vec<Option<String>> =
+        (0..300).map(|i| (i != 250).then(|| format!("p{i}"))).collect();
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(StringArray::from(names)),
+            Arc::new(Int64Array::from((0..300).collect::<Vec<i64>>())),
+        ],
+    )
+    .unwrap();
     let props = WriterProperties::builder().set_max_row_group_size(100).build();
     let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), schema, Some(props)).unwrap();
     w.write(&batch).unwrap();
@@ -316,7 +375,11 @@ fn a_row_that_does_not_fit_is_a_parse_error_naming_file_and_row_group() {
             age: i64,
         }
         let fine = s.read_parquet::<Lenient>(&path).unwrap().collect_all().unwrap();
-        (missing, mistyped, fine.iter().filter(|p| p.name.is_none()).map(|p| p.age).collect::<Vec<_>>())
+        (
+            missing,
+            mistyped,
+            fine.iter().filter(|p| p.name.is_none()).map(|p| p.age).collect::<Vec<_>>(),
+        )
     })
     .remove(0);
     assert!(missing.contains("people.parquet line 251: row group 2"), "{missing}");
@@ -380,7 +443,11 @@ fn nested_types_tuples_and_plain_values_round_trip() {
         s.from_vec(wides.clone()).write_parquet(dir.join("wide")).unwrap();
         s.from_vec(pairs.clone()).write_parquet(dir.join("pairs")).unwrap();
         s.from_vec(lines.clone()).write_parquet(dir.join("lines")).unwrap();
-        let untraceable = s.from_vec(vec![serde_json::json!({"a": 1})]).write_parquet(dir.join("json")).unwrap_err().to_string();
+        let untraceable = s
+            .from_vec(vec![serde_json::json!({"a": 1})])
+            .write_parquet(dir.join("json"))
+            .unwrap_err()
+            .to_string();
         (
             s.read_parquet::<Wide>(dir.join("wide")).unwrap().collect_all().unwrap(),
             s.read_parquet::<(String, u64)>(dir.join("pairs")).unwrap().collect_all().unwrap(),
@@ -400,12 +467,25 @@ fn nested_types_tuples_and_plain_values_round_trip() {
         let (schema, _) = read_with_parquet_crate(&dir.join(sub).join("part-00000.parquet"));
         schema.fields().iter().map(|f| (f.name().clone(), f.data_type().clone())).collect()
     };
-    assert_eq!(columns("pairs"), vec![("0".to_string(), DataType::Utf8), ("1".to_string(), DataType::UInt64)]);
+    assert_eq!(
+        columns("pairs"),
+        vec![("0".to_string(), DataType::Utf8), ("1".to_string(), DataType::UInt64)]
+    );
     assert_eq!(columns("lines"), vec![("item".to_string(), DataType::Utf8)]);
     let wide_columns = columns("wide");
-    assert_eq!(wide_columns.iter().map(|c| c.0.as_str()).collect::<Vec<_>>(), ["flag", "small", "signed", "letter", "bytes", "list", "at", "maybe_at", "kind", "tags", "pair"]);
+    assert_eq!(
+        wide_columns.iter().map(|c| c.0.as_str()).collect::<Vec<_>>(),
+        [
+            "flag", "small", "signed", "letter", "bytes", "list", "at", "maybe_at", "kind", "tags",
+            "pair"
+        ]
+    );
     assert_eq!(wide_columns[3].1, DataType::UInt32, "a char is its code point");
-    assert!(matches!(&wide_columns[8].1, DataType::Dictionary(_, v) if **v == DataType::Utf8), "an enum without data is a string: {:?}", wide_columns[8].1);
+    assert!(
+        matches!(&wide_columns[8].1, DataType::Dictionary(_, v) if **v == DataType::Utf8),
+        "an enum without data is a string: {:?}",
+        wide_columns[8].1
+    );
     assert!(matches!(wide_columns[9].1, DataType::Map(..)), "{:?}", wide_columns[9].1);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use heddle_comm::spill::{SpillConfig, SpillSorter};
 use heddle_data::{OnMalformed, Session};
+use heddle_dataflow::spill::{SpillConfig, SpillSorter};
 use proptest::prelude::*;
 
 /// One line: a few tokens, or one long run, or nothing; its terminator.
@@ -62,7 +62,8 @@ impl Files {
     fn write(tag: &str, files: &[(Vec<(String, &'static str)>, bool)]) -> Files {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("heddle-props-{tag}-{}-{n}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("heddle-props-{tag}-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let contents: Vec<String> = files.iter().map(render).collect();
         for (i, c) in contents.iter().enumerate() {

@@ -48,9 +48,16 @@ fn entries_flow_from_one_redis_stream_through_a_window_into_another() {
     // 300 entries, then an end marker.
     let mut c = redis_cli(&url);
     for i in 0..300 {
-        let _: String = redis::cmd("XADD").arg("events").arg("*").arg("word").arg(format!("w{}", i % 4)).query(&mut c).unwrap();
+        let _: String = redis::cmd("XADD")
+            .arg("events")
+            .arg("*")
+            .arg("word")
+            .arg(format!("w{}", i % 4))
+            .query(&mut c)
+            .unwrap();
     }
-    let _: String = redis::cmd("XADD").arg("events").arg("*").arg("__end__").arg("1").query(&mut c).unwrap();
+    let _: String =
+        redis::cmd("XADD").arg("events").arg("*").arg("__end__").arg("1").query(&mut c).unwrap();
     let config = CommConfig { timeout: Duration::from_secs(20), ..CommConfig::default() };
     let comms = local_world(2, config).unwrap();
     std::thread::scope(|s| {
@@ -69,14 +76,28 @@ fn entries_flow_from_one_redis_stream_through_a_window_into_another() {
         }
     });
     let out: Vec<(String, Vec<(String, String)>)> = {
-        let reply: redis::streams::StreamRangeReply = redis::cmd("XRANGE").arg("counts").arg("-").arg("+").query(&mut c).unwrap();
-        reply.ids.into_iter().map(|e| (e.id, e.map.into_iter().map(|(k, v)| (k, redis::from_redis_value(&v).unwrap())).collect())).collect()
+        let reply: redis::streams::StreamRangeReply =
+            redis::cmd("XRANGE").arg("counts").arg("-").arg("+").query(&mut c).unwrap();
+        reply
+            .ids
+            .into_iter()
+            .map(|e| {
+                (
+                    e.id,
+                    e.map
+                        .into_iter()
+                        .map(|(k, v)| (k, redis::from_redis_value(&v).unwrap()))
+                        .collect(),
+                )
+            })
+            .collect()
     };
     // Each word appears 75 times: 3 windows of 25 per word, 12 in all.
     assert_eq!(out.len(), 12);
     let mut lines: Vec<String> = out.into_iter().map(|(_, f)| f[0].1.clone()).collect();
     lines.sort();
-    let mut want: Vec<String> = (0..4).flat_map(|w| std::iter::repeat(format!("w{w} 25")).take(3)).collect();
+    let mut want: Vec<String> =
+        (0..4).flat_map(|w| std::iter::repeat_n(format!("w{w} 25"), 3)).collect();
     want.sort();
     assert_eq!(lines, want);
 }

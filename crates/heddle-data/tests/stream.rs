@@ -13,16 +13,23 @@ use common::on_workers;
 use heddle_data::{Session, Window, Windowed};
 use heddle_task::StopHandle;
 
-
 /// Runs a stream into a vector on every worker; returns all workers' records.
-fn gather<T: heddle_task::Record + Send>(n: usize, make: impl Fn(&Session) -> heddle_data::Stream<T> + Sync) -> Vec<T> {
+fn gather<T: heddle_task::Record + Send>(
+    n: usize,
+    make: impl Fn(&Session) -> heddle_data::Stream<T> + Sync,
+) -> Vec<T> {
     on_workers(n, |s| {
         let got = Arc::new(Mutex::new(Vec::new()));
         let g = got.clone();
-        make(s).run(move |_, x| {
-            g.lock().unwrap().push(x);
-            Ok(())
-        }, None).unwrap();
+        make(s)
+            .run(
+                move |_, x| {
+                    g.lock().unwrap().push(x);
+                    Ok(())
+                },
+                None,
+            )
+            .unwrap();
         let v = std::mem::take(&mut *got.lock().unwrap());
         v
     })
@@ -34,7 +41,11 @@ fn gather<T: heddle_task::Record + Send>(n: usize, make: impl Fn(&Session) -> he
 type Result3 = (u32, u64, u64, u64, u64);
 
 fn summarize(v: Vec<Windowed<u32, u64>>) -> Vec<Result3> {
-    let mut out: Vec<Result3> = v.into_iter().filter(|w| !w.update).map(|w| (w.key, w.start, w.end, w.value, w.records)).collect();
+    let mut out: Vec<Result3> = v
+        .into_iter()
+        .filter(|w| !w.update)
+        .map(|w| (w.key, w.start, w.end, w.value, w.records))
+        .collect();
     out.sort();
     out
 }
@@ -45,8 +56,16 @@ fn count_windows_match_a_plain_computation() {
     // the source data), so count windows are deterministic.
     let events: Vec<(u32, u64)> = (0..600u64).map(|i| ((i % 3) as u32, i)).collect();
     for n in [1, 2, 3] {
-        let tumbling = gather(n, |s| s.stream_from_vec(events.clone()).window(Window::tumbling_count(7), |_| 0, |a, b| a + b));
-        let sliding = gather(n, |s| s.stream_from_vec(events.clone()).window(Window::sliding_count(4, 2), |_| 0, |a, b| a + b));
+        let tumbling = gather(n, |s| {
+            s.stream_from_vec(events.clone()).window(Window::tumbling_count(7), |_| 0, |a, b| a + b)
+        });
+        let sliding = gather(n, |s| {
+            s.stream_from_vec(events.clone()).window(
+                Window::sliding_count(4, 2),
+                |_| 0,
+                |a, b| a + b,
+            )
+        });
         let mut want_t = Vec::new();
         let mut want_s = Vec::new();
         for k in 0..3u32 {
@@ -56,7 +75,13 @@ fn count_windows_match_a_plain_computation() {
             }
             for end in (2..=vals.len()).step_by(2) {
                 let start = end.saturating_sub(4);
-                want_s.push((k, start as u64, end as u64, vals[start..end].iter().sum(), (end - start) as u64));
+                want_s.push((
+                    k,
+                    start as u64,
+                    end as u64,
+                    vals[start..end].iter().sum(),
+                    (end - start) as u64,
+                ));
             }
         }
         want_t.sort();
@@ -87,7 +112,8 @@ fn plain_windows(events: &[(u32, u64)], size: u64, slide: u64) -> Vec<Result3> {
             start -= slide as i64;
         }
     }
-    let mut out: Vec<Result3> = m.into_iter().map(|((k, s), (v, c))| (k, s, s + size, v, c)).collect();
+    let mut out: Vec<Result3> =
+        m.into_iter().map(|((k, s), (v, c))| (k, s, s + size, v, c)).collect();
     out.sort();
     out
 }
@@ -95,7 +121,8 @@ fn plain_windows(events: &[(u32, u64)], size: u64, slide: u64) -> Vec<Result3> {
 #[test]
 fn event_time_tumbling_and_sliding_windows_on_1_to_3_workers() {
     // Timestamps slightly out of order (within the allowed out-of-orderness).
-    let events: Vec<(u32, u64)> = (0..3000u64).map(|i| ((i % 5) as u32, i / 3 + if i % 7 == 0 { 0 } else { 2 })).collect();
+    let events: Vec<(u32, u64)> =
+        (0..3000u64).map(|i| ((i % 5) as u32, i / 3 + if i % 7 == 0 { 0 } else { 2 })).collect();
     for n in 1..=3 {
         let ooo = Duration::from_millis(50);
         let tum = gather(n, |s| {
@@ -107,13 +134,15 @@ fn event_time_tumbling_and_sliding_windows_on_1_to_3_workers() {
         });
         let sli = gather(n, |s| {
             s.stream_from_vec(events.clone()).map(|(k, t)| (k, (t, 1u64))).window(
-                Window::sliding(Duration::from_millis(100), Duration::from_millis(40)).event_time(ooo, Duration::ZERO),
+                Window::sliding(Duration::from_millis(100), Duration::from_millis(40))
+                    .event_time(ooo, Duration::ZERO),
                 |v| v.0,
                 |a, b| (a.0.max(b.0), a.1 + b.1),
             )
         });
         let as_counts = |v: Vec<Windowed<u32, (u64, u64)>>| {
-            let mut out: Vec<Result3> = v.into_iter().map(|w| (w.key, w.start, w.end, w.value.1, w.records)).collect();
+            let mut out: Vec<Result3> =
+                v.into_iter().map(|w| (w.key, w.start, w.end, w.value.1, w.records)).collect();
             out.sort();
             out
         };
@@ -124,22 +153,27 @@ fn event_time_tumbling_and_sliding_windows_on_1_to_3_workers() {
 
 #[test]
 fn late_events_update_their_window_within_the_lateness_and_are_dropped_after() {
-    let events: Vec<(u32, u64)> = vec![(1, 1), (1, 3), (1, 12), (1, 2), (1, 30), (1, 4), (1, 16), (1, 35)];
+    let events: Vec<(u32, u64)> =
+        vec![(1, 1), (1, 3), (1, 12), (1, 2), (1, 30), (1, 4), (1, 16), (1, 35)];
     let (results, late) = on_workers(1, |s| {
         let got = Arc::new(Mutex::new(Vec::new()));
         let g = got.clone();
         let stream = s.stream_from_vec(events.clone()).map(|(k, t)| (k, t)).window(
-            Window::tumbling(Duration::from_millis(10)).event_time(Duration::from_millis(5), Duration::from_millis(10)),
+            Window::tumbling(Duration::from_millis(10))
+                .event_time(Duration::from_millis(5), Duration::from_millis(10)),
             |t| *t,
             |a, _| a,
         );
         let late = stream.clone();
         stream
             .map(|w| (w.start, w.end, w.records, w.update))
-            .run(move |_, x| {
-                g.lock().unwrap().push(x);
-                Ok(())
-            }, None)
+            .run(
+                move |_, x| {
+                    g.lock().unwrap().push(x);
+                    Ok(())
+                },
+                None,
+            )
             .unwrap();
         let v = std::mem::take(&mut *got.lock().unwrap());
         (v, late.late_records())
@@ -148,7 +182,10 @@ fn late_events_update_their_window_within_the_lateness_and_are_dropped_after() {
     // (1,30) moves the watermark to 25: [0,10) and [10,20) fire. (1,4) is past [0,10)'s
     // lateness (10 + 10 <= 25): dropped. (1,16) is late for [10,20) but within its
     // lateness (20 + 10 > 25): the window fires again, updated. The end fires [30,40).
-    assert_eq!(results, vec![(0, 10, 3, false), (10, 20, 1, false), (10, 20, 2, true), (30, 40, 2, false)]);
+    assert_eq!(
+        results,
+        vec![(0, 10, 3, false), (10, 20, 1, false), (10, 20, 2, true), (30, 40, 2, false)]
+    );
     assert_eq!(late, 1);
 }
 
@@ -158,7 +195,8 @@ fn session_windows_split_at_gaps() {
     let events: Vec<(u32, u64)> = times.iter().map(|&t| (0, t)).collect();
     let got = gather(1, |s| {
         s.stream_from_vec(events.clone()).map(|(k, t)| (k, t)).window(
-            Window::session(Duration::from_millis(10)).event_time(Duration::from_millis(100), Duration::ZERO),
+            Window::session(Duration::from_millis(10))
+                .event_time(Duration::from_millis(100), Duration::ZERO),
             |t| *t,
             |a, b| a.max(b),
         )
@@ -171,12 +209,19 @@ fn session_windows_split_at_gaps() {
 fn processing_time_windows_count_every_record_once() {
     for n in [1, 2] {
         let got = gather(n, |s| {
-            s.stream_generate(Some(20_000), Some(4000), |i| ((i % 4) as u32, 1u64))
-                .window(Window::tumbling(Duration::from_millis(20)), |_| 0, |a, b| a + b)
+            s.stream_generate(Some(20_000), Some(4000), |i| ((i % 4) as u32, 1u64)).window(
+                Window::tumbling(Duration::from_millis(20)),
+                |_| 0,
+                |a, b| a + b,
+            )
         });
         assert_eq!(got.iter().map(|w| w.value).sum::<u64>(), 4000, "{n} workers");
         assert!(got.iter().all(|w| w.end - w.start == 20 && w.start % 20 == 0));
-        assert!(got.len() > 1, "a paced stream (0.2 s) spreads over several 20 ms windows: {}", got.len());
+        assert!(
+            got.len() > 1,
+            "a paced stream (0.2 s) spreads over several 20 ms windows: {}",
+            got.len()
+        );
     }
 }
 
@@ -198,7 +243,9 @@ fn socket_and_growing_file_sources_and_sinks() {
         let (c, _) = sink.accept().unwrap();
         BufReader::new(c).lines().map(Result::unwrap).collect::<Vec<String>>()
     });
-    on_workers(2, |s| s.socket_text(&addr).map(|l| l.to_uppercase()).write_socket(&sink_addr, None).unwrap());
+    on_workers(2, |s| {
+        s.socket_text(&addr).map(|l| l.to_uppercase()).write_socket(&sink_addr, None).unwrap()
+    });
     sender.join().unwrap();
     let received = collector.join().unwrap();
     assert_eq!(received, (0..500).map(|i| format!("LINE {i}")).collect::<Vec<_>>());
@@ -222,11 +269,23 @@ fn socket_and_growing_file_sources_and_sinks() {
         writeln!(f, "END").unwrap();
     });
     let out = dir.join("out");
-    on_workers(2, |s| s.follow_file(&path, Some("END")).filter(|l| l.ends_with('7')).write_lines(&out, None).unwrap());
+    on_workers(2, |s| {
+        s.follow_file(&path, Some("END"))
+            .filter(|l| l.ends_with('7'))
+            .write_lines(&out, None)
+            .unwrap()
+    });
     writer.join().unwrap();
-    let mut lines: Vec<String> = std::fs::read_dir(&out).unwrap().flatten().flat_map(|f| std::fs::read_to_string(f.path()).unwrap().lines().map(String::from).collect::<Vec<_>>()).collect();
+    let mut lines: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .flat_map(|f| {
+            std::fs::read_to_string(f.path()).unwrap().lines().map(String::from).collect::<Vec<_>>()
+        })
+        .collect();
     lines.sort();
-    let mut want: Vec<String> = (0..200).filter(|i| i % 10 == 7).map(|i| format!("event {i}")).collect();
+    let mut want: Vec<String> =
+        (0..200).filter(|i| i % 10 == 7).map(|i| format!("event {i}")).collect();
     want.sort();
     assert_eq!(lines, want);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -238,13 +297,18 @@ fn an_unbounded_stream_runs_until_stopped() {
         let stop = StopHandle::default();
         let seen = Arc::new(Mutex::new(0u64));
         let (g, st) = (seen.clone(), stop.clone());
-        s.stream_generate(None, None, |i| i).run(move |_, _| {
-            *g.lock().unwrap() += 1;
-            if *g.lock().unwrap() == 10_000 {
-                st.stop();
-            }
-            Ok(())
-        }, Some(stop)).unwrap();
+        s.stream_generate(None, None, |i| i)
+            .run(
+                move |_, _| {
+                    *g.lock().unwrap() += 1;
+                    if *g.lock().unwrap() == 10_000 {
+                        st.stop();
+                    }
+                    Ok(())
+                },
+                Some(stop),
+            )
+            .unwrap();
         let n = *seen.lock().unwrap();
         n
     });
@@ -256,12 +320,31 @@ fn map_chunks_sees_every_record_once_in_bounded_chunks() {
     let records: Vec<u64> = (0..1000).collect();
     for n in [1, 2, 3] {
         // Each chunk becomes (its length, its sum): every record counted once, no chunk over 7.
-        let got = gather(n, |s| s.stream_from_vec(records.clone()).map_chunks(7, Duration::from_secs(60), |c: Vec<u64>| vec![(c.len() as u64, c.iter().sum::<u64>())]));
-        assert!(got.iter().all(|&(len, _)| (1..=7).contains(&len)), "{n} workers: chunk sizes {got:?}");
+        let got = gather(n, |s| {
+            s.stream_from_vec(records.clone()).map_chunks(
+                7,
+                Duration::from_secs(60),
+                |c: Vec<u64>| vec![(c.len() as u64, c.iter().sum::<u64>())],
+            )
+        });
+        assert!(
+            got.iter().all(|&(len, _)| (1..=7).contains(&len)),
+            "{n} workers: chunk sizes {got:?}"
+        );
         assert_eq!(got.iter().map(|c| c.0).sum::<u64>(), 1000, "{n} workers");
-        assert_eq!(got.iter().map(|c| c.1).sum::<u64>(), records.iter().sum::<u64>(), "{n} workers");
+        assert_eq!(
+            got.iter().map(|c| c.1).sum::<u64>(),
+            records.iter().sum::<u64>(),
+            "{n} workers"
+        );
         // Any number of records out per chunk.
-        let doubled = gather(n, |s| s.stream_from_vec(records.clone()).map_chunks(64, Duration::from_secs(60), |c: Vec<u64>| c.into_iter().flat_map(|x| [x, x]).collect()));
+        let doubled = gather(n, |s| {
+            s.stream_from_vec(records.clone()).map_chunks(
+                64,
+                Duration::from_secs(60),
+                |c: Vec<u64>| c.into_iter().flat_map(|x| [x, x]).collect(),
+            )
+        });
         let mut want: Vec<u64> = records.iter().flat_map(|&x| [x, x]).collect();
         let mut doubled = doubled;
         doubled.sort_unstable();
@@ -274,7 +357,13 @@ fn map_chunks_sees_every_record_once_in_bounded_chunks() {
 fn map_chunks_hands_a_chunk_over_after_its_delay() {
     // 200 records per partition at 1,000 a second: with room for all of them in one chunk,
     // a 20 ms delay still cuts the input into many chunks as it trickles in.
-    let got = gather(2, |s| s.stream_generate(Some(1000), Some(400), |i| i).map_chunks(1_000_000, Duration::from_millis(20), |c: Vec<u64>| vec![c.len() as u64]));
+    let got = gather(2, |s| {
+        s.stream_generate(Some(1000), Some(400), |i| i).map_chunks(
+            1_000_000,
+            Duration::from_millis(20),
+            |c: Vec<u64>| vec![c.len() as u64],
+        )
+    });
     assert_eq!(got.iter().sum::<u64>(), 400);
     assert!(got.len() >= 10, "chunks of {got:?}: the delay did not cut them");
 }

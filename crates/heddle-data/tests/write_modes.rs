@@ -12,7 +12,11 @@ use common::on_workers;
 use heddle_data::{Output, WriteMode, SUCCESS};
 
 fn names(dir: &Path) -> Vec<String> {
-    let mut n: Vec<String> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let mut n: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
     n.sort();
     n
 }
@@ -21,7 +25,13 @@ fn lines(dir: &Path) -> Vec<String> {
     let mut all: Vec<String> = names(dir)
         .iter()
         .filter(|n| n.starts_with("part-"))
-        .flat_map(|n| std::fs::read_to_string(dir.join(n)).unwrap().lines().map(String::from).collect::<Vec<_>>())
+        .flat_map(|n| {
+            std::fs::read_to_string(dir.join(n))
+                .unwrap()
+                .lines()
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
         .collect();
     all.sort();
     all
@@ -36,7 +46,8 @@ fn numbers(r: std::ops::Range<u64>) -> Vec<String> {
 #[test]
 fn modes_refuse_replace_and_append_on_every_worker() {
     for n in [1, 3] {
-        let dir: PathBuf = std::env::temp_dir().join(format!("heddle-write-modes-{}-{n}", std::process::id()));
+        let dir: PathBuf =
+            std::env::temp_dir().join(format!("heddle-write-modes-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         on_workers(n, |s| s.range(0, 50).write_text(&dir).unwrap());
         assert_eq!(lines(&dir), numbers(0..50));
@@ -46,20 +57,30 @@ fn modes_refuse_replace_and_append_on_every_worker() {
 
         // Refused by default, on every worker, naming the directory; nothing changes.
         for e in on_workers(n, |s| s.range(0, 7).write_text(&dir).unwrap_err().to_string()) {
-            assert!(e.contains(&dir.display().to_string()) && e.contains("overwrite or append"), "{e}");
+            assert!(
+                e.contains(&dir.display().to_string()) && e.contains("overwrite or append"),
+                "{e}"
+            );
         }
         assert_eq!(names(&dir), before);
 
         // Overwrite: the old parts and marker go, other files stay.
-        on_workers(n, |s| s.range(100, 107).write_text(Output::new(&dir).mode(WriteMode::Overwrite)).unwrap());
+        on_workers(n, |s| {
+            s.range(100, 107).write_text(Output::new(&dir).mode(WriteMode::Overwrite)).unwrap()
+        });
         assert_eq!(lines(&dir), numbers(100..107));
         assert!(dir.join("notes.txt").exists() && dir.join(SUCCESS).exists());
 
         // Append: new parts beside the old ones, no name reused.
         let old: Vec<String> = names(&dir).into_iter().filter(|x| x.starts_with("part-")).collect();
-        on_workers(n, |s| s.range(200, 230).write_json_lines(Output::new(&dir).mode(WriteMode::Append)).unwrap());
+        on_workers(n, |s| {
+            s.range(200, 230).write_json_lines(Output::new(&dir).mode(WriteMode::Append)).unwrap()
+        });
         let now: Vec<String> = names(&dir).into_iter().filter(|x| x.starts_with("part-")).collect();
-        assert!(old.iter().all(|o| now.contains(o)) && now.len() == old.len() + n, "{old:?} -> {now:?}");
+        assert!(
+            old.iter().all(|o| now.contains(o)) && now.len() == old.len() + n,
+            "{old:?} -> {now:?}"
+        );
         let mut want = numbers(100..107);
         want.extend(numbers(200..230));
         want.sort();
@@ -72,7 +93,8 @@ fn modes_refuse_replace_and_append_on_every_worker() {
 #[test]
 fn a_failed_write_leaves_no_output_that_looks_complete() {
     for n in [1, 3] {
-        let dir: PathBuf = std::env::temp_dir().join(format!("heddle-write-failed-{}-{n}", std::process::id()));
+        let dir: PathBuf =
+            std::env::temp_dir().join(format!("heddle-write-failed-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         // A CSV row cannot hold a map: record 33 fails, on whichever worker holds it.
         let errors = on_workers(n, |s| {

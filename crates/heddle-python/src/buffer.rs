@@ -132,22 +132,30 @@ impl Buffer {
     /// # Errors
     /// `heddle.ArgumentError` if `obj` has no buffer interface or the buffer is unsuitable.
     pub(crate) fn get(obj: &Bound<'_, PyAny>, writable: bool, what: &str) -> PyResult<Buffer> {
-        let flags = ffi::PyBUF_ANY_CONTIGUOUS | ffi::PyBUF_FORMAT | if writable { ffi::PyBUF_WRITABLE } else { 0 };
+        let flags = ffi::PyBUF_ANY_CONTIGUOUS
+            | ffi::PyBUF_FORMAT
+            | if writable { ffi::PyBUF_WRITABLE } else { 0 };
         // SAFETY: an all-zero Py_buffer is a valid "empty" view for PyObject_GetBuffer to fill.
         let mut view: Box<ffi::Py_buffer> = Box::new(unsafe { std::mem::zeroed() });
         // SAFETY: `obj` is a live object and `view` a writable Py_buffer; the GIL is held.
         let rc = unsafe { ffi::PyObject_GetBuffer(obj.as_ptr(), &mut *view, flags) };
         if rc != 0 {
             let py = obj.py();
-            let cause = PyErr::take(py).unwrap_or_else(|| pyo3::exceptions::PyBufferError::new_err("no buffer"));
+            let cause = PyErr::take(py)
+                .unwrap_or_else(|| pyo3::exceptions::PyBufferError::new_err("no buffer"));
             // SAFETY: plain type check on a live object.
             let has_buffer = unsafe { ffi::PyObject_CheckBuffer(obj.as_ptr()) } != 0;
-            let type_name = obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
+            let type_name =
+                obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
             let message = if !has_buffer {
                 format!("{what} must be a buffer (a numpy array, bytearray, memoryview, array.array, ...), not {type_name}")
             } else {
                 let detail = cause.value(py).to_string();
-                let hint = if writable { "; it must be contiguous in memory and writable" } else { "; it must be contiguous in memory" };
+                let hint = if writable {
+                    "; it must be contiguous in memory and writable"
+                } else {
+                    "; it must be contiguous in memory"
+                };
                 format!("{what} ({type_name}) cannot be used: {detail}{hint}")
             };
             let err = argument(message);
@@ -189,7 +197,9 @@ impl Buffer {
 
     /// Whether `other` has the same element type (format and size).
     pub(crate) fn same_type(&self, other: &Buffer) -> bool {
-        self.itemsize == other.itemsize && (self.dtype == other.dtype && self.dtype != Dtype::Other || self.format() == other.format())
+        self.itemsize == other.itemsize
+            && (self.dtype == other.dtype && self.dtype != Dtype::Other
+                || self.format() == other.format())
     }
 
     /// A description such as `float64[4]` for messages.
@@ -206,7 +216,14 @@ impl Buffer {
             Dtype::U64 => "uint64",
             Dtype::F32 => "float32",
             Dtype::F64 => "float64",
-            Dtype::Other => return format!("format {:?} x {} bytes [{}]", self.format(), self.itemsize, self.elements()),
+            Dtype::Other => {
+                return format!(
+                    "format {:?} x {} bytes [{}]",
+                    self.format(),
+                    self.itemsize,
+                    self.elements()
+                )
+            }
         };
         format!("{name}[{}]", self.elements())
     }
@@ -300,7 +317,8 @@ impl Region {
     /// As [`Region::bytes_mut`], and the region must be aligned for `T`.
     pub(crate) unsafe fn typed_mut<'a, T: bytemuck::Pod>(self) -> &'a mut [T] {
         let n = self.len / std::mem::size_of::<T>();
-        let base = if self.len == 0 { NonNull::<T>::dangling().as_ptr() } else { self.ptr.cast::<T>() };
+        let base =
+            if self.len == 0 { NonNull::<T>::dangling().as_ptr() } else { self.ptr.cast::<T>() };
         std::slice::from_raw_parts_mut(base, n)
     }
 
@@ -314,7 +332,7 @@ impl Region {
 
     /// Whether the start is aligned to `align` bytes.
     pub(crate) fn aligned_for(self, align: usize) -> bool {
-        self.len == 0 || (self.ptr as usize) % align == 0
+        self.len == 0 || (self.ptr as usize).is_multiple_of(align)
     }
 
     /// Whether the two regions share any byte.

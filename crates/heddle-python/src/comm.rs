@@ -106,7 +106,13 @@ fn op_code(op: Option<&Bound<'_, PyAny>>) -> PyResult<OpCode> {
 }
 
 /// Fails unless the two buffers have the same element type.
-fn check_pair(what: &str, send: &Buffer, send_name: &str, recv: &Buffer, recv_name: &str) -> PyResult<()> {
+fn check_pair(
+    what: &str,
+    send: &Buffer,
+    send_name: &str,
+    recv: &Buffer,
+    recv_name: &str,
+) -> PyResult<()> {
     if !send.same_type(recv) {
         return Err(argument(format!(
             "{what}: {send_name} ({}) and {recv_name} ({}) have different element types",
@@ -117,7 +123,13 @@ fn check_pair(what: &str, send: &Buffer, send_name: &str, recv: &Buffer, recv_na
     Ok(())
 }
 
-fn check_len(what: &str, name: &str, buf: &Buffer, expected_bytes: usize, why: &str) -> PyResult<()> {
+fn check_len(
+    what: &str,
+    name: &str,
+    buf: &Buffer,
+    expected_bytes: usize,
+    why: &str,
+) -> PyResult<()> {
     if buf.bytes() != expected_bytes {
         return Err(argument(format!(
             "{what}: {name} is {} but must hold {} elements ({why})",
@@ -132,7 +144,10 @@ fn check_len(what: &str, name: &str, buf: &Buffer, expected_bytes: usize, why: &
 fn aligned(buf: &Buffer, name: &str) -> PyResult<Region> {
     let r = buf.region();
     if !r.aligned_for(buf.itemsize.min(8)) {
-        return Err(argument(format!("{name} is not aligned for its {}-byte elements; copy it first", buf.itemsize)));
+        return Err(argument(format!(
+            "{name} is not aligned for its {}-byte elements; copy it first",
+            buf.itemsize
+        )));
     }
     Ok(r)
 }
@@ -144,19 +159,23 @@ fn vspec<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<(Bound<'py, PyAny
     } else if let Ok(t) = obj.cast::<PyTuple>() {
         t.iter().collect()
     } else {
-        return Err(argument(format!("{name} must be [buffer, counts] (counts in elements, one per rank)")));
+        return Err(argument(format!(
+            "{name} must be [buffer, counts] (counts in elements, one per rank)"
+        )));
     };
     if parts.len() != 2 {
         return Err(argument(format!(
             "{name} must be [buffer, counts]; displacements and datatypes are not supported (blocks are packed in rank order, the type is the buffer's)"
         )));
     }
-    let counts: Vec<i64> = parts[1]
-        .extract()
-        .map_err(|_| argument(format!("{name}: counts must be a sequence of element counts, one per rank")))?;
+    let counts: Vec<i64> = parts[1].extract().map_err(|_| {
+        argument(format!("{name}: counts must be a sequence of element counts, one per rank"))
+    })?;
     let counts = counts
         .into_iter()
-        .map(|c| usize::try_from(c).map_err(|_| argument(format!("{name}: counts must not be negative"))))
+        .map(|c| {
+            usize::try_from(c).map_err(|_| argument(format!("{name}: counts must not be negative")))
+        })
         .collect::<PyResult<Vec<usize>>>()?;
     Ok((parts[0].clone(), counts))
 }
@@ -185,13 +204,20 @@ impl PyComm {
     fn rank_arg(&self, r: i64, what: &str) -> PyResult<usize> {
         match usize::try_from(r) {
             Ok(u) if u < self.inner.size() => Ok(u),
-            _ => Err(argument(format!("{what} {r} is outside this communicator of {} ranks", self.inner.size()))),
+            _ => Err(argument(format!(
+                "{what} {r} is outside this communicator of {} ranks",
+                self.inner.size()
+            ))),
         }
     }
 
     fn counts_arg(&self, counts: &[usize], what: &str, itemsize: usize) -> PyResult<Vec<usize>> {
         if counts.len() != self.inner.size() {
-            return Err(argument(format!("{what}: {} counts for {} ranks", counts.len(), self.inner.size())));
+            return Err(argument(format!(
+                "{what}: {} counts for {} ranks",
+                counts.len(),
+                self.inner.size()
+            )));
         }
         Ok(counts.iter().map(|c| c * itemsize).collect())
     }
@@ -304,10 +330,13 @@ impl PyComm {
             (true, None) => return Err(argument("Reduce: the root must pass a recvbuf")),
             (false, _) => None,
         };
-        let send = if in_place(sendbuf) { None } else { Some(Buffer::get(sendbuf, false, "sendbuf")?) };
+        let send =
+            if in_place(sendbuf) { None } else { Some(Buffer::get(sendbuf, false, "sendbuf")?) };
         let mut _temp = None;
         let (send_region, dtype) = match (send.as_ref(), recv.as_ref()) {
-            (None, None) => return Err(argument("Reduce: sendbuf may be heddle.IN_PLACE only at the root")),
+            (None, None) => {
+                return Err(argument("Reduce: sendbuf may be heddle.IN_PLACE only at the root"))
+            }
             (None, Some(r)) => {
                 // SAFETY: recvbuf is exported.
                 let (words, copy) = unsafe { r.region().to_temp() };
@@ -357,12 +386,20 @@ impl PyComm {
     ) -> PyResult<()> {
         let code = op_code(op)?;
         if in_place(sendbuf) {
-            return Err(argument("Reduce_scatter_block: heddle.IN_PLACE is not supported; pass sendbuf"));
+            return Err(argument(
+                "Reduce_scatter_block: heddle.IN_PLACE is not supported; pass sendbuf",
+            ));
         }
         let send = Buffer::get(sendbuf, false, "sendbuf")?;
         let recv = Buffer::get(recvbuf, true, "recvbuf")?;
         check_pair("Reduce_scatter_block", &send, "sendbuf", &recv, "recvbuf")?;
-        check_len("Reduce_scatter_block", "sendbuf", &send, recv.bytes() * self.inner.size(), "size blocks as large as recvbuf")?;
+        check_len(
+            "Reduce_scatter_block",
+            "sendbuf",
+            &send,
+            recv.bytes() * self.inner.size(),
+            "size blocks as large as recvbuf",
+        )?;
         code.check(recv.dtype, "Reduce_scatter_block")?;
         let (send_region, recv_region) = (aligned(&send, "sendbuf")?, aligned(&recv, "recvbuf")?);
         // SAFETY: sendbuf is exported.
@@ -403,7 +440,13 @@ impl PyComm {
     /// order (``recvbuf`` holds ``size`` blocks there; other ranks may pass ``None``). At
     /// the root ``sendbuf`` may be ``heddle.IN_PLACE``: its block is already in ``recvbuf``.
     #[pyo3(name = "Gather", signature = (sendbuf, recvbuf, root = 0))]
-    fn gather_buf(&self, py: Python<'_>, sendbuf: &Bound<'_, PyAny>, recvbuf: Option<&Bound<'_, PyAny>>, root: i64) -> PyResult<()> {
+    fn gather_buf(
+        &self,
+        py: Python<'_>,
+        sendbuf: &Bound<'_, PyAny>,
+        recvbuf: Option<&Bound<'_, PyAny>>,
+        root: i64,
+    ) -> PyResult<()> {
         let root = self.rank_arg(root, "root")?;
         let (p, me) = (self.inner.size(), self.inner.rank());
         let recv = match (me == root, recvbuf.filter(|r| !r.is_none())) {
@@ -411,13 +454,19 @@ impl PyComm {
             (true, None) => return Err(argument("Gather: the root must pass a recvbuf")),
             (false, _) => None,
         };
-        let send = if in_place(sendbuf) { None } else { Some(Buffer::get(sendbuf, false, "sendbuf")?) };
+        let send =
+            if in_place(sendbuf) { None } else { Some(Buffer::get(sendbuf, false, "sendbuf")?) };
         let mut _temp = None;
         let mut send_region = match (send.as_ref(), recv.as_ref()) {
-            (None, None) => return Err(argument("Gather: sendbuf may be heddle.IN_PLACE only at the root")),
+            (None, None) => {
+                return Err(argument("Gather: sendbuf may be heddle.IN_PLACE only at the root"))
+            }
             (None, Some(r)) => {
                 if r.bytes() % p != 0 {
-                    return Err(argument(format!("Gather: recvbuf ({}) does not split into {p} equal blocks", r.describe())));
+                    return Err(argument(format!(
+                        "Gather: recvbuf ({}) does not split into {p} equal blocks",
+                        r.describe()
+                    )));
                 }
                 let block = r.bytes() / p;
                 // SAFETY: recvbuf is exported.
@@ -441,14 +490,23 @@ impl PyComm {
         }
         let comm = self.comm();
         // SAFETY: regions stay alive until after the call; the receive side is writable.
-        blocking(py, || comm.gather(unsafe { send_region.bytes() }, unsafe { recv_region.bytes_mut() }, root)).map_err(errors::comm)
+        blocking(py, || {
+            comm.gather(unsafe { send_region.bytes() }, unsafe { recv_region.bytes_mut() }, root)
+        })
+        .map_err(errors::comm)
     }
 
     /// Scatters ``sendbuf`` at ``root`` (``size`` equal blocks; other ranks may pass
     /// ``None``): rank i receives block i in ``recvbuf``. At the root ``recvbuf`` may be
     /// ``heddle.IN_PLACE``: its block stays in ``sendbuf``.
     #[pyo3(name = "Scatter", signature = (sendbuf, recvbuf, root = 0))]
-    fn scatter_buf(&self, py: Python<'_>, sendbuf: Option<&Bound<'_, PyAny>>, recvbuf: &Bound<'_, PyAny>, root: i64) -> PyResult<()> {
+    fn scatter_buf(
+        &self,
+        py: Python<'_>,
+        sendbuf: Option<&Bound<'_, PyAny>>,
+        recvbuf: &Bound<'_, PyAny>,
+        root: i64,
+    ) -> PyResult<()> {
         let root = self.rank_arg(root, "root")?;
         let (p, is_root) = (self.inner.size(), self.inner.rank() == root);
         let send = match (is_root, sendbuf.filter(|s| !s.is_none())) {
@@ -458,9 +516,14 @@ impl PyComm {
         };
         let mut _temp = None;
         let (recv, recv_region) = if in_place(recvbuf) {
-            let Some(s) = send.as_ref() else { return Err(argument("Scatter: recvbuf may be heddle.IN_PLACE only at the root")) };
+            let Some(s) = send.as_ref() else {
+                return Err(argument("Scatter: recvbuf may be heddle.IN_PLACE only at the root"));
+            };
             if s.bytes() % p != 0 {
-                return Err(argument(format!("Scatter: sendbuf ({}) does not split into {p} equal blocks", s.describe())));
+                return Err(argument(format!(
+                    "Scatter: sendbuf ({}) does not split into {p} equal blocks",
+                    s.describe()
+                )));
             }
             let (words, scratch) = Region::scratch(s.bytes() / p);
             _temp = Some(words);
@@ -479,20 +542,31 @@ impl PyComm {
         let (send_region, _send_copy) = unsafe { send_region.apart_from(recv_region) };
         let comm = self.comm();
         // SAFETY: regions stay alive until after the call; the receive side is writable.
-        blocking(py, || comm.scatter(unsafe { send_region.bytes() }, unsafe { recv_region.bytes_mut() }, root)).map_err(errors::comm)
+        blocking(py, || {
+            comm.scatter(unsafe { send_region.bytes() }, unsafe { recv_region.bytes_mut() }, root)
+        })
+        .map_err(errors::comm)
     }
 
     /// Every rank receives every rank's ``sendbuf`` (equal sizes) in ``recvbuf``, in rank
     /// order. ``sendbuf`` may be ``heddle.IN_PLACE``: each rank's block is already in place.
     #[pyo3(name = "Allgather")]
-    fn allgather_buf(&self, py: Python<'_>, sendbuf: &Bound<'_, PyAny>, recvbuf: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn allgather_buf(
+        &self,
+        py: Python<'_>,
+        sendbuf: &Bound<'_, PyAny>,
+        recvbuf: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         let (p, me) = (self.inner.size(), self.inner.rank());
         let recv = Buffer::get(recvbuf, true, "recvbuf")?;
         let recv_region = recv.region();
         let mut _temp = None;
         let (_send, send_region) = if in_place(sendbuf) {
             if recv.bytes() % p != 0 {
-                return Err(argument(format!("Allgather: recvbuf ({}) does not split into {p} equal blocks", recv.describe())));
+                return Err(argument(format!(
+                    "Allgather: recvbuf ({}) does not split into {p} equal blocks",
+                    recv.describe()
+                )));
             }
             let block = recv.bytes() / p;
             // SAFETY: recvbuf is exported.
@@ -510,18 +584,29 @@ impl PyComm {
         };
         let comm = self.comm();
         // SAFETY: regions stay alive until after the call; the receive side is writable.
-        blocking(py, || comm.allgather(unsafe { send_region.bytes() }, unsafe { recv_region.bytes_mut() })).map_err(errors::comm)
+        blocking(py, || {
+            comm.allgather(unsafe { send_region.bytes() }, unsafe { recv_region.bytes_mut() })
+        })
+        .map_err(errors::comm)
     }
 
     /// Block j of rank i's ``sendbuf`` (``size`` equal blocks) goes to block i of rank j's
     /// ``recvbuf``. ``sendbuf`` may be ``heddle.IN_PLACE``: the input is then ``recvbuf``.
     #[pyo3(name = "Alltoall")]
-    fn alltoall_buf(&self, py: Python<'_>, sendbuf: &Bound<'_, PyAny>, recvbuf: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn alltoall_buf(
+        &self,
+        py: Python<'_>,
+        sendbuf: &Bound<'_, PyAny>,
+        recvbuf: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         let p = self.inner.size();
         let recv = Buffer::get(recvbuf, true, "recvbuf")?;
         let recv_region = recv.region();
         if recv.bytes() % p != 0 {
-            return Err(argument(format!("Alltoall: recvbuf ({}) does not split into {p} equal blocks", recv.describe())));
+            return Err(argument(format!(
+                "Alltoall: recvbuf ({}) does not split into {p} equal blocks",
+                recv.describe()
+            )));
         }
         let mut _temp = None;
         let (_send, send_region) = if in_place(sendbuf) || sendbuf.is(recvbuf) {
@@ -540,13 +625,22 @@ impl PyComm {
         };
         let comm = self.comm();
         // SAFETY: regions stay alive until after the call; the receive side is writable.
-        blocking(py, || comm.alltoall(unsafe { send_region.bytes() }, unsafe { recv_region.bytes_mut() })).map_err(errors::comm)
+        blocking(py, || {
+            comm.alltoall(unsafe { send_region.bytes() }, unsafe { recv_region.bytes_mut() })
+        })
+        .map_err(errors::comm)
     }
 
     /// Gathers rank i's ``sendbuf`` (``counts[i]`` elements) at ``root`` into
     /// ``recvbuf = [buffer, counts]``, packed in rank order (other ranks may pass ``None``).
     #[pyo3(name = "Gatherv", signature = (sendbuf, recvbuf, root = 0))]
-    fn gatherv_buf(&self, py: Python<'_>, sendbuf: &Bound<'_, PyAny>, recvbuf: Option<&Bound<'_, PyAny>>, root: i64) -> PyResult<()> {
+    fn gatherv_buf(
+        &self,
+        py: Python<'_>,
+        sendbuf: &Bound<'_, PyAny>,
+        recvbuf: Option<&Bound<'_, PyAny>>,
+        root: i64,
+    ) -> PyResult<()> {
         let root = self.rank_arg(root, "root")?;
         let (p, me) = (self.inner.size(), self.inner.rank());
         let send = Buffer::get(sendbuf, false, "sendbuf")?;
@@ -558,7 +652,9 @@ impl PyComm {
                 let counts = self.counts_arg(&counts, "Gatherv", r.itemsize)?;
                 (Some(r), counts)
             }
-            (true, None) => return Err(argument("Gatherv: the root must pass recvbuf = [buffer, counts]")),
+            (true, None) => {
+                return Err(argument("Gatherv: the root must pass recvbuf = [buffer, counts]"))
+            }
             (false, _) => {
                 // Only the root reads counts; ours must match our buffer.
                 let mut counts = vec![0; p];
@@ -572,14 +668,26 @@ impl PyComm {
         let (send_region, _temp) = unsafe { send_region.apart_from(recv_region) };
         let comm = self.comm();
         // SAFETY: regions stay alive until after the call; the receive side is writable.
-        blocking(py, || comm.gatherv(unsafe { send_region.bytes() }, unsafe { recv_region.bytes_mut() }, &counts, root))
-            .map_err(errors::comm)
+        blocking(py, || {
+            comm.gatherv(
+                unsafe { send_region.bytes() },
+                unsafe { recv_region.bytes_mut() },
+                &counts,
+                root,
+            )
+        })
+        .map_err(errors::comm)
     }
 
     /// Every rank receives rank i's ``sendbuf`` (``counts[i]`` elements) in
     /// ``recvbuf = [buffer, counts]``, packed in rank order.
     #[pyo3(name = "Allgatherv")]
-    fn allgatherv_buf(&self, py: Python<'_>, sendbuf: &Bound<'_, PyAny>, recvbuf: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn allgatherv_buf(
+        &self,
+        py: Python<'_>,
+        sendbuf: &Bound<'_, PyAny>,
+        recvbuf: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         let send = Buffer::get(sendbuf, false, "sendbuf")?;
         let (b, counts) = vspec(recvbuf, "recvbuf")?;
         let recv = Buffer::get(&b, true, "recvbuf")?;
@@ -590,14 +698,26 @@ impl PyComm {
         let (send_region, _temp) = unsafe { send_region.apart_from(recv_region) };
         let comm = self.comm();
         // SAFETY: regions stay alive until after the call; the receive side is writable.
-        blocking(py, || comm.allgatherv(unsafe { send_region.bytes() }, unsafe { recv_region.bytes_mut() }, &counts))
-            .map_err(errors::comm)
+        blocking(py, || {
+            comm.allgatherv(
+                unsafe { send_region.bytes() },
+                unsafe { recv_region.bytes_mut() },
+                &counts,
+            )
+        })
+        .map_err(errors::comm)
     }
 
     /// Scatters ``sendbuf = [buffer, counts]`` at ``root`` (other ranks may pass ``None``):
     /// rank i receives ``counts[i]`` elements in ``recvbuf``.
     #[pyo3(name = "Scatterv", signature = (sendbuf, recvbuf, root = 0))]
-    fn scatterv_buf(&self, py: Python<'_>, sendbuf: Option<&Bound<'_, PyAny>>, recvbuf: &Bound<'_, PyAny>, root: i64) -> PyResult<()> {
+    fn scatterv_buf(
+        &self,
+        py: Python<'_>,
+        sendbuf: Option<&Bound<'_, PyAny>>,
+        recvbuf: &Bound<'_, PyAny>,
+        root: i64,
+    ) -> PyResult<()> {
         let root = self.rank_arg(root, "root")?;
         let (p, me) = (self.inner.size(), self.inner.rank());
         let recv = Buffer::get(recvbuf, true, "recvbuf")?;
@@ -609,7 +729,9 @@ impl PyComm {
                 let counts = self.counts_arg(&counts, "Scatterv", s.itemsize)?;
                 (Some(s), counts)
             }
-            (true, None) => return Err(argument("Scatterv: the root must pass sendbuf = [buffer, counts]")),
+            (true, None) => {
+                return Err(argument("Scatterv: the root must pass sendbuf = [buffer, counts]"))
+            }
             (false, _) => {
                 let mut counts = vec![0; p];
                 counts[me] = recv.bytes();
@@ -622,15 +744,27 @@ impl PyComm {
         let (send_region, _temp) = unsafe { send_region.apart_from(recv_region) };
         let comm = self.comm();
         // SAFETY: regions stay alive until after the call; the receive side is writable.
-        blocking(py, || comm.scatterv(unsafe { send_region.bytes() }, &counts, unsafe { recv_region.bytes_mut() }, root))
-            .map_err(errors::comm)
+        blocking(py, || {
+            comm.scatterv(
+                unsafe { send_region.bytes() },
+                &counts,
+                unsafe { recv_region.bytes_mut() },
+                root,
+            )
+        })
+        .map_err(errors::comm)
     }
 
     /// Rank i sends ``sendcounts[j]`` elements to rank j and receives ``recvcounts[j]``
     /// from it: ``sendbuf = [buffer, sendcounts]``, ``recvbuf = [buffer, recvcounts]``,
     /// blocks packed in rank order.
     #[pyo3(name = "Alltoallv")]
-    fn alltoallv_buf(&self, py: Python<'_>, sendbuf: &Bound<'_, PyAny>, recvbuf: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn alltoallv_buf(
+        &self,
+        py: Python<'_>,
+        sendbuf: &Bound<'_, PyAny>,
+        recvbuf: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         let (sb, send_counts) = vspec(sendbuf, "sendbuf")?;
         let (rb, recv_counts) = vspec(recvbuf, "recvbuf")?;
         let send = Buffer::get(&sb, false, "sendbuf")?;
@@ -644,34 +778,53 @@ impl PyComm {
         let comm = self.comm();
         // SAFETY: regions stay alive until after the call; the receive side is writable.
         blocking(py, || {
-            comm.alltoallv(unsafe { send_region.bytes() }, &send_counts, unsafe { recv_region.bytes_mut() }, &recv_counts)
+            comm.alltoallv(
+                unsafe { send_region.bytes() },
+                &send_counts,
+                unsafe { recv_region.bytes_mut() },
+                &recv_counts,
+            )
         })
         .map_err(errors::comm)
     }
 
     /// Sends ``buf`` to rank ``dest`` with ``tag``; returns once the data has left ``buf``.
     #[pyo3(name = "Send", signature = (buf, dest, tag = 0))]
-    fn send_buf(&self, py: Python<'_>, buf: &Bound<'_, PyAny>, dest: i64, tag: i64) -> PyResult<()> {
+    fn send_buf(
+        &self,
+        py: Python<'_>,
+        buf: &Bound<'_, PyAny>,
+        dest: i64,
+        tag: i64,
+    ) -> PyResult<()> {
         let dest = self.rank_arg(dest, "dest")?;
         let tag = tag_arg(tag)?;
         let b = Buffer::get(buf, false, "buf")?;
         let (region, dtype) = (b.region(), b.dtype.wire());
         let comm = self.comm();
         // SAFETY: buf stays exported until after the call.
-        blocking(py, || comm.send_as(unsafe { region.bytes() }, dtype, dest, tag)).map_err(errors::comm)
+        blocking(py, || comm.send_as(unsafe { region.bytes() }, dtype, dest, tag))
+            .map_err(errors::comm)
     }
 
     /// Receives the message from rank ``source`` with ``tag`` into ``buf``; returns the
     /// number of elements received (the message may be shorter than ``buf``, not longer).
     #[pyo3(name = "Recv", signature = (buf, source, tag = 0))]
-    fn recv_buf(&self, py: Python<'_>, buf: &Bound<'_, PyAny>, source: i64, tag: i64) -> PyResult<usize> {
+    fn recv_buf(
+        &self,
+        py: Python<'_>,
+        buf: &Bound<'_, PyAny>,
+        source: i64,
+        tag: i64,
+    ) -> PyResult<usize> {
         let source = self.rank_arg(source, "source")?;
         let tag = tag_arg(tag)?;
         let b = Buffer::get(buf, true, "buf")?;
         let (region, dtype) = (b.region(), b.dtype.wire());
         let comm = self.comm();
         // SAFETY: buf stays exported until after the call and is writable.
-        let n = blocking(py, || comm.recv_as(unsafe { region.bytes_mut() }, dtype, source, tag)).map_err(errors::comm)?;
+        let n = blocking(py, || comm.recv_as(unsafe { region.bytes_mut() }, dtype, source, tag))
+            .map_err(errors::comm)?;
         if n % b.itemsize != 0 {
             return Err(argument(format!(
                 "Recv: rank {source} sent {n} bytes, not a whole number of {}-byte elements of the receive buffer ({})",
@@ -698,11 +851,15 @@ impl PyComm {
         recvtag: Option<i64>,
     ) -> PyResult<usize> {
         let dest = self.rank_arg(dest, "dest")?;
-        let Some(source) = source else { return Err(argument("Sendrecv: pass source= (heddle has no ANY_SOURCE)")) };
+        let Some(source) = source else {
+            return Err(argument("Sendrecv: pass source= (heddle has no ANY_SOURCE)"));
+        };
         let source = self.rank_arg(source, "source")?;
         let tag = tag_arg(sendtag)?;
         if recvtag.is_some_and(|t| t != sendtag) {
-            return Err(argument("Sendrecv: heddle uses one tag for both directions; recvtag must equal sendtag"));
+            return Err(argument(
+                "Sendrecv: heddle uses one tag for both directions; recvtag must equal sendtag",
+            ));
         }
         let Some(recvbuf) = recvbuf else { return Err(argument("Sendrecv: pass recvbuf=")) };
         let send = Buffer::get(sendbuf, false, "sendbuf")?;
@@ -712,15 +869,28 @@ impl PyComm {
         let (send_region, _temp) = unsafe { send_region.apart_from(recv_region) };
         let comm = self.comm();
         // SAFETY: regions stay alive until after the call; the receive side is writable.
-        let n = blocking(py, || comm.sendrecv(unsafe { send_region.bytes() }, dest, unsafe { recv_region.bytes_mut() }, source, tag))
-            .map_err(errors::comm)?;
+        let n = blocking(py, || {
+            comm.sendrecv(
+                unsafe { send_region.bytes() },
+                dest,
+                unsafe { recv_region.bytes_mut() },
+                source,
+                tag,
+            )
+        })
+        .map_err(errors::comm)?;
         Ok(n / recv.itemsize)
     }
 
     /// Receives a whole message of any length from ``source`` with ``tag`` as ``bytes``
     /// (used by the object methods).
     #[pyo3(signature = (source, tag = 0))]
-    fn _recv_bytes<'py>(&self, py: Python<'py>, source: i64, tag: i64) -> PyResult<Bound<'py, PyBytes>> {
+    fn _recv_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        source: i64,
+        tag: i64,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let source = self.rank_arg(source, "source")?;
         let tag = tag_arg(tag)?;
         let comm = self.comm();
@@ -735,7 +905,10 @@ impl PyComm {
         let color = match color {
             None => None,
             Some(c) if c < 0 => None,
-            Some(c) => Some(u32::try_from(c).map_err(|_| argument(format!("color {c} is larger than 4294967295")))?),
+            Some(c) => Some(
+                u32::try_from(c)
+                    .map_err(|_| argument(format!("color {c} is larger than 4294967295")))?,
+            ),
         };
         let comm = self.comm();
         let sub = blocking(py, || comm.split(color, key)).map_err(errors::comm)?;

@@ -32,7 +32,13 @@ impl PyOutputCommit {
     /// Checks ``directory`` against ``mode`` and makes the write's temporary directory.
     #[new]
     #[pyo3(signature = (session, directory, mode = "errorifexists", suffix = ""))]
-    fn new(py: Python<'_>, session: &PySession, directory: PathBuf, mode: &str, suffix: &str) -> PyResult<PyOutputCommit> {
+    fn new(
+        py: Python<'_>,
+        session: &PySession,
+        directory: PathBuf,
+        mode: &str,
+        suffix: &str,
+    ) -> PyResult<PyOutputCommit> {
         let out = output(directory, mode)?;
         let s = session.s.clone();
         let commit = py.detach(|| Commit::begin(s.comm(), &out)).map_err(errors::data)?;
@@ -48,8 +54,13 @@ impl PyOutputCommit {
     /// wrote its ``written`` partitions (``failed`` false); otherwise removes the temporary
     /// files. Raises if this or another worker failed.
     fn finish(&self, py: Python<'_>, written: Vec<u32>, failed: bool) -> PyResult<()> {
-        let outcome = if failed { Err(heddle_data::Error::InvalidArgument("this worker's write failed".into())) } else { Ok(written) };
-        py.detach(|| self.commit.finish(self.session.comm(), outcome, &self.suffix)).map_err(errors::data)
+        let outcome = if failed {
+            Err(heddle_data::Error::InvalidArgument("this worker's write failed".into()))
+        } else {
+            Ok(written)
+        };
+        py.detach(|| self.commit.finish(self.session.comm(), outcome, &self.suffix))
+            .map_err(errors::data)
     }
 }
 

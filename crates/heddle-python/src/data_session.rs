@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use heddle_comm::dataflow::Options;
 use heddle_data::{OnMalformed, Session};
+use heddle_dataflow::Options;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
@@ -14,7 +14,7 @@ use crate::data_set::PyDataSet;
 use crate::data_text::{self, Native};
 use crate::errors::{self, argument, Kind};
 use crate::failure;
-use crate::interrupt::{blocking_here, blocking};
+use crate::interrupt::{blocking, blocking_here};
 use crate::record::PyObj;
 
 static SESSIONS: AtomicU64 = AtomicU64::new(1);
@@ -31,7 +31,10 @@ pub(crate) struct PySession {
 
 impl std::fmt::Debug for PySession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PySession").field("rank", &self.s.rank()).field("partitions", &self.s.partitions()).finish()
+        f.debug_struct("PySession")
+            .field("rank", &self.s.rank())
+            .field("partitions", &self.s.partitions())
+            .finish()
     }
 }
 
@@ -72,13 +75,22 @@ impl PySession {
     /// per partition in sorts and shuffles before spilling to ``spill_dirs``.
     #[new]
     #[pyo3(signature = (comm, partitions = None, memory_budget = None, spill_dirs = None))]
-    fn new(py: Python<'_>, comm: &PyComm, partitions: Option<u32>, memory_budget: Option<usize>, spill_dirs: Option<Vec<PathBuf>>) -> PyResult<PySession> {
+    fn new(
+        py: Python<'_>,
+        comm: &PyComm,
+        partitions: Option<u32>,
+        memory_budget: Option<usize>,
+        spill_dirs: Option<Vec<PathBuf>>,
+    ) -> PyResult<PySession> {
         let c = comm.shared();
         let own = blocking(py, || c.split(Some(0), c.rank() as i64)).map_err(errors::comm)?;
-        let own = own.ok_or_else(|| Kind::Comm.err("could not copy the communicator for the session"))?;
+        let own =
+            own.ok_or_else(|| Kind::Comm.err("could not copy the communicator for the session"))?;
         // One executor thread: Python code runs under the GIL anyway, and a run's first
         // exception is kept per thread (see `failure`).
-        let s = blocking_here(py, || Session::new(own)).and_then(|s| s.with_threads(1)).map_err(errors::data)?;
+        let s = blocking_here(py, || Session::new(own))
+            .and_then(|s| s.with_threads(1))
+            .map_err(errors::data)?;
         let s = match partitions {
             Some(p) => s.with_partitions(p).map_err(errors::data)?,
             None => s,
@@ -118,13 +130,18 @@ impl PySession {
     /// The integers ``start .. end``, split evenly.
     fn range(&self, start: i64, end: i64) -> PyDataSet {
         let n = end.saturating_sub(start).max(0) as u64;
-        self.wrap(self.s.generate(n, move |i| Python::attach(|py| PyObj::new((start + i as i64).into_pyobject(py).expect("an int").into_any()))))
+        self.wrap(self.s.generate(n, move |i| {
+            Python::attach(|py| {
+                PyObj::new((start + i as i64).into_pyobject(py).expect("an int").into_any())
+            })
+        }))
     }
 
     /// The records of ``records`` (the same list on every worker), split evenly in order.
     #[pyo3(name = "from_list")]
     fn of_records(&self, records: &Bound<'_, PyAny>) -> PyResult<PyDataSet> {
-        let v: Vec<PyObj> = records.try_iter()?.map(|r| r.map(PyObj::new)).collect::<PyResult<_>>()?;
+        let v: Vec<PyObj> =
+            records.try_iter()?.map(|r| r.map(PyObj::new)).collect::<PyResult<_>>()?;
         Ok(self.wrap(self.s.from_vec(v)))
     }
 
@@ -136,25 +153,38 @@ impl PySession {
     /// The lines of a text file, of a directory's files, or of a glob's files (UTF-8).
     fn text_file(&self, path: PathBuf) -> PyResult<PyDataSet> {
         let lines = self.s.text_file(&path).map_err(errors::data)?;
-        let blocks = data_text::blocks(&self.s, &path, LINES_BLOCK_BYTES, false).map_err(|e| input_error(e.to_string()))?;
+        let blocks = data_text::blocks(&self.s, &path, LINES_BLOCK_BYTES, false)
+            .map_err(|e| input_error(e.to_string()))?;
         let records = data_text::line_records(&lines);
-        Ok(PyDataSet { ds: records, session: self.id, native: Some(Native::Lines { lines, blocks }) })
+        Ok(PyDataSet {
+            ds: records,
+            session: self.id,
+            native: Some(Native::Lines { lines, blocks }),
+        })
     }
 
     /// Blocks of whole lines (``str``, or ``bytes`` if ``binary``; each line ending with a
     /// newline) of about ``block_bytes`` from the files of ``path``.
     #[pyo3(signature = (path, block_bytes, binary = false))]
     fn text_blocks(&self, path: PathBuf, block_bytes: u64, binary: bool) -> PyResult<PyDataSet> {
-        let blocks = data_text::blocks(&self.s, &path, data_text::block_size(block_bytes)?, binary).map_err(|e| input_error(e.to_string()))?;
+        let blocks = data_text::blocks(&self.s, &path, data_text::block_size(block_bytes)?, binary)
+            .map_err(|e| input_error(e.to_string()))?;
         let records = data_text::block_records(&blocks, binary);
-        Ok(PyDataSet { ds: records, session: self.id, native: Some(Native::Blocks { blocks, binary }) })
+        Ok(PyDataSet {
+            ds: records,
+            session: self.id,
+            native: Some(Native::Blocks { blocks, binary }),
+        })
     }
 
     /// Rows of CSV files as lists of str (a header line, if ``header``, is skipped in
     /// every file); malformed rows fail with file and line, or are skipped and counted.
     #[pyo3(signature = (path, header, skip_malformed = false))]
     fn read_csv(&self, path: PathBuf, header: bool, skip_malformed: bool) -> PyResult<PyDataSet> {
-        let rows = self.s.read_csv::<Vec<String>>(&path, header, on_malformed(skip_malformed)).map_err(errors::data)?;
+        let rows = self
+            .s
+            .read_csv::<Vec<String>>(&path, header, on_malformed(skip_malformed))
+            .map_err(errors::data)?;
         Ok(self.wrap(rows.map(|row: Vec<String>| {
             Python::attach(|py| PyObj::new(PyList::new(py, row).expect("a list of str").into_any()))
         })))
@@ -163,7 +193,10 @@ impl PySession {
     /// Records of JSON-lines files (one value per line; blank lines ignored).
     #[pyo3(signature = (path, skip_malformed = false))]
     fn read_json_lines(&self, path: PathBuf, skip_malformed: bool) -> PyResult<PyDataSet> {
-        let rows = self.s.read_json_lines::<serde_json::Value>(&path, on_malformed(skip_malformed)).map_err(errors::data)?;
+        let rows = self
+            .s
+            .read_json_lines::<serde_json::Value>(&path, on_malformed(skip_malformed))
+            .map_err(errors::data)?;
         Ok(self.wrap(rows.map(|v: serde_json::Value| {
             Python::attach(|py| match crate::json::to_py(py, &v) {
                 Ok(o) => PyObj::new(o),
@@ -195,7 +228,11 @@ fn input_error(message: String) -> PyErr {
 /// The files a path names (a file, a directory's files, a glob's matches), sorted.
 #[pyfunction]
 pub(crate) fn list_input_files(path: PathBuf) -> PyResult<Vec<PathBuf>> {
-    Ok(heddle_data::list_files(&path).map_err(|e| input_error(e.to_string()))?.into_iter().map(|f| f.0).collect())
+    Ok(heddle_data::list_files(&path)
+        .map_err(|e| input_error(e.to_string()))?
+        .into_iter()
+        .map(|f| f.0)
+        .collect())
 }
 
 /// Adds the session class to the module.

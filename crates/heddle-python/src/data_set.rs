@@ -85,7 +85,9 @@ pub(crate) fn map_step(f: Py<PyAny>) -> impl Fn(PyObj) -> PyObj + Send + Sync + 
 
 /// `flat_map`: each record to the records of the iterable `f` returns.
 pub(crate) fn flat_map_step(f: Py<PyAny>) -> impl Fn(PyObj) -> Vec<PyObj> + Send + Sync + 'static {
-    move |x: PyObj| guarded(|py| records_of(&f.bind(py).call1((x.into_bound(py),))?)).unwrap_or_default()
+    move |x: PyObj| {
+        guarded(|py| records_of(&f.bind(py).call1((x.into_bound(py),))?)).unwrap_or_default()
+    }
 }
 
 /// `filter`: whether `f(record)` is true.
@@ -109,8 +111,13 @@ fn pairs(ds: &DataSet<PyObj>) -> DataSet<(PyKey, PyObj)> {
 }
 
 /// Python tuples from native `(key, value)` pairs, the value made by `value`.
-fn tuples<V: heddle_task::Record>(ds: &DataSet<(PyKey, V)>, value: impl Fn(Python<'_>, V) -> PyResult<Bound<'_, PyAny>> + Send + Sync + 'static) -> DataSet<PyObj> {
-    ds.flat_map(move |(k, v): (PyKey, V)| guarded(|py| Ok(PyObj::new(pair_to(py, k, value(py, v)?)?))))
+fn tuples<V: heddle_task::Record>(
+    ds: &DataSet<(PyKey, V)>,
+    value: impl Fn(Python<'_>, V) -> PyResult<Bound<'_, PyAny>> + Send + Sync + 'static,
+) -> DataSet<PyObj> {
+    ds.flat_map(move |(k, v): (PyKey, V)| {
+        guarded(|py| Ok(PyObj::new(pair_to(py, k, value(py, v)?)?)))
+    })
 }
 
 fn option(py: Python<'_>, v: Option<PyObj>) -> Bound<'_, PyAny> {
@@ -119,7 +126,11 @@ fn option(py: Python<'_>, v: Option<PyObj>) -> Bound<'_, PyAny> {
 
 /// Runs an action on data set `on` with the GIL released (Ctrl-C aborts it); raises the
 /// first Python exception it met.
-fn action<R: heddle_task::Record, T>(py: Python<'_>, on: &DataSet<R>, f: impl FnOnce() -> heddle_data::Result<T>) -> PyResult<T> {
+fn action<R: heddle_task::Record, T>(
+    py: Python<'_>,
+    on: &DataSet<R>,
+    f: impl FnOnce() -> heddle_data::Result<T>,
+) -> PyResult<T> {
     let (r, raised) = abortable(py, &on.session().abort_handle(), || failure::scope(f));
     errors::of_run(r, raised, errors::data)
 }
@@ -191,38 +202,52 @@ impl PyDataSet {
     /// merged with ``comb``.
     fn aggregate_by_key(&self, zero: Py<PyAny>, seq: Py<PyAny>, comb: Py<PyAny>) -> PyDataSet {
         let fresh = move || {
-            guarded(|py| Ok(PyObj::new(py.import("copy")?.getattr("deepcopy")?.call1((zero.bind(py),))?)))
-                .unwrap_or_else(|| Python::attach(PyObj::none))
+            guarded(|py| {
+                Ok(PyObj::new(py.import("copy")?.getattr("deepcopy")?.call1((zero.bind(py),))?))
+            })
+            .unwrap_or_else(|| Python::attach(PyObj::none))
         };
-        let agg = pairs(&self.ds).aggregate_by_key(fresh, move |a, v| combine(&seq, a, v), move |a, b| combine(&comb, a, b));
+        let agg = pairs(&self.ds).aggregate_by_key(
+            fresh,
+            move |a, v| combine(&seq, a, v),
+            move |a, b| combine(&comb, a, b),
+        );
         self.wrap(tuples(&agg, |py, v: PyObj| Ok(v.into_bound(py))))
     }
 
     /// Every key once with the list of its values.
     fn group_by_key(&self) -> PyDataSet {
         let grouped = pairs(&self.ds).group_by_key();
-        self.wrap(tuples(&grouped, |py, vs: Vec<PyObj>| Ok(PyList::new(py, vs.into_iter().map(|v| v.0))?.into_any())))
+        self.wrap(tuples(&grouped, |py, vs: Vec<PyObj>| {
+            Ok(PyList::new(py, vs.into_iter().map(|v| v.0))?.into_any())
+        }))
     }
 
     /// Inner join: ``(key, (v, w))`` for every pair of values with equal keys.
     fn join(&self, other: &PyDataSet) -> PyResult<PyDataSet> {
         self.same_session(other)?;
         let j = pairs(&self.ds).join(&pairs(&other.ds)).map_err(errors::data)?;
-        Ok(self.wrap(tuples(&j, |py, (v, w): (PyObj, PyObj)| Ok(PyTuple::new(py, [v.into_bound(py), w.into_bound(py)])?.into_any()))))
+        Ok(self.wrap(tuples(&j, |py, (v, w): (PyObj, PyObj)| {
+            Ok(PyTuple::new(py, [v.into_bound(py), w.into_bound(py)])?.into_any())
+        })))
     }
 
     /// Left outer join: every left pair, with ``None`` where no right value has its key.
     fn left_join(&self, other: &PyDataSet) -> PyResult<PyDataSet> {
         self.same_session(other)?;
         let j = pairs(&self.ds).left_join(&pairs(&other.ds)).map_err(errors::data)?;
-        Ok(self.wrap(tuples(&j, |py, (v, w): (PyObj, Option<PyObj>)| Ok(PyTuple::new(py, [v.into_bound(py), option(py, w)])?.into_any()))))
+        Ok(self.wrap(tuples(&j, |py, (v, w): (PyObj, Option<PyObj>)| {
+            Ok(PyTuple::new(py, [v.into_bound(py), option(py, w)])?.into_any())
+        })))
     }
 
     /// Full outer join: matched pairs, and unmatched values of either side with ``None``.
     fn full_outer_join(&self, other: &PyDataSet) -> PyResult<PyDataSet> {
         self.same_session(other)?;
         let j = pairs(&self.ds).full_outer_join(&pairs(&other.ds)).map_err(errors::data)?;
-        Ok(self.wrap(tuples(&j, |py, (v, w): (Option<PyObj>, Option<PyObj>)| Ok(PyTuple::new(py, [option(py, v), option(py, w)])?.into_any()))))
+        Ok(self.wrap(tuples(&j, |py, (v, w): (Option<PyObj>, Option<PyObj>)| {
+            Ok(PyTuple::new(py, [option(py, v), option(py, w)])?.into_any())
+        })))
     }
 
     /// The words of ``str`` or ``bytes`` records: runs of characters other than ASCII
@@ -242,7 +267,9 @@ impl PyDataSet {
     /// words of text read from files are counted natively as they are split.
     fn value_counts(&self) -> PyDataSet {
         match &self.native {
-            Some(Native::Words { blocks, binary }) => self.wrap(data_text::count_words(blocks, *binary)),
+            Some(Native::Words { blocks, binary }) => {
+                self.wrap(data_text::count_words(blocks, *binary))
+            }
             _ => self.wrap(data_text::count_records(&self.ds)),
         }
     }
@@ -260,8 +287,14 @@ impl PyDataSet {
     fn sort(&self, py: Python<'_>, key_bytes: Option<usize>) -> PyResult<PyDataSet> {
         if let Some(lines) = self.native.as_ref().and_then(Native::lines) {
             let pairs = action(py, &lines, || data_text::sort_lines(&lines, key_bytes))?;
-            let records = data_text::line_records(&pairs.map(|(_, line): (heddle_data::BytesKey, String)| line));
-            return Ok(PyDataSet { ds: records, session: self.session, native: Some(Native::Sorted { pairs }) });
+            let records = data_text::line_records(
+                &pairs.map(|(_, line): (heddle_data::BytesKey, String)| line),
+            );
+            return Ok(PyDataSet {
+                ds: records,
+                session: self.session,
+                native: Some(Native::Sorted { pairs }),
+            });
         }
         let p = data_text::sort_pairs(&self.ds, key_bytes);
         let sorted = action(py, &p, || p.sort_by_key())?;
@@ -283,23 +316,44 @@ impl PyDataSet {
 
     /// Repeats ``step`` (native data set -> native data set) up to ``max`` times, until
     /// ``done(previous, next)``; returns the last data set and the steps taken.
-    fn iterate(&self, py: Python<'_>, max: u64, step: Py<PyAny>, done: Py<PyAny>) -> PyResult<(PyDataSet, u64)> {
+    fn iterate(
+        &self,
+        py: Python<'_>,
+        max: u64,
+        step: Py<PyAny>,
+        done: Py<PyAny>,
+    ) -> PyResult<(PyDataSet, u64)> {
         let session = self.session;
         let ds = &self.ds;
-        let failed = || heddle_data::Error::InvalidArgument("a Python function of iterate failed".into());
+        let failed =
+            || heddle_data::Error::InvalidArgument("a Python function of iterate failed".into());
         let (last, steps) = action(py, ds, || {
             ds.iterate(
                 max,
                 |d| {
                     let r = guarded(|py| {
-                        let out = step.bind(py).call1((PyDataSet { ds: d.clone(), session, native: None },))?;
-                        let out = out.cast::<PyDataSet>().map_err(|_| argument("iterate: step must return a DataSet"))?.borrow();
+                        let out = step.bind(py).call1((PyDataSet {
+                            ds: d.clone(),
+                            session,
+                            native: None,
+                        },))?;
+                        let out = out
+                            .cast::<PyDataSet>()
+                            .map_err(|_| argument("iterate: step must return a DataSet"))?
+                            .borrow();
                         Ok(out.ds.clone())
                     });
                     r.ok_or_else(failed)
                 },
                 |a, b| {
-                    let r = guarded(|py| done.bind(py).call1((PyDataSet { ds: a.clone(), session, native: None }, PyDataSet { ds: b.clone(), session, native: None }))?.is_truthy());
+                    let r = guarded(|py| {
+                        done.bind(py)
+                            .call1((
+                                PyDataSet { ds: a.clone(), session, native: None },
+                                PyDataSet { ds: b.clone(), session, native: None },
+                            ))?
+                            .is_truthy()
+                    });
                     r.ok_or_else(failed)
                 },
             )
@@ -355,7 +409,9 @@ impl PyDataSet {
         let ds = &self.ds;
         action(py, ds, || {
             ds.for_each_partition(move |i, part| {
-                guarded(|py| f.bind(py).call1((i, PyList::new(py, part.into_iter().map(|o| o.0))?)).map(drop));
+                guarded(|py| {
+                    f.bind(py).call1((i, PyList::new(py, part.into_iter().map(|o| o.0))?)).map(drop)
+                });
                 Ok(())
             })
         })
@@ -369,7 +425,8 @@ impl PyDataSet {
         if let Some(lines) = self.native.as_ref().and_then(Native::lines) {
             return action(py, &lines, || lines.write_text(out));
         }
-        let lines = self.ds.flat_map(|x: PyObj| guarded(|py| Ok(x.bind(py).str()?.to_str()?.to_owned())));
+        let lines =
+            self.ds.flat_map(|x: PyObj| guarded(|py| Ok(x.bind(py).str()?.to_str()?.to_owned())));
         action(py, &lines, || lines.write_text(out))
     }
 
@@ -388,7 +445,13 @@ impl PyDataSet {
         let rows = self.ds.flat_map(|x: PyObj| {
             guarded(|py| {
                 let x = x.bind(py);
-                let field = |f: Bound<'_, PyAny>| -> PyResult<String> { if f.is_none() { Ok(String::new()) } else { Ok(f.str()?.to_str()?.to_owned()) } };
+                let field = |f: Bound<'_, PyAny>| -> PyResult<String> {
+                    if f.is_none() {
+                        Ok(String::new())
+                    } else {
+                        Ok(f.str()?.to_str()?.to_owned())
+                    }
+                };
                 if x.is_instance_of::<PyTuple>() || x.is_instance_of::<PyList>() {
                     x.try_iter()?.map(|f| field(f?)).collect::<PyResult<Vec<String>>>()
                 } else {

@@ -10,7 +10,6 @@
 //! — the others raise `heddle.JobAborted` — even while other workers' sources go on.
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::PathBuf;
@@ -64,13 +63,22 @@ fn timestamp(t: &Bound<'_, PyAny>) -> PyResult<u64> {
 fn windowed(py: Python<'_>, w: Windowed<PyKey, PyObj>) -> PyResult<PyObj> {
     static CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
     let class = CLASS.import(py, "heddle.stream", "Windowed")?;
-    Ok(PyObj::new(class.call1((w.key.into_py(py)?, w.start, w.end, w.value.into_bound(py), w.records, w.update))?))
+    Ok(PyObj::new(class.call1((
+        w.key.into_py(py)?,
+        w.start,
+        w.end,
+        w.value.into_bound(py),
+        w.records,
+        w.update,
+    ))?))
 }
 
 /// The window `kind` names, with sizes in ms (count windows: in records).
 fn window_of(kind: &str, size: u64, slide: u64, event: Option<(u64, u64)>) -> PyResult<Window> {
     if size == 0 || slide == 0 {
-        return Err(argument(format!("a {kind} window needs a size and slide of at least 1, got {size} and {slide}")));
+        return Err(argument(format!(
+            "a {kind} window needs a size and slide of at least 1, got {size} and {slide}"
+        )));
     }
     let ms = Duration::from_millis;
     let w = match kind {
@@ -100,7 +108,11 @@ impl Until {
         if max_records == Some(0) {
             return Err(argument("max_records must be at least 1 (or None: no limit)"));
         }
-        Ok(Until { stop: stop.map_or_else(StopHandle::default, |s| s.0.clone()), max_records, seen: AtomicU64::new(0) })
+        Ok(Until {
+            stop: stop.map_or_else(StopHandle::default, |s| s.0.clone()),
+            max_records,
+            seen: AtomicU64::new(0),
+        })
     }
 
     /// Counts a record reaching the sink, stopping at `max_records`.
@@ -114,7 +126,9 @@ impl Until {
 
 /// Stops `stop` after `seconds`, unless the returned sender is dropped first (the run ended).
 fn stop_after(stop: StopHandle, seconds: f64) -> PyResult<mpsc::Sender<()>> {
-    let after = Duration::try_from_secs_f64(seconds).map_err(|_| argument(format!("timeout must be a non-negative number of seconds, got {seconds}")))?;
+    let after = Duration::try_from_secs_f64(seconds).map_err(|_| {
+        argument(format!("timeout must be a non-negative number of seconds, got {seconds}"))
+    })?;
     let (alive, ended) = mpsc::channel::<()>();
     std::thread::Builder::new()
         .name("heddle-stream-timeout".into())
@@ -131,7 +145,12 @@ fn stop_after(stop: StopHandle, seconds: f64) -> PyResult<mpsc::Sender<()>> {
 type PerPartition<W> = Mutex<HashMap<u32, W>>;
 
 /// Writes `bytes` to partition `i`'s writer, opening it with `open` first if needed.
-fn write_to<W: Write>(writers: &PerPartition<W>, i: u32, bytes: &[u8], open: impl FnOnce() -> std::io::Result<W>) -> std::io::Result<()> {
+fn write_to<W: Write>(
+    writers: &PerPartition<W>,
+    i: u32,
+    bytes: &[u8],
+    open: impl FnOnce() -> std::io::Result<W>,
+) -> std::io::Result<()> {
     let mut writers = writers.lock().unwrap_or_else(PoisonError::into_inner);
     let w = match writers.entry(i) {
         std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
@@ -187,7 +206,9 @@ impl PyStream {
             until.arrived();
             x
         });
-        let (r, raised) = abortable(py, &self.st.session().abort_handle(), || failure::scope_watched(on_failure, || sink(&counted, stop)));
+        let (r, raised) = abortable(py, &self.st.session().abort_handle(), || {
+            failure::scope_watched(on_failure, || sink(&counted, stop))
+        });
         errors::of_run(r, raised, errors::data)
     }
 }
@@ -198,7 +219,8 @@ impl PyStream {
     /// a finite stream (a replay).
     #[staticmethod]
     fn from_list(session: &PySession, records: &Bound<'_, PyAny>) -> PyResult<PyStream> {
-        let v: Vec<PyObj> = records.try_iter()?.map(|r| r.map(PyObj::new)).collect::<PyResult<_>>()?;
+        let v: Vec<PyObj> =
+            records.try_iter()?.map(|r| r.map(PyObj::new)).collect::<PyResult<_>>()?;
         Ok(PyStream::of(session, session.s.stream_from_vec(v)))
     }
 
@@ -206,11 +228,21 @@ impl PyStream {
     /// congruent to i), at most ``rate`` per second per partition, until ``limit`` in all.
     #[staticmethod]
     #[pyo3(signature = (session, f, rate = None, limit = None))]
-    fn generate(session: &PySession, f: Py<PyAny>, rate: Option<u64>, limit: Option<u64>) -> PyResult<PyStream> {
+    fn generate(
+        session: &PySession,
+        f: Py<PyAny>,
+        rate: Option<u64>,
+        limit: Option<u64>,
+    ) -> PyResult<PyStream> {
         if rate == Some(0) {
-            return Err(argument("rate must be at least 1 record per second (or None: as fast as possible)"));
+            return Err(argument(
+                "rate must be at least 1 record per second (or None: as fast as possible)",
+            ));
         }
-        Ok(PyStream::of(session, session.s.stream_generate(rate, limit, move |i| call_or_none(&f, i))))
+        Ok(PyStream::of(
+            session,
+            session.s.stream_generate(rate, limit, move |i| call_or_none(&f, i)),
+        ))
     }
 
     /// Lines (str) read from a TCP server at ``addr`` until it closes the connection.
@@ -229,16 +261,27 @@ impl PyStream {
     /// ``(id, {field: value})`` for the entries of the Redis stream ``key`` at ``url``.
     #[staticmethod]
     #[pyo3(signature = (session, url, key, after = "0", end_field = None))]
-    fn redis_stream(session: &PySession, url: &str, key: &str, after: &str, end_field: Option<&str>) -> PyStream {
-        let entries = session.s.redis_stream(url, key, after, end_field).map(|e: heddle_data::RedisEntry| {
-            Python::attach(|py| {
-                let fields = PyDict::new(py);
-                for (f, v) in e.fields {
-                    fields.set_item(f, v).expect("str keys and values");
-                }
-                PyObj::new(PyTuple::new(py, [PyString::new(py, &e.id).into_any(), fields.into_any()]).expect("a pair").into_any())
-            })
-        });
+    fn redis_stream(
+        session: &PySession,
+        url: &str,
+        key: &str,
+        after: &str,
+        end_field: Option<&str>,
+    ) -> PyStream {
+        let entries =
+            session.s.redis_stream(url, key, after, end_field).map(|e: heddle_data::RedisEntry| {
+                Python::attach(|py| {
+                    let fields = PyDict::new(py);
+                    for (f, v) in e.fields {
+                        fields.set_item(f, v).expect("str keys and values");
+                    }
+                    PyObj::new(
+                        PyTuple::new(py, [PyString::new(py, &e.id).into_any(), fields.into_any()])
+                            .expect("a pair")
+                            .into_any(),
+                    )
+                })
+            });
         PyStream::of(session, entries)
     }
 
@@ -257,10 +300,16 @@ impl PyStream {
     /// iterable of records.
     fn map_chunks(&self, max_records: usize, max_delay_ms: u64, f: Py<PyAny>) -> PyStream {
         let step = flat_map_step(f);
-        self.wrap(self.st.map_chunks(max_records, Duration::from_millis(max_delay_ms), move |chunk: Vec<PyObj>| {
-            let list = guarded(|py| Ok(PyObj::new(PyList::new(py, chunk.into_iter().map(|o| o.0))?.into_any())));
-            list.map(&step).unwrap_or_default()
-        }))
+        self.wrap(self.st.map_chunks(
+            max_records,
+            Duration::from_millis(max_delay_ms),
+            move |chunk: Vec<PyObj>| {
+                let list = guarded(|py| {
+                    Ok(PyObj::new(PyList::new(py, chunk.into_iter().map(|o| o.0))?.into_any()))
+                });
+                list.map(&step).unwrap_or_default()
+            },
+        ))
     }
 
     /// The records for which ``f`` is true.
@@ -286,7 +335,15 @@ impl PyStream {
     /// ms (count windows: records); ``event`` is ``(out_of_orderness, allowed_lateness)``
     /// in ms for event time, with ``event_time(value)`` giving each value's timestamp.
     #[pyo3(signature = (kind, size, slide, event, reduce, event_time = None))]
-    fn window(&self, kind: &str, size: u64, slide: u64, event: Option<(u64, u64)>, reduce: Py<PyAny>, event_time: Option<Py<PyAny>>) -> PyResult<PyStream> {
+    fn window(
+        &self,
+        kind: &str,
+        size: u64,
+        slide: u64,
+        event: Option<(u64, u64)>,
+        reduce: Py<PyAny>,
+        event_time: Option<Py<PyAny>>,
+    ) -> PyResult<PyStream> {
         let window = window_of(kind, size, slide, event)?;
         let time = move |v: &PyObj| match &event_time {
             Some(f) => guarded(|py| timestamp(&f.bind(py).call1((v.bind(py),))?)).unwrap_or(0),
@@ -305,7 +362,14 @@ impl PyStream {
     /// Calls ``f(record)`` for each record as it arrives (``None``: consumes the records),
     /// on the worker where it is, until the sources end or the run is stopped.
     #[pyo3(signature = (f = None, stop = None, timeout = None, max_records = None))]
-    fn run(&self, py: Python<'_>, f: Option<Py<PyAny>>, stop: Option<PyRef<'_, PyStopHandle>>, timeout: Option<f64>, max_records: Option<u64>) -> PyResult<()> {
+    fn run(
+        &self,
+        py: Python<'_>,
+        f: Option<Py<PyAny>>,
+        stop: Option<PyRef<'_, PyStopHandle>>,
+        timeout: Option<f64>,
+        max_records: Option<u64>,
+    ) -> PyResult<()> {
         self.run_into(py, stop.as_deref(), timeout, max_records, move |_, x| {
             if let Some(f) = &f {
                 guarded(|py| f.bind(py).call1((x.into_bound(py),)).map(drop));
@@ -318,7 +382,15 @@ impl PyStream {
     /// the parts and ``_SUCCESS`` appear when the run ends (``mode`` as the data set
     /// writers').
     #[pyo3(signature = (dir, stop = None, timeout = None, max_records = None, mode = "errorifexists"))]
-    fn write_lines(&self, py: Python<'_>, dir: PathBuf, stop: Option<PyRef<'_, PyStopHandle>>, timeout: Option<f64>, max_records: Option<u64>, mode: &str) -> PyResult<()> {
+    fn write_lines(
+        &self,
+        py: Python<'_>,
+        dir: PathBuf,
+        stop: Option<PyRef<'_, PyStopHandle>>,
+        timeout: Option<f64>,
+        max_records: Option<u64>,
+        mode: &str,
+    ) -> PyResult<()> {
         let out = crate::data_output::output(dir, mode)?;
         self.run_sink(py, stop.as_deref(), timeout, max_records, move |st, stop| {
             st.write_parts(out, Some(stop), |w, x| match line_of(&x) {
@@ -331,20 +403,37 @@ impl PyStream {
     /// Sends each record's ``str`` as a line to the TCP server at ``addr`` (one connection
     /// per partition, closed when the run ends).
     #[pyo3(signature = (addr, stop = None, timeout = None, max_records = None))]
-    fn write_socket(&self, py: Python<'_>, addr: String, stop: Option<PyRef<'_, PyStopHandle>>, timeout: Option<f64>, max_records: Option<u64>) -> PyResult<()> {
+    fn write_socket(
+        &self,
+        py: Python<'_>,
+        addr: String,
+        stop: Option<PyRef<'_, PyStopHandle>>,
+        timeout: Option<f64>,
+        max_records: Option<u64>,
+    ) -> PyResult<()> {
         let conns: PerPartition<TcpStream> = Mutex::default();
         self.run_into(py, stop.as_deref(), timeout, max_records, move |i, x| {
             let Some(line) = line_of(&x) else { return Ok(()) };
-            write_to(&conns, i, line.as_bytes(), || TcpStream::connect(&addr)).map_err(|e| Error::Io { path: format!("tcp://{addr}"), source: e })
+            write_to(&conns, i, line.as_bytes(), || TcpStream::connect(&addr))
+                .map_err(|e| Error::Io { path: format!("tcp://{addr}"), source: e })
         })
     }
 
     /// Appends each record's ``str`` to the Redis stream ``key`` at ``url`` as an entry with
     /// one field, ``value`` (one connection per worker).
     #[pyo3(signature = (url, key, stop = None, timeout = None, max_records = None))]
-    fn write_redis(&self, py: Python<'_>, url: String, key: String, stop: Option<PyRef<'_, PyStopHandle>>, timeout: Option<f64>, max_records: Option<u64>) -> PyResult<()> {
+    fn write_redis(
+        &self,
+        py: Python<'_>,
+        url: String,
+        key: String,
+        stop: Option<PyRef<'_, PyStopHandle>>,
+        timeout: Option<f64>,
+        max_records: Option<u64>,
+    ) -> PyResult<()> {
         self.run_sink(py, stop.as_deref(), timeout, max_records, move |st, stop| {
-            let text = st.flat_map(|x: PyObj| guarded(|py| Ok(x.bind(py).str()?.to_str()?.to_owned())));
+            let text =
+                st.flat_map(|x: PyObj| guarded(|py| Ok(x.bind(py).str()?.to_str()?.to_owned())));
             text.write_redis(&url, &key, Some(stop))
         })
     }

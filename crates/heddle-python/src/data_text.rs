@@ -71,7 +71,12 @@ pub(crate) fn split_words(text: &[u8]) -> impl Iterator<Item = &[u8]> {
 
 /// Blocks of whole lines of the files of `path`, about `block_bytes` each, as native
 /// records; unless `binary`, a block that is not UTF-8 fails the run naming the file.
-pub(crate) fn blocks(s: &Session, path: &Path, block_bytes: u64, binary: bool) -> heddle_data::Result<DataSet<Vec<u8>>> {
+pub(crate) fn blocks(
+    s: &Session,
+    path: &Path,
+    block_bytes: u64,
+    binary: bool,
+) -> heddle_data::Result<DataSet<Vec<u8>>> {
     let text = Arc::new(TextBlocks::new(path, block_bytes)?);
     let path: PathBuf = path.to_owned();
     let made = s.generate(text.count(), move |j| {
@@ -80,7 +85,10 @@ pub(crate) fn blocks(s: &Session, path: &Path, block_bytes: u64, binary: bool) -
         }
         let checked = text.read(j).map_err(|e| e.to_string()).and_then(|bytes| {
             if !binary && std::str::from_utf8(&bytes).is_err() {
-                return Err(format!("{}: not UTF-8 text (read it with binary=True)", path.display()));
+                return Err(format!(
+                    "{}: not UTF-8 text (read it with binary=True)",
+                    path.display()
+                ));
             }
             Ok(bytes)
         });
@@ -118,7 +126,9 @@ pub(crate) fn block_records(blocks: &DataSet<Vec<u8>>, binary: bool) -> DataSet<
 /// Python records of the words of native blocks.
 pub(crate) fn word_records(blocks: &DataSet<Vec<u8>>, binary: bool) -> DataSet<PyObj> {
     blocks.flat_map(move |b: Vec<u8>| {
-        Python::attach(|py| split_words(&b).map(|w| PyObj::new(text_object(py, w, binary))).collect::<Vec<_>>())
+        Python::attach(|py| {
+            split_words(&b).map(|w| PyObj::new(text_object(py, w, binary))).collect::<Vec<_>>()
+        })
     })
 }
 
@@ -129,13 +139,19 @@ pub(crate) fn split_records(ds: &DataSet<PyObj>) -> DataSet<PyObj> {
             let x = x.bind(py);
             if let Ok(s) = x.cast::<PyString>() {
                 let text = s.to_str()?;
-                return Ok(split_words(text.as_bytes()).map(|w| PyObj::new(text_object(py, w, false))).collect());
+                return Ok(split_words(text.as_bytes())
+                    .map(|w| PyObj::new(text_object(py, w, false)))
+                    .collect());
             }
             if let Ok(b) = x.cast::<PyBytes>() {
-                return Ok(split_words(b.as_bytes()).map(|w| PyObj::new(PyBytes::new(py, w).into_any())).collect());
+                return Ok(split_words(b.as_bytes())
+                    .map(|w| PyObj::new(PyBytes::new(py, w).into_any()))
+                    .collect());
             }
             let kind = x.get_type().name()?;
-            Err(pyo3::exceptions::PyTypeError::new_err(format!("words() splits str or bytes records, not {kind}: map them to text first")))
+            Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "words() splits str or bytes records, not {kind}: map them to text first"
+            )))
         })
         .unwrap_or_default()
     })
@@ -148,19 +164,27 @@ pub(crate) fn count_words(blocks: &DataSet<Vec<u8>>, binary: bool) -> DataSet<Py
         |a, b| a + b,
     );
     counts.flat_map(move |(w, n): (Vec<u8>, u64)| {
-        Python::attach(|py| PyTuple::new(py, [text_object(py, &w, binary), PyInt::new(py, n).into_any()]).ok().map(|t| PyObj::new(t.into_any())))
+        Python::attach(|py| {
+            PyTuple::new(py, [text_object(py, &w, binary), PyInt::new(py, n).into_any()])
+                .ok()
+                .map(|t| PyObj::new(t.into_any()))
+        })
     })
 }
 
 /// `(record, count)` tuples of Python records, counted by canonical key.
 pub(crate) fn count_records(ds: &DataSet<PyObj>) -> DataSet<PyObj> {
     let ones = ds.flat_map(|x: PyObj| guarded(|py| Ok((PyKey::new(x.bind(py))?, 1u64))));
-    ones.reduce_by_key(|a, b| a + b)
-        .flat_map(|(k, n): (PyKey, u64)| guarded(|py| Ok(PyObj::new(pair_to(py, k, PyInt::new(py, n).into_any())?))))
+    ones.reduce_by_key(|a, b| a + b).flat_map(|(k, n): (PyKey, u64)| {
+        guarded(|py| Ok(PyObj::new(pair_to(py, k, PyInt::new(py, n).into_any())?)))
+    })
 }
 
 /// Native lines sorted by their bytes (or a prefix): an action (it samples the keys).
-pub(crate) fn sort_lines(lines: &DataSet<String>, key_bytes: Option<usize>) -> heddle_data::Result<DataSet<(BytesKey, String)>> {
+pub(crate) fn sort_lines(
+    lines: &DataSet<String>,
+    key_bytes: Option<usize>,
+) -> heddle_data::Result<DataSet<(BytesKey, String)>> {
     lines.map(move |line: String| (BytesKey::new(line.as_bytes(), key_bytes), line)).sort_by_key()
 }
 
@@ -182,7 +206,9 @@ pub(crate) fn sort_pairs(ds: &DataSet<PyObj>, key_bytes: Option<usize>) -> DataS
                 b.as_bytes()
             } else {
                 let kind = obj.get_type().name()?;
-                return Err(pyo3::exceptions::PyTypeError::new_err(format!("sort(key_bytes=...) sorts str or bytes records, not {kind}")));
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "sort(key_bytes=...) sorts str or bytes records, not {kind}"
+                )));
             };
             let key = PyBytes::new(py, &bytes[..n.min(bytes.len())]);
             Ok((PyKey::new(key.as_any())?, x.clone()))

@@ -105,7 +105,11 @@ enum Attr {
 fn job_aborted(message: String, cause: heddle_comm::AbortCause) -> PyErr {
     Kind::JobAborted.err_with(
         message,
-        vec![("origin", Attr::Int(cause.origin)), ("task", Attr::Str(cause.task)), ("kind", Attr::Str(Some(cause.kind)))],
+        vec![
+            ("origin", Attr::Int(cause.origin)),
+            ("task", Attr::Str(cause.task)),
+            ("kind", Attr::Str(Some(cause.kind))),
+        ],
     )
 }
 
@@ -117,7 +121,9 @@ pub(crate) fn comm(e: heddle_comm::Error) -> PyErr {
         E::Aborted(cause) => job_aborted(message, cause),
         E::PeerLost { rank, .. } => Kind::WorkerFailed.err_with_rank(message, Some(rank)),
         E::Timeout { .. } => Kind::Timeout.err(message),
-        E::InvalidArgument(_) | E::TypeMismatch { .. } | E::CollectiveMismatch { .. } => Kind::Argument.err(message),
+        E::InvalidArgument(_) | E::TypeMismatch { .. } | E::CollectiveMismatch { .. } => {
+            Kind::Argument.err(message)
+        }
         E::Config(_) => Kind::Config.err(message),
         _ => Kind::Comm.err(message),
     }
@@ -143,7 +149,18 @@ pub(crate) fn task(e: heddle_task::Error) -> PyErr {
         E::Graph(_) => Kind::Graph.err(e.to_string()),
         E::Plan(_) => Kind::Plan.err(e.to_string()),
         E::Aborted(reason) => interrupted(reason),
+        E::Dataflow(inner) => dataflow(inner),
         _ => Kind::Task.err(e.to_string()),
+    }
+}
+
+/// Maps a dataflow operation's error to its exception.
+pub(crate) fn dataflow(e: heddle_dataflow::Error) -> PyErr {
+    use heddle_dataflow::Error as E;
+    match e {
+        E::Comm(inner) => comm(inner),
+        E::InvalidArgument(_) => Kind::Argument.err(e.to_string()),
+        _ => Kind::Comm.err(e.to_string()),
     }
 }
 
@@ -163,7 +180,9 @@ pub(crate) fn data(e: heddle_data::Error) -> PyErr {
     match e {
         // heddle-data reports failures of its own sources and sinks (unreadable or
         // malformed input, unwritable output) as task errors without a task name.
-        E::Task(heddle_task::Error::Task { task: name, message }) if name.is_empty() => Kind::Data.err(message),
+        E::Task(heddle_task::Error::Task { task: name, message }) if name.is_empty() => {
+            Kind::Data.err(message)
+        }
         E::Task(inner) => task(inner),
         E::Comm(inner) => comm(inner),
         E::InvalidArgument(_) => Kind::Argument.err(e.to_string()),
@@ -173,7 +192,11 @@ pub(crate) fn data(e: heddle_data::Error) -> PyErr {
 
 /// The exception of a native run: the first Python exception raised inside it (the
 /// cause of everything else), else the mapped Rust error.
-pub(crate) fn of_run<T, E>(result: Result<T, E>, raised: Option<PyErr>, map: impl FnOnce(E) -> PyErr) -> PyResult<T> {
+pub(crate) fn of_run<T, E>(
+    result: Result<T, E>,
+    raised: Option<PyErr>,
+    map: impl FnOnce(E) -> PyErr,
+) -> PyResult<T> {
     match (result, raised) {
         (_, Some(e)) => Err(e),
         (Ok(v), None) => Ok(v),

@@ -36,15 +36,25 @@ pub(crate) fn record(e: PyErr) {
             on_failure(&e);
         }
     });
-    Python::attach(|py| crate::comm::abort_job(e.get_type(py).name().map_or_else(|_| "Exception".into(), |n| n.to_string()), None, described(&e)));
+    Python::attach(|py| {
+        crate::comm::abort_job(
+            e.get_type(py).name().map_or_else(|_| "Exception".into(), |n| n.to_string()),
+            None,
+            described(&e),
+        )
+    });
     FIRST.with(|f| *f.borrow_mut() = Some(e));
 }
 
 /// An exception with its traceback, as Python prints it.
 pub(crate) fn described(e: &PyErr) -> String {
     Python::attach(|py| {
-        let lines = py.import("traceback").and_then(|tb| tb.call_method1("format_exception", (e.get_type(py), e.value(py), e.traceback(py))));
-        lines.and_then(|l| l.extract::<Vec<String>>()).map_or_else(|_| format!("{e}\n"), |l| l.concat())
+        let lines = py.import("traceback").and_then(|tb| {
+            tb.call_method1("format_exception", (e.get_type(py), e.value(py), e.traceback(py)))
+        });
+        lines
+            .and_then(|l| l.extract::<Vec<String>>())
+            .map_or_else(|_| format!("{e}\n"), |l| l.concat())
     })
 }
 
@@ -63,7 +73,10 @@ pub(crate) fn scope<T>(f: impl FnOnce() -> T) -> (T, Option<PyErr>) {
 }
 
 /// [`scope`] that calls `on_failure` with the run's first exception as it is raised.
-pub(crate) fn scope_watched<T>(on_failure: impl Fn(&PyErr) + 'static, f: impl FnOnce() -> T) -> (T, Option<PyErr>) {
+pub(crate) fn scope_watched<T>(
+    on_failure: impl Fn(&PyErr) + 'static,
+    f: impl FnOnce() -> T,
+) -> (T, Option<PyErr>) {
     let outer = ON_FAILURE.with(|h| h.replace(Some(Box::new(on_failure))));
     let ran = scope(f);
     ON_FAILURE.with(|h| h.replace(outer));

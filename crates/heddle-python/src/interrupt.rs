@@ -46,16 +46,19 @@ pub(crate) fn install() {
             return;
         }
         let read_end = fds[0];
-        let spawned = std::thread::Builder::new().name("heddle-interrupt".into()).spawn(move || loop {
-            let mut byte = 0u8;
-            // SAFETY: reads one byte into a local.
-            let n = unsafe { libc::read(read_end, (&mut byte as *mut u8).cast(), 1) };
-            if n == 1 {
-                watch();
-            } else if n == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                return;
-            }
-        });
+        let spawned =
+            std::thread::Builder::new().name("heddle-interrupt".into()).spawn(move || loop {
+                let mut byte = 0u8;
+                // SAFETY: reads one byte into a local.
+                let n = unsafe { libc::read(read_end, (&mut byte as *mut u8).cast(), 1) };
+                if n == 1 {
+                    watch();
+                } else if n == 0
+                    || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+                {
+                    return;
+                }
+            });
         if spawned.is_err() {
             return;
         }

@@ -21,7 +21,10 @@ pub(crate) fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAn
             }
         }
         Value::String(s) => PyString::new(py, s).into_any(),
-        Value::Array(a) => PyList::new(py, a.iter().map(|x| to_py(py, x)).collect::<PyResult<Vec<_>>>()?)?.into_any(),
+        Value::Array(a) => {
+            PyList::new(py, a.iter().map(|x| to_py(py, x)).collect::<PyResult<Vec<_>>>()?)?
+                .into_any()
+        }
         Value::Object(o) => {
             let d = PyDict::new(py);
             for (k, x) in o {
@@ -48,7 +51,9 @@ pub(crate) fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
             Err(argument("an int beyond 64 bits cannot be written as JSON here"))
         }
     } else if let Ok(f) = obj.cast::<PyFloat>() {
-        Number::from_f64(f.value()).map(Value::Number).ok_or_else(|| argument(format!("{} is not a JSON number", f.value())))
+        Number::from_f64(f.value())
+            .map(Value::Number)
+            .ok_or_else(|| argument(format!("{} is not a JSON number", f.value())))
     } else if let Ok(s) = obj.cast::<PyString>() {
         Ok(Value::String(s.to_str()?.to_owned()))
     } else if let Ok(l) = obj.cast::<PyList>() {
@@ -67,7 +72,10 @@ pub(crate) fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
             } else if k.is_instance_of::<PyInt>() || k.is_instance_of::<PyFloat>() {
                 k.str()?.to_str()?.to_owned()
             } else {
-                return Err(argument(format!("JSON object keys must be str, int, float, bool or None, not {}", k.get_type().name()?)));
+                return Err(argument(format!(
+                    "JSON object keys must be str, int, float, bool or None, not {}",
+                    k.get_type().name()?
+                )));
             };
             m.insert(key, from_py(&v)?);
         }

@@ -30,16 +30,25 @@ pub(crate) fn run_local(
     kill_grace: f64,
 ) -> PyResult<i32> {
     // Every worker would refuse a bad setting: refuse it once, before starting any.
-    let mut vars: Vec<(String, String)> = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
+    let mut vars: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
     vars.extend(env.iter().flatten().cloned());
     heddle_runtime::check_environment(&vars).map_err(errors::runtime)?;
-    let master_bind: SocketAddr =
-        master_bind.parse().map_err(|_| Kind::Config.err(format!("--master-bind {master_bind:?} is not an address such as 127.0.0.1:0")))?;
+    let master_bind: SocketAddr = master_bind.parse().map_err(|_| {
+        Kind::Config
+            .err(format!("--master-bind {master_bind:?} is not an address such as 127.0.0.1:0"))
+    })?;
     if !kill_grace.is_finite() || kill_grace < 0.0 {
-        return Err(Kind::Config.err(format!("kill_grace={kill_grace} must be a finite, non-negative number of seconds")));
+        return Err(Kind::Config.err(format!(
+            "kill_grace={kill_grace} must be a finite, non-negative number of seconds"
+        )));
     }
-    let init_timeout = heddle_comm::settings::seconds(&heddle_comm::settings::INIT_TIMEOUT_S, &init_timeout.to_string())
-        .map_err(|e| Kind::Config.err(format!("init_timeout: {e}")))?;
+    let init_timeout = heddle_comm::settings::seconds(
+        &heddle_comm::settings::INIT_TIMEOUT_S,
+        &init_timeout.to_string(),
+    )
+    .map_err(|e| Kind::Config.err(format!("init_timeout: {e}")))?;
     let mut spec = LaunchSpec::new(workers, command);
     spec.env = env.unwrap_or_default();
     spec.init_timeout = init_timeout;
@@ -49,7 +58,9 @@ pub(crate) fn run_local(
     let outcome = py.detach(|| heddle_runtime::run_local(&spec)).map_err(errors::runtime)?;
     if let Err(e) = py.check_signals() {
         // Python's SIGINT handler ran too; the outcome already says the job was interrupted.
-        if !(e.is_instance_of::<PyKeyboardInterrupt>(py) && matches!(outcome, JobOutcome::Interrupted { .. })) {
+        if !(e.is_instance_of::<PyKeyboardInterrupt>(py)
+            && matches!(outcome, JobOutcome::Interrupted { .. }))
+        {
             return Err(e);
         }
     }

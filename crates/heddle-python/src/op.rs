@@ -22,8 +22,17 @@ pub(crate) enum OpCode {
 }
 
 impl OpCode {
-    const ALL: [OpCode; 9] =
-        [OpCode::Sum, OpCode::Prod, OpCode::Max, OpCode::Min, OpCode::Land, OpCode::Lor, OpCode::Band, OpCode::Bor, OpCode::Bxor];
+    const ALL: [OpCode; 9] = [
+        OpCode::Sum,
+        OpCode::Prod,
+        OpCode::Max,
+        OpCode::Min,
+        OpCode::Land,
+        OpCode::Lor,
+        OpCode::Band,
+        OpCode::Bor,
+        OpCode::Bxor,
+    ];
 
     fn name(self) -> &'static str {
         match self {
@@ -48,7 +57,10 @@ impl OpCode {
             )));
         }
         if bitwise && dtype.is_float() {
-            return Err(argument(format!("{what}: heddle.{} needs integer or bool elements, not floating point", self.name())));
+            return Err(argument(format!(
+                "{what}: heddle.{} needs integer or bool elements, not floating point",
+                self.name()
+            )));
         }
         if dtype == Dtype::Bool && matches!(self, OpCode::Sum | OpCode::Prod) {
             return Err(argument(format!(
@@ -132,7 +144,9 @@ macro_rules! float_num {
 float_num!(f32, f64);
 
 fn zip_with<T: Num>(f: fn(T, T) -> T) -> Op<T> {
-    Op::custom(move |acc: &mut [T], inc: &[T]| acc.iter_mut().zip(inc).for_each(|(a, b)| *a = f(*a, *b)))
+    Op::custom(move |acc: &mut [T], inc: &[T]| {
+        acc.iter_mut().zip(inc).for_each(|(a, b)| *a = f(*a, *b))
+    })
 }
 
 /// The typed operator for `code` (already checked against the element type).

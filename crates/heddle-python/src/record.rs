@@ -18,8 +18,8 @@ mod decode;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;
 
-use decode::{decode_key, decode_value};
 pub(crate) use decode::register;
+use decode::{decode_key, decode_value};
 use serde::de::{self, Deserializer, Visitor};
 use serde::ser::{self, Serializer};
 use serde::{Deserialize, Serialize};
@@ -31,7 +31,9 @@ fn pickle<'py>(py: Python<'py>, name: &'static str) -> PyResult<&'py Bound<'py, 
     static DUMPS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     static LOADS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let cell = if name == "dumps" { &DUMPS } else { &LOADS };
-    let f = cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> { Ok(py.import("pickle")?.getattr(name)?.unbind()) })?;
+    let f = cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+        Ok(py.import("pickle")?.getattr(name)?.unbind())
+    })?;
     Ok(f.bind(py))
 }
 
@@ -106,7 +108,9 @@ fn encode_value(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
     } else if let Ok(f) = obj.cast_exact::<PyFloat>() {
         out.push(V_FLOAT);
         out.extend_from_slice(&f.value().to_le_bytes());
-    } else if let Some(text) = obj.cast_exact::<PyString>().ok().as_ref().and_then(|s| s.to_str().ok()) {
+    } else if let Some(text) =
+        obj.cast_exact::<PyString>().ok().as_ref().and_then(|s| s.to_str().ok())
+    {
         out.push(V_STR);
         out.extend_from_slice(text.as_bytes());
     } else if let Ok(b) = obj.cast_exact::<PyBytes>() {
@@ -144,7 +148,8 @@ fn encoding_failed<E: ser::Error>(e: PyErr) -> E {
 impl Serialize for PyObj {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut out = Vec::new();
-        Python::attach(|py| encode_value(self.0.bind(py), &mut out)).map_err(encoding_failed::<S::Error>)?;
+        Python::attach(|py| encode_value(self.0.bind(py), &mut out))
+            .map_err(encoding_failed::<S::Error>)?;
         s.serialize_bytes(&out)
     }
 }
@@ -221,7 +226,13 @@ fn unescaped(bytes: &[u8], mut at: usize) -> PyResult<(Vec<u8>, usize)> {
 
 /// A float's bits, ordered as the floats are (negative zero and NaNs folded).
 fn float_order(f: f64) -> u64 {
-    let f = if f == 0.0 { 0.0 } else if f.is_nan() { f64::NAN } else { f };
+    let f = if f == 0.0 {
+        0.0
+    } else if f.is_nan() {
+        f64::NAN
+    } else {
+        f
+    };
     let bits = f.to_bits();
     if bits >> 63 == 1 {
         !bits
@@ -398,7 +409,9 @@ impl<'de> Deserialize<'de> for PyKey {
 
 /// FNV-1a of bytes: partitions records by their key encoding on every worker alike.
 pub(crate) fn stable_hash(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    bytes
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// `(key, value)` from a Python pair (a 2-tuple or 2-list).
@@ -419,7 +432,10 @@ pub(crate) fn pair_from(obj: &Bound<'_, PyAny>) -> PyResult<(PyKey, PyObj)> {
 }
 
 /// The Python tuple `(key, value)`.
-pub(crate) fn pair_to<'py>(py: Python<'py>, key: PyKey, value: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn pair_to<'py>(
+    py: Python<'py>,
+    key: PyKey,
+    value: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
     Ok(PyTuple::new(py, [key.into_py(py)?, value])?.into_any())
 }
-

@@ -6,8 +6,8 @@ use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use heddle_comm::dataflow::TaskId;
 use heddle_comm::Communicator;
+use heddle_dataflow::TaskId;
 use heddle_task::{Compute, Context, Produced, Source, Strategy, TaskInfo};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
@@ -52,7 +52,8 @@ impl InRec for PyObj {
 
 impl InRec for (TaskId, PyObj) {
     fn into_py(self, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-        Ok(PyTuple::new(py, [self.0.into_pyobject(py)?.into_any(), self.1.into_bound(py)])?.into_any())
+        Ok(PyTuple::new(py, [self.0.into_pyobject(py)?.into_any(), self.1.into_bound(py)])?
+            .into_any())
     }
 }
 
@@ -127,9 +128,17 @@ impl<O: OutRec> CtxOps for Context<'_, O> {
 }
 
 /// A strategy from its parts (`on_data`, period in milliseconds, most runs).
-pub(crate) fn strategy(on_data: bool, period_ms: Option<f64>, max_runs: Option<u64>) -> PyResult<Strategy> {
+pub(crate) fn strategy(
+    on_data: bool,
+    period_ms: Option<f64>,
+    max_runs: Option<u64>,
+) -> PyResult<Strategy> {
     let period = match period_ms {
-        Some(ms) if !(ms.is_finite() && ms > 0.0) => return Err(argument(format!("a strategy's period must be a positive number of milliseconds, not {ms}"))),
+        Some(ms) if !(ms.is_finite() && ms > 0.0) => {
+            return Err(argument(format!(
+                "a strategy's period must be a positive number of milliseconds, not {ms}"
+            )))
+        }
         Some(ms) => Some(std::time::Duration::from_secs_f64(ms / 1000.0)),
         None => None,
     };
@@ -137,7 +146,11 @@ pub(crate) fn strategy(on_data: bool, period_ms: Option<f64>, max_runs: Option<u
         (true, None) => Strategy::on_data(),
         (true, Some(p)) => Strategy::on_data().every(p),
         (false, Some(p)) => Strategy::periodic(p),
-        (false, None) => return Err(argument("a strategy that does not run on data needs a period (every T milliseconds)")),
+        (false, None) => {
+            return Err(argument(
+                "a strategy that does not run on data needs a period (every T milliseconds)",
+            ))
+        }
     };
     Ok(match max_runs {
         Some(k) => s.at_most(k),
@@ -149,7 +162,11 @@ pub(crate) fn strategy(on_data: bool, period_ms: Option<f64>, max_runs: Option<u
 /// `max_runs`).
 pub(crate) fn strategy_from(obj: &Bound<'_, PyAny>) -> PyResult<Strategy> {
     let parts = (|| -> PyResult<(bool, Option<f64>, Option<u64>)> {
-        Ok((obj.getattr("runs_on_data")?.extract()?, obj.getattr("period_ms")?.extract()?, obj.getattr("max_runs")?.extract()?))
+        Ok((
+            obj.getattr("runs_on_data")?.extract()?,
+            obj.getattr("period_ms")?.extract()?,
+            obj.getattr("max_runs")?.extract()?,
+        ))
     })()
     .map_err(|_| argument("expected a heddle.task.Strategy"))?;
     strategy(parts.0, parts.1, parts.2)
@@ -172,7 +189,9 @@ pub(crate) struct PyContext {
 
 impl std::fmt::Debug for PyContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PyContext").field("active", &self.current.get().is_some()).finish_non_exhaustive()
+        f.debug_struct("PyContext")
+            .field("active", &self.current.get().is_some())
+            .finish_non_exhaustive()
     }
 }
 
@@ -202,10 +221,14 @@ impl PyContext {
 
     fn with<R>(&self, f: impl FnOnce(&mut dyn CtxOps) -> PyResult<R>) -> PyResult<R> {
         let Some(mut p) = self.current.get() else {
-            return Err(argument("this task context is used outside the task call it was passed to"));
+            return Err(argument(
+                "this task context is used outside the task call it was passed to",
+            ));
         };
         if self.busy.replace(true) {
-            return Err(argument("the task context is already in use (a nested call from inside emit)"));
+            return Err(argument(
+                "the task context is already in use (a nested call from inside emit)",
+            ));
         }
         // SAFETY: set only during the task call (see `install`); `busy` rules out a second
         // mutable reference from a nested call.
@@ -279,7 +302,11 @@ impl PyContext {
     #[getter]
     fn strategy(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let (on_data, period_ms, max_runs) = self.with(|c| Ok(strategy_parts(c.strategy())))?;
-        Ok(py.import("heddle.task")?.getattr("Strategy")?.call1((on_data, period_ms, max_runs))?.unbind())
+        Ok(py
+            .import("heddle.task")?
+            .getattr("Strategy")?
+            .call1((on_data, period_ms, max_runs))?
+            .unbind())
     }
 
     /// Changes when the task runs from now on (a ``heddle.task.Strategy``).
@@ -338,7 +365,10 @@ impl PyTask {
             let ctx = Py::new(py, PyContext::new()).expect("a context object");
             let made = factory.bind(py).call1((index,)).and_then(|obj| {
                 let m = obj.getattr(main).map_err(|_| {
-                    argument(format!("a task object needs a {main}() method; {} has none", obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()))
+                    argument(format!(
+                        "a task object needs a {main}() method; {} has none",
+                        obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                    ))
                 })?;
                 Ok((obj, m))
             });
@@ -358,20 +388,40 @@ impl PyTask {
                 }
                 Err(e) => {
                     failure::record(e);
-                    PyTask { obj: None, main: None, ctx, collective, has_prepare: false, has_tick: false, has_end: false, has_close: false }
+                    PyTask {
+                        obj: None,
+                        main: None,
+                        ctx,
+                        collective,
+                        has_prepare: false,
+                        has_tick: false,
+                        has_end: false,
+                        has_close: false,
+                    }
                 }
             }
         })
     }
 
     /// Calls `method` (or the main method when `None`) with the context and `record`.
-    fn call<I: InRec>(&self, ctx: &mut dyn CtxOps, method: Option<&str>, record: Option<I>) -> heddle_task::Result<Py<PyAny>> {
+    fn call<I: InRec>(
+        &self,
+        ctx: &mut dyn CtxOps,
+        method: Option<&str>,
+        record: Option<I>,
+    ) -> heddle_task::Result<Py<PyAny>> {
         let info = ctx.info().clone();
         if failure::failed() {
-            return Err(heddle_task::Error::Task { task: info.to_string(), message: "the job failed (an earlier Python exception)".into() });
+            return Err(heddle_task::Error::Task {
+                task: info.to_string(),
+                message: "the job failed (an earlier Python exception)".into(),
+            });
         }
         let (Some(obj), Some(main)) = (self.obj.as_ref(), self.main.as_ref()) else {
-            return Err(heddle_task::Error::Task { task: info.to_string(), message: "the task could not be made".into() });
+            return Err(heddle_task::Error::Task {
+                task: info.to_string(),
+                message: "the task could not be made".into(),
+            });
         };
         Python::attach(|py| {
             let pyctx = self.ctx.bind(py);
@@ -394,7 +444,9 @@ impl PyTask {
             // The vertex's own communicator for Python: a copy (split) of the task's, made
             // by every instance in its prepare, so it outlives nothing it depends on.
             if let Some(c) = ctx.comm() {
-                let own = c.split(Some(0), c.rank() as i64)?.ok_or_else(|| heddle_task::Error::Graph("the vertex communicator split failed".into()))?;
+                let own = c.split(Some(0), c.rank() as i64)?.ok_or_else(|| {
+                    heddle_task::Error::Graph("the vertex communicator split failed".into())
+                })?;
                 let info = ctx.info().clone();
                 Python::attach(|py| {
                     let comm = PyComm::to_python(py, own).map_err(|e| task_error(&info, e))?;
@@ -433,7 +485,9 @@ impl<O: OutRec> Source for PySource<O> {
     fn next(&mut self, ctx: &mut Context<'_, O>) -> heddle_task::Result<Produced> {
         let more = self.task.call::<PyObj>(ctx, None, None)?;
         let info = ctx.info().clone();
-        Python::attach(|py| more.bind(py).is_truthy()).map(|m| if m { Produced::More } else { Produced::Done }).map_err(|e| task_error(&info, e))
+        Python::attach(|py| more.bind(py).is_truthy())
+            .map(|m| if m { Produced::More } else { Produced::Done })
+            .map_err(|e| task_error(&info, e))
     }
 
     fn close(&mut self, ctx: &mut Context<'_, O>) -> heddle_task::Result<()> {

@@ -16,7 +16,9 @@ use pyo3::prelude::*;
 use crate::errors::{argument, Kind};
 use crate::failure;
 use crate::record::{key_bytes, stable_hash, PyKey, PyObj};
-use crate::task_context::{strategy, strategy_parts, InRec, InTag, OutRec, OutTag, PyCompute, PySource, PyTask};
+use crate::task_context::{
+    strategy, strategy_parts, InRec, InTag, OutRec, OutTag, PyCompute, PySource, PyTask,
+};
 
 /// How an edge connects instances.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,7 +113,10 @@ pub(crate) struct PyTaskGraph {
 
 impl std::fmt::Debug for PyTaskGraph {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PyTaskGraph").field("vertices", &self.vertices.len()).field("edges", &self.edges.len()).finish()
+        f.debug_struct("PyTaskGraph")
+            .field("vertices", &self.vertices.len())
+            .field("edges", &self.edges.len())
+            .finish()
     }
 }
 
@@ -122,7 +127,8 @@ impl PyTaskGraph {
 
     /// What vertex `v` receives, from its incoming edges.
     fn in_tag(&self, v: usize) -> PyResult<InTag> {
-        let tags: Vec<InTag> = self.edges.iter().filter(|e| e.to == v).map(|e| e.kind.delivers()).collect();
+        let tags: Vec<InTag> =
+            self.edges.iter().filter(|e| e.to == v).map(|e| e.kind.delivers()).collect();
         let first = tags.first().copied().unwrap_or(InTag::Obj);
         if let Some(other) = tags.iter().find(|&&t| t != first) {
             return Err(Kind::Graph.err(format!(
@@ -137,7 +143,8 @@ impl PyTaskGraph {
 
     /// What vertex `v` emits, from its outgoing edges.
     fn out_tag(&self, v: usize) -> PyResult<OutTag> {
-        let tags: Vec<OutTag> = self.edges.iter().filter(|e| e.from == v).map(|e| e.kind.takes()).collect();
+        let tags: Vec<OutTag> =
+            self.edges.iter().filter(|e| e.from == v).map(|e| e.kind.takes()).collect();
         let first = tags.first().copied().unwrap_or(OutTag::Obj);
         if tags.iter().any(|&t| t != first) {
             return Err(Kind::Graph.err(format!(
@@ -168,7 +175,7 @@ impl PyTaskGraph {
                     OutTag::Pair => add_source::<(PyKey, PyObj)>(py, &mut g, d),
                 }
             } else {
-                type Tagged = (heddle_comm::dataflow::TaskId, PyObj);
+                type Tagged = (heddle_dataflow::TaskId, PyObj);
                 type Pair = (PyKey, PyObj);
                 type Group = (PyKey, Vec<PyObj>);
                 match (self.in_tag(v)?, out) {
@@ -193,19 +200,36 @@ impl PyTaskGraph {
                 Link::Hash => link(&mut g, from, to, Edge::<PyObj, PyObj>::partition(hash_of))?,
                 Link::Partition => {
                     let f = func.expect("checked when connected");
-                    link(&mut g, from, to, Edge::<PyObj, PyObj>::partition(move |x| partition_of(&f, x, targets)))?
+                    link(
+                        &mut g,
+                        from,
+                        to,
+                        Edge::<PyObj, PyObj>::partition(move |x| partition_of(&f, x, targets)),
+                    )?
                 }
                 Link::Broadcast => link(&mut g, from, to, Edge::<PyObj, PyObj>::broadcast())?,
                 Link::Reduce => {
                     let f = func.expect("checked when connected");
-                    link(&mut g, from, to, Edge::<PyObj, PyObj>::reduce(move |a, b| combine(&f, a, b)))?
+                    link(
+                        &mut g,
+                        from,
+                        to,
+                        Edge::<PyObj, PyObj>::reduce(move |a, b| combine(&f, a, b)),
+                    )?
                 }
                 Link::Gather => link(&mut g, from, to, Edge::<PyObj, _>::gather())?,
                 Link::KeyedReduce => {
                     let f = func.expect("checked when connected");
-                    link(&mut g, from, to, Edge::<(PyKey, PyObj), _>::keyed_reduce(move |a, b| combine(&f, a, b)))?
+                    link(
+                        &mut g,
+                        from,
+                        to,
+                        Edge::<(PyKey, PyObj), _>::keyed_reduce(move |a, b| combine(&f, a, b)),
+                    )?
                 }
-                Link::KeyedGather => link(&mut g, from, to, Edge::<(PyKey, PyObj), _>::keyed_gather())?,
+                Link::KeyedGather => {
+                    link(&mut g, from, to, Edge::<(PyKey, PyObj), _>::keyed_gather())?
+                }
             }
         }
         Ok(g)
@@ -214,15 +238,20 @@ impl PyTaskGraph {
 
 fn add_source<O: OutRec>(py: Python<'_>, g: &mut TaskGraph, d: &VertexDesc) -> Built {
     let (factory, collective) = (d.factory.clone_ref(py), d.collective);
-    let v: Vertex<(), O> = g.source(&d.name, d.parallelism, move |i| PySource::<O> { task: PyTask::make(&factory, i, collective, "next"), _out: PhantomData });
+    let v: Vertex<(), O> = g.source(&d.name, d.parallelism, move |i| PySource::<O> {
+        task: PyTask::make(&factory, i, collective, "next"),
+        _out: PhantomData,
+    });
     configure(g, &v, d);
     Built { output: Box::new(v.output()), full: Box::new(v), out: O::TAG }
 }
 
 fn add_compute<I: InRec, O: OutRec>(py: Python<'_>, g: &mut TaskGraph, d: &VertexDesc) -> Built {
     let (factory, collective) = (d.factory.clone_ref(py), d.collective);
-    let v: Vertex<I, O> =
-        g.compute(&d.name, d.parallelism, move |i| PyCompute::<I, O> { task: PyTask::make(&factory, i, collective, "execute"), _io: PhantomData });
+    let v: Vertex<I, O> = g.compute(&d.name, d.parallelism, move |i| PyCompute::<I, O> {
+        task: PyTask::make(&factory, i, collective, "execute"),
+        _io: PhantomData,
+    });
     configure(g, &v, d);
     Built { output: Box::new(v.output()), full: Box::new(v), out: O::TAG }
 }
@@ -236,15 +265,25 @@ fn configure<I, O>(g: &mut TaskGraph, v: &Vertex<I, O>, d: &VertexDesc) {
 }
 
 /// Connects two built vertices with a typed edge.
-fn link<T: Send + 'static, U: Send + 'static>(g: &mut TaskGraph, from: &Built, to: &Built, edge: Edge<T, U>) -> PyResult<()> {
-    let mismatch = || Kind::Graph.err("an edge's record shapes do not match its vertices (internal)");
+fn link<T: Send + 'static, U: Send + 'static>(
+    g: &mut TaskGraph,
+    from: &Built,
+    to: &Built,
+    edge: Edge<T, U>,
+) -> PyResult<()> {
+    let mismatch =
+        || Kind::Graph.err("an edge's record shapes do not match its vertices (internal)");
     let f = from.output.downcast_ref::<Vertex<(), T>>().ok_or_else(mismatch)?;
     match to.out {
         OutTag::Obj => {
             g.connect(f, to.full.downcast_ref::<Vertex<U, PyObj>>().ok_or_else(mismatch)?, edge);
         }
         OutTag::Pair => {
-            g.connect(f, to.full.downcast_ref::<Vertex<U, (PyKey, PyObj)>>().ok_or_else(mismatch)?, edge);
+            g.connect(
+                f,
+                to.full.downcast_ref::<Vertex<U, (PyKey, PyObj)>>().ok_or_else(mismatch)?,
+                edge,
+            );
         }
     }
     Ok(())
@@ -270,7 +309,11 @@ fn partition_of(f: &Py<PyAny>, x: &PyObj, targets: u32) -> usize {
         return 0;
     }
     Python::attach(|py| {
-        let r = f.bind(py).call1((x.bind(py),)).and_then(|i| i.rem(targets)).and_then(|i| i.extract::<usize>());
+        let r = f
+            .bind(py)
+            .call1((x.bind(py),))
+            .and_then(|i| i.rem(targets))
+            .and_then(|i| i.extract::<usize>());
         r.unwrap_or_else(|e| {
             failure::record(e);
             0
@@ -300,15 +343,38 @@ impl PyTaskGraph {
     }
 
     /// Adds a vertex of ``parallelism`` instances made by ``factory(index)``; returns its id.
-    fn add_vertex(&mut self, name: String, source: bool, parallelism: i64, factory: Py<PyAny>) -> PyResult<usize> {
-        let parallelism = u32::try_from(parallelism).map_err(|_| Kind::Graph.err(format!("vertex '{name}' has parallelism {parallelism}; give it at least 1")))?;
-        self.vertices.push(VertexDesc { name, source, parallelism, factory, strategy: Strategy::default(), resources: Resources::default(), collective: false });
+    fn add_vertex(
+        &mut self,
+        name: String,
+        source: bool,
+        parallelism: i64,
+        factory: Py<PyAny>,
+    ) -> PyResult<usize> {
+        let parallelism = u32::try_from(parallelism).map_err(|_| {
+            Kind::Graph
+                .err(format!("vertex '{name}' has parallelism {parallelism}; give it at least 1"))
+        })?;
+        self.vertices.push(VertexDesc {
+            name,
+            source,
+            parallelism,
+            factory,
+            strategy: Strategy::default(),
+            resources: Resources::default(),
+            collective: false,
+        });
         Ok(self.vertices.len() - 1)
     }
 
     /// Connects vertex ``from_`` to vertex ``to`` with an edge of ``kind``.
     #[pyo3(signature = (from_, to, kind, func = None))]
-    fn connect(&mut self, from_: usize, to: usize, kind: &str, func: Option<Py<PyAny>>) -> PyResult<()> {
+    fn connect(
+        &mut self,
+        from_: usize,
+        to: usize,
+        kind: &str,
+        func: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
         self.vertex(from_)?;
         self.vertex(to)?;
         let kind = Link::parse(kind)?;
@@ -321,7 +387,13 @@ impl PyTaskGraph {
 
     /// Sets the strategy the instances of vertex ``v`` start with.
     #[pyo3(signature = (v, on_data, period_ms = None, max_runs = None))]
-    fn set_strategy(&mut self, v: usize, on_data: bool, period_ms: Option<f64>, max_runs: Option<u64>) -> PyResult<()> {
+    fn set_strategy(
+        &mut self,
+        v: usize,
+        on_data: bool,
+        period_ms: Option<f64>,
+        max_runs: Option<u64>,
+    ) -> PyResult<()> {
         self.vertex(v)?;
         self.vertices[v].strategy = strategy(on_data, period_ms, max_runs)?;
         Ok(())
@@ -333,7 +405,13 @@ impl PyTaskGraph {
     }
 
     /// Sets what each instance of vertex ``v`` requests.
-    fn set_resources(&mut self, v: usize, cpu: f64, memory: u64, hosts: Vec<String>) -> PyResult<()> {
+    fn set_resources(
+        &mut self,
+        v: usize,
+        cpu: f64,
+        memory: u64,
+        hosts: Vec<String>,
+    ) -> PyResult<()> {
         self.vertex(v)?;
         if !(cpu.is_finite() && cpu >= 0.0) {
             return Err(argument(format!("cpu must be a non-negative number, not {cpu}")));

@@ -3,9 +3,12 @@
 
 use std::sync::Arc;
 
-use heddle_comm::dataflow::Options;
 use heddle_comm::Communicator;
-use heddle_task::{AbortHandle, DataLocality, FirstFit, Job, Plan, Report, RoundRobin, Scheduler, StopHandle, WorkerSpec};
+use heddle_dataflow::Options;
+use heddle_task::{
+    AbortHandle, DataLocality, FirstFit, Job, Plan, Report, RoundRobin, Scheduler, StopHandle,
+    WorkerSpec,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -36,14 +39,26 @@ pub(crate) struct PyPlan {
 
 /// Plans ``graph`` on ``workers`` with the scheduler named ``scheduler``.
 #[pyfunction]
-pub(crate) fn make_plan(py: Python<'_>, graph: &PyTaskGraph, workers: Vec<WorkerTuple>, scheduler: &str) -> PyResult<PyPlan> {
+pub(crate) fn make_plan(
+    py: Python<'_>,
+    graph: &PyTaskGraph,
+    workers: Vec<WorkerTuple>,
+    scheduler: &str,
+) -> PyResult<PyPlan> {
     let g = graph.build(py)?;
-    let world: Vec<WorkerSpec> = workers.into_iter().map(|(rank, host, cpu, memory)| WorkerSpec { rank, host, cpu, memory }).collect();
+    let world: Vec<WorkerSpec> = workers
+        .into_iter()
+        .map(|(rank, host, cpu, memory)| WorkerSpec { rank, host, cpu, memory })
+        .collect();
     let s: &dyn Scheduler = match scheduler {
         "round_robin" => &RoundRobin,
         "first_fit" => &FirstFit,
         "data_locality" => &DataLocality,
-        other => return Err(argument(format!("unknown scheduler {other:?}; use round_robin, first_fit or data_locality"))),
+        other => {
+            return Err(argument(format!(
+                "unknown scheduler {other:?}; use round_robin, first_fit or data_locality"
+            )))
+        }
     };
     Ok(PyPlan { plan: Plan::new(&g, &world, s).map_err(errors::task)? })
 }
@@ -65,7 +80,11 @@ impl PyPlan {
     /// ``(name, kind, parallelism)`` of each vertex (kind: source, compute or sink).
     #[getter]
     fn vertices(&self) -> Vec<(String, String, u32)> {
-        self.plan.vertices.iter().map(|(n, k, p)| (n.clone(), format!("{k:?}").to_lowercase(), *p)).collect()
+        self.plan
+            .vertices
+            .iter()
+            .map(|(n, k, p)| (n.clone(), format!("{k:?}").to_lowercase(), *p))
+            .collect()
     }
 
     /// ``(from, to, kind, chained)`` of each edge.
@@ -85,7 +104,11 @@ impl PyPlan {
     }
 
     fn __repr__(&self) -> String {
-        format!("<heddle.task.Plan of {} vertices on {} workers>", self.plan.vertices.len(), self.plan.world.len())
+        format!(
+            "<heddle.task.Plan of {} vertices on {} workers>",
+            self.plan.vertices.len(),
+            self.plan.world.len()
+        )
     }
 }
 
@@ -123,7 +146,10 @@ pub(crate) struct PyJob {
 
 impl std::fmt::Debug for PyJob {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PyJob").field("open", &self.job.is_some()).field("streaming", &self.streaming).finish_non_exhaustive()
+        f.debug_struct("PyJob")
+            .field("open", &self.job.is_some())
+            .field("streaming", &self.streaming)
+            .finish_non_exhaustive()
     }
 }
 
@@ -185,14 +211,28 @@ impl PyJob {
         // One executor thread, the caller's: Python tasks run under the GIL anyway, and a
         // run's first exception is kept per thread (see `failure`).
         let abort = AbortHandle::default();
-        let (job, raised) = blocking_here(py, || failure::scope(|| Job::new(c, &g, &p, opts).map(|j| j.threads(1).abort_with(abort.clone()))));
+        let (job, raised) = blocking_here(py, || {
+            failure::scope(|| {
+                Job::new(c, &g, &p, opts).map(|j| j.threads(1).abort_with(abort.clone()))
+            })
+        });
         let job = errors::of_run(job, raised, errors::task)?;
-        Ok(PyJob { stop: job.stop_handle(), abort, job: Some(job), plan: plan.plan.clone(), streaming, comm: shared })
+        Ok(PyJob {
+            stop: job.stop_handle(),
+            abort,
+            job: Some(job),
+            plan: plan.plan.clone(),
+            streaming,
+            comm: shared,
+        })
     }
 
     /// Runs the graph once (prepare, one pass, close) and returns the report.
     fn run(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let job = self.job.take().ok_or_else(|| argument("the job has ended (run() or close() was called)"))?;
+        let job = self
+            .job
+            .take()
+            .ok_or_else(|| argument("the job has ended (run() or close() was called)"))?;
         let (r, raised) = abortable(py, &self.abort, || failure::scope(|| job.run()));
         let r = errors::of_run(r, raised, errors::task)?;
         report(py, &r)
@@ -216,7 +256,10 @@ impl PyJob {
 
     /// Closes every task and returns the report.
     fn close(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let job = self.job.take().ok_or_else(|| argument("the job has ended (run() or close() was called)"))?;
+        let job = self
+            .job
+            .take()
+            .ok_or_else(|| argument("the job has ended (run() or close() was called)"))?;
         let (r, raised) = blocking_here(py, || failure::scope(|| job.close()));
         let r = errors::of_run(r, raised, errors::task)?;
         report(py, &r)

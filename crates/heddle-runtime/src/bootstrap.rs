@@ -4,9 +4,9 @@
 
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use heddle_comm::transport::shm::ShmSegment;
 use heddle_comm::{CommConfig, Communicator, TransportChoice, WorldBuilder};
@@ -33,7 +33,8 @@ pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
     let Some(master) = env.master.as_deref() else {
         return Ok(heddle_comm::solo(config)?);
     };
-    let token = env.token.as_deref().ok_or_else(|| Error::Env("HEDDLE_JOB_TOKEN is not set".into()))?;
+    let token =
+        env.token.as_deref().ok_or_else(|| Error::Env("HEDDLE_JOB_TOKEN is not set".into()))?;
     let deadline = Instant::now() + env.init_timeout;
     let mut ms = connect_retrying(master, deadline)?;
     let local_ip = ms.local_addr().map_err(|e| Error::io("reading the local address", e))?.ip();
@@ -44,8 +45,10 @@ pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
 
     let tcp_only = config.transport == TransportChoice::Tcp;
     let mut builder = WorldBuilder::new(env.rank, env.size, config)?;
-    let listener = TcpListener::bind(SocketAddr::new(local_ip, 0)).map_err(|e| Error::io(format!("binding a peer listener on {local_ip}"), e))?;
-    let tcp_addr = listener.local_addr().map_err(|e| Error::io("reading the listener address", e))?;
+    let listener = TcpListener::bind(SocketAddr::new(local_ip, 0))
+        .map_err(|e| Error::io(format!("binding a peer listener on {local_ip}"), e))?;
+    let tcp_addr =
+        listener.local_addr().map_err(|e| Error::io("reading the listener address", e))?;
     let segment = if tcp_only { None } else { create_segment(&builder, token, env.rank) };
     let me = PeerInfo {
         rank: env.rank,
@@ -59,7 +62,9 @@ pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
     control::send(&mut ms, &Control::Register { peer: me.clone(), world_size: env.size, mac })?;
     let peers = match control::recv(&mut ms).map_err(|e| waiting_error(e, "the peer table", env))? {
         Control::Table { peers } => peers,
-        Control::Refused { reason } | Control::Abort { reason } => return Err(Error::Refused(reason)),
+        Control::Refused { reason } | Control::Abort { reason } => {
+            return Err(Error::Refused(reason))
+        }
         other => return Err(Error::Protocol(format!("expected the peer table, got {other:?}"))),
     };
     if peers.len() != env.size || peers.iter().enumerate().any(|(i, p)| p.rank != i) {
@@ -67,33 +72,49 @@ pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
     }
 
     builder.set_local_workers(peers.iter().filter(|p| p.host == me.host).count());
-    let use_shm = |p: &PeerInfo| p.host == me.host && !p.tcp_only && !me.tcp_only && p.shm_path.is_some() && segment.is_some();
-    let expected: Vec<usize> = peers.iter().filter(|p| p.rank > env.rank && !use_shm(p)).map(|p| p.rank).collect();
+    let use_shm = |p: &PeerInfo| {
+        p.host == me.host
+            && !p.tcp_only
+            && !me.tcp_only
+            && p.shm_path.is_some()
+            && segment.is_some()
+    };
+    let expected: Vec<usize> =
+        peers.iter().filter(|p| p.rank > env.rank && !use_shm(p)).map(|p| p.rank).collect();
     let acceptor = {
         let token = token.to_string();
         std::thread::spawn(move || accept_peers(&listener, &token, expected, deadline))
     };
     for p in peers.iter().filter(|p| p.rank != env.rank) {
         if use_shm(p) {
-            let (own, path) = (segment.as_ref().expect("checked by use_shm"), p.shm_path.as_deref().unwrap_or_default());
+            let (own, path) = (
+                segment.as_ref().expect("checked by use_shm"),
+                p.shm_path.as_deref().unwrap_or_default(),
+            );
             builder.add_shm(p.rank, own, Path::new(path))?;
         } else if p.rank < env.rank {
             builder.add_tcp(p.rank, connect_peer(p, env.rank, token, deadline)?)?;
         }
     }
-    for (rank, stream) in acceptor.join().map_err(|_| Error::Protocol("the peer acceptor panicked".into()))?? {
+    for (rank, stream) in
+        acceptor.join().map_err(|_| Error::Protocol("the peer acceptor panicked".into()))??
+    {
         builder.add_tcp(rank, stream)?;
     }
     control::send(&mut ms, &Control::Ready)?;
     match control::recv(&mut ms).map_err(|e| waiting_error(e, "the start signal", env))? {
         Control::Go => {}
-        Control::Abort { reason } | Control::Refused { reason } => return Err(Error::Refused(reason)),
+        Control::Abort { reason } | Control::Refused { reason } => {
+            return Err(Error::Refused(reason))
+        }
         other => return Err(Error::Protocol(format!("expected the start signal, got {other:?}"))),
     }
     drop(segment); // every peer has mapped it: remove the name from /dev/shm
     let comm = builder.build()?;
     let abort = comm.abort_handle();
-    let report = std::sync::Mutex::new(ms.try_clone().map_err(|e| Error::io("cloning the master connection", e))?);
+    let report = std::sync::Mutex::new(
+        ms.try_clone().map_err(|e| Error::io("cloning the master connection", e))?,
+    );
     abort.set_reporter(Box::new(move |cause| {
         let mut stream = report.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Err(e) = control::send(&mut stream, &Control::Failed { cause: cause.clone() }) {
@@ -123,7 +144,9 @@ fn set_deadline(s: &TcpStream, deadline: Instant) -> Result<()> {
 fn connect_retrying(addr: &str, deadline: Instant) -> Result<TcpStream> {
     let target: SocketAddr = addr
         .to_socket_addrs()
-        .map_err(|e| Error::Env(format!("HEDDLE_MASTER={addr:?} is not a reachable host:port ({e})")))?
+        .map_err(|e| {
+            Error::Env(format!("HEDDLE_MASTER={addr:?} is not a reachable host:port ({e})"))
+        })?
         .next()
         .ok_or_else(|| Error::Env(format!("HEDDLE_MASTER={addr:?} resolves to no address")))?;
     let mut pause = Duration::from_millis(10);
@@ -131,7 +154,9 @@ fn connect_retrying(addr: &str, deadline: Instant) -> Result<TcpStream> {
         let left = deadline.saturating_duration_since(Instant::now());
         match TcpStream::connect_timeout(&target, left.max(Duration::from_millis(1))) {
             Ok(s) => return Ok(s),
-            Err(e) if left.is_zero() => return Err(Error::Timeout(format!("cannot reach the job master at {addr}: {e}"))),
+            Err(e) if left.is_zero() => {
+                return Err(Error::Timeout(format!("cannot reach the job master at {addr}: {e}")))
+            }
             Err(_) => {
                 std::thread::sleep(pause.min(left));
                 pause = (pause * 2).min(Duration::from_millis(500));
@@ -192,7 +217,9 @@ fn connect_peer(p: &PeerInfo, my_rank: usize, token: &str, deadline: Instant) ->
     control::send(&mut s, &Control::PeerHello { rank: my_rank, mac })?;
     match control::recv(&mut s)? {
         Control::Accepted => Ok(s),
-        Control::Refused { reason } => Err(Error::Auth(format!("rank {} refused us: {reason}", p.rank))),
+        Control::Refused { reason } => {
+            Err(Error::Auth(format!("rank {} refused us: {reason}", p.rank)))
+        }
         other => Err(Error::Protocol(format!("rank {} answered {other:?}", p.rank))),
     }
 }
@@ -208,7 +235,12 @@ const MAX_HANDSHAKES: usize = 64;
 /// its own (at most [`HANDSHAKE`], reading at most a few KiB), so anything else that
 /// connects — and closes, sends garbage, announces a huge frame or stays silent — is
 /// logged and dropped without holding up the peers.
-fn accept_peers(listener: &TcpListener, token: &str, mut expected: Vec<usize>, deadline: Instant) -> Result<Vec<(usize, TcpStream)>> {
+fn accept_peers(
+    listener: &TcpListener,
+    token: &str,
+    mut expected: Vec<usize>,
+    deadline: Instant,
+) -> Result<Vec<(usize, TcpStream)>> {
     listener.set_nonblocking(true).map_err(|e| Error::io("configuring the peer listener", e))?;
     let (tx, rx) = std::sync::mpsc::channel::<(usize, TcpStream)>();
     let pending = Arc::new(AtomicUsize::new(0));
@@ -232,20 +264,25 @@ fn accept_peers(listener: &TcpListener, token: &str, mut expected: Vec<usize>, d
                     continue;
                 }
                 pending.fetch_add(1, Ordering::AcqRel);
-                let (token, expected, tx, pending) = (token.to_string(), expected.clone(), tx.clone(), pending.clone());
+                let (token, expected, tx, pending) =
+                    (token.to_string(), expected.clone(), tx.clone(), pending.clone());
                 std::thread::spawn(move || {
                     match peer_handshake(s, &token, &expected, deadline) {
                         Ok((rank, s)) => {
                             let _ = tx.send((rank, s));
                         }
-                        Err(e) => tracing::warn!("dropped a connection to the peer port from {from}: {e}"),
+                        Err(e) => {
+                            tracing::warn!("dropped a connection to the peer port from {from}: {e}")
+                        }
                     }
                     pending.fetch_sub(1, Ordering::AcqRel);
                 });
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if Instant::now() >= deadline {
-                    return Err(Error::Timeout(format!("timed out waiting for ranks {expected:?} to connect")));
+                    return Err(Error::Timeout(format!(
+                        "timed out waiting for ranks {expected:?} to connect"
+                    )));
                 }
                 std::thread::sleep(Duration::from_millis(2));
             }
@@ -261,19 +298,30 @@ fn accept_peers(listener: &TcpListener, token: &str, mut expected: Vec<usize>, d
 
 /// Challenges one connection to the peer port: it must answer as one of `expected` with
 /// the job token's proof.
-fn peer_handshake(mut s: TcpStream, token: &str, expected: &[usize], deadline: Instant) -> Result<(usize, TcpStream)> {
+fn peer_handshake(
+    mut s: TcpStream,
+    token: &str,
+    expected: &[usize],
+    deadline: Instant,
+) -> Result<(usize, TcpStream)> {
     s.set_nonblocking(false).map_err(|e| Error::io("configuring a peer socket", e))?;
     set_deadline(&s, deadline.min(Instant::now() + HANDSHAKE))?;
     let nonce = control::nonce();
     control::send(&mut s, &Control::Challenge { nonce: nonce.clone() })?;
     match control::recv_handshake(&mut s)? {
-        Control::PeerHello { rank, mac } if expected.contains(&rank) && control::verify(token, &format!("peer|{nonce}|{rank}"), &mac) => {
+        Control::PeerHello { rank, mac }
+            if expected.contains(&rank)
+                && control::verify(token, &format!("peer|{nonce}|{rank}"), &mac) =>
+        {
             control::send(&mut s, &Control::Accepted)?;
             set_deadline(&s, deadline)?;
             Ok((rank, s))
         }
         _ => {
-            let _ = control::send(&mut s, &Control::Refused { reason: "bad job token or unexpected rank".into() });
+            let _ = control::send(
+                &mut s,
+                &Control::Refused { reason: "bad job token or unexpected rank".into() },
+            );
             Err(Error::Auth("bad job token or unexpected rank".into()))
         }
     }
@@ -296,21 +344,23 @@ fn abort_on_panic(abort: &std::sync::Arc<heddle_comm::JobAbort>, rank: usize) {
 /// gone, so the job is over and this worker exits rather than linger.
 fn watch_master(mut ms: TcpStream, rank: usize, abort: std::sync::Arc<heddle_comm::JobAbort>) {
     let _ = ms.set_read_timeout(None);
-    let spawned = std::thread::Builder::new().name("heddle-master-watch".into()).spawn(move || loop {
-        match control::recv(&mut ms) {
-            Ok(Control::Aborted { cause }) => abort.receive(cause),
-            Ok(other) => tracing::warn!("ignored an unexpected message from the job master: {other:?}"),
-            Err(e) => {
-                eprintln!("heddle: rank {rank}: lost the job master ({e}); exiting");
-                std::process::exit(70);
+    let spawned =
+        std::thread::Builder::new().name("heddle-master-watch".into()).spawn(move || loop {
+            match control::recv(&mut ms) {
+                Ok(Control::Aborted { cause }) => abort.receive(cause),
+                Ok(other) => {
+                    tracing::warn!("ignored an unexpected message from the job master: {other:?}")
+                }
+                Err(e) => {
+                    eprintln!("heddle: rank {rank}: lost the job master ({e}); exiting");
+                    std::process::exit(70);
+                }
             }
-        }
-    });
+        });
     if let Err(e) = spawned {
         tracing::warn!("cannot watch the job master: {e}");
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -327,7 +377,8 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let deadline = Instant::now() + Duration::from_secs(20);
-        let acceptor = std::thread::spawn(move || accept_peers(&listener, "token", vec![1, 2], deadline));
+        let acceptor =
+            std::thread::spawn(move || accept_peers(&listener, "token", vec![1, 2], deadline));
         drop(TcpStream::connect(&addr).unwrap());
         TcpStream::connect(&addr).unwrap().write_all(b"GET / HTTP/1.0\r\n\r\n garbage").unwrap();
         let _silent = TcpStream::connect(&addr).unwrap();
@@ -339,11 +390,24 @@ mod tests {
         huge.encode(&mut bytes);
         big.write_all(&bytes).unwrap();
         // The worker listening (rank 0) as its peers see it.
-        let rank0 = PeerInfo { rank: 0, host: "h".into(), pid: 0, tcp_addr: addr.clone(), shm_path: None, tcp_only: true };
+        let rank0 = PeerInfo {
+            rank: 0,
+            host: "h".into(),
+            pid: 0,
+            tcp_addr: addr.clone(),
+            shm_path: None,
+            tcp_only: true,
+        };
         assert!(matches!(connect_peer(&rank0, 1, "wrong token", deadline), Err(Error::Auth(_))));
         connect_peer(&rank0, 2, "token", deadline).expect("rank 2 connects");
         connect_peer(&rank0, 1, "token", deadline).expect("rank 1 connects");
-        let mut ranks: Vec<usize> = acceptor.join().unwrap().expect("both peers accepted").into_iter().map(|(r, _)| r).collect();
+        let mut ranks: Vec<usize> = acceptor
+            .join()
+            .unwrap()
+            .expect("both peers accepted")
+            .into_iter()
+            .map(|(r, _)| r)
+            .collect();
         ranks.sort_unstable();
         assert_eq!(ranks, [1, 2]);
     }

@@ -95,7 +95,8 @@ const CONTROL_LIMIT: Limits = Limits { max_frame_payload: 4 << 20, max_message: 
 /// # Errors
 /// [`Error::Io`] if the write fails.
 pub fn send(stream: &mut TcpStream, msg: &Control) -> Result<()> {
-    let json = serde_json::to_vec(msg).map_err(|e| Error::Protocol(format!("cannot encode control message: {e}")))?;
+    let json = serde_json::to_vec(msg)
+        .map_err(|e| Error::Protocol(format!("cannot encode control message: {e}")))?;
     let frame = Frame::data(Header::new(Kind::Control), Codec::Json, json);
     frame.write_to(stream).map_err(|e| Error::io("sending a control message", e))?;
     stream.flush().map_err(|e| Error::io("sending a control message", e))
@@ -122,11 +123,16 @@ pub fn recv_handshake(stream: &mut impl Read) -> Result<Control> {
 }
 
 fn recv_within(stream: &mut impl Read, limits: &Limits) -> Result<Control> {
-    let frame = Frame::read_from(stream, limits).map_err(|e| Error::io("reading a control message", e))?;
+    let frame =
+        Frame::read_from(stream, limits).map_err(|e| Error::io("reading a control message", e))?;
     if frame.header.kind != Kind::Control {
-        return Err(Error::Protocol(format!("expected a control frame, got {:?}", frame.header.kind)));
+        return Err(Error::Protocol(format!(
+            "expected a control frame, got {:?}",
+            frame.header.kind
+        )));
     }
-    serde_json::from_slice(&frame.payload).map_err(|e| Error::Protocol(format!("malformed control message: {e}")))
+    serde_json::from_slice(&frame.payload)
+        .map_err(|e| Error::Protocol(format!("malformed control message: {e}")))
 }
 
 /// A fresh random nonce, hex.
@@ -136,7 +142,8 @@ pub fn nonce() -> String {
 
 /// HMAC-SHA256 of `message` under `token`, hex.
 pub fn mac(token: &str, message: &str) -> String {
-    let mut m = Hmac::<Sha256>::new_from_slice(token.as_bytes()).expect("HMAC takes keys of any length");
+    let mut m =
+        Hmac::<Sha256>::new_from_slice(token.as_bytes()).expect("HMAC takes keys of any length");
     m.update(message.as_bytes());
     hex::encode(m.finalize().into_bytes())
 }
@@ -144,7 +151,8 @@ pub fn mac(token: &str, message: &str) -> String {
 /// Checks `proof` against HMAC(token, message) in constant time.
 pub fn verify(token: &str, message: &str, proof: &str) -> bool {
     let Ok(bytes) = hex::decode(proof) else { return false };
-    let mut m = Hmac::<Sha256>::new_from_slice(token.as_bytes()).expect("HMAC takes keys of any length");
+    let mut m =
+        Hmac::<Sha256>::new_from_slice(token.as_bytes()).expect("HMAC takes keys of any length");
     m.update(message.as_bytes());
     m.verify_slice(&bytes).is_ok()
 }
@@ -167,7 +175,8 @@ mod tests {
         let msg = Control::Abort { reason: "x".into() };
         let json = serde_json::to_string(&msg).unwrap();
         assert_eq!(json, r#"{"type":"abort","reason":"x"}"#);
-        let frame = Frame::data(Header::new(Kind::Control), Codec::Json, json.into_bytes()).encode_to_vec();
+        let frame =
+            Frame::data(Header::new(Kind::Control), Codec::Json, json.into_bytes()).encode_to_vec();
         assert_eq!(recv(&mut &frame[..]).unwrap(), msg);
     }
 }

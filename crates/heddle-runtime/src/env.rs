@@ -67,7 +67,8 @@ const RUNTIME_KEYS: &[&str] = &[
 /// # Errors
 /// [`Error::Env`] naming the variable and, when one is close, the setting it resembles.
 pub fn check_known_keys(keys: impl IntoIterator<Item = String>) -> Result<()> {
-    let known: Vec<&str> = RUNTIME_KEYS.iter().chain(heddle_comm::CommConfig::ENV_KEYS).copied().collect();
+    let known: Vec<&str> =
+        RUNTIME_KEYS.iter().chain(heddle_comm::CommConfig::ENV_KEYS).copied().collect();
     for k in keys.into_iter().filter(|k| k.starts_with("HEDDLE_")) {
         if !known.contains(&k.as_str()) {
             return Err(Error::Env(match heddle_comm::closest(&k, &known) {
@@ -79,8 +80,10 @@ pub fn check_known_keys(keys: impl IntoIterator<Item = String>) -> Result<()> {
     Ok(())
 }
 
-const RANK_VARS: &[&str] = &["HEDDLE_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "JOB_COMPLETION_INDEX"];
-const SIZE_VARS: &[&str] = &["HEDDLE_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"];
+const RANK_VARS: &[&str] =
+    &["HEDDLE_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "JOB_COMPLETION_INDEX"];
+const SIZE_VARS: &[&str] =
+    &["HEDDLE_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"];
 
 impl WorkerEnv {
     /// Reads the process environment.
@@ -100,7 +103,9 @@ impl WorkerEnv {
             for n in names {
                 if let Some(v) = get(n).filter(|v| !v.is_empty()) {
                     let b = Bounds { name: n, ..bounds };
-                    return settings::whole(&b, &v).map(|x| Some(x as usize)).map_err(|e| Error::Env(setting_message(e)));
+                    return settings::whole(&b, &v)
+                        .map(|x| Some(x as usize))
+                        .map_err(|e| Error::Env(setting_message(e)));
                 }
             }
             Ok(None)
@@ -117,7 +122,8 @@ impl WorkerEnv {
             )));
         }
         let init_timeout = match get(settings::INIT_TIMEOUT_S.name).filter(|v| !v.is_empty()) {
-            Some(v) => settings::seconds(&settings::INIT_TIMEOUT_S, &v).map_err(|e| Error::Env(setting_message(e)))?,
+            Some(v) => settings::seconds(&settings::INIT_TIMEOUT_S, &v)
+                .map_err(|e| Error::Env(setting_message(e)))?,
             None => Duration::from_secs(60),
         };
         Ok(WorkerEnv { rank, size, master, token: get("HEDDLE_JOB_TOKEN"), init_timeout })
@@ -129,7 +135,8 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> Result<WorkerEnv> {
-        let pairs: Vec<(String, String)> = pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let pairs: Vec<(String, String)> =
+            pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
         WorkerEnv::from_lookup(|k| pairs.iter().find(|(a, _)| a == k).map(|(_, b)| b.clone()))
     }
 
@@ -141,17 +148,32 @@ mod tests {
 
     #[test]
     fn other_launchers_set_rank_and_size() {
-        let e = env(&[("OMPI_COMM_WORLD_RANK", "2"), ("OMPI_COMM_WORLD_SIZE", "4"), ("HEDDLE_MASTER", "h:1")]).unwrap();
+        let e = env(&[
+            ("OMPI_COMM_WORLD_RANK", "2"),
+            ("OMPI_COMM_WORLD_SIZE", "4"),
+            ("HEDDLE_MASTER", "h:1"),
+        ])
+        .unwrap();
         assert_eq!((e.rank, e.size), (2, 4));
-        let e = env(&[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "3"), ("HEDDLE_MASTER", "h:1")]).unwrap();
+        let e =
+            env(&[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "3"), ("HEDDLE_MASTER", "h:1")]).unwrap();
         assert_eq!((e.rank, e.size), (1, 3));
     }
 
     #[test]
     fn misspelled_settings_are_refused_with_a_suggestion() {
-        assert!(check_known_keys(["HEDDLE_RANK".to_string(), "PATH".to_string(), "HEDDLE_WINDOW".to_string(), "HEDDLE_TASK_THREADS".to_string()]).is_ok());
+        assert!(check_known_keys([
+            "HEDDLE_RANK".to_string(),
+            "PATH".to_string(),
+            "HEDDLE_WINDOW".to_string(),
+            "HEDDLE_TASK_THREADS".to_string()
+        ])
+        .is_ok());
         let e = check_known_keys(["HEDDLE_TIMOUT_S".to_string()]).unwrap_err().to_string();
-        assert!(e.contains("unknown setting HEDDLE_TIMOUT_S; did you mean HEDDLE_TIMEOUT_S?"), "{e}");
+        assert!(
+            e.contains("unknown setting HEDDLE_TIMOUT_S; did you mean HEDDLE_TIMEOUT_S?"),
+            "{e}"
+        );
         let e = check_known_keys(["HEDDLE_FROBNICATE".to_string()]).unwrap_err().to_string();
         assert!(e.contains("known settings: HEDDLE_RANK"), "{e}");
     }

@@ -36,7 +36,8 @@ impl JobFiles {
         heddle_comm::transport::shm::reap_stale(Path::new(SHM_DIR));
         let id = &crate::control::mac(token, "job")[..12];
         let dir = base.join(format!("{JOB_DIR_PREFIX}{}-{id}", std::process::id()));
-        private::create_dir(&dir).map_err(|e| Error::io(format!("making the job directory {}", dir.display()), e))?;
+        private::create_dir(&dir)
+            .map_err(|e| Error::io(format!("making the job directory {}", dir.display()), e))?;
         Ok(JobFiles { dir, shm_prefix: segment_prefix(token) })
     }
 
@@ -58,7 +59,9 @@ impl Drop for JobFiles {
 
 /// `$XDG_RUNTIME_DIR` when it is a directory of this user, else the system temp directory.
 fn base_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()).map(PathBuf::from) {
+    if let Some(d) =
+        std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()).map(PathBuf::from)
+    {
         if std::fs::symlink_metadata(&d).is_ok_and(|m| m.is_dir() && private::is_ours(&m)) {
             return d;
         }
@@ -76,7 +79,10 @@ fn reap_stale_jobs(base: &Path) {
             continue;
         };
         let path = entry.path();
-        if pid == std::process::id() || heddle_comm::transport::shm::process_alive(pid) || private::check_dir(&path).is_err() {
+        if pid == std::process::id()
+            || heddle_comm::transport::shm::process_alive(pid)
+            || private::check_dir(&path).is_err()
+        {
             continue;
         }
         scratch::remove_registered(&path);
@@ -90,7 +96,8 @@ fn remove_segments(prefix: &str) {
     let Ok(entries) = std::fs::read_dir(SHM_DIR) else { return };
     for entry in entries.flatten() {
         if entry.file_name().to_string_lossy().starts_with(prefix)
-            && std::fs::symlink_metadata(entry.path()).is_ok_and(|m| m.is_file() && private::is_ours(&m))
+            && std::fs::symlink_metadata(entry.path())
+                .is_ok_and(|m| m.is_file() && private::is_ours(&m))
         {
             let _ = std::fs::remove_file(entry.path());
         }

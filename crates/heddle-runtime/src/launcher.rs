@@ -91,18 +91,28 @@ pub fn run_local(spec: &LaunchSpec) -> Result<JobOutcome> {
     if spec.workers == 0 {
         return Err(Error::Env("-n must be at least 1".into()));
     }
-    let program = spec.command.first().ok_or_else(|| Error::Env("no program given: heddle run -n N -- PROGRAM ARGS...".into()))?;
+    let program = spec
+        .command
+        .first()
+        .ok_or_else(|| Error::Env("no program given: heddle run -n N -- PROGRAM ARGS...".into()))?;
     let signal = Arc::new(AtomicUsize::new(0));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+    for sig in
+        [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP]
+    {
         let flag = signal.clone();
         // SAFETY: the handler only stores to an atomic.
-        unsafe { signal_hook::low_level::register(sig, move || flag.store(sig as usize, Ordering::SeqCst)) }
-            .map_err(|e| Error::io("installing signal handlers", e))?;
+        unsafe {
+            signal_hook::low_level::register(sig, move || {
+                flag.store(sig as usize, Ordering::SeqCst)
+            })
+        }
+        .map_err(|e| Error::io("installing signal handlers", e))?;
     }
     let token = hex::encode(rand::random::<[u8; 32]>());
     // Dropped last: the workers are gone before their files are removed.
     let files = JobFiles::create(&token)?;
-    let mut guardian = Guardian::start().map_err(|e| Error::io("starting the launcher's guardian process", e))?;
+    let mut guardian =
+        Guardian::start().map_err(|e| Error::io("starting the launcher's guardian process", e))?;
     let master = JobMaster::start(MasterConfig {
         world_size: spec.workers,
         token: token.clone(),
@@ -172,7 +182,11 @@ pub fn run_local(spec: &LaunchSpec) -> Result<JobOutcome> {
         eprintln!("heddle: the job was aborted: {cause}");
         if outcome == JobOutcome::Success {
             // Every worker caught the abort and exited 0: the job still failed.
-            outcome = JobOutcome::WorkerFailed { rank: cause.origin, status: "aborted the job".into(), code: 1 };
+            outcome = JobOutcome::WorkerFailed {
+                rank: cause.origin,
+                status: "aborted the job".into(),
+                code: 1,
+            };
         }
     }
     master.shutdown();
@@ -238,7 +252,11 @@ fn supervise(
 /// A worker that failed because another one aborted the job is not the failure to
 /// report: gives the origin up to `grace` to print its error and exit, and returns its
 /// failure.
-fn wait_for_origin(workers: &mut [Worker], origin: Option<usize>, grace: Duration) -> Option<(usize, ExitStatus)> {
+fn wait_for_origin(
+    workers: &mut [Worker],
+    origin: Option<usize>,
+    grace: Duration,
+) -> Option<(usize, ExitStatus)> {
     let w = workers.get_mut(origin?)?;
     let until = Instant::now() + grace;
     while w.status.is_none() && Instant::now() < until {
@@ -307,7 +325,12 @@ fn reap(workers: &mut [Worker]) -> bool {
 
 /// Copies a worker's output line by line with a `[rank] ` prefix, long lines split
 /// ([`crate::output`]).
-fn forward(pipe: Option<impl Read + Send + 'static>, rank: usize, is_err: bool, done: mpsc::Sender<()>) {
+fn forward(
+    pipe: Option<impl Read + Send + 'static>,
+    rank: usize,
+    is_err: bool,
+    done: mpsc::Sender<()>,
+) {
     let Some(pipe) = pipe else { return };
     std::thread::spawn(move || {
         crate::output::forward(pipe, rank, is_err);

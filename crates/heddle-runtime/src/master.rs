@@ -46,7 +46,8 @@ impl JobMaster {
     /// # Errors
     /// [`Error::Io`] if the address cannot be bound.
     pub fn start(config: MasterConfig) -> Result<JobMaster> {
-        let listener = TcpListener::bind(config.bind).map_err(|e| Error::io(format!("binding the job master to {}", config.bind), e))?;
+        let listener = TcpListener::bind(config.bind)
+            .map_err(|e| Error::io(format!("binding the job master to {}", config.bind), e))?;
         let addr = listener.local_addr().map_err(|e| Error::io("reading the master address", e))?;
         let stop = Arc::new(AtomicBool::new(false));
         let failure = Arc::new(Mutex::new(None));
@@ -54,7 +55,9 @@ impl JobMaster {
         let (stop2, failure2, closed2) = (stop.clone(), failure.clone(), closed.clone());
         let thread = std::thread::Builder::new()
             .name("heddle-master".into())
-            .spawn(move || serve(listener, config, stop2, &Reports { failure: failure2, closed: closed2 }))
+            .spawn(move || {
+                serve(listener, config, stop2, &Reports { failure: failure2, closed: closed2 })
+            })
             .map_err(|e| Error::io("starting the job master thread", e))?;
         Ok(JobMaster { addr, stop, failure, closed, thread: Some(thread) })
     }
@@ -62,7 +65,12 @@ impl JobMaster {
     /// Whether rank `rank`'s connection has closed and all it reported was handled (so
     /// [`JobMaster::failure`] already holds any failure it reported).
     pub fn settled(&self, rank: usize) -> bool {
-        self.closed.lock().unwrap_or_else(PoisonError::into_inner).get(rank).copied().unwrap_or(true)
+        self.closed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(rank)
+            .copied()
+            .unwrap_or(true)
     }
 
     /// The first failure a worker reported, once one did (the job was then aborted).
@@ -121,15 +129,22 @@ fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, rep
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                let missing: Vec<usize> = (0..joined.len()).filter(|&r| joined[r].is_none()).collect();
-                return Err(format!("timed out after {:?} waiting for ranks {missing:?} to join", config.init_timeout));
+                let missing: Vec<usize> =
+                    (0..joined.len()).filter(|&r| joined[r].is_none()).collect();
+                return Err(format!(
+                    "timed out after {:?} waiting for ranks {missing:?} to join",
+                    config.init_timeout
+                ));
             }
             if let Ok(j) = rx.recv_timeout(left.min(Duration::from_millis(50))) {
                 let r = j.peer.rank;
                 if joined[r].is_some() {
                     tracing::warn!("refused a second registration for rank {r}");
                     let mut s = j.stream;
-                    let _ = control::send(&mut s, &Control::Refused { reason: format!("rank {r} is already registered") });
+                    let _ = control::send(
+                        &mut s,
+                        &Control::Refused { reason: format!("rank {r} is already registered") },
+                    );
                 } else {
                     joined[r] = Some(j);
                 }
@@ -137,15 +152,24 @@ fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, rep
         }
         let peers: Vec<PeerInfo> = joined.iter().flatten().map(|j| j.peer.clone()).collect();
         for j in joined.iter_mut().flatten() {
-            control::send(&mut j.stream, &Control::Table { peers: peers.clone() }).map_err(|e| e.to_string())?;
+            control::send(&mut j.stream, &Control::Table { peers: peers.clone() })
+                .map_err(|e| e.to_string())?;
         }
         for j in joined.iter_mut().flatten() {
-            let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+            let left =
+                deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
             let _ = j.stream.set_read_timeout(Some(left));
             match control::recv(&mut j.stream) {
                 Ok(Control::Ready) => {}
-                Ok(other) => return Err(format!("rank {} sent {other:?} instead of ready", j.peer.rank)),
-                Err(e) => return Err(format!("rank {} did not connect to its peers in time: {e}", j.peer.rank)),
+                Ok(other) => {
+                    return Err(format!("rank {} sent {other:?} instead of ready", j.peer.rank))
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "rank {} did not connect to its peers in time: {e}",
+                        j.peer.rank
+                    ))
+                }
             }
         }
         for j in joined.iter_mut().flatten() {
@@ -154,7 +178,8 @@ fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, rep
         Ok(())
     })();
     started.store(true, Ordering::SeqCst);
-    let mut streams: Vec<(usize, TcpStream)> = joined.into_iter().flatten().map(|j| (j.peer.rank, j.stream)).collect();
+    let mut streams: Vec<(usize, TcpStream)> =
+        joined.into_iter().flatten().map(|j| (j.peer.rank, j.stream)).collect();
     match outcome {
         Err(reason) => {
             if !stop.load(Ordering::SeqCst) {
@@ -208,7 +233,9 @@ fn relay_failures(streams: &mut [(usize, TcpStream)], stop: &AtomicBool, reports
             }
         };
         let Some(msg) = msg else {
-            if let Some(c) = reports.closed.lock().unwrap_or_else(PoisonError::into_inner).get_mut(from) {
+            if let Some(c) =
+                reports.closed.lock().unwrap_or_else(PoisonError::into_inner).get_mut(from)
+            {
                 *c = true;
             }
             continue;
@@ -237,7 +264,13 @@ fn relay_failures(streams: &mut [(usize, TcpStream)], stop: &AtomicBool, reports
     }
 }
 
-fn accept_loop(listener: TcpListener, config: &MasterConfig, stop: &AtomicBool, started: &AtomicBool, tx: mpsc::Sender<Joined>) {
+fn accept_loop(
+    listener: TcpListener,
+    config: &MasterConfig,
+    stop: &AtomicBool,
+    started: &AtomicBool,
+    tx: mpsc::Sender<Joined>,
+) {
     if listener.set_nonblocking(true).is_err() {
         return;
     }
@@ -247,7 +280,10 @@ fn accept_loop(listener: TcpListener, config: &MasterConfig, stop: &AtomicBool, 
                 if started.load(Ordering::SeqCst) {
                     tracing::warn!("refused a connection from {from}: the job has already started");
                     let mut s = stream;
-                    let _ = control::send(&mut s, &Control::Refused { reason: "the job has already started".into() });
+                    let _ = control::send(
+                        &mut s,
+                        &Control::Refused { reason: "the job has already started".into() },
+                    );
                     continue;
                 }
                 let (config, tx) = (config.clone(), tx.clone());
@@ -258,7 +294,9 @@ fn accept_loop(listener: TcpListener, config: &MasterConfig, stop: &AtomicBool, 
                     Err(reason) => tracing::warn!("refused registration from {from}: {reason}"),
                 });
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
             Err(e) => {
                 tracing::warn!("accept failed: {e}");
                 std::thread::sleep(Duration::from_millis(50));
@@ -272,7 +310,8 @@ fn admit(mut stream: TcpStream, config: &MasterConfig) -> std::result::Result<Jo
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
     let nonce = control::nonce();
-    control::send(&mut stream, &Control::Challenge { nonce: nonce.clone() }).map_err(|e| e.to_string())?;
+    control::send(&mut stream, &Control::Challenge { nonce: nonce.clone() })
+        .map_err(|e| e.to_string())?;
     let msg = control::recv(&mut stream).map_err(|e| e.to_string())?;
     let Control::Register { peer, world_size, mac } = msg else {
         return Err(format!("expected a registration, got {msg:?}"));

@@ -13,7 +13,12 @@ pub(crate) const CONTINUED: &[u8] = b" [heddle: line continues]";
 /// Copies `input` to `out` line by line, each prefixed with `prefix`, splitting lines longer
 /// than `max` bytes; returns when `input` ends. A write error (a closed terminal) drops the
 /// output but keeps reading, so the worker is never blocked on a full pipe.
-pub(crate) fn copy_lines(input: impl Read, prefix: &[u8], max: usize, mut out: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
+pub(crate) fn copy_lines(
+    input: impl Read,
+    prefix: &[u8],
+    max: usize,
+    mut out: impl FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<()> {
     let mut reader = BufReader::with_capacity(64 << 10, input);
     let mut line: Vec<u8> = Vec::with_capacity(prefix.len() + 256);
     line.extend_from_slice(prefix);
@@ -84,7 +89,11 @@ mod tests {
         assert_eq!(lines.len(), 2 + 4 + 1);
         let mut rebuilt = Vec::new();
         for piece in &lines[2..6] {
-            assert!(piece.len() <= 4 + MAX_LINE + CONTINUED.len() + 1, "a piece of {} bytes", piece.len());
+            assert!(
+                piece.len() <= 4 + MAX_LINE + CONTINUED.len() + 1,
+                "a piece of {} bytes",
+                piece.len()
+            );
             let body = piece.strip_prefix(b"[3] ").unwrap().strip_suffix(b"\n").unwrap();
             rebuilt.extend_from_slice(body.strip_suffix(CONTINUED).unwrap_or(body));
         }

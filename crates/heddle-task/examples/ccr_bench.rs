@@ -68,10 +68,7 @@ const PATTERNS: [(Pattern, &str); 6] = [
     (Pattern::SpawnedTwoShifts, "spawned_two_shifts"),
     (Pattern::RendezvousShift, "rendezvous_shift"),
     (Pattern::RendezvousExchange, "rendezvous_exchange"),
-    (
-        Pattern::RendezvousExchangeAsTwoShifts,
-        "rendezvous_exchange_as_two_shifts",
-    ),
+    (Pattern::RendezvousExchangeAsTwoShifts, "rendezvous_exchange_as_two_shifts"),
 ];
 
 /// One stage's computation: `iters` rounds of integer mixing.
@@ -112,26 +109,16 @@ fn spawned(
     shape: Shape,
     done: &Port<bool>,
 ) -> Vec<Activation> {
-    let Shape {
-        lanes,
-        stages,
-        iters,
-    } = shape;
+    let Shape { lanes, stages, iters } = shape;
     let inbox: Vec<Port<u64>> = ports(lanes);
     let mut activations = Vec::with_capacity(lanes);
     for lane in 0..lanes {
-        let (right, left) = (
-            inbox[(lane + 1) % lanes].clone(),
-            inbox[(lane + lanes - 1) % lanes].clone(),
-        );
+        let (right, left) =
+            (inbox[(lane + 1) % lanes].clone(), inbox[(lane + lanes - 1) % lanes].clone());
         let (own, done) = (inbox[lane].clone(), done.clone());
         activations.push(match pattern {
             Pattern::SpawnedPipeline | Pattern::SpawnedShift => {
-                let next = if matches!(pattern, Pattern::SpawnedPipeline) {
-                    own
-                } else {
-                    right
-                };
+                let next = if matches!(pattern, Pattern::SpawnedPipeline) { own } else { right };
                 queue.receive(true, &inbox[lane], move |stage: u64| {
                     compute(iters);
                     if stage + 1 < stages {
@@ -167,11 +154,7 @@ fn spawned(
 
 /// Rendezvous patterns: one long-running handler per lane that blocks on its ports.
 fn rendezvous(queue: &DispatcherQueue, pattern: Pattern, shape: Shape, done: &Port<bool>) {
-    let Shape {
-        lanes,
-        stages,
-        iters,
-    } = shape;
+    let Shape { lanes, stages, iters } = shape;
     let (from_left, from_right): (Vec<Port<u64>>, Vec<Port<u64>>) = (ports(lanes), ports(lanes));
     for lane in 0..lanes {
         let to_right = from_left[(lane + 1) % lanes].clone();
@@ -260,9 +243,8 @@ fn median(mut xs: Vec<f64>) -> f64 {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let lanes = args
-        .lanes
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let lanes =
+        args.lanes.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     if lanes == 0 || args.stages == 0 || args.reps == 0 {
         eprintln!("error: lanes, stages and reps must be positive");
         return ExitCode::FAILURE;
@@ -276,20 +258,13 @@ fn main() -> ExitCode {
     };
     let queue = dispatcher.queue();
     let iters = (calibrate() * args.grain_us).round().max(0.0) as u64;
-    let shape = Shape {
-        lanes,
-        stages: args.stages,
-        iters,
-    };
+    let shape = Shape { lanes, stages: args.stages, iters };
     if !args.json {
         println!(
             "CCR patterns: {lanes} lanes on {lanes} dispatcher threads, {} stages, {:.2} µs computation per stage, median of {}",
             args.stages, args.grain_us, args.reps
         );
-        println!(
-            "{:<36} {:>10} {:>8} {:>8}",
-            "pattern", "µs/stage", "min", "max"
-        );
+        println!("{:<36} {:>10} {:>8} {:>8}", "pattern", "µs/stage", "min", "max");
     }
     let mut ok = true;
     let mut fields = Vec::new();
@@ -309,9 +284,8 @@ fn main() -> ExitCode {
             fields.push(format!("\"{name}\": null"));
             continue;
         };
-        let (min, max) = per_stage
-            .iter()
-            .fold((f64::MAX, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        let (min, max) =
+            per_stage.iter().fold((f64::MAX, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
         let med = median(per_stage);
         if !args.json {
             println!("{name:<36} {med:>10.3} {min:>8.3} {max:>8.3}");

@@ -37,7 +37,10 @@ pub struct Context<'a, O> {
 
 impl<O> std::fmt::Debug for Context<'_, O> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Context").field("task", self.info).field("iteration", &self.iteration).finish_non_exhaustive()
+        f.debug_struct("Context")
+            .field("task", self.info)
+            .field("iteration", &self.iteration)
+            .finish_non_exhaustive()
     }
 }
 

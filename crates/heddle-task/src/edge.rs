@@ -5,15 +5,18 @@
 use std::hash::Hash;
 use std::sync::Arc;
 
-use heddle_comm::dataflow::{EdgeSpec, Gather, KeyedGather, KeyedReduce, Operation, Options, Partition, Reduce, Sort, TaskId};
 use heddle_comm::Communicator;
+use heddle_dataflow::{
+    EdgeSpec, Gather, KeyedGather, KeyedReduce, Operation, Options, Partition, Reduce, Sort, TaskId,
+};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 /// A boxed dataflow operation between the instances of two vertices.
 pub(crate) type BoxedOp<T, U> = Box<dyn Operation<In = T, Out = U>>;
 
-type MakeOp<T, U> = Arc<dyn Fn(&Communicator, EdgeSpec, Options) -> heddle_comm::Result<BoxedOp<T, U>>>;
+type MakeOp<T, U> =
+    Arc<dyn Fn(&Communicator, EdgeSpec, Options) -> heddle_dataflow::Result<BoxedOp<T, U>>>;
 
 /// How an edge connects instances; decides whether it can be chained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +59,7 @@ impl<T, U> std::fmt::Debug for Edge<T, U> {
 pub trait Record: Serialize + DeserializeOwned + Clone + Send + 'static {}
 impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Record for T {}
 
-fn boxed<T, U, O>(op: heddle_comm::Result<O>) -> heddle_comm::Result<BoxedOp<T, U>>
+fn boxed<T, U, O>(op: heddle_dataflow::Result<O>) -> heddle_dataflow::Result<BoxedOp<T, U>>
 where
     O: Operation<In = T, Out = U> + 'static,
 {
@@ -67,7 +70,11 @@ impl<T: Record> Edge<T, T> {
     /// Instance i sends to instance i (both vertices need the same parallelism). When
     /// the scheduler puts both on one worker the records pass in memory (chaining).
     pub fn direct() -> Edge<T, T> {
-        Edge { kind: EdgeKind::Direct, make: Arc::new(|c, s, o| boxed(Partition::direct(c, s, o))), chain: Some(|t| t) }
+        Edge {
+            kind: EdgeKind::Direct,
+            make: Arc::new(|c, s, o| boxed(Partition::direct(c, s, o))),
+            chain: Some(|t| t),
+        }
     }
 
     /// Each record goes to the downstream instance `partitioner` picks (modulo their number).
@@ -85,12 +92,20 @@ impl<T: Record> Edge<T, T> {
 
     /// Each record goes to the downstream instance its hash picks.
     pub fn hash() -> Edge<T, T> {
-        Edge { kind: EdgeKind::Partition, make: Arc::new(|c, s, o| boxed(Partition::by_hash(c, s, o))), chain: None }
+        Edge {
+            kind: EdgeKind::Partition,
+            make: Arc::new(|c, s, o| boxed(Partition::by_hash(c, s, o))),
+            chain: None,
+        }
     }
 
     /// Every record goes to every downstream instance.
     pub fn broadcast() -> Edge<T, T> {
-        Edge { kind: EdgeKind::Broadcast, make: Arc::new(|c, s, o| boxed(Partition::broadcast(c, s, o))), chain: None }
+        Edge {
+            kind: EdgeKind::Broadcast,
+            make: Arc::new(|c, s, o| boxed(Partition::broadcast(c, s, o))),
+            chain: None,
+        }
     }
 
     /// All records combined with `reducer` (associative, commutative) into one value per
@@ -112,14 +127,20 @@ impl<T: Record> Edge<T, (TaskId, T)> {
     /// Every record reaches every downstream instance, tagged with the task id of the
     /// instance that sent it: gather with one instance, allgather with several.
     pub fn gather() -> Edge<T, (TaskId, T)> {
-        Edge { kind: EdgeKind::Gather, make: Arc::new(|c, s, o| boxed(Gather::new(c, s, o))), chain: None }
+        Edge {
+            kind: EdgeKind::Gather,
+            make: Arc::new(|c, s, o| boxed(Gather::new(c, s, o))),
+            chain: None,
+        }
     }
 }
 
 impl<K: Record + Hash + Eq + Ord, V: Record> Edge<(K, V), (K, V)> {
     /// Records `(key, value)` grouped by key, values combined with `reducer`
     /// (associative, commutative); combined on the sending worker first in batch mode.
-    pub fn keyed_reduce(reducer: impl Fn(V, V) -> V + Send + Sync + 'static) -> Edge<(K, V), (K, V)> {
+    pub fn keyed_reduce(
+        reducer: impl Fn(V, V) -> V + Send + Sync + 'static,
+    ) -> Edge<(K, V), (K, V)> {
         let f = Arc::new(reducer);
         Edge {
             kind: EdgeKind::KeyedReduce,
@@ -135,7 +156,11 @@ impl<K: Record + Hash + Eq + Ord, V: Record> Edge<(K, V), (K, V)> {
 impl<K: Record + Ord, V: Record> Edge<(K, V), (K, Vec<V>)> {
     /// Records `(key, value)` grouped by key, with every value of the key.
     pub fn keyed_gather() -> Edge<(K, V), (K, Vec<V>)> {
-        Edge { kind: EdgeKind::KeyedGather, make: Arc::new(|c, s, o| boxed(KeyedGather::new(c, s, o))), chain: None }
+        Edge {
+            kind: EdgeKind::KeyedGather,
+            make: Arc::new(|c, s, o| boxed(KeyedGather::new(c, s, o))),
+            chain: None,
+        }
     }
 }
 
@@ -151,7 +176,8 @@ impl<K: Record + Ord, V: Record> Edge<(K, V), (K, V)> {
             kind: EdgeKind::Sort,
             make: Arc::new(move |c, s, o| {
                 // Extra splitters are dropped; fewer leave the last instances without records.
-                let cut = splitters.iter().take(s.targets.len().saturating_sub(1)).cloned().collect();
+                let cut =
+                    splitters.iter().take(s.targets.len().saturating_sub(1)).cloned().collect();
                 boxed(Sort::new(c, s, o, cut))
             }),
             chain: None,

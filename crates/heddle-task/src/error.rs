@@ -20,9 +20,23 @@ pub enum Error {
     /// The job was aborted on this worker ([`crate::AbortHandle`]); says why.
     #[error("the job was aborted: {0}")]
     Aborted(String),
-    /// Communication failed (a lost peer, a timeout, bad input to an operation).
+    /// Communication failed (a lost peer, a timeout, a job-wide abort).
     #[error(transparent)]
     Comm(#[from] heddle_comm::Error),
+    /// A dataflow operation failed (bad input to it, a spill file it could not use).
+    #[error(transparent)]
+    Dataflow(heddle_dataflow::Error),
+}
+
+impl From<heddle_dataflow::Error> for Error {
+    /// A communication failure inside an operation stays [`Error::Comm`], so a lost peer
+    /// or an abort reads the same whichever layer met it.
+    fn from(e: heddle_dataflow::Error) -> Error {
+        match e {
+            heddle_dataflow::Error::Comm(c) => Error::Comm(c),
+            other => Error::Dataflow(other),
+        }
+    }
 }
 
 /// Results of the task system.

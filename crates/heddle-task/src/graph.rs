@@ -57,12 +57,24 @@ pub(crate) trait VertexFactory {
     fn inbox(&self) -> Option<(Box<dyn Any>, Box<dyn Any>)>;
     /// The instance `info`, with its inbox (from `inbox`), its number of incoming edges
     /// and its outgoing ports.
-    fn build(&self, info: TaskInfo, inbox: Option<Box<dyn Any>>, inputs: usize, outs: Vec<Box<dyn Any>>, strategy: Strategy, comm: Option<Communicator>) -> Result<Box<dyn TaskRun>>;
+    fn build(
+        &self,
+        info: TaskInfo,
+        inbox: Option<Box<dyn Any>>,
+        inputs: usize,
+        outs: Vec<Box<dyn Any>>,
+        strategy: Strategy,
+        comm: Option<Communicator>,
+    ) -> Result<Box<dyn TaskRun>>;
 }
 
 fn ports<O: Send + 'static>(outs: Vec<Box<dyn Any>>) -> Result<Vec<Arc<dyn OutPort<O>>>> {
     outs.into_iter()
-        .map(|o| o.downcast::<Arc<dyn OutPort<O>>>().map(|b| *b).map_err(|_| Error::Graph("an edge's input type does not match its task's output type".into())))
+        .map(|o| {
+            o.downcast::<Arc<dyn OutPort<O>>>().map(|b| *b).map_err(|_| {
+                Error::Graph("an edge's input type does not match its task's output type".into())
+            })
+        })
         .collect()
 }
 
@@ -76,7 +88,15 @@ where
         None
     }
 
-    fn build(&self, info: TaskInfo, _: Option<Box<dyn Any>>, _: usize, outs: Vec<Box<dyn Any>>, strategy: Strategy, comm: Option<Communicator>) -> Result<Box<dyn TaskRun>> {
+    fn build(
+        &self,
+        info: TaskInfo,
+        _: Option<Box<dyn Any>>,
+        _: usize,
+        outs: Vec<Box<dyn Any>>,
+        strategy: Strategy,
+        comm: Option<Communicator>,
+    ) -> Result<Box<dyn TaskRun>> {
         let task = (self.0)(info.index);
         Ok(Box::new(SourceRun::new(task, info, ports(outs)?, strategy, comm)))
     }
@@ -93,7 +113,15 @@ where
         Some((Box::new(inbox), erased))
     }
 
-    fn build(&self, info: TaskInfo, inbox: Option<Box<dyn Any>>, inputs: usize, outs: Vec<Box<dyn Any>>, strategy: Strategy, comm: Option<Communicator>) -> Result<Box<dyn TaskRun>> {
+    fn build(
+        &self,
+        info: TaskInfo,
+        inbox: Option<Box<dyn Any>>,
+        inputs: usize,
+        outs: Vec<Box<dyn Any>>,
+        strategy: Strategy,
+        comm: Option<Communicator>,
+    ) -> Result<Box<dyn TaskRun>> {
         let inbox = inbox
             .and_then(|b| b.downcast::<crate::exec::ports::SharedInbox<C::In>>().ok())
             .ok_or_else(|| Error::Graph(format!("task {info} has no inbox of its input type")))?;
@@ -133,8 +161,10 @@ pub struct TaskGraph {
 
 impl std::fmt::Debug for TaskGraph {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let vs: Vec<(&str, u32)> = self.vertices.iter().map(|v| (v.name.as_str(), v.parallelism)).collect();
-        let es: Vec<(usize, usize, EdgeKind)> = self.edges.iter().map(|e| (e.from, e.to, e.kind)).collect();
+        let vs: Vec<(&str, u32)> =
+            self.vertices.iter().map(|v| (v.name.as_str(), v.parallelism)).collect();
+        let es: Vec<(usize, usize, EdgeKind)> =
+            self.edges.iter().map(|e| (e.from, e.to, e.kind)).collect();
         f.debug_struct("TaskGraph").field("vertices", &vs).field("edges", &es).finish()
     }
 }
@@ -145,7 +175,13 @@ impl TaskGraph {
         TaskGraph::default()
     }
 
-    fn add(&mut self, name: &str, kind: VertexKind, parallelism: u32, factory: Box<dyn VertexFactory>) -> usize {
+    fn add(
+        &mut self,
+        name: &str,
+        kind: VertexKind,
+        parallelism: u32,
+        factory: Box<dyn VertexFactory>,
+    ) -> usize {
         self.vertices.push(VertexDef {
             name: name.to_string(),
             kind,
@@ -159,7 +195,12 @@ impl TaskGraph {
     }
 
     /// A source vertex of `parallelism` instances; `make(i)` builds instance `i`.
-    pub fn source<S: Source>(&mut self, name: &str, parallelism: u32, make: impl Fn(u32) -> S + 'static) -> Vertex<(), S::Out>
+    pub fn source<S: Source>(
+        &mut self,
+        name: &str,
+        parallelism: u32,
+        make: impl Fn(u32) -> S + 'static,
+    ) -> Vertex<(), S::Out>
     where
         S::Out: Clone,
     {
@@ -169,18 +210,39 @@ impl TaskGraph {
 
     /// A compute vertex (a sink if nothing connects from it) of `parallelism` instances;
     /// `make(i)` builds instance `i`.
-    pub fn compute<C: Compute>(&mut self, name: &str, parallelism: u32, make: impl Fn(u32) -> C + 'static) -> Vertex<C::In, C::Out>
+    pub fn compute<C: Compute>(
+        &mut self,
+        name: &str,
+        parallelism: u32,
+        make: impl Fn(u32) -> C + 'static,
+    ) -> Vertex<C::In, C::Out>
     where
         C::Out: Clone,
     {
-        let id = self.add(name, VertexKind::Compute, parallelism, Box::new(ComputeFactory(make, PhantomData)));
+        let id = self.add(
+            name,
+            VertexKind::Compute,
+            parallelism,
+            Box::new(ComputeFactory(make, PhantomData)),
+        );
         Vertex { id, _io: PhantomData }
     }
 
     /// Connects `from`'s output to `to`'s input through `edge`.
-    pub fn connect<A, T: Send + 'static, U: Send + 'static, B>(&mut self, from: &Vertex<A, T>, to: &Vertex<U, B>, edge: Edge<T, U>) -> &mut Self {
+    pub fn connect<A, T: Send + 'static, U: Send + 'static, B>(
+        &mut self,
+        from: &Vertex<A, T>,
+        to: &Vertex<U, B>,
+        edge: Edge<T, U>,
+    ) -> &mut Self {
         let chainable = edge.chain.is_some();
-        self.edges.push(EdgeDef { from: from.id, to: to.id, kind: edge.kind, chainable, factory: Box::new(edge) });
+        self.edges.push(EdgeDef {
+            from: from.id,
+            to: to.id,
+            kind: edge.kind,
+            chainable,
+            factory: Box::new(edge),
+        });
         self
     }
 
@@ -212,20 +274,32 @@ impl TaskGraph {
     pub fn validate(&self) -> Result<()> {
         for (i, v) in self.vertices.iter().enumerate() {
             if v.parallelism == 0 {
-                return Err(Error::Graph(format!("vertex '{}' has parallelism 0; give it at least 1", v.name)));
+                return Err(Error::Graph(format!(
+                    "vertex '{}' has parallelism 0; give it at least 1",
+                    v.name
+                )));
             }
             if self.vertices[..i].iter().any(|w| w.name == v.name) {
-                return Err(Error::Graph(format!("two vertices are named '{}'; names must be unique", v.name)));
+                return Err(Error::Graph(format!(
+                    "two vertices are named '{}'; names must be unique",
+                    v.name
+                )));
             }
             let inputs = self.edges.iter().filter(|e| e.to == i).count();
             if v.kind != VertexKind::Source && inputs == 0 {
-                return Err(Error::Graph(format!("compute vertex '{}' has no input; connect an edge to it", v.name)));
+                return Err(Error::Graph(format!(
+                    "compute vertex '{}' has no input; connect an edge to it",
+                    v.name
+                )));
             }
         }
         for e in &self.edges {
             let (from, to) = (&self.vertices[e.from], &self.vertices[e.to]);
             if to.kind == VertexKind::Source {
-                return Err(Error::Graph(format!("edge '{}' -> '{}' leads into a source", from.name, to.name)));
+                return Err(Error::Graph(format!(
+                    "edge '{}' -> '{}' leads into a source",
+                    from.name, to.name
+                )));
             }
             if e.kind == EdgeKind::Direct && from.parallelism != to.parallelism {
                 return Err(Error::Graph(format!(
@@ -235,8 +309,11 @@ impl TaskGraph {
             }
         }
         // Kahn's algorithm: every vertex must be reachable in topological order.
-        let mut indegree: Vec<usize> = (0..self.vertices.len()).map(|v| self.edges.iter().filter(|e| e.to == v).count()).collect();
-        let mut ready: Vec<usize> = (0..self.vertices.len()).filter(|&v| indegree[v] == 0).collect();
+        let mut indegree: Vec<usize> = (0..self.vertices.len())
+            .map(|v| self.edges.iter().filter(|e| e.to == v).count())
+            .collect();
+        let mut ready: Vec<usize> =
+            (0..self.vertices.len()).filter(|&v| indegree[v] == 0).collect();
         let mut seen = 0;
         while let Some(v) = ready.pop() {
             seen += 1;

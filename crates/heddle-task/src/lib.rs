@@ -3,7 +3,7 @@
 //! input arrives — in batch or streaming mode — while tasks may still call BSP collectives.
 //!
 //! ```
-//! use heddle_comm::dataflow::Options;
+//! use heddle_dataflow::Options;
 //! use heddle_task::{Compute, Context, Edge, Job, Plan, Produced, Result, RoundRobin, Source, TaskGraph, WorkerSpec};
 //!
 //! /// Emits the numbers `0..n` of its share.

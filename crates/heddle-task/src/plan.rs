@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use heddle_comm::dataflow::{Placement, TaskId};
+use heddle_dataflow::{Placement, TaskId};
 
 use crate::edge::EdgeKind;
 use crate::schedule::VertexShape;
@@ -44,12 +44,20 @@ impl Plan {
     /// # Errors
     /// [`crate::Error::Graph`] for a malformed graph, [`crate::Error::Plan`] for a
     /// request that fits no worker (naming the task and the shortfall).
-    pub fn new(graph: &TaskGraph, workers: &[WorkerSpec], scheduler: &dyn Scheduler) -> Result<Plan> {
+    pub fn new(
+        graph: &TaskGraph,
+        workers: &[WorkerSpec],
+        scheduler: &dyn Scheduler,
+    ) -> Result<Plan> {
         graph.validate()?;
         let shapes: Vec<VertexShape> = graph
             .vertices
             .iter()
-            .map(|v| VertexShape { name: v.name.clone(), parallelism: v.parallelism, resources: v.resources.clone() })
+            .map(|v| VertexShape {
+                name: v.name.clone(),
+                parallelism: v.parallelism,
+                resources: v.resources.clone(),
+            })
             .collect();
         let placed = scheduler.place(&shapes, workers)?;
         let mut first_task = Vec::new();
@@ -61,10 +69,23 @@ impl Plan {
         let edges = graph
             .edges
             .iter()
-            .map(|e| PlannedEdge { from: e.from, to: e.to, kind: e.kind, chained: e.chainable && placed[e.from] == placed[e.to] })
+            .map(|e| PlannedEdge {
+                from: e.from,
+                to: e.to,
+                kind: e.kind,
+                chained: e.chainable && placed[e.from] == placed[e.to],
+            })
             .collect();
         Ok(Plan {
-            vertices: (0..graph.vertices.len()).map(|v| (graph.vertices[v].name.clone(), graph.kind_of(v), graph.vertices[v].parallelism)).collect(),
+            vertices: (0..graph.vertices.len())
+                .map(|v| {
+                    (
+                        graph.vertices[v].name.clone(),
+                        graph.kind_of(v),
+                        graph.vertices[v].parallelism,
+                    )
+                })
+                .collect(),
             first_task,
             workers: placed,
             edges,
@@ -82,7 +103,13 @@ impl Plan {
     pub fn placement(&self) -> Placement {
         let ranks = self.world.iter().map(|w| w.rank).collect::<Vec<_>>();
         Placement::from_pairs(
-            self.workers.iter().enumerate().flat_map(|(v, ws)| ws.iter().enumerate().map(move |(i, &w)| (self.first_task[v] + i as u32, w))).map(|(t, w)| (t, ranks[w])),
+            self.workers
+                .iter()
+                .enumerate()
+                .flat_map(|(v, ws)| {
+                    ws.iter().enumerate().map(move |(i, &w)| (self.first_task[v] + i as u32, w))
+                })
+                .map(|(t, w)| (t, ranks[w])),
         )
     }
 }
@@ -95,13 +122,30 @@ impl fmt::Display for Plan {
                 .workers
                 .iter()
                 .enumerate()
-                .flat_map(|(v, ws)| ws.iter().enumerate().filter(move |(_, &x)| x == w).map(move |(i, _)| format!("{}[{i}]", self.vertices[v].0)))
+                .flat_map(|(v, ws)| {
+                    ws.iter()
+                        .enumerate()
+                        .filter(move |(_, &x)| x == w)
+                        .map(move |(i, _)| format!("{}[{i}]", self.vertices[v].0))
+                })
                 .collect();
-            writeln!(f, "  worker {} ({}, {} cpu, {} MiB): {}", spec.rank, spec.host, spec.cpu, spec.memory >> 20, tasks.join(" "))?;
+            writeln!(
+                f,
+                "  worker {} ({}, {} cpu, {} MiB): {}",
+                spec.rank,
+                spec.host,
+                spec.cpu,
+                spec.memory >> 20,
+                tasks.join(" ")
+            )?;
         }
         for e in &self.edges {
             let how = if e.chained { "chained in memory" } else { "dataflow operation" };
-            writeln!(f, "  edge {} -> {}: {:?} ({how})", self.vertices[e.from].0, self.vertices[e.to].0, e.kind)?;
+            writeln!(
+                f,
+                "  edge {} -> {}: {:?} ({how})",
+                self.vertices[e.from].0, self.vertices[e.to].0, e.kind
+            )?;
         }
         Ok(())
     }

@@ -54,7 +54,10 @@ impl WorkerSpec {
     /// # Errors
     /// A failed allgather.
     pub fn discover(comm: &Communicator) -> crate::Result<Vec<WorkerSpec>> {
-        let host = std::env::var("HEDDLE_HOST_ID").ok().filter(|h| !h.is_empty()).unwrap_or_else(host_name);
+        let host = std::env::var("HEDDLE_HOST_ID")
+            .ok()
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(host_name);
         let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
         let memory = total_memory();
         let all: Vec<(String, f64, u64)> = comm.allgather_object(&(host, cores, memory))?;
@@ -71,7 +74,9 @@ impl WorkerSpec {
 }
 
 fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "localhost".into())
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
 }
 
 fn total_memory() -> u64 {

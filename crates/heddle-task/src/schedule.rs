@@ -34,7 +34,10 @@ impl Capacity {
         if workers.is_empty() {
             return Err(Error::Plan("there are no workers to place tasks on".into()));
         }
-        Ok(Capacity { cpu: workers.iter().map(|w| w.cpu).collect(), memory: workers.iter().map(|w| w.memory).collect() })
+        Ok(Capacity {
+            cpu: workers.iter().map(|w| w.cpu).collect(),
+            memory: workers.iter().map(|w| w.memory).collect(),
+        })
     }
 
     fn fits(&self, w: usize, r: &Resources) -> bool {
@@ -53,10 +56,18 @@ impl Capacity {
         let mem = ws.iter().map(|&w| self.memory[w]).max().unwrap_or(0);
         let mut short = Vec::new();
         if r.cpu > cpu + 1e-9 {
-            short.push(format!("{} cpu (asks {}, at most {cpu} free on a worker)", r.cpu - cpu, r.cpu));
+            short.push(format!(
+                "{} cpu (asks {}, at most {cpu} free on a worker)",
+                r.cpu - cpu,
+                r.cpu
+            ));
         }
         if r.memory > mem {
-            short.push(format!("{} bytes of memory (asks {}, at most {mem} free on a worker)", r.memory - mem, r.memory));
+            short.push(format!(
+                "{} bytes of memory (asks {}, at most {mem} free on a worker)",
+                r.memory - mem,
+                r.memory
+            ));
         }
         if short.is_empty() {
             short.push("no single worker has both the cpu and the memory it asks".into());
@@ -114,7 +125,9 @@ pub struct FirstFit;
 impl Scheduler for FirstFit {
     fn place(&self, vertices: &[VertexShape], workers: &[WorkerSpec]) -> Result<Vec<Vec<usize>>> {
         place_each(vertices, workers, |v, i, cap| {
-            let w = (0..workers.len()).find(|&w| cap.fits(w, &v.resources)).ok_or_else(|| cap.shortfall(&v.name, i, &v.resources, None))?;
+            let w = (0..workers.len())
+                .find(|&w| cap.fits(w, &v.resources))
+                .ok_or_else(|| cap.shortfall(&v.name, i, &v.resources, None))?;
             Ok((w, v.resources.clone()))
         })
     }
@@ -129,11 +142,18 @@ pub struct DataLocality;
 impl Scheduler for DataLocality {
     fn place(&self, vertices: &[VertexShape], workers: &[WorkerSpec]) -> Result<Vec<Vec<usize>>> {
         place_each(vertices, workers, |v, i, cap| {
-            let local: Vec<usize> = (0..workers.len()).filter(|&w| v.resources.hosts.contains(&workers[w].host)).collect();
+            let local: Vec<usize> = (0..workers.len())
+                .filter(|&w| v.resources.hosts.contains(&workers[w].host))
+                .collect();
             let n = local.len();
-            let near = (0..n).map(|k| local[(i as usize + k) % n]).find(|&w| cap.fits(w, &v.resources));
+            let near =
+                (0..n).map(|k| local[(i as usize + k) % n]).find(|&w| cap.fits(w, &v.resources));
             let w = near
-                .or_else(|| (0..workers.len()).filter(|&w| cap.fits(w, &v.resources)).max_by(|&a, &b| cap.cpu[a].total_cmp(&cap.cpu[b]).then(b.cmp(&a))))
+                .or_else(|| {
+                    (0..workers.len())
+                        .filter(|&w| cap.fits(w, &v.resources))
+                        .max_by(|&a, &b| cap.cpu[a].total_cmp(&cap.cpu[b]).then(b.cmp(&a)))
+                })
                 .ok_or_else(|| cap.shortfall(&v.name, i, &v.resources, None))?;
             Ok((w, v.resources.clone()))
         })

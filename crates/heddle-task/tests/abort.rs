@@ -7,8 +7,11 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::on_workers;
-use heddle_comm::dataflow::Options;
-use heddle_task::{AbortHandle, Compute, Context, Edge, Error, Job, Plan, Produced, Result, RoundRobin, Source, TaskGraph, WorkerSpec};
+use heddle_dataflow::Options;
+use heddle_task::{
+    AbortHandle, Compute, Context, Edge, Error, Job, Plan, Produced, Result, RoundRobin, Source,
+    TaskGraph, WorkerSpec,
+};
 
 /// Emits forever unless `limit` is given.
 struct Counting {
@@ -38,14 +41,23 @@ impl Compute for Discard {
 }
 
 /// source -(hash)-> sink, 2 instances per worker, on `threads` executor threads.
-fn job(comm: &heddle_comm::Communicator, threads: usize, limit: Option<u64>, abort: &AbortHandle) -> Result<()> {
+fn job(
+    comm: &heddle_comm::Communicator,
+    threads: usize,
+    limit: Option<u64>,
+    abort: &AbortHandle,
+) -> Result<()> {
     let p = 2 * comm.size() as u32;
     let mut g = TaskGraph::new();
     let src = g.source("count", p, move |_| Counting { next: 0, limit });
     let sink = g.compute("drop", p, |_| Discard);
     g.connect(&src, &sink, Edge::hash());
     let plan = Plan::new(&g, &WorkerSpec::discover(comm)?, &RoundRobin)?;
-    Job::new(comm, &g, &plan, Options::batch())?.threads(threads).abort_with(abort.clone()).run().map(drop)
+    Job::new(comm, &g, &plan, Options::batch())?
+        .threads(threads)
+        .abort_with(abort.clone())
+        .run()
+        .map(drop)
 }
 
 #[test]

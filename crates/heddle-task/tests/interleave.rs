@@ -95,11 +95,7 @@ fn interleave_keeps_exclusive_alone_and_teardown_last_and_once() {
     const READS: usize = 3_000;
     const WRITES: usize = 300;
     let dispatcher = dispatcher(4);
-    let (reads, writes, stop) = (
-        Port::<usize>::new(),
-        Port::<usize>::new(),
-        Port::<()>::new(),
-    );
+    let (reads, writes, stop) = (Port::<usize>::new(), Port::<usize>::new(), Port::<()>::new());
     let watch = Arc::new(Watch::default());
     let (r, w, t) = (Arc::clone(&watch), Arc::clone(&watch), Arc::clone(&watch));
     let (tx, rx) = mpsc::channel();
@@ -127,10 +123,7 @@ fn interleave_keeps_exclusive_alone_and_teardown_last_and_once() {
         }
     });
     let total = POSTERS * (READS + WRITES);
-    assert!(
-        wait_until(|| watch.handled.load(Ordering::SeqCst) >= total),
-        "not all handled"
-    );
+    assert!(wait_until(|| watch.handled.load(Ordering::SeqCst) >= total), "not all handled");
     stop.post(());
     rx.recv_timeout(PATIENCE).expect("teardown ran");
     assert!(!activation.is_active());
@@ -219,16 +212,8 @@ fn interleave_exclusive_waits_for_running_readers_and_holds_back_new_ones() {
     assert!(wait_until(|| running.load(Ordering::SeqCst) == 2));
     writes.post(());
     reads.post(3); // must wait: an exclusive handler is pending
-    assert_eq!(
-        exclusive_saw.load(Ordering::SeqCst),
-        usize::MAX,
-        "exclusive ran during readers"
-    );
-    assert_eq!(
-        running.load(Ordering::SeqCst),
-        2,
-        "a reader started while a writer waited"
-    );
+    assert_eq!(exclusive_saw.load(Ordering::SeqCst), usize::MAX, "exclusive ran during readers");
+    assert_eq!(running.load(Ordering::SeqCst), 2, "a reader started while a writer waited");
     gate.store(true, Ordering::SeqCst);
     rx.recv_timeout(PATIENCE).expect("exclusive ran");
     assert_eq!(
@@ -236,10 +221,7 @@ fn interleave_exclusive_waits_for_running_readers_and_holds_back_new_ones() {
         2,
         "exclusive started before the readers finished"
     );
-    assert!(
-        wait_until(|| finished.load(Ordering::SeqCst) == 3),
-        "the held-back reader ran after"
-    );
+    assert!(wait_until(|| finished.load(Ordering::SeqCst) == 3), "the held-back reader ran after");
     assert!(activation.cancel());
 }
 
@@ -267,11 +249,7 @@ fn interleave_teardown_waits_for_running_handlers_and_blocks_new_ones() {
     assert!(wait_until(|| running.load(Ordering::SeqCst) == 2));
     stop.post(());
     reads.post(3); // must not start: teardown is waiting
-    assert_eq!(
-        teardown_saw.load(Ordering::SeqCst),
-        usize::MAX,
-        "teardown ran during handlers"
-    );
+    assert_eq!(teardown_saw.load(Ordering::SeqCst), usize::MAX, "teardown ran during handlers");
     gate.store(true, Ordering::SeqCst);
     rx.recv_timeout(PATIENCE).expect("teardown ran");
     assert_eq!(

@@ -9,7 +9,10 @@ use std::sync::Arc;
 
 use common::on_workers;
 use heddle_comm::Communicator;
-use heddle_task::{Compute, Context, Edge, Error, Job, Plan, Produced, Result, RoundRobin, Source, TaskGraph, WorkerSpec};
+use heddle_task::{
+    Compute, Context, Edge, Error, Job, Plan, Produced, Result, RoundRobin, Source, TaskGraph,
+    WorkerSpec,
+};
 
 /// Emits `0..end`, 64 per call.
 struct Numbers {
@@ -54,10 +57,14 @@ fn run_failing_job(comm: &Communicator, total: &Arc<AtomicU64>) -> Result<()> {
     let mut g = TaskGraph::new();
     let src = g.source("numbers", n, |_| Numbers { next: 0, end: 200_000 });
     let total = total.clone();
-    let check = g.compute("check", n, move |_| FailsOnOneInstance { bad: 1, seen: 0, total: total.clone() });
+    let check = g.compute("check", n, move |_| FailsOnOneInstance {
+        bad: 1,
+        seen: 0,
+        total: total.clone(),
+    });
     g.connect(&src, &check, Edge::hash());
     let plan = Plan::new(&g, &WorkerSpec::discover(comm)?, &RoundRobin)?;
-    Job::new(comm, &g, &plan, heddle_comm::dataflow::Options::batch())?.run().map(|_| ())
+    Job::new(comm, &g, &plan, heddle_dataflow::Options::batch())?.run().map(|_| ())
 }
 
 #[test]
@@ -73,10 +80,16 @@ fn a_task_failing_on_one_worker_aborts_every_worker_with_its_cause() {
                 }
                 (1, other) => panic!("{n} workers: the failing worker returned {other:?}"),
                 (_, Err(Error::Comm(heddle_comm::Error::Aborted(cause)))) => {
-                    assert_eq!((cause.origin, cause.task.as_deref()), (1, Some("check[1]")), "{n} workers");
+                    assert_eq!(
+                        (cause.origin, cause.task.as_deref()),
+                        (1, Some("check[1]")),
+                        "{n} workers"
+                    );
                     assert!(cause.message.contains("record 100 is malformed"), "{cause}");
                 }
-                (_, other) => panic!("{n} workers: rank {rank} must be aborted by rank 1, got {other:?}"),
+                (_, other) => {
+                    panic!("{n} workers: rank {rank} must be aborted by rank 1, got {other:?}")
+                }
             }
         }
         assert!(total.load(Ordering::Relaxed) < (n as u64) * 200_000, "the job did not stop early");
@@ -91,10 +104,12 @@ fn an_abort_is_local_in_a_world_of_one() {
     let mut g = TaskGraph::new();
     let src = g.source("numbers", 2, |_| Numbers { next: 0, end: 1000 });
     let t = total.clone();
-    let check = g.compute("check", 2, move |_| FailsOnOneInstance { bad: 1, seen: 0, total: t.clone() });
+    let check =
+        g.compute("check", 2, move |_| FailsOnOneInstance { bad: 1, seen: 0, total: t.clone() });
     g.connect(&src, &check, Edge::hash());
     let plan = Plan::new(&g, &WorkerSpec::discover(&comm).unwrap(), &RoundRobin).unwrap();
-    let e = Job::new(&comm, &g, &plan, heddle_comm::dataflow::Options::batch()).unwrap().run().unwrap_err();
+    let e =
+        Job::new(&comm, &g, &plan, heddle_dataflow::Options::batch()).unwrap().run().unwrap_err();
     assert!(matches!(&e, Error::Task { task, .. } if task == "check[1]"), "{e}");
     assert!(comm.check_aborted().is_ok());
     comm.barrier().expect("the communicator is still usable");

@@ -8,8 +8,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use common::on_workers;
-use heddle_comm::dataflow::Options;
-use heddle_task::{Compute, Context, Edge, Error, Job, Plan, Produced, Result, RoundRobin, Source, TaskGraph, WorkerSpec};
+use heddle_dataflow::Options;
+use heddle_task::{
+    Compute, Context, Edge, Error, Job, Plan, Produced, Result, RoundRobin, Source, TaskGraph,
+    WorkerSpec,
+};
 
 /// (vertex, instance) -> names of the threads that ran it.
 type Seen = Arc<Mutex<BTreeMap<(String, u32), BTreeSet<String>>>>;
@@ -67,10 +70,11 @@ impl Compute for Collect {
     }
 }
 
-
 /// numbers -(direct, chained)-> key -(keyed reduce)-> collect with `per` instances per
 /// worker on `threads` executor threads; returns the counts and what ran where.
-fn run(workers_n: usize, per: u32, threads: usize, n: u64, fail_at: Option<u64>) -> Vec<(Result<Vec<(u64, u64)>>, Seen)> {
+type Outcome = (Result<Vec<(u64, u64)>>, Seen);
+
+fn run(workers_n: usize, per: u32, threads: usize, n: u64, fail_at: Option<u64>) -> Vec<Outcome> {
     let p = workers_n as u32 * per;
     on_workers(workers_n, |comm| {
         let seen: Seen = Arc::default();
@@ -108,13 +112,24 @@ fn chains_run_on_executor_threads_and_counts_match_a_plain_count() {
             let mut used = BTreeSet::new();
             for ((vertex, index), names) in seen.iter() {
                 assert_eq!(names.len(), 1, "{vertex}[{index}] ran on one thread, not {names:?}");
-                assert!(names.iter().all(|t| t.starts_with("heddle-exec-")), "{vertex}[{index}] ran on {names:?}, not a pool thread");
+                assert!(
+                    names.iter().all(|t| t.starts_with("heddle-exec-")),
+                    "{vertex}[{index}] ran on {names:?}, not a pool thread"
+                );
                 used.extend(names.iter().cloned());
                 if vertex == "key" {
-                    assert_eq!(seen.get(&("numbers".to_string(), *index)), Some(names), "a chained pair shares its thread");
+                    assert_eq!(
+                        seen.get(&("numbers".to_string(), *index)),
+                        Some(names),
+                        "a chained pair shares its thread"
+                    );
                 }
             }
-            assert_eq!(used.len(), threads.min(per as usize), "{workers_n} workers, {per} chains each, {threads} threads: {used:?}");
+            assert_eq!(
+                used.len(),
+                threads.min(per as usize),
+                "{workers_n} workers, {per} chains each, {threads} threads: {used:?}"
+            );
         }
         let mut want = BTreeMap::new();
         for x in 0..n {

@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 use common::{dispatcher, wait_until, PATIENCE};
 use heddle_task::ports::{Choice, Dispatcher, Port};
 
-
 fn counters(n: usize) -> Arc<Vec<AtomicU32>> {
     Arc::new((0..n).map(|_| AtomicU32::new(0)).collect())
 }
@@ -56,10 +55,7 @@ fn persistent_receive_handles_every_post_exactly_once() {
         h.fetch_add(1, Ordering::SeqCst);
     });
     post_concurrently(&port, POSTERS, EACH, 0);
-    assert!(
-        wait_until(|| handled.load(Ordering::SeqCst) >= total),
-        "not all items handled"
-    );
+    assert!(wait_until(|| handled.load(Ordering::SeqCst) >= total), "not all items handled");
     assert!(all_exactly_once(&seen));
     assert_eq!(handled.load(Ordering::SeqCst), total);
     assert!(port.is_empty());
@@ -88,15 +84,9 @@ fn one_shot_receive_takes_one_item_and_leaves_the_rest() {
                 h.fetch_add(1, Ordering::SeqCst);
             })
         });
-        assert!(
-            wait_until(|| handled.load(Ordering::SeqCst) >= 1),
-            "round {round}: never fired"
-        );
+        assert!(wait_until(|| handled.load(Ordering::SeqCst) >= 1), "round {round}: never fired");
         assert!(!activation.is_active());
-        assert!(
-            !activation.cancel(),
-            "a fired one-shot receiver cannot be cancelled"
-        );
+        assert!(!activation.cancel(), "a fired one-shot receiver cannot be cancelled");
         port.post(9999);
         assert_eq!(port.len(), 2000, "round {round}: exactly one item taken");
         assert_eq!(handled.load(Ordering::SeqCst), 1);
@@ -136,34 +126,25 @@ fn multiple_receive_batches_hold_exactly_n_items_in_post_order() {
     let seen = counters(total);
     let batches = Arc::new(AtomicUsize::new(0));
     let bad_batches = Arc::new(AtomicUsize::new(0));
-    let (s, b, bad) = (
-        Arc::clone(&seen),
-        Arc::clone(&batches),
-        Arc::clone(&bad_batches),
-    );
+    let (s, b, bad) = (Arc::clone(&seen), Arc::clone(&batches), Arc::clone(&bad_batches));
     let activation =
-        dispatcher
-            .queue()
-            .multiple_receive(true, N, &port, move |batch: Vec<usize>| {
-                if batch.len() != N {
+        dispatcher.queue().multiple_receive(true, N, &port, move |batch: Vec<usize>| {
+            if batch.len() != N {
+                bad.fetch_add(1, Ordering::SeqCst);
+            }
+            // Items of one poster must keep their posting order inside a batch.
+            for pair in batch.windows(2) {
+                if pair[0] / EACH == pair[1] / EACH && pair[0] > pair[1] {
                     bad.fetch_add(1, Ordering::SeqCst);
                 }
-                // Items of one poster must keep their posting order inside a batch.
-                for pair in batch.windows(2) {
-                    if pair[0] / EACH == pair[1] / EACH && pair[0] > pair[1] {
-                        bad.fetch_add(1, Ordering::SeqCst);
-                    }
-                }
-                for &i in &batch {
-                    s[i].fetch_add(1, Ordering::SeqCst);
-                }
-                b.fetch_add(1, Ordering::SeqCst);
-            });
+            }
+            for &i in &batch {
+                s[i].fetch_add(1, Ordering::SeqCst);
+            }
+            b.fetch_add(1, Ordering::SeqCst);
+        });
     post_concurrently(&port, POSTERS, EACH, 0);
-    assert!(
-        wait_until(|| batches.load(Ordering::SeqCst) >= total / N),
-        "not all batches handled"
-    );
+    assert!(wait_until(|| batches.load(Ordering::SeqCst) >= total / N), "not all batches handled");
     assert_eq!(batches.load(Ordering::SeqCst), total / N);
     assert_eq!(bad_batches.load(Ordering::SeqCst), 0);
     assert!(all_exactly_once(&seen));
@@ -185,11 +166,9 @@ fn one_shot_multiple_receive_takes_the_first_n_items_once() {
     let (tx, rx) = mpsc::channel();
     let tx = Mutex::new(tx);
     let activation =
-        dispatcher
-            .queue()
-            .multiple_receive(false, 4, &port, move |batch: Vec<u32>| {
-                let _ = tx.lock().unwrap().send(batch);
-            });
+        dispatcher.queue().multiple_receive(false, 4, &port, move |batch: Vec<u32>| {
+            let _ = tx.lock().unwrap().send(batch);
+        });
     assert_eq!(rx.recv_timeout(PATIENCE).expect("batch"), vec![0, 1, 2, 3]);
     assert!(!activation.is_active());
     assert_eq!(port.len(), 6);
@@ -200,9 +179,7 @@ fn one_shot_multiple_receive_takes_the_first_n_items_once() {
 #[should_panic(expected = "at least one item")]
 fn multiple_receive_of_zero_items_is_refused() {
     let dispatcher = dispatcher(1);
-    let _ = dispatcher
-        .queue()
-        .multiple_receive(true, 0, &Port::<u8>::new(), |_| {});
+    let _ = dispatcher.queue().multiple_receive(true, 0, &Port::<u8>::new(), |_| {});
 }
 
 #[test]
@@ -213,19 +190,13 @@ fn persistent_join_pairs_every_item_exactly_once() {
     let (left, right) = (Port::<usize>::new(), Port::<String>::new());
     let (seen_left, seen_right) = (counters(2 * EACH + EXTRA), counters(2 * EACH));
     let pairs = Arc::new(AtomicUsize::new(0));
-    let (sl, sr, p) = (
-        Arc::clone(&seen_left),
-        Arc::clone(&seen_right),
-        Arc::clone(&pairs),
-    );
+    let (sl, sr, p) = (Arc::clone(&seen_left), Arc::clone(&seen_right), Arc::clone(&pairs));
     let activation =
-        dispatcher
-            .queue()
-            .join(true, &left, &right, move |(a, b): (usize, String)| {
-                sl[a].fetch_add(1, Ordering::SeqCst);
-                sr[b.parse::<usize>().expect("a number")].fetch_add(1, Ordering::SeqCst);
-                p.fetch_add(1, Ordering::SeqCst);
-            });
+        dispatcher.queue().join(true, &left, &right, move |(a, b): (usize, String)| {
+            sl[a].fetch_add(1, Ordering::SeqCst);
+            sr[b.parse::<usize>().expect("a number")].fetch_add(1, Ordering::SeqCst);
+            p.fetch_add(1, Ordering::SeqCst);
+        });
     thread::scope(|scope| {
         for poster in 0..2 {
             let (left, right) = (left.clone(), right.clone());
@@ -244,14 +215,9 @@ fn persistent_join_pairs_every_item_exactly_once() {
     for k in 0..EXTRA {
         left.post(2 * EACH + k);
     }
-    assert!(
-        wait_until(|| pairs.load(Ordering::SeqCst) >= 2 * EACH),
-        "not all pairs handled"
-    );
+    assert!(wait_until(|| pairs.load(Ordering::SeqCst) >= 2 * EACH), "not all pairs handled");
     assert!(all_exactly_once(&seen_right));
-    assert!(seen_left[..2 * EACH]
-        .iter()
-        .all(|c| c.load(Ordering::SeqCst) == 1));
+    assert!(seen_left[..2 * EACH].iter().all(|c| c.load(Ordering::SeqCst) == 1));
     assert_eq!(left.len(), EXTRA, "unpaired items wait in their port");
     assert!(right.is_empty());
     assert_eq!(pairs.load(Ordering::SeqCst), 2 * EACH);
@@ -278,10 +244,7 @@ fn one_shot_join_takes_exactly_one_pair_under_concurrent_posts() {
                 f.fetch_add(1, Ordering::SeqCst);
             })
         });
-        assert!(
-            wait_until(|| fired.load(Ordering::SeqCst) >= 1),
-            "round {round}: never fired"
-        );
+        assert!(wait_until(|| fired.load(Ordering::SeqCst) >= 1), "round {round}: never fired");
         assert!(!activation.is_active());
         left.post(100);
         right.post(100);
@@ -326,27 +289,16 @@ fn choice_runs_exactly_one_branch_and_leaves_the_other_items() {
                     .branch(&signals, move |()| b2()),
             )
         });
-        assert!(
-            wait_until(|| ran.load(Ordering::SeqCst) >= 1),
-            "round {round}: no branch ran"
-        );
+        assert!(wait_until(|| ran.load(Ordering::SeqCst) >= 1), "round {round}: no branch ran");
         assert!(!activation.is_active());
         let left = [numbers.len(), words.len(), signals.len()];
-        assert_eq!(
-            left.iter().sum::<usize>(),
-            2,
-            "round {round}: losers keep their items"
-        );
+        assert_eq!(left.iter().sum::<usize>(), 2, "round {round}: losers keep their items");
         assert_eq!(left[winner.load(Ordering::SeqCst)], 0, "round {round}");
         // Later posts are not consumed by the decided choice.
         numbers.post(2);
         words.post("two".to_owned());
         signals.post(());
-        assert_eq!(
-            numbers.len() + words.len() + signals.len(),
-            5,
-            "round {round}"
-        );
+        assert_eq!(numbers.len() + words.len() + signals.len(), 5, "round {round}");
         assert_eq!(ran.load(Ordering::SeqCst), 1, "round {round}");
     }
 }
@@ -400,10 +352,7 @@ fn take_timeout_waits_for_a_post_and_gives_up_on_silence() {
     });
     assert_eq!(port.take_timeout(PATIENCE), Some(5));
     handle.join().expect("poster");
-    assert!(
-        format!("{port:?}").contains("receivers: 0"),
-        "no waiter left behind: {port:?}"
-    );
+    assert!(format!("{port:?}").contains("receivers: 0"), "no waiter left behind: {port:?}");
 }
 
 #[test]
@@ -442,10 +391,7 @@ fn work_from_outside_is_not_starved_by_handlers_that_keep_posting() {
     port.post(());
     let halt = Arc::clone(&stop);
     queue.spawn(move || halt.store(true, Ordering::SeqCst));
-    assert!(
-        wait_until(|| stop.load(Ordering::SeqCst)),
-        "the spawned task never ran"
-    );
+    assert!(wait_until(|| stop.load(Ordering::SeqCst)), "the spawned task never ran");
     assert!(activation.cancel());
 }
 
@@ -546,8 +492,7 @@ fn dropping_the_dispatcher_from_its_own_handler_does_not_hang() {
         drop(dispatcher);
         let _ = tx.send(());
     });
-    rx.recv_timeout(PATIENCE)
-        .expect("drop inside a handler returned");
+    rx.recv_timeout(PATIENCE).expect("drop inside a handler returned");
 }
 
 #[test]
@@ -575,21 +520,11 @@ fn concurrent_posters_and_receivers_on_many_ports_lose_nothing() {
         let _ = queue.receive(false, &port, move |i: usize| {
             seen[i].fetch_add(1, Ordering::SeqCst);
             handled.fetch_add(1, Ordering::SeqCst);
-            arm(
-                q.clone(),
-                p.clone(),
-                Arc::clone(&seen),
-                Arc::clone(&handled),
-            );
+            arm(q.clone(), p.clone(), Arc::clone(&seen), Arc::clone(&handled));
         });
     }
     for _ in 0..4 {
-        arm(
-            queue.clone(),
-            port.clone(),
-            Arc::clone(&seen),
-            Arc::clone(&handled),
-        );
+        arm(queue.clone(), port.clone(), Arc::clone(&seen), Arc::clone(&handled));
     }
     post_concurrently(&port, 4, ITEMS / 4, 0);
     assert!(wait_until(|| handled.load(Ordering::SeqCst) >= ITEMS));

@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::on_workers;
-use heddle_comm::dataflow::{Options, TaskId};
 use heddle_comm::{CommConfig, Communicator};
+use heddle_dataflow::{Options, TaskId};
 use heddle_task::{
-    Compute, Context, DataLocality, Edge, Error, FirstFit, Job, Plan, Produced, Resources, Result, RoundRobin, Scheduler, Source, Strategy,
-    TaskGraph, WorkerSpec,
+    Compute, Context, DataLocality, Edge, Error, FirstFit, Job, Plan, Produced, Resources, Result,
+    RoundRobin, Scheduler, Source, Strategy, TaskGraph, WorkerSpec,
 };
 
 /// Emits `count` numbers starting at `start`, `per_call` per call.
@@ -60,7 +60,6 @@ impl<T: Send + 'static> Compute for Collect<T> {
     }
 }
 
-
 fn workers(comm: &Communicator) -> Vec<WorkerSpec> {
     WorkerSpec::discover(comm).expect("discover")
 }
@@ -76,14 +75,21 @@ fn keyed_counts_match_a_plain_count() {
             let got = on_workers(workers_n, |comm| {
                 let out = Arc::new(Mutex::new(Vec::new()));
                 let mut g = TaskGraph::new();
-                let src = g.source("numbers", p, move |i| Numbers { next: n * u64::from(i) / u64::from(p), end: n * u64::from(i + 1) / u64::from(p), per_call: 100 });
+                let src = g.source("numbers", p, move |i| Numbers {
+                    next: n * u64::from(i) / u64::from(p),
+                    end: n * u64::from(i + 1) / u64::from(p),
+                    per_call: 100,
+                });
                 let key = g.compute("key", p, move |_| Keyed { keys });
                 let o = out.clone();
                 let sink = g.compute("collect", p, move |_| Collect(o.clone()));
                 g.connect(&src, &key, Edge::direct());
                 g.connect(&key, &sink, Edge::keyed_reduce(|a: u64, b| a + b));
                 let plan = Plan::new(&g, &workers(comm), &RoundRobin).unwrap();
-                assert!(plan.edges[0].chained, "direct edge between co-located instances is chained");
+                assert!(
+                    plan.edges[0].chained,
+                    "direct edge between co-located instances is chained"
+                );
                 Job::new(comm, &g, &plan, Options::batch()).unwrap().run().unwrap();
                 let v = out.lock().unwrap().clone();
                 v
@@ -108,10 +114,21 @@ fn every_edge_kind_in_both_modes() {
         for workers_n in [1usize, 2, 3] {
             let results = on_workers(workers_n, |comm| {
                 let p = comm.size() as u32;
-                let mk = |g: &mut TaskGraph, name: &str| g.source(name, p, move |i| Numbers { next: u64::from(i) * 100, end: u64::from(i) * 100 + 100, per_call: 7 });
+                let mk = |g: &mut TaskGraph, name: &str| {
+                    g.source(name, p, move |i| Numbers {
+                        next: u64::from(i) * 100,
+                        end: u64::from(i) * 100 + 100,
+                        per_call: 7,
+                    })
+                };
                 let mut g = TaskGraph::new();
                 let a = mk(&mut g, "a");
-                let (part, bcast, red, gat) = (Arc::new(Mutex::new(vec![])), Arc::new(Mutex::new(vec![])), Arc::new(Mutex::new(vec![])), Arc::new(Mutex::new(vec![])));
+                let (part, bcast, red, gat) = (
+                    Arc::new(Mutex::new(vec![])),
+                    Arc::new(Mutex::new(vec![])),
+                    Arc::new(Mutex::new(vec![])),
+                    Arc::new(Mutex::new(vec![])),
+                );
                 let (pc, bc, rc, gc) = (part.clone(), bcast.clone(), red.clone(), gat.clone());
                 let s1 = g.compute("part", p, move |_| Collect(pc.clone()));
                 let s2 = g.compute("bcast", p, move |_| Collect(bc.clone()));
@@ -123,7 +140,12 @@ fn every_edge_kind_in_both_modes() {
                 g.connect(&a, &s4, Edge::gather());
                 let plan = Plan::new(&g, &workers(comm), &RoundRobin).unwrap();
                 Job::new(comm, &g, &plan, opts.clone()).unwrap().run().unwrap();
-                let collected = (part.lock().unwrap().clone(), bcast.lock().unwrap().clone(), red.lock().unwrap().clone(), gat.lock().unwrap().clone());
+                let collected = (
+                    part.lock().unwrap().clone(),
+                    bcast.lock().unwrap().clone(),
+                    red.lock().unwrap().clone(),
+                    gat.lock().unwrap().clone(),
+                );
                 collected
             });
             let p = workers_n as u64;
@@ -137,13 +159,14 @@ fn every_edge_kind_in_both_modes() {
                 // Each broadcast instance on the worker receives everything.
                 let instances = b.len() as u64 / (p * 100);
                 assert_eq!(b.len() as u64, instances * p * 100);
-                let mut want: Vec<u64> = all.iter().flat_map(|&x| std::iter::repeat(x).take(instances as usize)).collect();
+                let mut want: Vec<u64> =
+                    all.iter().flat_map(|&x| std::iter::repeat_n(x, instances as usize)).collect();
                 want.sort_unstable();
                 assert_eq!(b, want, "broadcast ({:?})", opts.mode);
             }
             let reduced: Vec<u64> = results.iter().flat_map(|r| r.2.clone()).collect();
             let gathered: Vec<(TaskId, u64)> = results.iter().flat_map(|r| r.3.clone()).collect();
-            if opts.mode == heddle_comm::dataflow::Mode::Batch {
+            if opts.mode == heddle_dataflow::Mode::Batch {
                 assert_eq!(reduced, vec![all.iter().sum::<u64>()], "batch reduce is one total");
             } else {
                 assert!(!reduced.is_empty());
@@ -159,7 +182,15 @@ fn every_edge_kind_in_both_modes() {
 }
 
 fn specs(caps: &[(&str, f64, u64)]) -> Vec<WorkerSpec> {
-    caps.iter().enumerate().map(|(rank, (host, cpu, memory))| WorkerSpec { rank, host: host.to_string(), cpu: *cpu, memory: *memory }).collect()
+    caps.iter()
+        .enumerate()
+        .map(|(rank, (host, cpu, memory))| WorkerSpec {
+            rank,
+            host: host.to_string(),
+            cpu: *cpu,
+            memory: *memory,
+        })
+        .collect()
 }
 
 fn shape(name: &str, parallelism: u32, resources: Resources) -> heddle_task::VertexShape {
@@ -169,7 +200,10 @@ fn shape(name: &str, parallelism: u32, resources: Resources) -> heddle_task::Ver
 #[test]
 fn first_fit_packs_heterogeneous_workers_in_order() {
     let workers = specs(&[("a", 4.0, 8 << 30), ("b", 1.0, 1 << 30), ("c", 8.0, 64 << 30)]);
-    let vs = vec![shape("big", 2, Resources::new(3.0, 4 << 30)), shape("small", 3, Resources::new(1.0, 1 << 29))];
+    let vs = vec![
+        shape("big", 2, Resources::new(3.0, 4 << 30)),
+        shape("small", 3, Resources::new(1.0, 1 << 29)),
+    ];
     let plan = FirstFit.place(&vs, &workers).unwrap();
     // big[0] fills worker a to 1 cpu left; big[1] does not fit a or b -> c;
     // small[0] -> a (last cpu), small[1] -> b, small[2] -> c.
@@ -186,16 +220,32 @@ fn a_request_that_cannot_fit_names_the_task_and_the_shortfall() {
         let e = s.place(&vs, &workers).unwrap_err();
         let msg = e.to_string();
         assert!(matches!(e, Error::Plan(_)), "{msg}");
-        assert!(msg.contains("train[0]") && msg.contains("memory") && msg.contains(&(2u64 << 30).to_string()), "{s:?}: {msg}");
+        assert!(
+            msg.contains("train[0]")
+                && msg.contains("memory")
+                && msg.contains(&(2u64 << 30).to_string()),
+            "{s:?}: {msg}"
+        );
     }
-    let e = FirstFit.place(&[shape("hungry", 1, Resources::new(16.0, 0))], &workers).unwrap_err().to_string();
+    let e = FirstFit
+        .place(&[shape("hungry", 1, Resources::new(16.0, 0))], &workers)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("hungry[0]") && e.contains("cpu") && e.contains("asks 16"), "{e}");
 }
 
 #[test]
 fn data_locality_prefers_the_hosts_that_hold_the_input() {
-    let workers = specs(&[("a", 2.0, 1 << 30), ("b", 2.0, 1 << 30), ("c", 2.0, 1 << 30), ("b", 2.0, 1 << 30)]);
-    let vs = vec![shape("read", 3, Resources::new(1.0, 0).on_hosts(["b"])), shape("free", 2, Resources::new(1.0, 0))];
+    let workers = specs(&[
+        ("a", 2.0, 1 << 30),
+        ("b", 2.0, 1 << 30),
+        ("c", 2.0, 1 << 30),
+        ("b", 2.0, 1 << 30),
+    ]);
+    let vs = vec![
+        shape("read", 3, Resources::new(1.0, 0).on_hosts(["b"])),
+        shape("free", 2, Resources::new(1.0, 0)),
+    ];
     let plan = DataLocality.place(&vs, &workers).unwrap();
     // Workers 1 and 3 are on host b: read[0] -> 1, read[1] -> 3, read[2] -> 1 (room left).
     assert_eq!(plan[0], vec![1, 3, 1]);
@@ -211,7 +261,10 @@ fn the_plan_prints_every_task_and_edge() {
     let b = g.compute("b", 2, |_| Keyed { keys: 1 });
     g.connect(&a, &b, Edge::direct());
     let text = Plan::new(&g, &workers(&comm), &RoundRobin).unwrap().to_string();
-    assert!(text.contains("a[0] a[1] b[0] b[1]") && text.contains("Direct (chained in memory)"), "{text}");
+    assert!(
+        text.contains("a[0] a[1] b[0] b[1]") && text.contains("Direct (chained in memory)"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -261,7 +314,12 @@ impl Compute for Probe {
 }
 
 /// A source that emits one number per call, every `period` (a periodic source).
-fn probe_job(strategy: Strategy, source_strategy: Option<Strategy>, n: u64, switch_to: Option<(usize, Strategy)>) -> (Vec<u64>, u64, heddle_task::Report) {
+fn probe_job(
+    strategy: Strategy,
+    source_strategy: Option<Strategy>,
+    n: u64,
+    switch_to: Option<(usize, Strategy)>,
+) -> (Vec<u64>, u64, heddle_task::Report) {
     let comm = heddle_comm::solo(CommConfig::default()).unwrap();
     let (seen, ticks) = (Arc::new(Mutex::new(Vec::new())), Arc::new(Mutex::new(0)));
     let mut g = TaskGraph::new();
@@ -269,7 +327,8 @@ fn probe_job(strategy: Strategy, source_strategy: Option<Strategy>, n: u64, swit
     let per_call = if source_strategy.is_some() { 1 } else { 50 };
     let src = g.source("src", 1, move |_| Numbers { next: 0, end: n, per_call });
     let (s, t) = (seen.clone(), ticks.clone());
-    let probe = g.compute("probe", 1, move |_| Probe { seen: s.clone(), ticks: t.clone(), switch_to });
+    let probe =
+        g.compute("probe", 1, move |_| Probe { seen: s.clone(), ticks: t.clone(), switch_to });
     g.connect(&src, &probe, Edge::direct());
     g.strategy(&probe, strategy);
     if let Some(ss) = source_strategy {
@@ -301,17 +360,31 @@ fn strategy_at_most_k_retires_the_task_and_counts_what_it_dropped() {
 #[test]
 fn strategy_periodic_runs_on_a_timer_with_the_waiting_input() {
     // The source emits a number every 5 ms (20 of them); the task runs every 20 ms only.
-    let (seen, ticks, _) = probe_job(Strategy::periodic(Duration::from_millis(20)), Some(Strategy::periodic(Duration::from_millis(5))), 20, None);
-    assert_eq!(seen, (0..20).collect::<Vec<_>>(), "every record is executed, in order, at the ticks");
+    let (seen, ticks, _) = probe_job(
+        Strategy::periodic(Duration::from_millis(20)),
+        Some(Strategy::periodic(Duration::from_millis(5))),
+        20,
+        None,
+    );
+    assert_eq!(
+        seen,
+        (0..20).collect::<Vec<_>>(),
+        "every record is executed, in order, at the ticks"
+    );
     assert!(ticks >= 1, "ticks: {ticks}");
 }
 
 #[test]
 fn a_task_changes_its_strategy_while_running() {
     // After 10 records the task limits itself to 5 more activations.
-    let (seen, _, report) = probe_job(Strategy::on_data(), None, 100, Some((10, Strategy::on_data().at_most(15))));
+    let (seen, _, report) =
+        probe_job(Strategy::on_data(), None, 100, Some((10, Strategy::on_data().at_most(15))));
     assert_eq!(seen, (0..15).collect::<Vec<_>>());
-    assert_eq!(report.tasks.iter().find(|t| t.task == "probe[0]").unwrap().discarded, 85, "{report:?}");
+    assert_eq!(
+        report.tasks.iter().find(|t| t.task == "probe[0]").unwrap().discarded,
+        85,
+        "{report:?}"
+    );
 }
 
 /// Emits 1..=10 on every pass.
@@ -341,8 +414,11 @@ impl Source for PerPass {
 /// vertex communicator each iteration (BSP inside dataflow).
 struct Accumulate {
     state: u64,
-    log: Arc<Mutex<Vec<(Vec<u64>, u64)>>>,
+    log: Arc<Mutex<Vec<Snapshot>>>,
 }
+
+/// The state seen at one point: the records of an iteration and the running total.
+type Snapshot = (Vec<u64>, u64);
 
 impl Compute for Accumulate {
     type In = u64;
@@ -473,13 +549,18 @@ fn a_streaming_job_runs_until_stopped_and_loses_nothing_sent() {
         let mut g = TaskGraph::new();
         let src = g.source("endless", 2, |i| Endless(u64::from(i) << 40));
         let (s, h) = (seen.clone(), stop.clone());
-        let sink = g.compute("sink", 2, move |_| StopAfter { after: 5000, seen: s.clone(), stop: h.clone() });
+        let sink = g.compute("sink", 2, move |_| StopAfter {
+            after: 5000,
+            seen: s.clone(),
+            stop: h.clone(),
+        });
         g.connect(&src, &sink, Edge::hash());
         let plan = Plan::new(&g, &workers(comm), &RoundRobin).unwrap();
         let job = Job::new(comm, &g, &plan, Options::streaming()).unwrap();
         *stop.lock().unwrap() = Some(job.stop_handle());
         let report = job.run().unwrap();
-        let emitted: u64 = report.tasks.iter().filter(|t| t.task.starts_with("endless")).map(|t| t.emitted).sum();
+        let emitted: u64 =
+            report.tasks.iter().filter(|t| t.task.starts_with("endless")).map(|t| t.emitted).sum();
         let v = seen.lock().unwrap().clone();
         (v, emitted)
     });
@@ -495,7 +576,10 @@ fn a_streaming_job_runs_until_stopped_and_loses_nothing_sent() {
 }
 
 /// Keeps `(instance, record)` for each record it receives, in arrival order.
-struct ByInstance(Arc<Mutex<Vec<(u32, (u64, u64))>>>);
+struct ByInstance(Arc<Mutex<Vec<InstanceRecord>>>);
+
+/// An instance and a record it received.
+type InstanceRecord = (u32, (u64, u64));
 
 impl Compute for ByInstance {
     type In = (u64, u64);
@@ -530,7 +614,11 @@ fn a_sort_edge_sorts_each_range_and_the_ranges_follow_each_other() {
             let out = Arc::new(Mutex::new(Vec::new()));
             let mut g = TaskGraph::new();
             let p = workers_n as u32;
-            let src = g.source("numbers", p, move |i| Numbers { next: n * u64::from(i) / u64::from(p), end: n * u64::from(i + 1) / u64::from(p), per_call: 500 });
+            let src = g.source("numbers", p, move |i| Numbers {
+                next: n * u64::from(i) / u64::from(p),
+                end: n * u64::from(i + 1) / u64::from(p),
+                per_call: 500,
+            });
             let key = g.compute("scatter", p, |_| Scatter);
             let o = out.clone();
             let sink = g.compute("sorted", 3, move |_| ByInstance(o.clone()));
@@ -548,9 +636,15 @@ fn a_sort_edge_sorts_each_range_and_the_ranges_follow_each_other() {
         assert_eq!(records, (0..n).collect::<Vec<_>>(), "{workers_n} workers: every record once");
         for i in 0..3u32 {
             let keys: Vec<u64> = all.iter().filter(|(at, _)| *at == i).map(|(_, r)| r.0).collect();
-            assert!(keys.windows(2).all(|w| w[0] <= w[1]), "{workers_n} workers: instance {i} receives its range sorted");
+            assert!(
+                keys.windows(2).all(|w| w[0] <= w[1]),
+                "{workers_n} workers: instance {i} receives its range sorted"
+            );
             let (lo, hi) = [(0, 333), (333, 667), (667, 1000)][i as usize];
-            assert!(keys.iter().all(|k| (lo..hi).contains(k)), "{workers_n} workers: instance {i} holds keys {lo}..{hi}");
+            assert!(
+                keys.iter().all(|k| (lo..hi).contains(k)),
+                "{workers_n} workers: instance {i} holds keys {lo}..{hi}"
+            );
         }
     }
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "spill files removed");

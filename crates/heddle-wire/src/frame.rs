@@ -54,7 +54,8 @@ impl Frame {
     pub fn data(mut header: Header, codec: Codec, payload: Vec<u8>) -> Frame {
         header.codec = codec;
         header.flags = Flags::WHOLE;
-        header.frag_len = u32::try_from(payload.len()).expect("payload over 4 GiB must be fragmented");
+        header.frag_len =
+            u32::try_from(payload.len()).expect("payload over 4 GiB must be fragmented");
         header.msg_len = payload.len() as u64;
         header.key_len = 0;
         Frame { header, key: Vec::new(), payload }
@@ -102,7 +103,8 @@ impl Frame {
     pub fn read_from(r: &mut impl std::io::Read, limits: &Limits) -> std::io::Result<Frame> {
         let mut hb = [0u8; HEADER_LEN];
         r.read_exact(&mut hb)?;
-        let header = Header::decode(&hb, limits).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        let header = Header::decode(&hb, limits)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
         let mut key = vec![0u8; header.key_len as usize];
         r.read_exact(&mut key)?;
         let mut payload = vec![0u8; header.frag_len as usize];
@@ -128,8 +130,12 @@ mod tests {
 
     #[test]
     fn roundtrip_with_key() {
-        let f = Frame::data(Header::new(Kind::Data).with_route(1, 2).with_sequence(9), Codec::Array(Dtype::F64), vec![0; 16])
-            .with_key(b"k".to_vec());
+        let f = Frame::data(
+            Header::new(Kind::Data).with_route(1, 2).with_sequence(9),
+            Codec::Array(Dtype::F64),
+            vec![0; 16],
+        )
+        .with_key(b"k".to_vec());
         let bytes = f.encode_to_vec();
         assert_eq!(bytes.len(), HEADER_LEN + 1 + 16);
         let (g, n) = Frame::decode(&bytes, &Limits::default()).unwrap();
@@ -140,7 +146,10 @@ mod tests {
     fn truncated_is_an_error() {
         let bytes = Frame::data(Header::new(Kind::Data), Codec::Raw, vec![1, 2, 3]).encode_to_vec();
         for cut in 0..bytes.len() {
-            assert!(matches!(Frame::decode(&bytes[..cut], &Limits::default()), Err(Error::Truncated { .. })));
+            assert!(matches!(
+                Frame::decode(&bytes[..cut], &Limits::default()),
+                Err(Error::Truncated { .. })
+            ));
         }
     }
 
@@ -153,7 +162,10 @@ mod tests {
         (h.flags, h.key_len, h.frag_len, h.msg_len) = (Flags::FIRST, u16::MAX, u32::MAX, u64::MAX);
         let mut buf = h.to_bytes().to_vec();
         buf.resize(70_000, 0);
-        assert!(matches!(FrameRef::decode(&buf, &limits), Err(Error::Truncated { available: 70_000, .. })));
+        assert!(matches!(
+            FrameRef::decode(&buf, &limits),
+            Err(Error::Truncated { available: 70_000, .. })
+        ));
     }
 
     #[test]

@@ -204,20 +204,27 @@ impl Header {
             });
         }
         if self.msg_len > limits.max_message {
-            return Err(Error::TooLarge { field: "msg_len", value: self.msg_len, limit: limits.max_message });
+            return Err(Error::TooLarge {
+                field: "msg_len",
+                value: self.msg_len,
+                limit: limits.max_message,
+            });
         }
         if u64::from(self.frag_len) > self.msg_len {
             return Err(Error::Inconsistent("frag_len is larger than msg_len"));
         }
-        if self.flags.is_first() && self.flags.is_last() && u64::from(self.frag_len) != self.msg_len {
+        if self.flags.is_first() && self.flags.is_last() && u64::from(self.frag_len) != self.msg_len
+        {
             return Err(Error::Inconsistent("a whole-message frame must have frag_len == msg_len"));
         }
         if self.key_len != 0 && !self.flags.is_first() {
             return Err(Error::Inconsistent("only a first fragment may carry a key"));
         }
         if let Codec::Array(d) = self.codec {
-            if self.msg_len % d.size() as u64 != 0 {
-                return Err(Error::Inconsistent("array msg_len is not a multiple of the element size"));
+            if !self.msg_len.is_multiple_of(d.size() as u64) {
+                return Err(Error::Inconsistent(
+                    "array msg_len is not a multiple of the element size",
+                ));
             }
         }
         Ok(())

@@ -72,30 +72,32 @@ fn valid_frame() -> impl Strategy<Value = Frame> {
         proptest::collection::vec(any::<u8>(), 0..300),
         0u64..(1 << 20),
     );
-    (kind(), flags(), codec(), ids, body).prop_map(|(kind, flags, codec, ids, (key, mut payload, extra))| {
-        let elem = match codec {
-            Codec::Array(d) => d.size() as u64,
-            _ => 1,
-        };
-        let mut h = Header::new(kind);
-        h.flags = flags;
-        h.codec = codec;
-        (h.edge, h.tag, h.source, h.target, h.sequence) = ids;
-        if flags == Flags::WHOLE {
-            payload.truncate(payload.len() - payload.len() % elem as usize);
-            h.msg_len = payload.len() as u64;
-        } else {
-            let m = payload.len() as u64 + extra;
-            h.msg_len = m.div_ceil(elem) * elem;
-        }
-        h.frag_len = payload.len() as u32;
-        let frame = Frame { header: h, key: Vec::new(), payload };
-        if flags.is_first() {
-            frame.with_key(key)
-        } else {
-            frame
-        }
-    })
+    (kind(), flags(), codec(), ids, body).prop_map(
+        |(kind, flags, codec, ids, (key, mut payload, extra))| {
+            let elem = match codec {
+                Codec::Array(d) => d.size() as u64,
+                _ => 1,
+            };
+            let mut h = Header::new(kind);
+            h.flags = flags;
+            h.codec = codec;
+            (h.edge, h.tag, h.source, h.target, h.sequence) = ids;
+            if flags == Flags::WHOLE {
+                payload.truncate(payload.len() - payload.len() % elem as usize);
+                h.msg_len = payload.len() as u64;
+            } else {
+                let m = payload.len() as u64 + extra;
+                h.msg_len = m.div_ceil(elem) * elem;
+            }
+            h.frag_len = payload.len() as u32;
+            let frame = Frame { header: h, key: Vec::new(), payload };
+            if flags.is_first() {
+                frame.with_key(key)
+            } else {
+                frame
+            }
+        },
+    )
 }
 
 fn small_limits() -> Limits {
@@ -129,7 +131,11 @@ fn check_decoded(buf: &[u8], limits: &Limits) -> Result<(), TestCaseError> {
                 prop_assert_eq!(he, e.clone());
             } else {
                 // The header was fine, so the only possible failure is a short buffer.
-                prop_assert!(matches!(e, Error::Truncated { needed, available } if needed > available), "{:?}", e);
+                prop_assert!(
+                    matches!(e, Error::Truncated { needed, available } if needed > available),
+                    "{:?}",
+                    e
+                );
             }
             prop_assert!(Frame::read_from(&mut &buf[..], limits).is_err());
         }
@@ -139,13 +145,15 @@ fn check_decoded(buf: &[u8], limits: &Limits) -> Result<(), TestCaseError> {
 
 /// Bytes that start like a version-1 header, so mutations reach the deeper checks.
 fn plausible_header() -> impl Strategy<Value = Vec<u8>> {
-    (proptest::collection::vec(any::<u8>(), 45..200), 0u8..10, 0u8..0x20).prop_map(|(mut rest, kind, codec)| {
-        rest[0] = kind;
-        rest[2] = codec;
-        let mut v = vec![0x48, 0x44, 1];
-        v.append(&mut rest);
-        v
-    })
+    (proptest::collection::vec(any::<u8>(), 45..200), 0u8..10, 0u8..0x20).prop_map(
+        |(mut rest, kind, codec)| {
+            rest[0] = kind;
+            rest[2] = codec;
+            let mut v = vec![0x48, 0x44, 1];
+            v.append(&mut rest);
+            v
+        },
+    )
 }
 
 /// A reader that hands out `prefix` and then an endless run of one byte, counting reads.

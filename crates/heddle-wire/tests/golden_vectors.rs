@@ -34,12 +34,17 @@ fn vectors(index: &Value, valid: bool) -> impl Iterator<Item = &Value> {
 fn bytes_of(vector: &Value) -> Vec<u8> {
     let path = vectors_dir().join(vector["file"].as_str().unwrap());
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(bytes.len() as u64, vector["len"].as_u64().unwrap(), "{}: file length", vector["name"]);
+    assert_eq!(
+        bytes.len() as u64,
+        vector["len"].as_u64().unwrap(),
+        "{}: file length",
+        vector["name"]
+    );
     bytes
 }
 
 fn unhex(s: &str) -> Vec<u8> {
-    assert!(s.len() % 2 == 0, "odd hex length");
+    assert!(s.len().is_multiple_of(2), "odd hex length");
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
 
@@ -63,7 +68,9 @@ fn header_json(h: &Header) -> Value {
 /// The error as the index spells it: variant name and fields.
 fn error_json(e: &Error) -> (&'static str, Value) {
     match e {
-        Error::Truncated { needed, available } => ("Truncated", json!({ "needed": needed, "available": available })),
+        Error::Truncated { needed, available } => {
+            ("Truncated", json!({ "needed": needed, "available": available }))
+        }
         Error::BadMagic { found } => ("BadMagic", json!({ "found": found })),
         Error::UnsupportedVersion { found, supported } => {
             ("UnsupportedVersion", json!({ "found": found, "supported": supported }))
@@ -99,7 +106,8 @@ fn valid_vectors_decode_field_by_field_and_reencode_byte_for_byte() {
     for v in vectors(&index, true) {
         let name = v["name"].as_str().unwrap();
         let bytes = bytes_of(v);
-        let (frame, used) = Frame::decode(&bytes, &limits).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let (frame, used) =
+            Frame::decode(&bytes, &limits).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(used, bytes.len(), "{name}: bytes used");
         assert_eq!(header_json(&frame.header), v["header"], "{name}: header fields");
         assert_eq!(frame.key, unhex(v["key_hex"].as_str().unwrap()), "{name}: key");
@@ -186,8 +194,11 @@ fn array_vectors_hold_the_listed_values() {
         let values = v["values"]["values"].as_array().unwrap();
         match (frame.header.codec, v["values"]["dtype"].as_str().unwrap()) {
             (Codec::Array(heddle_wire::Dtype::F64), "f64") => {
-                let got: Vec<f64> =
-                    frame.payload.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
+                let got: Vec<f64> = frame
+                    .payload
+                    .chunks_exact(8)
+                    .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+                    .collect();
                 let want: Vec<f64> = values.iter().map(|x| x.as_f64().unwrap()).collect();
                 assert_eq!(
                     got.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
@@ -195,9 +206,13 @@ fn array_vectors_hold_the_listed_values() {
                 );
             }
             (Codec::Array(heddle_wire::Dtype::I64), "i64") => {
-                let got: Vec<i64> =
-                    frame.payload.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
-                let want: Vec<i64> = values.iter().map(|x| x.as_str().unwrap().parse().unwrap()).collect();
+                let got: Vec<i64> = frame
+                    .payload
+                    .chunks_exact(8)
+                    .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+                    .collect();
+                let want: Vec<i64> =
+                    values.iter().map(|x| x.as_str().unwrap().parse().unwrap()).collect();
                 assert_eq!(got, want);
             }
             (codec, dtype) => panic!("{}: codec {codec:?} with dtype {dtype}", v["name"]),
@@ -241,8 +256,12 @@ fn fragment_vectors_reassemble_into_the_listed_message() {
     let messages = index["messages"].as_array().unwrap();
     assert!(!messages.is_empty());
     for m in messages {
-        let frames: Vec<Frame> =
-            m["fragments"].as_array().unwrap().iter().map(|n| by_name(n.as_str().unwrap())).collect();
+        let frames: Vec<Frame> = m["fragments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| by_name(n.as_str().unwrap()))
+            .collect();
         assert_eq!(frames.first().unwrap().header.flags, Flags::FIRST);
         assert_eq!(frames[1].header.flags, Flags::MIDDLE);
         let (key, payload) = reassemble(&frames);
@@ -254,7 +273,8 @@ fn fragment_vectors_reassemble_into_the_listed_message() {
 #[test]
 fn every_kind_has_a_valid_vector_and_every_file_is_indexed() {
     let index = index();
-    let mut kinds: Vec<u8> = vectors(&index, true).map(|v| v["header"]["kind"].as_u64().unwrap() as u8).collect();
+    let mut kinds: Vec<u8> =
+        vectors(&index, true).map(|v| v["header"]["kind"].as_u64().unwrap() as u8).collect();
     kinds.sort_unstable();
     kinds.dedup();
     assert_eq!(kinds, (1..=7).collect::<Vec<u8>>());
@@ -262,7 +282,8 @@ fn every_kind_has_a_valid_vector_and_every_file_is_indexed() {
         Kind::from_u8(k).unwrap();
     }
 
-    let listed: Vec<&str> = index["vectors"].as_array().unwrap().iter().map(|v| v["file"].as_str().unwrap()).collect();
+    let listed: Vec<&str> =
+        index["vectors"].as_array().unwrap().iter().map(|v| v["file"].as_str().unwrap()).collect();
     for entry in std::fs::read_dir(vectors_dir()).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
         if let Some(stem) = name.strip_suffix(".bin") {
@@ -274,7 +295,11 @@ fn every_kind_has_a_valid_vector_and_every_file_is_indexed() {
         assert!(vectors_dir().join(file).exists(), "{file} listed but missing");
         assert_eq!(
             file.starts_with("invalid_"),
-            index["vectors"].as_array().unwrap().iter().any(|v| v["file"] == file && v["valid"] == false)
+            index["vectors"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|v| v["file"] == file && v["valid"] == false)
         );
     }
 }

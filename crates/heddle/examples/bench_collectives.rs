@@ -22,7 +22,11 @@ struct Args {
     #[arg(long, value_delimiter = ',', default_value = "8,1024,65536,1048576,16777216")]
     sizes: Vec<usize>,
     /// Which measurements to run, in this order.
-    #[arg(long, value_delimiter = ',', default_value = "allreduce,broadcast,allgather,alltoall,pingpong,bandwidth")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "allreduce,broadcast,allgather,alltoall,pingpong,bandwidth"
+    )]
     collectives: Vec<String>,
     /// Untimed iterations before the timed ones (default: clamp(iters/10, 2, 100)).
     #[arg(long)]
@@ -57,7 +61,13 @@ impl Bench<'_> {
 
     /// Barrier, warm-up, barrier, then `iters` timed runs of `op`; returns per-iteration
     /// seconds, maxed over the ranks for which `counts` holds.
-    fn time<S>(&self, bytes: usize, state: &mut S, counts: bool, mut op: impl FnMut(&mut S) -> CommResult) -> heddle::comm::Result<Vec<f64>> {
+    fn time<S>(
+        &self,
+        bytes: usize,
+        state: &mut S,
+        counts: bool,
+        mut op: impl FnMut(&mut S) -> CommResult,
+    ) -> heddle::comm::Result<Vec<f64>> {
         let (warmup, iters) = self.rounds(bytes);
         self.comm.barrier()?;
         for _ in 0..warmup {
@@ -77,7 +87,14 @@ impl Bench<'_> {
         Ok(t)
     }
 
-    fn report(&mut self, name: &str, bytes: usize, mut t: Vec<f64>, verified: bool, gbps: bool) -> CommResult {
+    fn report(
+        &mut self,
+        name: &str,
+        bytes: usize,
+        mut t: Vec<f64>,
+        verified: bool,
+        gbps: bool,
+    ) -> CommResult {
         let mut ok = [u8::from(verified)];
         self.comm.allreduce(&mut ok, Op::Min)?;
         self.all_ok &= ok[0] == 1;
@@ -86,7 +103,11 @@ impl Bench<'_> {
         }
         t.sort_by(f64::total_cmp);
         let pct = |q: f64| t[((q * t.len() as f64).ceil() as usize).max(1) - 1] * 1e6;
-        let extra = if gbps { format!(", \"gbps\": {:.3}", bytes as f64 / (pct(0.5) * 1e3)) } else { String::new() };
+        let extra = if gbps {
+            format!(", \"gbps\": {:.3}", bytes as f64 / (pct(0.5) * 1e3))
+        } else {
+            String::new()
+        };
         println!(
             "{{\"system\": \"heddle\", \"collective\": \"{name}\", \"ranks\": {}, \"bytes\": {bytes}, \"p50_us\": {:.3}, \"p99_us\": {:.3}, \"iters\": {}, \"verified\": {}{extra}}}",
             self.comm.size(),
@@ -139,7 +160,9 @@ impl Bench<'_> {
 
     fn allgather(&mut self, bytes: usize) -> CommResult {
         let (p, r) = (self.comm.size(), self.comm.rank());
-        let block = |q: usize| -> Vec<u8> { (0..bytes).map(|i| ((i * 7 + q * 13 + 1) % 251) as u8).collect() };
+        let block = |q: usize| -> Vec<u8> {
+            (0..bytes).map(|i| ((i * 7 + q * 13 + 1) % 251) as u8).collect()
+        };
         let send = block(r);
         let mut recv = vec![0u8; bytes * p];
         let t = self.time(bytes, &mut recv, true, |out| self.comm.allgather(&send, out))?;
@@ -151,7 +174,9 @@ impl Bench<'_> {
 
     fn alltoall(&mut self, bytes: usize) -> CommResult {
         let (p, r) = (self.comm.size(), self.comm.rank());
-        let block = |s: usize, d: usize| -> Vec<u8> { (0..bytes).map(|i| ((s * 31 + d * 17 + i) % 251) as u8).collect() };
+        let block = |s: usize, d: usize| -> Vec<u8> {
+            (0..bytes).map(|i| ((s * 31 + d * 17 + i) % 251) as u8).collect()
+        };
         let send: Vec<u8> = (0..p).flat_map(|d| block(r, d)).collect();
         let mut recv = vec![0u8; bytes * p];
         let t = self.time(bytes, &mut recv, true, |out| self.comm.alltoall(&send, out))?;
@@ -161,7 +186,11 @@ impl Bench<'_> {
         self.report("alltoall", bytes, t, ok, false)
     }
 
-    fn pingpong_once(&self, msg: &[u8; PINGPONG_BYTES], buf: &mut [u8; PINGPONG_BYTES]) -> CommResult {
+    fn pingpong_once(
+        &self,
+        msg: &[u8; PINGPONG_BYTES],
+        buf: &mut [u8; PINGPONG_BYTES],
+    ) -> CommResult {
         match self.comm.rank() {
             0 => {
                 self.comm.send(msg, 1, 0)?;
@@ -209,11 +238,18 @@ impl Bench<'_> {
         let r = self.comm.rank();
         let data: Vec<u8> = (0..BANDWIDTH_BYTES).map(|i| ((i * 7 + 1) % 251) as u8).collect();
         let mut buf = vec![0u8; if r == 1 { BANDWIDTH_BYTES } else { 0 }];
-        let t = self.time(WINDOW * BANDWIDTH_BYTES, &mut buf, r == 0, |b| self.bandwidth_once(&data, b))?;
+        let t = self
+            .time(WINDOW * BANDWIDTH_BYTES, &mut buf, r == 0, |b| self.bandwidth_once(&data, b))?;
         buf.fill(0);
         self.bandwidth_once(&data, &mut buf)?;
         let ok = r != 1 || buf == data;
-        self.report("bandwidth", BANDWIDTH_BYTES, t.into_iter().map(|x| x / WINDOW as f64).collect(), ok, true)
+        self.report(
+            "bandwidth",
+            BANDWIDTH_BYTES,
+            t.into_iter().map(|x| x / WINDOW as f64).collect(),
+            ok,
+            true,
+        )
     }
 }
 

@@ -9,7 +9,10 @@
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use heddle::comm::dataflow::{drive, EdgeSpec, Event, Gather, KeyedReduce, Offer, Operation, Options, Partition, Placement, TaskId};
+use heddle::dataflow::{
+    drive, EdgeSpec, Event, Gather, KeyedReduce, Offer, Operation, Options, Partition, Placement,
+    TaskId,
+};
 use heddle::{Communicator, Op};
 
 #[derive(Debug, Parser)]
@@ -56,8 +59,15 @@ struct Layout {
 impl Layout {
     fn new(comm: &Communicator) -> Layout {
         let p = comm.size() as u32;
-        let placement = Placement::from_pairs((0..p).map(|w| (w, w as usize)).chain((0..p).map(|w| (p + w, w as usize))));
-        Layout { sources: (0..p).collect(), targets: (p..2 * p).collect(), placement, me: comm.rank() }
+        let placement = Placement::from_pairs(
+            (0..p).map(|w| (w, w as usize)).chain((0..p).map(|w| (p + w, w as usize))),
+        );
+        Layout {
+            sources: (0..p).collect(),
+            targets: (p..2 * p).collect(),
+            placement,
+            me: comm.rank(),
+        }
     }
     fn spec(&self, edge: u32) -> EdgeSpec {
         EdgeSpec::new(edge, self.sources.clone(), self.targets.clone(), self.placement.clone())
@@ -68,7 +78,12 @@ impl Layout {
 }
 
 /// Runs `op` with this worker's records; returns (seconds maxed over workers, data events here).
-fn timed<O: Operation>(comm: &Communicator, mut op: O, input: Vec<O::In>, source: TaskId) -> Result<(f64, u64), BoxError> {
+fn timed<O: Operation>(
+    comm: &Communicator,
+    mut op: O,
+    input: Vec<O::In>,
+    source: TaskId,
+) -> Result<(f64, u64), BoxError> {
     comm.barrier()?;
     let start = Instant::now();
     let out = drive(&mut op, vec![(source, input)])?;
@@ -78,7 +93,15 @@ fn timed<O: Operation>(comm: &Communicator, mut op: O, input: Vec<O::In>, source
     Ok((t[0], events))
 }
 
-fn report(comm: &Communicator, op: &str, mode: &str, bytes: usize, records: u64, secs: f64, ok: bool) -> Result<bool, BoxError> {
+fn report(
+    comm: &Communicator,
+    op: &str,
+    mode: &str,
+    bytes: usize,
+    records: u64,
+    secs: f64,
+    ok: bool,
+) -> Result<bool, BoxError> {
     let mut v = [u8::from(ok)];
     comm.allreduce(&mut v, Op::Min)?;
     if comm.rank() == 0 {
@@ -115,13 +138,16 @@ fn throughput(comm: &Communicator, args: &Args, l: &Layout) -> Result<bool, BoxE
             all_ok &= report(comm, "partition", mode, bytes, total, secs, sum[0] == total)?;
 
             edge += 1;
-            let keyed: Vec<(u64, Vec<u8>)> = input.iter().enumerate().map(|(i, r)| (i as u64 % 1000, r[8..].to_vec())).collect();
-            let op = KeyedReduce::new(comm, l.spec(edge), opts.clone(), |a: Vec<u8>, _b: Vec<u8>| a)?;
+            let keyed: Vec<(u64, Vec<u8>)> =
+                input.iter().enumerate().map(|(i, r)| (i as u64 % 1000, r[8..].to_vec())).collect();
+            let op =
+                KeyedReduce::new(comm, l.spec(edge), opts.clone(), |a: Vec<u8>, _b: Vec<u8>| a)?;
             let (secs, _) = timed(comm, op, keyed, l.source())?;
             all_ok &= report(comm, "keyed_reduce", mode, bytes, total, secs, true)?;
 
             edge += 1;
-            let gspec = EdgeSpec::new(edge, l.sources.clone(), vec![l.targets[0]], l.placement.clone());
+            let gspec =
+                EdgeSpec::new(edge, l.sources.clone(), vec![l.targets[0]], l.placement.clone());
             let op = Gather::new(comm, gspec, opts.clone())?;
             let (secs, got) = timed(comm, op, input.clone(), l.source())?;
             let mut sum = [got];
@@ -185,7 +211,9 @@ fn latency(comm: &Communicator, args: &Args) -> Result<bool, BoxError> {
     comm.allreduce(&mut v, Op::Min)?;
     if comm.rank() == last {
         lat.sort_by(f64::total_cmp);
-        let pct = |q: f64| lat.get(((q * lat.len() as f64).ceil() as usize).max(1) - 1).copied().unwrap_or(0.0);
+        let pct = |q: f64| {
+            lat.get(((q * lat.len() as f64).ceil() as usize).max(1) - 1).copied().unwrap_or(0.0)
+        };
         println!(
             "{{\"system\": \"heddle\", \"operation\": \"latency\", \"mode\": \"streaming\", \"workers\": {}, \"record_bytes\": 8, \"rate\": {}, \"records\": {n}, \"p50_us\": {:.1}, \"p99_us\": {:.1}, \"verified\": {}}}",
             comm.size(),
@@ -214,7 +242,11 @@ fn run(args: Args) -> Result<(), BoxError> {
         ok &= latency(&comm, &args)?;
     }
     if comm.rank() == 0 {
-        println!("{{\"example\": \"bench_dataflow\", \"ok\": {ok}, \"job_s\": {:.3}, \"ranks\": {}}}", start.elapsed().as_secs_f64(), comm.size());
+        println!(
+            "{{\"example\": \"bench_dataflow\", \"ok\": {ok}, \"job_s\": {:.3}, \"ranks\": {}}}",
+            start.elapsed().as_secs_f64(),
+            comm.size()
+        );
     }
     if ok {
         Ok(())

@@ -18,7 +18,13 @@ struct Args {
     verbose: bool,
 }
 
-fn check(comm: &Communicator, name: &str, ok: bool, verbose: bool, results: &mut Vec<(String, bool)>) {
+fn check(
+    comm: &Communicator,
+    name: &str,
+    ok: bool,
+    verbose: bool,
+    results: &mut Vec<(String, bool)>,
+) {
     if verbose {
         println!("rank {}: {name}: {}", comm.rank(), if ok { "ok" } else { "WRONG" });
     }
@@ -46,11 +52,23 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 
     let mut m = [r as i64 * 7 % 5];
     comm.allreduce(&mut m, Op::Max)?;
-    check(&comm, "allreduce(max)", m[0] == (0..p).map(|q| q as i64 * 7 % 5).max().unwrap_or(0), args.verbose, &mut results);
+    check(
+        &comm,
+        "allreduce(max)",
+        m[0] == (0..p).map(|q| q as i64 * 7 % 5).max().unwrap_or(0),
+        args.verbose,
+        &mut results,
+    );
 
     let mut b: Vec<u32> = if r == p - 1 { (0..n as u32).collect() } else { vec![0; n] };
     comm.broadcast(&mut b, p - 1)?;
-    check(&comm, "broadcast", b.iter().enumerate().all(|(i, &x)| x == i as u32), args.verbose, &mut results);
+    check(
+        &comm,
+        "broadcast",
+        b.iter().enumerate().all(|(i, &x)| x == i as u32),
+        args.verbose,
+        &mut results,
+    );
 
     let send: Vec<f64> = (0..n).map(|i| v(r, i)).collect();
     let mut red = if r == 0 { vec![0.0; n] } else { Vec::new() };
@@ -60,7 +78,13 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 
     let mut all = vec![0u64; p * 3];
     comm.allgather(&[r as u64; 3], &mut all)?;
-    check(&comm, "allgather", all.chunks(3).enumerate().all(|(q, c)| c == [q as u64; 3]), args.verbose, &mut results);
+    check(
+        &comm,
+        "allgather",
+        all.chunks(3).enumerate().all(|(q, c)| c == [q as u64; 3]),
+        args.verbose,
+        &mut results,
+    );
 
     let mut g = if r == 0 { vec![0i32; p * 2] } else { Vec::new() };
     comm.gather(&[r as i32, -(r as i32)], &mut g, 0)?;
@@ -75,18 +99,37 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let out: Vec<u32> = (0..p).map(|q| (r * 100 + q) as u32).collect();
     let mut inc = vec![0u32; p];
     comm.alltoall(&out, &mut inc)?;
-    check(&comm, "alltoall", (0..p).all(|q| inc[q] == (q * 100 + r) as u32), args.verbose, &mut results);
+    check(
+        &comm,
+        "alltoall",
+        (0..p).all(|q| inc[q] == (q * 100 + r) as u32),
+        args.verbose,
+        &mut results,
+    );
 
     let rs_send: Vec<i64> = (0..2 * p).map(|i| (r + i) as i64).collect();
     let mut rs = [0i64; 2];
     comm.reduce_scatter_block(&rs_send, &mut rs, Op::Sum)?;
     let expect = |i: usize| (0..p).map(|q| (q + i) as i64).sum::<i64>();
-    check(&comm, "reduce_scatter", rs == [expect(2 * r), expect(2 * r + 1)], args.verbose, &mut results);
+    check(
+        &comm,
+        "reduce_scatter",
+        rs == [expect(2 * r), expect(2 * r + 1)],
+        args.verbose,
+        &mut results,
+    );
 
-    let sub = comm.split(Some((r % 2) as u32), r as i64)?.ok_or("split returned no communicator")?;
+    let sub =
+        comm.split(Some((r % 2) as u32), r as i64)?.ok_or("split returned no communicator")?;
     let mut s = [1u32];
     sub.allreduce(&mut s, Op::Sum)?;
-    check(&comm, "split+allreduce", s[0] as usize == (0..p).filter(|q| q % 2 == r % 2).count(), args.verbose, &mut results);
+    check(
+        &comm,
+        "split+allreduce",
+        s[0] as usize == (0..p).filter(|q| q % 2 == r % 2).count(),
+        args.verbose,
+        &mut results,
+    );
 
     comm.barrier()?;
     check(&comm, "barrier", true, args.verbose, &mut results);

@@ -68,7 +68,11 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     session.comm().allreduce(&mut job_s, Op::Max)?;
     if session.rank() == 0 {
         let want = points::lloyd(&d.all()?, &first, d.iterations);
-        let err = centers.iter().zip(&want).map(|(a, b)| (a[0] - b[0]).abs().max((a[1] - b[1]).abs())).fold(0.0, f64::max);
+        let err = centers
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a[0] - b[0]).abs().max((a[1] - b[1]).abs()))
+            .fold(0.0, f64::max);
         let ok = err < 1e-6;
         d.write(&centers)?;
         println!(

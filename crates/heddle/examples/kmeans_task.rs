@@ -17,8 +17,11 @@ use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
 use clap::Parser;
-use heddle::comm::dataflow::{Options, TaskId};
-use heddle::task::{Compute, Context, Edge, Job, Plan, Produced, Result as TaskResult, RoundRobin, Source, TaskGraph, WorkerSpec};
+use heddle::dataflow::{Options, TaskId};
+use heddle::task::{
+    Compute, Context, Edge, Job, Plan, Produced, Result as TaskResult, RoundRobin, Source,
+    TaskGraph, WorkerSpec,
+};
 use heddle::Op;
 
 #[derive(Debug, Parser)]
@@ -96,7 +99,11 @@ impl Compute for Centers {
     type In = (TaskId, Vec<[f64; 2]>);
     type Out = ();
 
-    fn execute(&mut self, _: &mut Context<'_, ()>, (_, centers): (TaskId, Vec<[f64; 2]>)) -> TaskResult<()> {
+    fn execute(
+        &mut self,
+        _: &mut Context<'_, ()>,
+        (_, centers): (TaskId, Vec<[f64; 2]>),
+    ) -> TaskResult<()> {
         *self.0.lock().expect("the centers' lock") = centers;
         Ok(())
     }
@@ -123,7 +130,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         None => {
             let n = d.points;
-            let share = (n * rank / p..n * (rank + 1) / p).map(|i| points::point(d.seed, i)).collect();
+            let share =
+                (n * rank / p..n * (rank + 1) / p).map(|i| points::point(d.seed, i)).collect();
             (share, (0..(d.k as u64).min(n)).map(|i| points::point(d.seed, i)).collect(), n)
         }
     };
@@ -131,9 +139,13 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let result = Arc::new(Mutex::new(Vec::new()));
     let mut graph = TaskGraph::new();
     let share = RefCell::new(Some(share));
-    let source = graph.source("points", p as u32, move |_| Points { share: share.borrow_mut().take().unwrap_or_default(), at: 0 });
+    let source = graph.source("points", p as u32, move |_| Points {
+        share: share.borrow_mut().take().unwrap_or_default(),
+        at: 0,
+    });
     let init = first.clone();
-    let kmeans = graph.compute("kmeans", p as u32, move |_| KMeans { blocks: Vec::new(), centers: init.clone() });
+    let kmeans = graph
+        .compute("kmeans", p as u32, move |_| KMeans { blocks: Vec::new(), centers: init.clone() });
     let r = result.clone();
     let sink = graph.compute("centers", 1, move |_| Centers(r.clone()));
     graph.connect(&source, &kmeans, Edge::direct());
@@ -153,7 +165,11 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if rank == 0 {
         let centers = result.lock().expect("the centers' lock").clone();
         let want = points::lloyd(&d.all()?, &first, d.iterations);
-        let err = centers.iter().zip(&want).map(|(a, b)| (a[0] - b[0]).abs().max((a[1] - b[1]).abs())).fold(0.0, f64::max);
+        let err = centers
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a[0] - b[0]).abs().max((a[1] - b[1]).abs()))
+            .fold(0.0, f64::max);
         let ok = centers.len() == want.len() && err < 1e-6;
         d.write(&centers)?;
         println!(

@@ -69,15 +69,22 @@ fn run(args: Args) -> Result<(), BoxError> {
     let start = Instant::now();
 
     let events = read_events(&files)?;
-    let window = Window::tumbling(Duration::from_millis(args.window_ms)).event_time(Duration::from_millis(args.out_of_order_ms), Duration::ZERO);
-    let stream = session.stream_from_vec(events).map(|(key, t)| (key, (t, 1u64))).window(window, |v| v.0, |a, b| (a.0.max(b.0), a.1 + b.1));
+    let window = Window::tumbling(Duration::from_millis(args.window_ms))
+        .event_time(Duration::from_millis(args.out_of_order_ms), Duration::ZERO);
+    let stream = session.stream_from_vec(events).map(|(key, t)| (key, (t, 1u64))).window(
+        window,
+        |v| v.0,
+        |a, b| (a.0.max(b.0), a.1 + b.1),
+    );
     let counts: Arc<Mutex<Counts>> = Arc::default();
     let sink = counts.clone();
     let size = args.window_ms;
     stream.run(
         move |_, w| {
             // The latest result of each (window, key) wins, as in an update-mode sink.
-            sink.lock().expect("the sink is not poisoned").insert((w.start / size, w.key), w.value.1);
+            sink.lock()
+                .expect("the sink is not poisoned")
+                .insert((w.start / size, w.key), w.value.1);
             Ok(())
         },
         None,
@@ -95,9 +102,13 @@ fn run(args: Args) -> Result<(), BoxError> {
     let pairs: Vec<((u64, u32), u64)> = local.into_iter().collect();
     let all = comm.gather_object(&pairs, 0)?;
     if let Some(all) = all {
-        let (got_windows, got) = (all.iter().map(Vec::len).sum::<usize>(), all.into_iter().flatten().collect::<Counts>());
+        let (got_windows, got) = (
+            all.iter().map(Vec::len).sum::<usize>(),
+            all.into_iter().flatten().collect::<Counts>(),
+        );
         let want = reference(&read_events(&files)?, args.window_ms);
-        let differ = want.iter().filter(|(k, c)| got.get(k) != Some(c)).count() + got.keys().filter(|k| !want.contains_key(k)).count();
+        let differ = want.iter().filter(|(k, c)| got.get(k) != Some(c)).count()
+            + got.keys().filter(|k| !want.contains_key(k)).count();
         let ok = differ == 0 && got_windows == got.len() && stats[1] == 0;
         let detail = if ok {
             format!("{} events, {} (window, key) counts equal", stats[0], got.len())
@@ -129,7 +140,14 @@ fn read_events(files: &[PathBuf]) -> Result<Vec<Event>, BoxError> {
             if line.is_empty() {
                 continue;
             }
-            events.push(parse(line).ok_or_else(|| format!("{} line {}: expected `ts_ms,key`, got {:?}", f.display(), n + 1, String::from_utf8_lossy(line)))?);
+            events.push(parse(line).ok_or_else(|| {
+                format!(
+                    "{} line {}: expected `ts_ms,key`, got {:?}",
+                    f.display(),
+                    n + 1,
+                    String::from_utf8_lossy(line)
+                )
+            })?);
         }
     }
     Ok(events)
@@ -143,7 +161,13 @@ fn parse(line: &[u8]) -> Option<Event> {
         if digits.is_empty() {
             return None;
         }
-        digits.iter().try_fold(0u64, |n, &d| if d.is_ascii_digit() { n.checked_mul(10)?.checked_add(u64::from(d - b'0')) } else { None })
+        digits.iter().try_fold(0u64, |n, &d| {
+            if d.is_ascii_digit() {
+                n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+            } else {
+                None
+            }
+        })
     };
     Some((u32::try_from(number(&line[comma + 1..])?).ok()?, number(&line[..comma])?))
 }
@@ -161,7 +185,8 @@ fn reference(events: &[Event], window_ms: u64) -> Counts {
 fn write_counts(dir: &Path, rank: usize, counts: &Counts) -> Result<(), BoxError> {
     let io = |e: std::io::Error| format!("writing {}: {e}", dir.display());
     std::fs::create_dir_all(dir).map_err(io)?;
-    let mut out = BufWriter::new(std::fs::File::create(dir.join(format!("part-{rank:05}.csv"))).map_err(io)?);
+    let mut out =
+        BufWriter::new(std::fs::File::create(dir.join(format!("part-{rank:05}.csv"))).map_err(io)?);
     for ((w, k), c) in counts {
         writeln!(out, "{w},{k},{c}").map_err(io)?;
     }

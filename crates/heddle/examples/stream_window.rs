@@ -71,7 +71,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     // Word ids: the generated vocabulary's ranks, or the file's distinct words.
     let (stream, vocabulary) = match (&args.input, args.generate) {
         (Some(path), _) => {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read --input {}: {e}", path.display()))?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read --input {}: {e}", path.display()))?;
             let mut ids: HashMap<String, u32> = HashMap::new();
             let mut words = Vec::new();
             let mut events: Vec<Event> = Vec::new();
@@ -94,17 +95,28 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             let stream = session.stream_generate(args.rate, Some(args.events), move |i| {
                 let mut r = text::Rng(seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
                 let u = r.unit();
-                ((u * u * text::VOCABULARY as f64) as u32, SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64))
+                (
+                    (u * u * text::VOCABULARY as f64) as u32,
+                    SystemTime::now()
+                        .duration_since(UNIX_EPOCH)
+                        .map_or(0, |d| d.as_millis() as u64),
+                )
             });
             (stream, words)
         }
         (None, false) => return Err("give --input FILE or --generate".into()),
     };
-    let window = Window::tumbling(Duration::from_millis(args.window_ms)).event_time(Duration::ZERO, Duration::ZERO);
-    let counts = stream.map(|(w, t)| (w, (t, 1u64))).window(window, |v| v.0, |a, b| (a.0.max(b.0), a.1 + b.1));
+    let window = Window::tumbling(Duration::from_millis(args.window_ms))
+        .event_time(Duration::ZERO, Duration::ZERO);
+    let counts = stream.map(|(w, t)| (w, (t, 1u64))).window(
+        window,
+        |v| v.0,
+        |a, b| (a.0.max(b.0), a.1 + b.1),
+    );
     // Each result: the window, the word, its count, and how long after the window's end
     // it came out (µs).
-    let results: std::sync::Arc<std::sync::Mutex<Vec<(u64, u64, u32, u64, u64)>>> = std::sync::Arc::default();
+    let results: std::sync::Arc<std::sync::Mutex<Vec<(u64, u64, u32, u64, u64)>>> =
+        std::sync::Arc::default();
     let r = results.clone();
     session.comm().barrier()?;
     let start = Instant::now();
@@ -127,15 +139,25 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         // one span never repeat).
         let mut seen = std::collections::HashSet::new();
         let unique = all.iter().all(|r| seen.insert((r.0, r.2)));
-        let ok = unique && records == if args.generate { args.events } else { all.iter().map(|r| r.3).sum() } && all.iter().all(|r| r.1 - r.0 == args.window_ms);
+        let ok = unique
+            && records == if args.generate { args.events } else { all.iter().map(|r| r.3).sum() }
+            && all.iter().all(|r| r.1 - r.0 == args.window_ms);
         let ok = ok && (args.generate || check_file(&args, &all, &vocabulary)?);
         let mut lags: Vec<u64> = all.iter().map(|r| r.4).collect();
         lags.sort_unstable();
-        let pct = |p: f64| lags.get(((lags.len() as f64 * p) as usize).min(lags.len().saturating_sub(1))).copied().unwrap_or(0) as f64 / 1000.0;
+        let pct = |p: f64| {
+            lags.get(((lags.len() as f64 * p) as usize).min(lags.len().saturating_sub(1)))
+                .copied()
+                .unwrap_or(0) as f64
+                / 1000.0
+        };
         if let Some(dir) = &args.output {
             std::fs::create_dir_all(dir)?;
             all.sort_unstable();
-            let lines: Vec<String> = all.iter().map(|r| format!("{}\t{}\t{}\t{}", r.0, r.1, vocabulary[r.2 as usize], r.3)).collect();
+            let lines: Vec<String> = all
+                .iter()
+                .map(|r| format!("{}\t{}\t{}\t{}", r.0, r.1, vocabulary[r.2 as usize], r.3))
+                .collect();
             std::fs::write(dir.join("windows.tsv"), lines.join("\n") + "\n")?;
         }
         let rate = records as f64 / job_s[0];
@@ -155,7 +177,11 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// With a file: the counts per (line-ms window, word) equal a plain count.
-fn check_file(args: &Args, got: &[(u64, u64, u32, u64, u64)], vocabulary: &[String]) -> std::io::Result<bool> {
+fn check_file(
+    args: &Args,
+    got: &[(u64, u64, u32, u64, u64)],
+    vocabulary: &[String],
+) -> std::io::Result<bool> {
     let text = std::fs::read_to_string(args.input.as_ref().expect("a file"))?;
     let mut want: HashMap<(u64, &str), u64> = HashMap::new();
     for (line, l) in text.lines().enumerate() {
@@ -163,6 +189,7 @@ fn check_file(args: &Args, got: &[(u64, u64, u32, u64, u64)], vocabulary: &[Stri
             *want.entry((line as u64 - line as u64 % args.window_ms, w)).or_default() += 1;
         }
     }
-    let have: HashMap<(u64, &str), u64> = got.iter().map(|r| ((r.0, vocabulary[r.2 as usize].as_str()), r.3)).collect();
+    let have: HashMap<(u64, &str), u64> =
+        got.iter().map(|r| ((r.0, vocabulary[r.2 as usize].as_str()), r.3)).collect();
     Ok(have == want)
 }

@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use clap::Parser;
-use heddle::comm::dataflow::Options;
 use heddle::data::{DataSet, Session};
+use heddle::dataflow::Options;
 use heddle::Op;
 use records::{generate, record_hash, Part, KEY, RECORD};
 use serde_bytes::ByteBuf;
@@ -84,7 +84,8 @@ fn input(session: &Session, args: &Args) -> Result<Input, BoxError> {
             let seed = args.seed;
             let records = session.generate(args.records, move |i| split(&generate(seed, i)));
             let count = records.count()?;
-            let checksum = records.map(|(k, v)| record_hash(&k, &v)).reduce(u64::wrapping_add)?.unwrap_or(0);
+            let checksum =
+                records.map(|(k, v)| record_hash(&k, &v)).reduce(u64::wrapping_add)?.unwrap_or(0);
             Ok(Input { records, count, checksum })
         }
         Some(path) => read_lines(session, path, BLOCK),
@@ -99,7 +100,8 @@ const BLOCK: u64 = 4 << 20;
 /// first (a job of its own, before the clock): a file of any other form is an error
 /// naming it, and the line, if one is wrong.
 fn read_lines(session: &Session, path: &Path, block: u64) -> Result<Input, BoxError> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read --input {}: {e}", path.display()))?;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read --input {}: {e}", path.display()))?;
     let len = meta.len();
     if !meta.is_file() || len % LINE as u64 != 0 {
         return Err(format!(
@@ -111,14 +113,21 @@ fn read_lines(session: &Session, path: &Path, block: u64) -> Result<Input, BoxEr
     }
     let (count, checksum) = check_lines(session, path, len / LINE as u64, block)?;
     // Checked: each block holds whole lines of 101 bytes.
-    let records = session.text_blocks(path, block)?.flat_map(|block: String| block.as_bytes().chunks_exact(LINE).map(split).collect::<Vec<_>>());
+    let records = session.text_blocks(path, block)?.flat_map(|block: String| {
+        block.as_bytes().chunks_exact(LINE).map(split).collect::<Vec<_>>()
+    });
     Ok(Input { records, count, checksum })
 }
 
 /// Checks the `lines` lines of `path`, in chunks of about `block` bytes across the
 /// partitions: each 100 bytes of text without a newline, then a newline. Returns their
 /// count and checksum (on every worker).
-fn check_lines(session: &Session, path: &Path, lines: u64, block: u64) -> Result<(u64, u64), BoxError> {
+fn check_lines(
+    session: &Session,
+    path: &Path,
+    lines: u64,
+    block: u64,
+) -> Result<(u64, u64), BoxError> {
     let per_chunk = (block / LINE as u64).max(1);
     let sums: Arc<[AtomicU64; 2]> = Arc::default();
     let (file, into) = (path.to_path_buf(), sums.clone());
@@ -149,8 +158,12 @@ fn check_chunk(path: &Path, first: u64, n: u64) -> heddle::data::Result<u64> {
         let (record, end) = line.split_at(RECORD);
         let found = match record.iter().position(|&b| b == b'\n') {
             Some(at) => Some(format!("a newline after {at} bytes")),
-            None if end[0] != b'\n' => Some(format!("byte {:?} after 100 bytes", char::from(end[0]))),
-            None if std::str::from_utf8(record).is_err() => Some("bytes that are not UTF-8 text".into()),
+            None if end[0] != b'\n' => {
+                Some(format!("byte {:?} after 100 bytes", char::from(end[0])))
+            }
+            None if std::str::from_utf8(record).is_err() => {
+                Some("bytes that are not UTF-8 text".into())
+            }
             None => None,
         };
         if let Some(found) = found {
@@ -171,7 +184,8 @@ fn main() {
 
 fn run(args: Args) -> Result<(), BoxError> {
     let dirs = vec![args.spill_dir.clone().unwrap_or_else(std::env::temp_dir)];
-    let session = Session::new(heddle::init()?)?.with_options(Options::batch().spill(args.mem_budget, dirs))?;
+    let session = Session::new(heddle::init()?)?
+        .with_options(Options::batch().spill(args.mem_budget, dirs))?;
     let Input { records, count: in_count, checksum: in_sum } = input(&session, &args)?;
     if let Some(dir) = &args.output {
         // There even with no records (a part is made by its partition's first record).
@@ -186,7 +200,9 @@ fn run(args: Args) -> Result<(), BoxError> {
         let mut parts = sink.lock().expect("the parts' lock");
         let part = match parts.entry(i) {
             std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::btree_map::Entry::Vacant(e) => e.insert(Part::create(dir.as_deref(), i as usize).map_err(|source| io(&dir, source))?),
+            std::collections::btree_map::Entry::Vacant(e) => e.insert(
+                Part::create(dir.as_deref(), i as usize).map_err(|source| io(&dir, source))?,
+            ),
         };
         part.add(&k, &v).map_err(|source| io(&dir, source))
     })?;
@@ -202,13 +218,18 @@ fn run(args: Args) -> Result<(), BoxError> {
 
     // Validate: each part sorted, parts in order, the same count and checksum as the input.
     let comm = session.comm();
-    let bounds = comm.allgather_object(&parts.iter().map(|(i, p)| (*i, p.first, p.last)).collect::<Vec<_>>())?;
-    let mut ranges: Vec<(u32, [u8; KEY], [u8; KEY])> = bounds.into_iter().flatten().filter_map(|(i, a, b)| Some((i, a?, b?))).collect();
+    let bounds = comm
+        .allgather_object(&parts.iter().map(|(i, p)| (*i, p.first, p.last)).collect::<Vec<_>>())?;
+    let mut ranges: Vec<(u32, [u8; KEY], [u8; KEY])> =
+        bounds.into_iter().flatten().filter_map(|(i, a, b)| Some((i, a?, b?))).collect();
     ranges.sort();
     let across = ranges.windows(2).all(|w| w[0].2 <= w[1].1);
     let ordered = parts.values().all(|p| p.ordered);
     let [out_count, out_sum] = {
-        let mut c = [parts.values().map(|p| p.count).sum::<u64>(), parts.values().fold(0u64, |s, p| s.wrapping_add(p.checksum))];
+        let mut c = [
+            parts.values().map(|p| p.count).sum::<u64>(),
+            parts.values().fold(0u64, |s, p| s.wrapping_add(p.checksum)),
+        ];
         comm.allreduce(&mut c, Op::Sum)?;
         c
     };
@@ -229,7 +250,10 @@ fn run(args: Args) -> Result<(), BoxError> {
 }
 
 fn io(dir: &Option<PathBuf>, source: std::io::Error) -> heddle::data::Error {
-    heddle::data::Error::Io { path: dir.as_ref().map_or_else(|| "(no output)".into(), |d| d.display().to_string()), source }
+    heddle::data::Error::Io {
+        path: dir.as_ref().map_or_else(|| "(no output)".into(), |d| d.display().to_string()),
+        source,
+    }
 }
 
 #[cfg(test)]
@@ -240,7 +264,7 @@ mod tests {
     use heddle::data::Session;
     use proptest::prelude::*;
 
-    use super::{read_lines, split, generate, Input, RECORD};
+    use super::{generate, read_lines, split, Input, RECORD};
 
     fn session(partitions: u32) -> Session {
         let comm = heddle::comm::solo(heddle::comm::CommConfig::default()).expect("a world of one");
@@ -254,7 +278,8 @@ mod tests {
         fn new(content: &[u8]) -> TempFile {
             static NEXT: AtomicU64 = AtomicU64::new(0);
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let path = std::env::temp_dir().join(format!("heddle-terasort-{}-{n}", std::process::id()));
+            let path =
+                std::env::temp_dir().join(format!("heddle-terasort-{}-{n}", std::process::id()));
             std::fs::write(&path, content).unwrap();
             TempFile(path)
         }
@@ -278,7 +303,10 @@ mod tests {
 
     fn error_of(content: &[u8]) -> (String, String) {
         let f = TempFile::new(content);
-        let e = read_lines(&session(1), &f.0, 1 << 20).err().expect("an error before the sort").to_string();
+        let e = read_lines(&session(1), &f.0, 1 << 20)
+            .err()
+            .expect("an error before the sort")
+            .to_string();
         (e, f.0.display().to_string())
     }
 
@@ -346,7 +374,9 @@ mod tests {
         let want = format!("{path} line 2: expected a 100-byte line (100 bytes of text and a newline), found a newline after 99 bytes");
         assert!(e.contains(&want), "{e}\nshould contain: {want}");
         // A newline in a line's place but not at its end, or none at all, in later lines.
-        for (at, byte, line) in [(5 * (RECORD + 1) + 30, b'\n', 6), (7 * (RECORD + 1) + RECORD, b'y', 8)] {
+        for (at, byte, line) in
+            [(5 * (RECORD + 1) + 30, b'\n', 6), (7 * (RECORD + 1) + RECORD, b'y', 8)]
+        {
             let mut content = lines(&text_records(9, 2), b"\n");
             content[at] = byte;
             let (e, path) = error_of(&content);

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Parser, ValueEnum};
-use heddle::comm::dataflow::{EdgeSpec, Event, Offer, Operation, Options, Placement, Sort, TaskId};
+use heddle::dataflow::{EdgeSpec, Event, Offer, Operation, Options, Placement, Sort, TaskId};
 use heddle::{Communicator, Op};
 use serde_bytes::ByteBuf;
 
@@ -105,15 +105,22 @@ impl Input {
     /// to end in a newline each.
     fn read(path: &Path, format: Format, rank: usize, size: usize) -> Result<Input, BoxError> {
         let name = path.display();
-        let mut f = std::fs::File::open(path).map_err(|e| format!("cannot open --input {name}: {e}"))?;
+        let mut f =
+            std::fs::File::open(path).map_err(|e| format!("cannot open --input {name}: {e}"))?;
         let len = f.metadata().map_err(|e| format!("cannot read --input {name}: {e}"))?.len();
         let (stride, what) = match format {
             Format::Lines => (RECORD + 1, "100-byte lines (101 bytes each with the newline)"),
             Format::Raw => (RECORD, "100-byte records (--format raw)"),
         };
         if len % stride as u64 != 0 {
-            let hint = if format == Format::Lines && len % RECORD as u64 == 0 { "; raw records need --format raw" } else { "" };
-            return Err(format!("{name} holds {len} bytes: not a whole number of {what}{hint}").into());
+            let hint = if format == Format::Lines && len % RECORD as u64 == 0 {
+                "; raw records need --format raw"
+            } else {
+                ""
+            };
+            return Err(
+                format!("{name} holds {len} bytes: not a whole number of {what}{hint}").into()
+            );
         }
         let n = len / stride as u64;
         let (lo, hi) = (n * rank as u64 / size as u64, n * (rank as u64 + 1) / size as u64);
@@ -123,7 +130,8 @@ impl Input {
         f.read_exact(&mut bytes).map_err(read_err)?;
         if format == Format::Lines {
             if let Some(i) = bytes.chunks_exact(stride).position(|l| l[RECORD] != b'\n') {
-                let (line, at) = (lo + i as u64 + 1, (lo + i as u64) * stride as u64 + RECORD as u64);
+                let (line, at) =
+                    (lo + i as u64 + 1, (lo + i as u64) * stride as u64 + RECORD as u64);
                 return Err(format!(
                     "{name} line {line}: expected 100 bytes and a newline, found byte {:?} at byte {at} where the newline goes{}",
                     char::from(bytes[i * stride + RECORD]),
@@ -150,7 +158,9 @@ impl Input {
     }
 
     fn checksum(&self) -> u64 {
-        (0..self.len()).fold(0u64, |sum, i| sum.wrapping_add(record_hash(self.key(i).as_slice(), self.value(i))))
+        (0..self.len()).fold(0u64, |sum, i| {
+            sum.wrapping_add(record_hash(self.key(i).as_slice(), self.value(i)))
+        })
     }
 }
 
@@ -184,7 +194,9 @@ fn run(args: Args) -> Result<(), BoxError> {
     let mut loaded = [u8::from(input.is_ok())];
     comm.allreduce(&mut loaded, Op::Min)?;
     let input = match input {
-        Ok(_) if loaded[0] == 0 => return Err("another worker could not load its share of the input".into()),
+        Ok(_) if loaded[0] == 0 => {
+            return Err("another worker could not load its share of the input".into())
+        }
         loaded => loaded?,
     };
     let in_count = input.len() as u64;
@@ -192,7 +204,9 @@ fn run(args: Args) -> Result<(), BoxError> {
     let cut = splitters(&comm, &input)?;
     // One source and one target per worker: task w and task size + w on worker w.
     let p = size as TaskId;
-    let placement = Placement::from_pairs((0..p).map(|w| (w, w as usize)).chain((0..p).map(|w| (p + w, w as usize))));
+    let placement = Placement::from_pairs(
+        (0..p).map(|w| (w, w as usize)).chain((0..p).map(|w| (p + w, w as usize))),
+    );
     let spec = EdgeSpec::new(1, (0..p).collect(), (p..2 * p).collect(), placement);
     let dirs = vec![args.spill_dir.clone().unwrap_or_else(std::env::temp_dir)];
     let opts = Options::batch().spill(args.mem_budget, dirs).batch_size(256 << 10);
@@ -201,7 +215,8 @@ fn run(args: Args) -> Result<(), BoxError> {
     // records as they come, never holding the sorted part in memory.
     let (source, target) = (rank as TaskId, p + rank as TaskId);
     let mut part = Part::create(args.output.as_deref(), rank)?;
-    let mut records = (0..input.len()).map(|i| (input.key(i), ByteBuf::from(input.value(i).to_vec())));
+    let mut records =
+        (0..input.len()).map(|i| (input.key(i), ByteBuf::from(input.value(i).to_vec())));
     let mut held = None;
     let mut finished = false;
     loop {
@@ -245,7 +260,8 @@ fn run(args: Args) -> Result<(), BoxError> {
     let in_sum = input.checksum();
     let (ordered, out_sum) = (part.ordered, part.checksum);
     let bounds = comm.allgather_object(&(part.first, part.last))?;
-    let parts: Vec<([u8; KEY], [u8; KEY])> = bounds.into_iter().filter_map(|(a, b)| a.zip(b)).collect();
+    let parts: Vec<([u8; KEY], [u8; KEY])> =
+        bounds.into_iter().filter_map(|(a, b)| a.zip(b)).collect();
     let across = parts.windows(2).all(|w| w[0].1 <= w[1].0);
     let [out_count, total, in_sum, out_sum, spilled] = {
         let mut c = [part.count, in_count, in_sum, out_sum, spilled];
@@ -283,7 +299,8 @@ mod tests {
         fn new(content: &[u8]) -> TempFile {
             static NEXT: AtomicU64 = AtomicU64::new(0);
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let path = std::env::temp_dir().join(format!("heddle-terasort-dataflow-{}-{n}", std::process::id()));
+            let path = std::env::temp_dir()
+                .join(format!("heddle-terasort-dataflow-{}-{n}", std::process::id()));
             std::fs::write(&path, content).unwrap();
             TempFile(path)
         }
@@ -297,7 +314,9 @@ mod tests {
 
     /// `n` records from `seed`: binary, or printable ASCII for a file of lines.
     fn records(n: usize, seed: u64, text: bool) -> Vec<[u8; RECORD]> {
-        (0..n as u64).map(|i| generate(seed, i).map(|b| if text { b' ' + b % 95 } else { b })).collect()
+        (0..n as u64)
+            .map(|i| generate(seed, i).map(|b| if text { b' ' + b % 95 } else { b }))
+            .collect()
     }
 
     /// The file: raw records back to back, or each followed by a newline.
@@ -313,13 +332,19 @@ mod tests {
         for rank in 0..workers {
             let input = Input::read(&f.0, format, rank, workers).map_err(|e| e.to_string())?;
             assert_eq!(input.bytes.len() % input.stride, 0);
-            got.extend((0..input.len()).map(|i| [input.key(i).as_slice(), input.value(i)].concat()));
+            got.extend(
+                (0..input.len()).map(|i| [input.key(i).as_slice(), input.value(i)].concat()),
+            );
         }
         Ok(got)
     }
 
     fn format(lines: bool) -> Format {
-        if lines { Format::Lines } else { Format::Raw }
+        if lines {
+            Format::Lines
+        } else {
+            Format::Raw
+        }
     }
 
     proptest! {
@@ -401,9 +426,16 @@ mod tests {
         content.insert(5 * (RECORD + 1) + 10, b'x'); // ... and line 6 is 101
         let f = TempFile::new(&content);
         for workers in 1..=6 {
-            let errors: Vec<String> = (0..workers).filter_map(|rank| Input::read(&f.0, Format::Lines, rank, workers).err().map(|e| e.to_string())).collect();
+            let errors: Vec<String> = (0..workers)
+                .filter_map(|rank| {
+                    Input::read(&f.0, Format::Lines, rank, workers).err().map(|e| e.to_string())
+                })
+                .collect();
             let want = format!("{} line 5: expected 100 bytes and a newline", f.0.display());
-            assert!(errors.len() == 1 && errors[0].starts_with(&want), "{workers} workers: {errors:?}");
+            assert!(
+                errors.len() == 1 && errors[0].starts_with(&want),
+                "{workers} workers: {errors:?}"
+            );
         }
     }
 

@@ -23,9 +23,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
-use heddle::comm::dataflow::Options;
+use heddle::dataflow::Options;
 use heddle::task::ports::{Dispatcher, Port};
-use heddle::task::{Compute, Context, Edge, Job, Plan, Produced, Result as TaskResult, RoundRobin, Source, TaskGraph, WorkerSpec};
+use heddle::task::{
+    Compute, Context, Edge, Job, Plan, Produced, Result as TaskResult, RoundRobin, Source,
+    TaskGraph, WorkerSpec,
+};
 use heddle::{Communicator, Op};
 
 type BoxError = Box<dyn std::error::Error>;
@@ -63,7 +66,11 @@ fn main() {
 
 fn run(args: Args) -> Result<(), BoxError> {
     if !(1..=MAX_TASKS).contains(&args.tasks) {
-        return Err(format!("--tasks {} is not within 1..={MAX_TASKS} (the sum of the squares must fit in 64 bits)", args.tasks).into());
+        return Err(format!(
+            "--tasks {} is not within 1..={MAX_TASKS} (the sum of the squares must fit in 64 bits)",
+            args.tasks
+        )
+        .into());
     }
     let comm = heddle::init()?;
     comm.barrier()?;
@@ -149,12 +156,16 @@ fn by_ports(comm: &Communicator, n: u64, threads: usize) -> Result<u64, BoxError
         let (squares, done) = (Port::<u64>::new(), Port::<u64>::new());
         let finished = done.clone();
         // One-shot: fires once, with every square of this worker.
-        queue.multiple_receive(false, mine.len(), &squares, move |all: Vec<u64>| finished.post(all.iter().sum()));
+        queue.multiple_receive(false, mine.len(), &squares, move |all: Vec<u64>| {
+            finished.post(all.iter().sum())
+        });
         for i in mine {
             let out = squares.clone();
             queue.spawn(move || out.post(i * i));
         }
-        local = done.take_timeout(Duration::from_secs(300)).ok_or("the tasks did not finish within 300 s")?;
+        local = done
+            .take_timeout(Duration::from_secs(300))
+            .ok_or("the tasks did not finish within 300 s")?;
     }
     let mut sum = [local];
     comm.allreduce(&mut sum, Op::Sum)?;

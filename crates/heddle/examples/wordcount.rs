@@ -55,19 +55,24 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let counts = if args.plain {
         session
             .text_file(&input)?
-            .flat_map(|line| line.split_ascii_whitespace().map(|w| (w.to_string(), 1u64)).collect::<Vec<_>>())
+            .flat_map(|line| {
+                line.split_ascii_whitespace().map(|w| (w.to_string(), 1u64)).collect::<Vec<_>>()
+            })
             .reduce_by_key(|a, b| a + b)
     } else {
-        session
-            .text_blocks(&input, BLOCK_BYTES)?
-            .flat_map_reduce_by_key(|block: String, c| block.split_ascii_whitespace().for_each(|w| c.add(w, 1u64)), |a, b| a + b)
+        session.text_blocks(&input, BLOCK_BYTES)?.flat_map_reduce_by_key(
+            |block: String, c| block.split_ascii_whitespace().for_each(|w| c.add(w, 1u64)),
+            |a, b| a + b,
+        )
     };
     if args.explain && session.rank() == 0 {
         print!("{}", counts.explain()?);
     }
     let result = match &args.data.output {
         Some(dir) => {
-            counts.map(|(w, c)| format!("{w}\t{c}")).write_text(heddle::data::Output::new(dir).mode(heddle::data::WriteMode::Overwrite))?;
+            counts.map(|(w, c)| format!("{w}\t{c}")).write_text(
+                heddle::data::Output::new(dir).mode(heddle::data::WriteMode::Overwrite),
+            )?;
             None
         }
         None => counts.collect()?,
@@ -110,7 +115,11 @@ fn read_parts(dir: &Path) -> std::io::Result<HashMap<String, u64>> {
 /// A plain count of every word of the input (a file, or every file of a directory).
 fn reference(path: &Path) -> std::io::Result<HashMap<String, u64>> {
     let mut counts = HashMap::new();
-    let files: Vec<PathBuf> = if path.is_dir() { std::fs::read_dir(path)?.flatten().map(|e| e.path()).collect() } else { vec![path.to_path_buf()] };
+    let files: Vec<PathBuf> = if path.is_dir() {
+        std::fs::read_dir(path)?.flatten().map(|e| e.path()).collect()
+    } else {
+        vec![path.to_path_buf()]
+    };
     for f in files {
         for word in std::fs::read_to_string(f)?.split_ascii_whitespace() {
             *counts.entry(word.to_string()).or_insert(0) += 1;

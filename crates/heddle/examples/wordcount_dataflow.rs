@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use clap::Parser;
-use heddle::comm::dataflow::{drive, EdgeSpec, Event, KeyedReduce, Options, Placement, TaskId};
+use heddle::dataflow::{drive, EdgeSpec, Event, KeyedReduce, Options, Placement, TaskId};
 use heddle::Op;
 
 #[derive(Debug, Parser)]
@@ -62,7 +62,10 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let sources: Vec<TaskId> = (0..p * SOURCES_PER_WORKER).collect();
     let targets: Vec<TaskId> = (0..p).map(|w| p * SOURCES_PER_WORKER + w).collect();
     let placement = Placement::from_pairs(
-        sources.iter().map(|&s| (s, (s / SOURCES_PER_WORKER) as usize)).chain(targets.iter().map(|&t| (t, (t - p * SOURCES_PER_WORKER) as usize))),
+        sources
+            .iter()
+            .map(|&s| (s, (s / SOURCES_PER_WORKER) as usize))
+            .chain(targets.iter().map(|&t| (t, (t - p * SOURCES_PER_WORKER) as usize))),
     );
     let spec = EdgeSpec::new(1, sources.clone(), targets, placement.clone());
     let mut op = KeyedReduce::new(&comm, spec, opts, |a: u64, b: u64| a + b)?;

@@ -20,8 +20,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use clap::Parser;
-use heddle::comm::dataflow::Options;
-use heddle::task::{Compute, Context, Edge, Job, Plan, Produced, Result as TaskResult, RoundRobin, Source, TaskGraph, WorkerSpec};
+use heddle::dataflow::Options;
+use heddle::task::{
+    Compute, Context, Edge, Job, Plan, Produced, Result as TaskResult, RoundRobin, Source,
+    TaskGraph, WorkerSpec,
+};
 use heddle::Op;
 use rustc_hash::FxHashMap;
 
@@ -96,7 +99,10 @@ impl ReadRange {
         } else {
             // The first newline at or after the range's last byte ends its last line.
             let from = (self.end - 1).saturating_sub(base) as usize;
-            let last = block.get(from..).and_then(|tail| tail.iter().position(|&b| b == b'\n')).map(|p| from + p);
+            let last = block
+                .get(from..)
+                .and_then(|tail| tail.iter().position(|&b| b == b'\n'))
+                .map(|p| from + p);
             let cut = match last {
                 Some(p) => {
                     self.done = true;
@@ -115,7 +121,10 @@ impl Source for ReadRange {
     type Out = Vec<u8>;
 
     fn next(&mut self, ctx: &mut Context<'_, Vec<u8>>) -> TaskResult<Produced> {
-        match self.next_lines().map_err(|e| heddle::task::Error::Graph(format!("reading the input: {e}")))? {
+        match self
+            .next_lines()
+            .map_err(|e| heddle::task::Error::Graph(format!("reading the input: {e}")))?
+        {
             Some(lines) if !lines.is_empty() => ctx.emit(lines),
             _ => {}
         }
@@ -170,9 +179,12 @@ impl Compute for Totals {
 
     fn end_of_input(&mut self, ctx: &mut Context<'_, ()>) -> TaskResult<()> {
         let Some(dir) = &self.output else { return Ok(()) };
-        let io = |e: std::io::Error| heddle::task::Error::Graph(format!("writing {}: {e}", dir.display()));
+        let io = |e: std::io::Error| {
+            heddle::task::Error::Graph(format!("writing {}: {e}", dir.display()))
+        };
         std::fs::create_dir_all(dir).map_err(io)?;
-        let mut out = BufWriter::new(File::create(dir.join(format!("part-{:05}", ctx.index()))).map_err(io)?);
+        let mut out =
+            BufWriter::new(File::create(dir.join(format!("part-{:05}", ctx.index()))).map_err(io)?);
         for (word, count) in self.totals.lock().expect("the totals' lock").iter() {
             writeln!(out, "{word}\t{count}").map_err(io)?;
         }
@@ -197,10 +209,13 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let totals = Arc::new(Mutex::new(Vec::new()));
     let mut graph = TaskGraph::new();
     let path = input.clone();
-    let read = graph.source("read", p, move |i| ReadRange::open(&path, i, p).expect("the input was checked above"));
+    let read = graph.source("read", p, move |i| {
+        ReadRange::open(&path, i, p).expect("the input was checked above")
+    });
     let count = graph.compute("count", p, |_| CountWords::default());
     let (out, t) = (args.data.output.clone(), totals.clone());
-    let total = graph.compute("total", p, move |_| Totals { output: out.clone(), totals: t.clone() });
+    let total =
+        graph.compute("total", p, move |_| Totals { output: out.clone(), totals: t.clone() });
     graph.connect(&read, &count, Edge::direct());
     graph.connect(&count, &total, Edge::keyed_reduce(|a: u64, b| a + b));
     let plan = Plan::new(&graph, &WorkerSpec::discover(&comm)?, &RoundRobin)?;
@@ -213,7 +228,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     Job::new(&comm, &graph, &plan, Options::batch())?.run()?;
     let local = totals.lock().expect("the totals' lock").clone();
-    let gathered = if args.data.output.is_none() { Some(comm.gather_object(&local, 0)?) } else { None };
+    let gathered =
+        if args.data.output.is_none() { Some(comm.gather_object(&local, 0)?) } else { None };
     let mut job_s = [start.elapsed().as_secs_f64()];
     comm.allreduce(&mut job_s, Op::Max)?;
 

@@ -11,18 +11,21 @@
 //! ```
 
 pub use heddle_comm::{
-    local_world, solo, Algorithm, CallOptions, Collective, CommConfig, Communicator, CustomOp, Element, Op, TransportChoice,
+    local_world, solo, Algorithm, CallOptions, Collective, CommConfig, Communicator, CustomOp,
+    Element, Op, TransportChoice,
 };
 pub use heddle_runtime::WorkerEnv;
 
 /// Re-export of the communication crate.
 pub use heddle_comm as comm;
+/// Re-export of the data API.
+pub use heddle_data as data;
+/// Re-export of the dataflow operations.
+pub use heddle_dataflow as dataflow;
 /// Re-export of the runtime crate.
 pub use heddle_runtime as runtime;
 /// Re-export of the task system.
 pub use heddle_task as task;
-/// Re-export of the data API.
-pub use heddle_data as data;
 /// Re-export of the wire-format crate.
 pub use heddle_wire as wire;
 

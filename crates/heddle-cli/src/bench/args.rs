@@ -42,12 +42,7 @@ pub(crate) struct BenchCollectivesArgs {
     pub(super) json: Option<PathBuf>,
 
     /// World sizes to run, comma-separated.
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        default_value = "2,4"
-    )]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "2,4")]
     pub(super) ranks: Vec<usize>,
 
     /// Message sizes in bytes, comma-separated (pingpong is always 8 B, bandwidth 16 MiB).
@@ -96,11 +91,7 @@ impl BenchCollectivesArgs {
         if self.sizes.is_empty() {
             return Err("--sizes needs at least one size in bytes".into());
         }
-        if let Some(bad) = self
-            .collectives
-            .iter()
-            .find(|c| !COLLECTIVES.contains(&c.as_str()))
-        {
+        if let Some(bad) = self.collectives.iter().find(|c| !COLLECTIVES.contains(&c.as_str())) {
             return Err(format!(
                 "--collectives: unknown collective {bad:?} (known: {})",
                 COLLECTIVES.join(",")

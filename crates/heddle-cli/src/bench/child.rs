@@ -31,11 +31,8 @@ pub(crate) fn run_captured(
     timeout: Duration,
     echo: bool,
 ) -> std::io::Result<Captured> {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()?;
+    let mut child =
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn()?;
     let stdout = child.stdout.take().expect("stdout is piped");
     let (tx, rx) = mpsc::channel::<String>();
     std::thread::spawn(move || {
@@ -58,7 +55,9 @@ pub(crate) fn run_captured(
             Ok(line) => lines.push(line),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             // Stdout closed but the process has not exited yet: poll without spinning.
-            Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(Duration::from_millis(50)),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(Duration::from_millis(50))
+            }
         }
         if let Some(status) = child.try_wait()? {
             break status;
@@ -76,11 +75,7 @@ pub(crate) fn run_captured(
             Err(_) => break,
         }
     }
-    Ok(Captured {
-        status,
-        lines,
-        timed_out,
-    })
+    Ok(Captured { status, lines, timed_out })
 }
 
 /// SIGTERM (so that `heddle run` and `mpirun` stop their workers), then SIGKILL after a grace.

@@ -67,16 +67,8 @@ pub(crate) fn bench_collectives(args: &BenchCollectivesArgs) -> Result<i32, BoxE
     let mut records: Vec<Record> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
     let repeat = args.repeat.max(1);
-    for (n, rep) in args
-        .ranks
-        .iter()
-        .flat_map(|&n| (1..=repeat).map(move |rep| (n, rep)))
-    {
-        let run = if repeat > 1 {
-            format!(", run {rep}/{repeat}")
-        } else {
-            String::new()
-        };
+    for (n, rep) in args.ranks.iter().flat_map(|&n| (1..=repeat).map(move |rep| (n, rep))) {
+        let run = if repeat > 1 { format!(", run {rep}/{repeat}") } else { String::new() };
         run_side(
             &format!("heddle, {n} ranks{run}"),
             &mut sides.heddle(n),
@@ -112,11 +104,7 @@ pub(crate) fn bench_collectives(args: &BenchCollectivesArgs) -> Result<i32, BoxE
     if unverified > 0 {
         eprintln!("bench: {unverified} measurement(s) were NOT verified (wrong results)");
     }
-    Ok(if failures.is_empty() && unverified == 0 {
-        0
-    } else {
-        1
-    })
+    Ok(if failures.is_empty() && unverified == 0 { 0 } else { 1 })
 }
 
 /// Runs one side, collecting its records; a failure is recorded, not fatal.
@@ -138,10 +126,7 @@ fn run_side(
                 start.elapsed().as_secs_f64()
             );
             if out.timed_out {
-                failures.push(format!(
-                    "{label}: timed out after {} s (killed)",
-                    timeout.as_secs()
-                ));
+                failures.push(format!("{label}: timed out after {} s (killed)", timeout.as_secs()));
             } else if !out.status.success() {
                 failures.push(format!("{label}: exited with {}", out.status));
             } else if got.is_empty() {

@@ -5,14 +5,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// Collectives in table order (also the default `--collectives`).
-pub(super) const COLLECTIVES: &[&str] = &[
-    "allreduce",
-    "broadcast",
-    "allgather",
-    "alltoall",
-    "pingpong",
-    "bandwidth",
-];
+pub(super) const COLLECTIVES: &[&str] =
+    &["allreduce", "broadcast", "allgather", "alltoall", "pingpong", "bandwidth"];
 
 /// One measurement line printed by either side.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,29 +81,19 @@ pub(super) fn parse_line(line: &str) -> Option<Record> {
 
 /// Position of collective `c` in [`COLLECTIVES`]; unknown ones sort last.
 pub(super) fn collective_order(c: &str) -> usize {
-    COLLECTIVES
-        .iter()
-        .position(|k| *k == c)
-        .unwrap_or(COLLECTIVES.len())
+    COLLECTIVES.iter().position(|k| *k == c).unwrap_or(COLLECTIVES.len())
 }
 
 /// Sorts records by collective (table order), ranks, bytes, system.
 pub(super) fn sort_records(records: &mut [Record]) {
     records.sort_by(|a, b| {
-        (
-            collective_order(&a.collective),
-            &a.collective,
-            a.ranks,
-            a.bytes,
-            &a.system,
-        )
-            .cmp(&(
-                collective_order(&b.collective),
-                &b.collective,
-                b.ranks,
-                b.bytes,
-                &b.system,
-            ))
+        (collective_order(&a.collective), &a.collective, a.ranks, a.bytes, &a.system).cmp(&(
+            collective_order(&b.collective),
+            &b.collective,
+            b.ranks,
+            b.bytes,
+            &b.system,
+        ))
     });
 }
 
@@ -149,10 +133,7 @@ mod tests {
         assert!(plain.verified);
         assert_eq!(plain.gbps, None);
         assert_eq!(parse_line(&format!("[0] {LINE}")), Some(plain.clone()));
-        assert_eq!(
-            parse_line(&format!("[12]   {LINE}  \r")),
-            Some(plain.clone())
-        );
+        assert_eq!(parse_line(&format!("[12]   {LINE}  \r")), Some(plain.clone()));
         assert_eq!(parse_line(&format!("[3]{LINE}")), Some(plain));
     }
 
@@ -193,9 +174,6 @@ mod tests {
         assert_eq!((out[0].system.as_str(), out[0].p50_us), ("heddle", 2.0));
         assert!(out[0].verified);
         assert_eq!((out[1].system.as_str(), out[1].p50_us), ("mpi", 0.9));
-        assert!(
-            !out[1].verified,
-            "one unverified run taints the measurement"
-        );
+        assert!(!out[1].verified, "one unverified run taints the measurement");
     }
 }

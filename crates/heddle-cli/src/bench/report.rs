@@ -73,12 +73,7 @@ fn merge(records: &[Record], peer: &str) -> Vec<Row> {
         if !is_heddle && r.system != peer {
             continue;
         }
-        let key = (
-            collective_order(&r.collective),
-            r.collective.clone(),
-            r.ranks,
-            r.bytes,
-        );
+        let key = (collective_order(&r.collective), r.collective.clone(), r.ranks, r.bytes);
         let row = rows.entry(key).or_insert_with(|| Row {
             collective: r.collective.clone(),
             ranks: r.ranks,
@@ -126,7 +121,7 @@ fn fmt_fixed(v: Option<f64>, decimals: usize) -> String {
 fn fmt_bytes(b: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
     for (unit, name) in UNITS {
-        if b >= unit && b % unit == 0 {
+        if b >= unit && b.is_multiple_of(unit) {
             return format!("{} {name}", b / unit);
         }
     }
@@ -242,10 +237,7 @@ mod tests {
             Record::sample("spark", "allreduce", 2, 8, 9.0), // neither system: ignored
         ];
         let rows = merge(&records, "mpi");
-        let keys: Vec<_> = rows
-            .iter()
-            .map(|r| (r.collective.as_str(), r.ranks, r.bytes))
-            .collect();
+        let keys: Vec<_> = rows.iter().map(|r| (r.collective.as_str(), r.ranks, r.bytes)).collect();
         assert_eq!(
             keys,
             vec![
@@ -271,10 +263,7 @@ mod tests {
         let table = render_table(&records, "mpi");
         let lines: Vec<&str> = table.lines().collect();
         assert!(lines[0].starts_with("| collective | ranks | bytes | Heddle p50 µs | MPI p50 µs"));
-        assert_eq!(
-            lines[2],
-            "| allreduce | 2 | 8 B | 1.50 | 1.00 | 1.50 | 3.00 | 2.00 | yes |"
-        );
+        assert_eq!(lines[2], "| allreduce | 2 | 8 B | 1.50 | 1.00 | 1.50 | 3.00 | 2.00 | yes |");
         assert_eq!(
             lines[3],
             "| alltoall | 4 | 1 MiB | - | 160.0 | - | - | 320.0 | heddle - / mpi yes |"

@@ -114,9 +114,7 @@ pub(super) fn find_repo_root() -> Result<PathBuf, BoxError> {
     if let Ok(dir) = std::env::current_dir() {
         starts.push(dir);
     }
-    if let Some(dir) = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(Path::to_path_buf))
+    if let Some(dir) = std::env::current_exe().ok().and_then(|e| e.parent().map(Path::to_path_buf))
     {
         starts.push(dir);
     }
@@ -130,11 +128,7 @@ pub(super) fn find_repo_root() -> Result<PathBuf, BoxError> {
     Err(format!(
         "cannot find the Heddle repository (a directory with {MPI_SETUP}) above {}: \
          run this from inside the repository",
-        starts
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(" or ")
+        starts.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" or ")
     )
     .into())
 }
@@ -170,11 +164,7 @@ pub(super) fn run_setup(root: &Path, timeout: Duration) -> Result<PathBuf, BoxEr
         return Err(format!(
             "{} failed ({}); see its messages above",
             setup.display(),
-            if out.timed_out {
-                "timed out".to_string()
-            } else {
-                out.status.to_string()
-            }
+            if out.timed_out { "timed out".to_string() } else { out.status.to_string() }
         )
         .into());
     }

@@ -12,7 +12,11 @@ pub fn heddle() -> PathBuf {
 
 pub fn example(name: &str) -> String {
     let p = heddle().parent().expect("target dir").join("examples").join(name);
-    assert!(p.exists(), "{} is missing: build the examples first (cargo test --workspace or make test)", p.display());
+    assert!(
+        p.exists(),
+        "{} is missing: build the examples first (cargo test --workspace or make test)",
+        p.display()
+    );
     p.display().to_string()
 }
 
@@ -23,7 +27,11 @@ pub fn marker(test: &str) -> String {
 
 pub fn command(mark: &str, args: &[&str]) -> Command {
     let mut c = Command::new(heddle());
-    c.args(args).env("HDTEST_MARK", mark).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c.args(args)
+        .env("HDTEST_MARK", mark)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     c
 }
 
@@ -54,7 +62,9 @@ pub fn survivors(mark: &str) -> Vec<u32> {
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
         let Ok(env) = std::fs::read(entry.path().join("environ")) else { continue };
-        let zombie = std::fs::read_to_string(entry.path().join("stat")).map(|s| s.contains(") Z ")).unwrap_or(false);
+        let zombie = std::fs::read_to_string(entry.path().join("stat"))
+            .map(|s| s.contains(") Z "))
+            .unwrap_or(false);
         if !zombie && env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()) {
             found.push(pid);
         }

@@ -1,7 +1,9 @@
 //! Typed data movement on [`Communicator`]: broadcast, gather(v), scatter(v),
 //! allgather(v), alltoall(v).
 
-use super::{allgather, alltoall, broadcast, displacements, gather, scatter, CallOptions, Collective};
+use super::{
+    allgather, alltoall, broadcast, displacements, gather, scatter, CallOptions, Collective,
+};
 use crate::stamp::Signature;
 use crate::{Communicator, Element, Error, Result};
 
@@ -18,7 +20,10 @@ impl Communicator {
         if root < self.size() {
             Ok(())
         } else {
-            Err(invalid(format!("root {root} is outside this communicator of {} ranks", self.size())))
+            Err(invalid(format!(
+                "root {root} is outside this communicator of {} ranks",
+                self.size()
+            )))
         }
     }
 
@@ -34,7 +39,12 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::broadcast`].
-    pub fn broadcast_with<T: Element>(&self, buf: &mut [T], root: usize, opts: CallOptions) -> Result<()> {
+    pub fn broadcast_with<T: Element>(
+        &self,
+        buf: &mut [T],
+        root: usize,
+        opts: CallOptions,
+    ) -> Result<()> {
         self.check_root(root)?;
         if self.size() == 1 || buf.is_empty() {
             return Ok(());
@@ -51,28 +61,88 @@ impl Communicator {
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad root or buffer size.
     pub fn gather<T: Element>(&self, send: &[T], recv: &mut [T], root: usize) -> Result<()> {
+        self.gather_with(send, recv, root, CallOptions::default())
+    }
+
+    /// [`Communicator::gather`] with options.
+    ///
+    /// # Errors
+    /// As [`Communicator::gather`].
+    pub fn gather_with<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        root: usize,
+        opts: CallOptions,
+    ) -> Result<()> {
         let counts = vec![send.len(); self.size()];
-        self.gather_counted(send, recv, &counts, root, Some(send.len()))
+        self.gather_counted(send, recv, &counts, root, Some(send.len()), opts)
     }
 
     /// Gathers rank i's `counts[i]` elements into `recv` at `root`, concatenated in rank order.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad root or counts that do not match the buffers.
-    pub fn gatherv<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize], root: usize) -> Result<()> {
-        self.gather_counted(send, recv, counts, root, None)
+    pub fn gatherv<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        root: usize,
+    ) -> Result<()> {
+        self.gatherv_with(send, recv, counts, root, CallOptions::default())
+    }
+
+    /// [`Communicator::gatherv`] with options.
+    ///
+    /// # Errors
+    /// As [`Communicator::gatherv`].
+    pub fn gatherv_with<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        root: usize,
+        opts: CallOptions,
+    ) -> Result<()> {
+        self.gather_counted(send, recv, counts, root, None, opts)
     }
 
     /// Gathers; `each` is the count every rank passes, if they must agree.
-    fn gather_counted<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize], root: usize, each: Option<usize>) -> Result<()> {
+    fn gather_counted<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        root: usize,
+        each: Option<usize>,
+        opts: CallOptions,
+    ) -> Result<()> {
         self.check_root(root)?;
-        self.check_counts("gatherv", counts, send.len(), (self.rank() == root).then_some(recv.len()))?;
+        self.check_counts(
+            "gatherv",
+            counts,
+            send.len(),
+            (self.rank() == root).then_some(recv.len()),
+        )?;
         if self.size() == 1 {
             recv.copy_from_slice(send);
             return Ok(());
         }
-        let (alg, mut s) = self.begin(Signature::new(Collective::Gather, T::DTYPE, each, 0), CallOptions::default(), std::mem::size_of_val(send), true);
-        gather::run(&mut s, alg, bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv), &bytes_of::<T>(counts), root)
+        let (alg, mut s) = self.begin(
+            Signature::new(Collective::Gather, T::DTYPE, each, 0),
+            opts,
+            std::mem::size_of_val(send),
+            true,
+        );
+        gather::run(
+            &mut s,
+            alg,
+            bytemuck::cast_slice(send),
+            bytemuck::cast_slice_mut(recv),
+            &bytes_of::<T>(counts),
+            root,
+        )
     }
 
     /// Scatters `send` at `root` (`size() * recv.len()` elements) so rank i receives block i.
@@ -80,28 +150,88 @@ impl Communicator {
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad root or buffer size.
     pub fn scatter<T: Element>(&self, send: &[T], recv: &mut [T], root: usize) -> Result<()> {
+        self.scatter_with(send, recv, root, CallOptions::default())
+    }
+
+    /// [`Communicator::scatter`] with options.
+    ///
+    /// # Errors
+    /// As [`Communicator::scatter`].
+    pub fn scatter_with<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        root: usize,
+        opts: CallOptions,
+    ) -> Result<()> {
         let counts = vec![recv.len(); self.size()];
-        self.scatter_counted(send, &counts, recv, root, Some(recv.len()))
+        self.scatter_counted(send, &counts, recv, root, Some(recv.len()), opts)
     }
 
     /// Scatters `send` at `root` so rank i receives `counts[i]` elements.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad root or counts that do not match the buffers.
-    pub fn scatterv<T: Element>(&self, send: &[T], counts: &[usize], recv: &mut [T], root: usize) -> Result<()> {
-        self.scatter_counted(send, counts, recv, root, None)
+    pub fn scatterv<T: Element>(
+        &self,
+        send: &[T],
+        counts: &[usize],
+        recv: &mut [T],
+        root: usize,
+    ) -> Result<()> {
+        self.scatterv_with(send, counts, recv, root, CallOptions::default())
+    }
+
+    /// [`Communicator::scatterv`] with options.
+    ///
+    /// # Errors
+    /// As [`Communicator::scatterv`].
+    pub fn scatterv_with<T: Element>(
+        &self,
+        send: &[T],
+        counts: &[usize],
+        recv: &mut [T],
+        root: usize,
+        opts: CallOptions,
+    ) -> Result<()> {
+        self.scatter_counted(send, counts, recv, root, None, opts)
     }
 
     /// Scatters; `each` is the count every rank passes, if they must agree.
-    fn scatter_counted<T: Element>(&self, send: &[T], counts: &[usize], recv: &mut [T], root: usize, each: Option<usize>) -> Result<()> {
+    fn scatter_counted<T: Element>(
+        &self,
+        send: &[T],
+        counts: &[usize],
+        recv: &mut [T],
+        root: usize,
+        each: Option<usize>,
+        opts: CallOptions,
+    ) -> Result<()> {
         self.check_root(root)?;
-        self.check_counts("scatterv", counts, recv.len(), (self.rank() == root).then_some(send.len()))?;
+        self.check_counts(
+            "scatterv",
+            counts,
+            recv.len(),
+            (self.rank() == root).then_some(send.len()),
+        )?;
         if self.size() == 1 {
             recv.copy_from_slice(send);
             return Ok(());
         }
-        let (alg, mut s) = self.begin(Signature::new(Collective::Scatter, T::DTYPE, each, 0), CallOptions::default(), std::mem::size_of_val(recv), true);
-        scatter::run(&mut s, alg, bytemuck::cast_slice(send), &bytes_of::<T>(counts), bytemuck::cast_slice_mut(recv), root)
+        let (alg, mut s) = self.begin(
+            Signature::new(Collective::Scatter, T::DTYPE, each, 0),
+            opts,
+            std::mem::size_of_val(recv),
+            true,
+        );
+        scatter::run(
+            &mut s,
+            alg,
+            bytemuck::cast_slice(send),
+            &bytes_of::<T>(counts),
+            bytemuck::cast_slice_mut(recv),
+            root,
+        )
     }
 
     /// Every rank receives every rank's `send` (equal lengths) in rank order.
@@ -116,7 +246,12 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::allgather`].
-    pub fn allgather_with<T: Element>(&self, send: &[T], recv: &mut [T], opts: CallOptions) -> Result<()> {
+    pub fn allgather_with<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        opts: CallOptions,
+    ) -> Result<()> {
         let counts = vec![send.len(); self.size()];
         self.allgatherv_with(send, recv, &counts, opts)
     }
@@ -125,11 +260,26 @@ impl Communicator {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if the counts do not match the buffers.
-    pub fn allgatherv<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize]) -> Result<()> {
+    pub fn allgatherv<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+    ) -> Result<()> {
         self.allgatherv_with(send, recv, counts, CallOptions::default())
     }
 
-    fn allgatherv_with<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize], opts: CallOptions) -> Result<()> {
+    /// [`Communicator::allgatherv`] with options.
+    ///
+    /// # Errors
+    /// As [`Communicator::allgatherv`].
+    pub fn allgatherv_with<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        opts: CallOptions,
+    ) -> Result<()> {
         self.check_counts("allgatherv", counts, send.len(), Some(recv.len()))?;
         if self.size() == 1 {
             recv.copy_from_slice(send);
@@ -139,8 +289,19 @@ impl Communicator {
             return Ok(());
         }
         let uniform = counts.iter().all(|&c| c == counts[0]);
-        let (alg, mut s) = self.begin(Signature::new(Collective::Allgather, T::DTYPE, Some(recv.len()), 0), opts, std::mem::size_of_val(send), uniform);
-        allgather::run(&mut s, alg, bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv), &bytes_of::<T>(counts))
+        let (alg, mut s) = self.begin(
+            Signature::new(Collective::Allgather, T::DTYPE, Some(recv.len()), 0),
+            opts,
+            std::mem::size_of_val(send),
+            uniform,
+        );
+        allgather::run(
+            &mut s,
+            alg,
+            bytemuck::cast_slice(send),
+            bytemuck::cast_slice_mut(recv),
+            &bytes_of::<T>(counts),
+        )
     }
 
     /// Rank i's block j (`send.len() / size()` elements) goes to rank j's block i.
@@ -155,13 +316,22 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::alltoall`].
-    pub fn alltoall_with<T: Element>(&self, send: &[T], recv: &mut [T], opts: CallOptions) -> Result<()> {
+    pub fn alltoall_with<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        opts: CallOptions,
+    ) -> Result<()> {
         let p = self.size();
-        if send.len() % p != 0 || recv.len() != send.len() {
-            return Err(invalid(format!("alltoall: send of {} and recv of {} elements are not {p} equal blocks", send.len(), recv.len())));
+        if !send.len().is_multiple_of(p) || recv.len() != send.len() {
+            return Err(invalid(format!(
+                "alltoall: send of {} and recv of {} elements are not {p} equal blocks",
+                send.len(),
+                recv.len()
+            )));
         }
         let counts = vec![send.len() / p; p];
-        self.alltoallv_with(send, &counts, recv, &counts, opts, Some(send.len()))
+        self.alltoall_counted(send, &counts, recv, &counts, opts, Some(send.len()))
     }
 
     /// Rank i sends `send_counts[j]` elements to rank j and receives `recv_counts[j]` from it;
@@ -169,12 +339,33 @@ impl Communicator {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if the counts do not match the buffers.
-    pub fn alltoallv<T: Element>(&self, send: &[T], send_counts: &[usize], recv: &mut [T], recv_counts: &[usize]) -> Result<()> {
-        self.alltoallv_with(send, send_counts, recv, recv_counts, CallOptions::default(), None)
+    pub fn alltoallv<T: Element>(
+        &self,
+        send: &[T],
+        send_counts: &[usize],
+        recv: &mut [T],
+        recv_counts: &[usize],
+    ) -> Result<()> {
+        self.alltoallv_with(send, send_counts, recv, recv_counts, CallOptions::default())
+    }
+
+    /// [`Communicator::alltoallv`] with options.
+    ///
+    /// # Errors
+    /// As [`Communicator::alltoallv`].
+    pub fn alltoallv_with<T: Element>(
+        &self,
+        send: &[T],
+        send_counts: &[usize],
+        recv: &mut [T],
+        recv_counts: &[usize],
+        opts: CallOptions,
+    ) -> Result<()> {
+        self.alltoall_counted(send, send_counts, recv, recv_counts, opts, None)
     }
 
     /// All-to-all; `each` is the total every rank sends, if they must agree.
-    fn alltoallv_with<T: Element>(
+    fn alltoall_counted<T: Element>(
         &self,
         send: &[T],
         send_counts: &[usize],
@@ -183,8 +374,18 @@ impl Communicator {
         opts: CallOptions,
         each: Option<usize>,
     ) -> Result<()> {
-        self.check_counts("alltoallv send", send_counts, send_counts.get(self.rank()).copied().unwrap_or(0), Some(send.len()))?;
-        self.check_counts("alltoallv recv", recv_counts, recv_counts.get(self.rank()).copied().unwrap_or(0), Some(recv.len()))?;
+        self.check_counts(
+            "alltoallv send",
+            send_counts,
+            send_counts.get(self.rank()).copied().unwrap_or(0),
+            Some(send.len()),
+        )?;
+        self.check_counts(
+            "alltoallv recv",
+            recv_counts,
+            recv_counts.get(self.rank()).copied().unwrap_or(0),
+            Some(recv.len()),
+        )?;
         if self.size() == 1 {
             recv.copy_from_slice(send);
             return Ok(());
@@ -192,23 +393,50 @@ impl Communicator {
         let sd = displacements(&bytes_of::<T>(send_counts));
         let rd = displacements(&bytes_of::<T>(recv_counts));
         let per_peer = std::mem::size_of_val(send) / self.size();
-        let (alg, mut s) = self.begin(Signature::new(Collective::Alltoall, T::DTYPE, each, 0), opts, per_peer, true);
-        alltoall::run(&mut s, alg, bytemuck::cast_slice(send), &sd, bytemuck::cast_slice_mut(recv), &rd)
+        let (alg, mut s) = self.begin(
+            Signature::new(Collective::Alltoall, T::DTYPE, each, 0),
+            opts,
+            per_peer,
+            true,
+        );
+        alltoall::run(
+            &mut s,
+            alg,
+            bytemuck::cast_slice(send),
+            &sd,
+            bytemuck::cast_slice_mut(recv),
+            &rd,
+        )
     }
 
     /// Checks `counts` has one entry per rank, that this rank's entry is `own`, and (when
     /// given) that they sum to `total`.
-    fn check_counts(&self, what: &str, counts: &[usize], own: usize, total: Option<usize>) -> Result<()> {
+    fn check_counts(
+        &self,
+        what: &str,
+        counts: &[usize],
+        own: usize,
+        total: Option<usize>,
+    ) -> Result<()> {
         if counts.len() != self.size() {
-            return Err(invalid(format!("{what}: {} counts for {} ranks", counts.len(), self.size())));
+            return Err(invalid(format!(
+                "{what}: {} counts for {} ranks",
+                counts.len(),
+                self.size()
+            )));
         }
         if counts[self.rank()] != own {
-            return Err(invalid(format!("{what}: this rank's count is {} but its buffer holds {own}", counts[self.rank()])));
+            return Err(invalid(format!(
+                "{what}: this rank's count is {} but its buffer holds {own}",
+                counts[self.rank()]
+            )));
         }
         if let Some(t) = total {
             let sum: usize = counts.iter().sum();
             if sum != t {
-                return Err(invalid(format!("{what}: counts sum to {sum} but the buffer holds {t}")));
+                return Err(invalid(format!(
+                    "{what}: counts sum to {sum} but the buffer holds {t}"
+                )));
             }
         }
         Ok(())

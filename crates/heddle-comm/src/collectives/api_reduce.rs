@@ -21,7 +21,12 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::allreduce`].
-    pub fn allreduce_with<T: Element>(&self, buf: &mut [T], op: Op<T>, opts: CallOptions) -> Result<()> {
+    pub fn allreduce_with<T: Element>(
+        &self,
+        buf: &mut [T],
+        op: Op<T>,
+        opts: CallOptions,
+    ) -> Result<()> {
         if self.size() == 1 || buf.is_empty() {
             return Ok(());
         }
@@ -36,7 +41,13 @@ impl Communicator {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad root or, at the root, `recv` shorter than `send`.
-    pub fn reduce<T: Element>(&self, send: &[T], recv: &mut [T], op: Op<T>, root: usize) -> Result<()> {
+    pub fn reduce<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: Op<T>,
+        root: usize,
+    ) -> Result<()> {
         self.reduce_with(send, recv, op, root, CallOptions::default())
     }
 
@@ -44,20 +55,40 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::reduce`].
-    pub fn reduce_with<T: Element>(&self, send: &[T], recv: &mut [T], op: Op<T>, root: usize, opts: CallOptions) -> Result<()> {
+    pub fn reduce_with<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: Op<T>,
+        root: usize,
+        opts: CallOptions,
+    ) -> Result<()> {
         if root >= self.size() {
-            return Err(Error::InvalidArgument(format!("root {root} is outside this communicator of {} ranks", self.size())));
+            return Err(Error::InvalidArgument(format!(
+                "root {root} is outside this communicator of {} ranks",
+                self.size()
+            )));
         }
         if self.rank() == root && recv.len() != send.len() {
-            return Err(Error::InvalidArgument(format!("reduce: root recv holds {} elements, send {}", recv.len(), send.len())));
+            return Err(Error::InvalidArgument(format!(
+                "reduce: root recv holds {} elements, send {}",
+                recv.len(),
+                send.len()
+            )));
         }
         if self.size() == 1 || send.is_empty() {
             recv.copy_from_slice(send);
             return Ok(());
         }
         let recv = if self.rank() == root { recv } else { &mut [] };
-        let (sb, rb): (&[u8], &mut [u8]) = (bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv));
-        let (alg, mut s) = self.begin(Signature::new(Collective::Reduce, T::DTYPE, Some(send.len()), op.code()), opts, sb.len(), true);
+        let (sb, rb): (&[u8], &mut [u8]) =
+            (bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv));
+        let (alg, mut s) = self.begin(
+            Signature::new(Collective::Reduce, T::DTYPE, Some(send.len()), op.code()),
+            opts,
+            sb.len(),
+            true,
+        );
         reduce::run(&mut s, alg, sb, rb, root, &byte_op(&op))
     }
 
@@ -66,7 +97,13 @@ impl Communicator {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if the counts do not match the buffers.
-    pub fn reduce_scatter<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize], op: Op<T>) -> Result<()> {
+    pub fn reduce_scatter<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        op: Op<T>,
+    ) -> Result<()> {
         self.reduce_scatter_with(send, recv, counts, op, CallOptions::default())
     }
 
@@ -74,8 +111,18 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::reduce_scatter`].
-    pub fn reduce_scatter_with<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize], op: Op<T>, opts: CallOptions) -> Result<()> {
-        if counts.len() != self.size() || counts.iter().sum::<usize>() != send.len() || recv.len() != counts[self.rank()] {
+    pub fn reduce_scatter_with<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        op: Op<T>,
+        opts: CallOptions,
+    ) -> Result<()> {
+        if counts.len() != self.size()
+            || counts.iter().sum::<usize>() != send.len()
+            || recv.len() != counts[self.rank()]
+        {
             return Err(Error::InvalidArgument(format!(
                 "reduce_scatter: {} counts summing to {} for {} ranks, send of {} and recv of {} elements",
                 counts.len(),
@@ -92,8 +139,14 @@ impl Communicator {
         let e = std::mem::size_of::<T>();
         let byte_counts: Vec<usize> = counts.iter().map(|c| c * e).collect();
         let uniform = counts.iter().all(|&c| c == counts[0]);
-        let (sb, rb): (&[u8], &mut [u8]) = (bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv));
-        let (alg, mut s) = self.begin(Signature::new(Collective::ReduceScatter, T::DTYPE, Some(send.len()), op.code()), opts, sb.len(), uniform);
+        let (sb, rb): (&[u8], &mut [u8]) =
+            (bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv));
+        let (alg, mut s) = self.begin(
+            Signature::new(Collective::ReduceScatter, T::DTYPE, Some(send.len()), op.code()),
+            opts,
+            sb.len(),
+            uniform,
+        );
         reduce_scatter::run(&mut s, alg, sb, rb, &byte_counts, &byte_op(&op))
     }
 
@@ -101,8 +154,27 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::reduce_scatter`].
-    pub fn reduce_scatter_block<T: Element>(&self, send: &[T], recv: &mut [T], op: Op<T>) -> Result<()> {
+    pub fn reduce_scatter_block<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: Op<T>,
+    ) -> Result<()> {
+        self.reduce_scatter_block_with(send, recv, op, CallOptions::default())
+    }
+
+    /// [`Communicator::reduce_scatter_block`] with options.
+    ///
+    /// # Errors
+    /// As [`Communicator::reduce_scatter`].
+    pub fn reduce_scatter_block_with<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: Op<T>,
+        opts: CallOptions,
+    ) -> Result<()> {
         let counts = vec![recv.len(); self.size()];
-        self.reduce_scatter(send, recv, &counts, op)
+        self.reduce_scatter_with(send, recv, &counts, op, opts)
     }
 }

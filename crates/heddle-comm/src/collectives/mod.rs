@@ -19,8 +19,8 @@ pub(crate) mod scatter;
 mod select;
 mod step;
 
-pub use select::{Algorithm, Collective};
 pub(crate) use select::choose;
+pub use select::{Algorithm, Collective};
 pub(crate) use step::Step;
 
 use std::time::Duration;
@@ -103,7 +103,11 @@ pub(crate) fn carve<'a>(buf: &'a mut [u8], ranges: &[(usize, usize)]) -> Vec<&'a
 ///
 /// # Panics
 /// If the ranges overlap or are out of bounds.
-pub(crate) fn split_disjoint(buf: &mut [u8], read: (usize, usize), write: (usize, usize)) -> (&[u8], &mut [u8]) {
+pub(crate) fn split_disjoint(
+    buf: &mut [u8],
+    read: (usize, usize),
+    write: (usize, usize),
+) -> (&[u8], &mut [u8]) {
     let (r0, r1) = (read.0, read.0 + read.1);
     let (w0, w1) = (write.0, write.0 + write.1);
     assert!(r1 <= buf.len() && w1 <= buf.len(), "range out of bounds");

@@ -100,7 +100,10 @@ impl Algorithm {
             (C::Barrier, A::Dissemination)
                 | (C::Broadcast, A::BinomialTree | A::ScatterAllgather)
                 | (C::Reduce, A::BinomialTree)
-                | (C::Allreduce, A::RecursiveDoubling | A::Ring | A::Rabenseifner | A::ReduceBroadcast)
+                | (
+                    C::Allreduce,
+                    A::RecursiveDoubling | A::Ring | A::Rabenseifner | A::ReduceBroadcast
+                )
                 | (C::Gather, A::Linear)
                 | (C::Scatter, A::Linear)
                 | (C::Allgather, A::Ring | A::RecursiveDoubling | A::Bruck)
@@ -112,7 +115,9 @@ impl Algorithm {
     /// Whether it can run with `ranks` ranks and equal (`uniform`) per-rank sizes.
     fn applies(self, c: Collective, ranks: usize, uniform: bool) -> bool {
         match (c, self) {
-            (Collective::Allgather, Algorithm::RecursiveDoubling) => ranks.is_power_of_two() && uniform,
+            (Collective::Allgather, Algorithm::RecursiveDoubling) => {
+                ranks.is_power_of_two() && uniform
+            }
             (Collective::Allgather, Algorithm::Bruck) => uniform,
             _ => self.serves(c),
         }
@@ -151,11 +156,13 @@ fn table() -> &'static Table {
             .filter(|(k, _)| !k.starts_with('_'))
             .map(|(k, v)| {
                 let c: Collective = k.parse().expect("tuning.json names a known collective");
-                let rules: Vec<Rule> = serde_json::from_value(v).expect("tuning.json rules are well-formed");
+                let rules: Vec<Rule> =
+                    serde_json::from_value(v).expect("tuning.json rules are well-formed");
                 let rules = rules
                     .into_iter()
                     .map(|r| {
-                        let a: Algorithm = r.algorithm.parse().expect("tuning.json names a known algorithm");
+                        let a: Algorithm =
+                            r.algorithm.parse().expect("tuning.json names a known algorithm");
                         assert!(a.serves(c), "tuning.json: {a} does not implement {c}");
                         (r, a)
                     })
@@ -168,7 +175,13 @@ fn table() -> &'static Table {
 
 /// Picks the algorithm for one call: `forced` (per call, else by config) if it applies,
 /// else the first matching rule of the table, else the fallback.
-pub(crate) fn choose(c: Collective, forced: Option<Algorithm>, ranks: usize, bytes: usize, uniform: bool) -> Algorithm {
+pub(crate) fn choose(
+    c: Collective,
+    forced: Option<Algorithm>,
+    ranks: usize,
+    bytes: usize,
+    uniform: bool,
+) -> Algorithm {
     if let Some(a) = forced {
         if a.applies(c, ranks, uniform) {
             return a;
@@ -181,7 +194,9 @@ pub(crate) fn choose(c: Collective, forced: Option<Algorithm>, ranks: usize, byt
         .find(|(tc, _)| *tc == c)
         .and_then(|(_, rules)| {
             rules.iter().find(|(r, a)| {
-                r.max_ranks.map_or(true, |m| ranks <= m) && r.max_bytes.map_or(true, |m| bytes <= m) && a.applies(c, ranks, uniform)
+                r.max_ranks.is_none_or(|m| ranks <= m)
+                    && r.max_bytes.is_none_or(|m| bytes <= m)
+                    && a.applies(c, ranks, uniform)
             })
         })
         .map_or_else(|| fallback(c), |(_, a)| *a)
@@ -204,9 +219,18 @@ mod tests {
 
     #[test]
     fn forced_algorithm_falls_back_when_it_cannot_apply() {
-        assert_eq!(choose(Collective::Allgather, Some(Algorithm::RecursiveDoubling), 3, 8, true), Algorithm::Ring);
-        assert_eq!(choose(Collective::Allgather, Some(Algorithm::RecursiveDoubling), 4, 8, true), Algorithm::RecursiveDoubling);
-        assert_eq!(choose(Collective::Allreduce, Some(Algorithm::Bruck), 4, 8, true), Algorithm::ReduceBroadcast);
+        assert_eq!(
+            choose(Collective::Allgather, Some(Algorithm::RecursiveDoubling), 3, 8, true),
+            Algorithm::Ring
+        );
+        assert_eq!(
+            choose(Collective::Allgather, Some(Algorithm::RecursiveDoubling), 4, 8, true),
+            Algorithm::RecursiveDoubling
+        );
+        assert_eq!(
+            choose(Collective::Allreduce, Some(Algorithm::Bruck), 4, 8, true),
+            Algorithm::ReduceBroadcast
+        );
     }
 
     #[test]

@@ -30,30 +30,69 @@ impl Step<'_> {
     }
 
     /// Sends and receives together; ranks are communicator ranks.
-    pub(crate) fn exchange(&mut self, sends: &[(usize, &[u8])], recvs: Vec<(usize, Sink<'_>)>) -> Result<()> {
-        let s: Vec<SendOp<'_>> =
-            sends.iter().map(|&(to, data)| SendOp { peer: self.members[to], edge: self.edge, tag: self.tag, data, codec: Codec::Raw, signature: self.signature }).collect();
-        let mut r: Vec<RecvOp<'_>> =
-            recvs.into_iter().map(|(from, sink)| RecvOp::new(self.members[from], self.edge, self.tag, sink).signed(self.signature)).collect();
+    pub(crate) fn exchange(
+        &mut self,
+        sends: &[(usize, &[u8])],
+        recvs: Vec<(usize, Sink<'_>)>,
+    ) -> Result<()> {
+        let s: Vec<SendOp<'_>> = sends
+            .iter()
+            .map(|&(to, data)| SendOp {
+                peer: self.members[to],
+                edge: self.edge,
+                tag: self.tag,
+                data,
+                codec: Codec::Raw,
+                signature: self.signature,
+            })
+            .collect();
+        let mut r: Vec<RecvOp<'_>> = recvs
+            .into_iter()
+            .map(|(from, sink)| {
+                RecvOp::new(self.members[from], self.edge, self.tag, sink).signed(self.signature)
+            })
+            .collect();
         self.engine.exchange(&s, &mut r, self.op, self.timeout)
     }
 
     /// One send and one receive, without allocating.
-    pub(crate) fn sendrecv(&mut self, to: usize, data: &[u8], from: usize, sink: Sink<'_>) -> Result<()> {
-        let s = [SendOp { peer: self.members[to], edge: self.edge, tag: self.tag, data, codec: Codec::Raw, signature: self.signature }];
-        let mut r = [RecvOp::new(self.members[from], self.edge, self.tag, sink).signed(self.signature)];
+    pub(crate) fn sendrecv(
+        &mut self,
+        to: usize,
+        data: &[u8],
+        from: usize,
+        sink: Sink<'_>,
+    ) -> Result<()> {
+        let s = [SendOp {
+            peer: self.members[to],
+            edge: self.edge,
+            tag: self.tag,
+            data,
+            codec: Codec::Raw,
+            signature: self.signature,
+        }];
+        let mut r =
+            [RecvOp::new(self.members[from], self.edge, self.tag, sink).signed(self.signature)];
         self.engine.exchange(&s, &mut r, self.op, self.timeout)
     }
 
     /// One send.
     pub(crate) fn send(&mut self, to: usize, data: &[u8]) -> Result<()> {
-        let s = [SendOp { peer: self.members[to], edge: self.edge, tag: self.tag, data, codec: Codec::Raw, signature: self.signature }];
+        let s = [SendOp {
+            peer: self.members[to],
+            edge: self.edge,
+            tag: self.tag,
+            data,
+            codec: Codec::Raw,
+            signature: self.signature,
+        }];
         self.engine.exchange(&s, &mut [], self.op, self.timeout)
     }
 
     /// One receive.
     pub(crate) fn recv(&mut self, from: usize, sink: Sink<'_>) -> Result<()> {
-        let mut r = [RecvOp::new(self.members[from], self.edge, self.tag, sink).signed(self.signature)];
+        let mut r =
+            [RecvOp::new(self.members[from], self.edge, self.tag, sink).signed(self.signature)];
         self.engine.exchange(&[], &mut r, self.op, self.timeout)
     }
 }

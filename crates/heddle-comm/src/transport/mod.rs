@@ -51,7 +51,10 @@ impl Link {
     }
 
     /// Offers the next incoming frame to `f`.
-    pub(crate) fn poll(&mut self, f: &mut dyn FnMut(&Header, &[u8]) -> Result<bool>) -> Result<Polled> {
+    pub(crate) fn poll(
+        &mut self,
+        f: &mut dyn FnMut(&Header, &[u8]) -> Result<bool>,
+    ) -> Result<Polled> {
         match self {
             Link::Ring { rx, .. } => rx.poll(f),
             Link::Tcp(t) => t.poll(f),
@@ -115,7 +118,13 @@ pub(crate) fn loopback(rank: usize, slots: usize, slot_bytes: usize) -> Link {
 ///
 /// # Errors
 /// As [`shm::ShmSegment::producer_to`].
-pub(crate) fn shm_link(own: &shm::ShmSegment, peer_path: &std::path::Path, shape: shm::RingShape, my_rank: usize, peer: usize) -> Result<Link> {
+pub(crate) fn shm_link(
+    own: &shm::ShmSegment,
+    peer_path: &std::path::Path,
+    shape: shm::RingShape,
+    my_rank: usize,
+    peer: usize,
+) -> Result<Link> {
     let (tx, pid) = shm::ShmSegment::producer_to(peer_path, shape, my_rank)?;
     Ok(Link::Ring { tx, rx: own.consumer(peer), pid: Some(pid) })
 }
@@ -124,6 +133,11 @@ pub(crate) fn shm_link(own: &shm::ShmSegment, peer_path: &std::path::Path, shape
 ///
 /// # Errors
 /// As [`tcp::TcpLink::new`].
-pub(crate) fn tcp_link(stream: std::net::TcpStream, peer: usize, buffer_bytes: usize, window: usize) -> Result<Link> {
+pub(crate) fn tcp_link(
+    stream: std::net::TcpStream,
+    peer: usize,
+    buffer_bytes: usize,
+    window: usize,
+) -> Result<Link> {
     tcp::TcpLink::new(stream, peer, buffer_bytes, window).map(Link::Tcp)
 }

@@ -31,8 +31,14 @@ struct Geometry {
 
 impl Geometry {
     fn new(region: Arc<Region>, offset: usize, slots: usize, slot_bytes: usize) -> Geometry {
-        assert!(offset % 64 == 0 && slot_bytes % 64 == 0, "ring must be cache-line aligned");
-        assert!(offset + ring_bytes(slots, slot_bytes) <= region.len(), "ring does not fit its region");
+        assert!(
+            offset.is_multiple_of(64) && slot_bytes.is_multiple_of(64),
+            "ring must be cache-line aligned"
+        );
+        assert!(
+            offset + ring_bytes(slots, slot_bytes) <= region.len(),
+            "ring does not fit its region"
+        );
         Geometry { region, offset, slots, slot_bytes }
     }
     fn head(&self) -> &AtomicU64 {
@@ -57,7 +63,12 @@ pub(crate) struct RingProducer {
 }
 
 impl RingProducer {
-    pub(crate) fn new(region: Arc<Region>, offset: usize, slots: usize, slot_bytes: usize) -> RingProducer {
+    pub(crate) fn new(
+        region: Arc<Region>,
+        offset: usize,
+        slots: usize,
+        slot_bytes: usize,
+    ) -> RingProducer {
         let g = Geometry::new(region, offset, slots, slot_bytes);
         let head = g.head().load(Ordering::Acquire);
         let tail_seen = g.tail().load(Ordering::Acquire);
@@ -100,10 +111,17 @@ pub(crate) struct RingConsumer {
 
 impl RingConsumer {
     /// The consumer of frames sent by `peer`.
-    pub(crate) fn new(region: Arc<Region>, offset: usize, slots: usize, slot_bytes: usize, peer: usize) -> RingConsumer {
+    pub(crate) fn new(
+        region: Arc<Region>,
+        offset: usize,
+        slots: usize,
+        slot_bytes: usize,
+        peer: usize,
+    ) -> RingConsumer {
         let g = Geometry::new(region, offset, slots, slot_bytes);
         let tail = g.tail().load(Ordering::Acquire);
-        let limits = Limits { max_frame_payload: (slot_bytes - HEADER_LEN) as u32, ..Limits::default() };
+        let limits =
+            Limits { max_frame_payload: (slot_bytes - HEADER_LEN) as u32, ..Limits::default() };
         RingConsumer { g, head_seen: tail, tail, limits, peer }
     }
 
@@ -125,7 +143,9 @@ impl RingConsumer {
         let wire = |source| crate::Error::Wire { rank: self.peer, source };
         let header = Header::decode(bytes, &self.limits).map_err(wire)?;
         if header.key_len != 0 {
-            return Err(wire(heddle_wire::Error::Inconsistent("keys are not used on ring transports")));
+            return Err(wire(heddle_wire::Error::Inconsistent(
+                "keys are not used on ring transports",
+            )));
         }
         let payload = &bytes[HEADER_LEN..HEADER_LEN + header.frag_len as usize];
         if f(&header, payload)? {

@@ -57,12 +57,23 @@ impl ShmSegment {
     pub fn create(path: &Path, shape: RingShape) -> Result<ShmSegment> {
         let ctx = || format!("creating shared-memory segment {}", path.display());
         let file = private::create_file(path).map_err(|e| Error::io(ctx(), e))?;
-        let mut seg = ShmSegment { region: Arc::new(Region::heap(0)), path: path.to_owned(), shape, linked: true };
+        let mut seg = ShmSegment {
+            region: Arc::new(Region::heap(0)),
+            path: path.to_owned(),
+            shape,
+            linked: true,
+        };
         file.set_len(shape.segment_bytes() as u64).map_err(|e| Error::io(ctx(), e))?;
         // SAFETY: the file is ours, freshly created; peers only map it after we register.
         let map = unsafe { memmap2::MmapMut::map_mut(&file) }.map_err(|e| Error::io(ctx(), e))?;
         seg.region = Arc::new(Region::mapped(map));
-        let words = [MAGIC, shape.world as u64, shape.slots as u64, shape.slot_bytes as u64, u64::from(std::process::id())];
+        let words = [
+            MAGIC,
+            shape.world as u64,
+            shape.slots as u64,
+            shape.slot_bytes as u64,
+            u64::from(std::process::id()),
+        ];
         for (i, w) in words.iter().enumerate() {
             // SAFETY: inside the preamble, 8-aligned.
             unsafe { std::ptr::write(seg.region.at(i * 8) as *mut u64, *w) };
@@ -70,14 +81,20 @@ impl ShmSegment {
         Ok(seg)
     }
 
-    /// The file path (a peer maps it with [`ShmSegment::producer_to`]).
+    /// The file path (a peer maps it with `ShmSegment::producer_to`).
     pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// Reading end of the ring that `source` writes into.
     pub(crate) fn consumer(&self, source: usize) -> RingConsumer {
-        RingConsumer::new(self.region.clone(), self.shape.ring_offset(source), self.shape.slots, self.shape.slot_bytes, source)
+        RingConsumer::new(
+            self.region.clone(),
+            self.shape.ring_offset(source),
+            self.shape.slots,
+            self.shape.slot_bytes,
+            source,
+        )
     }
 
     /// Maps a peer's segment at `path` and returns the writing end of the ring reserved
@@ -86,7 +103,11 @@ impl ShmSegment {
     /// # Errors
     /// [`Error::Io`] if it cannot be opened; [`Error::NotPrivate`] if it is not a private file
     /// of this user; [`Error::Config`] if its geometry differs.
-    pub(crate) fn producer_to(path: &Path, shape: RingShape, my_rank: usize) -> Result<(RingProducer, u32)> {
+    pub(crate) fn producer_to(
+        path: &Path,
+        shape: RingShape,
+        my_rank: usize,
+    ) -> Result<(RingProducer, u32)> {
         let ctx = || format!("opening peer shared-memory segment {}", path.display());
         let file = private::open_owned(path, true)?;
         // SAFETY: the owner created and sized it before publishing its path.
@@ -106,10 +127,16 @@ impl ShmSegment {
         };
         let expect = [MAGIC, shape.world as u64, shape.slots as u64, shape.slot_bytes as u64];
         if (0..4).any(|i| word(i) != expect[i]) {
-            return Err(Error::Config(format!("segment {} was made for another job or geometry", path.display())));
+            return Err(Error::Config(format!(
+                "segment {} was made for another job or geometry",
+                path.display()
+            )));
         }
         let pid = word(4) as u32;
-        Ok((RingProducer::new(region, shape.ring_offset(my_rank), shape.slots, shape.slot_bytes), pid))
+        Ok((
+            RingProducer::new(region, shape.ring_offset(my_rank), shape.slots, shape.slot_bytes),
+            pid,
+        ))
     }
 
     /// Removes the file name; mappings stay valid.
@@ -143,9 +170,12 @@ pub fn reap_stale(dir: &Path) -> usize {
         if file.read_exact(&mut preamble).is_err() {
             continue;
         }
-        let word = |i: usize| u64::from_le_bytes(preamble[i * 8..i * 8 + 8].try_into().unwrap_or_default());
+        let word = |i: usize| {
+            u64::from_le_bytes(preamble[i * 8..i * 8 + 8].try_into().unwrap_or_default())
+        };
         let pid = word(4);
-        let stale = word(0) == MAGIC && u32::try_from(pid).is_ok_and(|p| p != std::process::id() && !process_alive(p));
+        let stale = word(0) == MAGIC
+            && u32::try_from(pid).is_ok_and(|p| p != std::process::id() && !process_alive(p));
         if stale && std::fs::remove_file(&path).is_ok() {
             removed += 1;
         }

@@ -34,14 +34,22 @@ impl TcpLink {
     ///
     /// # Errors
     /// [`Error::Io`] if the socket options cannot be set.
-    pub(crate) fn new(stream: TcpStream, peer: usize, buffer_bytes: usize, window: usize) -> Result<TcpLink> {
+    pub(crate) fn new(
+        stream: TcpStream,
+        peer: usize,
+        buffer_bytes: usize,
+        window: usize,
+    ) -> Result<TcpLink> {
         let ctx = |what: &str| format!("{what} on the connection to rank {peer}");
         stream.set_nodelay(true).map_err(|e| Error::io(ctx("setting TCP_NODELAY"), e))?;
         stream.set_nonblocking(true).map_err(|e| Error::io(ctx("setting non-blocking mode"), e))?;
         Ok(TcpLink {
             stream,
             peer,
-            limits: Limits { max_frame_payload: (buffer_bytes - HEADER_LEN) as u32, ..Limits::default() },
+            limits: Limits {
+                max_frame_payload: (buffer_bytes - HEADER_LEN) as u32,
+                ..Limits::default()
+            },
             window,
             credits: window,
             consumed_ungranted: 0,
@@ -171,7 +179,10 @@ impl TcpLink {
     }
 
     /// Offers the next complete data frame to `f` (consumed if it returns true).
-    pub(crate) fn poll(&mut self, f: &mut dyn FnMut(&Header, &[u8]) -> Result<bool>) -> Result<Polled> {
+    pub(crate) fn poll(
+        &mut self,
+        f: &mut dyn FnMut(&Header, &[u8]) -> Result<bool>,
+    ) -> Result<Polled> {
         self.flush();
         let mut read_once = false;
         loop {
@@ -181,10 +192,14 @@ impl TcpLink {
                     // Edge 0 grants this connection's buffers; other credits belong to
                     // dataflow edges and go up with the data.
                     Kind::Credit if frame.header.edge == 0 => {
-                        let n = <[u8; 4]>::try_from(frame.payload).map(u32::from_le_bytes).map_err(|_| Error::Wire {
-                            rank: self.peer,
-                            source: heddle_wire::Error::Inconsistent("a credit payload must be exactly 4 bytes"),
-                        })?;
+                        let n = <[u8; 4]>::try_from(frame.payload)
+                            .map(u32::from_le_bytes)
+                            .map_err(|_| Error::Wire {
+                                rank: self.peer,
+                                source: heddle_wire::Error::Inconsistent(
+                                    "a credit payload must be exactly 4 bytes",
+                                ),
+                            })?;
                         self.credits += n as usize;
                         self.in_start += used;
                     }

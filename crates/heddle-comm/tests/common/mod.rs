@@ -16,7 +16,10 @@ pub(crate) fn on_every_rank(comms: Vec<Communicator>, f: impl Fn(&Communicator) 
 /// Configurations: the default, and tiny buffers with a short window (many fragments,
 /// constant back-pressure).
 pub(crate) fn configs() -> Vec<CommConfig> {
-    vec![CommConfig::default(), CommConfig { buffer_bytes: 1024, window: 2, ..CommConfig::default() }]
+    vec![
+        CommConfig::default(),
+        CommConfig { buffer_bytes: 1024, window: 2, ..CommConfig::default() },
+    ]
 }
 
 /// Element `i` of rank `rank`'s contribution.

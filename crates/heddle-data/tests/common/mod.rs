@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use heddle_comm::dataflow::Options;
 use heddle_comm::{local_world, CommConfig};
 use heddle_data::Session;
+use heddle_dataflow::Options;
 
 /// Runs `body(session)` on every worker of an in-process world of `n` (threads) and
 /// returns every worker's result, in rank order. A failure shows within 20 s.
@@ -15,12 +15,20 @@ pub fn on_workers<R: Send>(n: usize, body: impl Fn(&Session) -> R + Sync) -> Vec
 }
 
 /// As [`on_workers`], each worker running its tasks on `threads` executor threads.
-pub fn on_workers_with<R: Send>(n: usize, threads: usize, body: impl Fn(&Session) -> R + Sync) -> Vec<R> {
+pub fn on_workers_with<R: Send>(
+    n: usize,
+    threads: usize,
+    body: impl Fn(&Session) -> R + Sync,
+) -> Vec<R> {
     on_owned_sessions(n, |s| body(&s.with_threads(threads).expect("threads")))
 }
 
 /// As [`on_workers`], the sessions using `opts` (a memory budget, spill directories).
-pub fn on_sessions_with_options<R: Send>(n: usize, opts: Options, body: impl Fn(&Session) -> R + Sync) -> Vec<R> {
+pub fn on_sessions_with_options<R: Send>(
+    n: usize,
+    opts: Options,
+    body: impl Fn(&Session) -> R + Sync,
+) -> Vec<R> {
     on_owned_sessions(n, |s| body(&s.with_options(opts.clone()).expect("options")))
 }
 

@@ -5,8 +5,8 @@
 use std::any::Any;
 use std::sync::{Arc, Mutex};
 
-use heddle_comm::dataflow::{EdgeSpec, Event, Offer, Options, TaskId};
 use heddle_comm::Communicator;
+use heddle_dataflow::{EdgeSpec, Event, Offer, Options, TaskId};
 
 use super::ports::{lock, Inbox, LocalPort, OpPort, OutPort, Outbox, SharedInbox, QUEUE_CAP};
 use crate::edge::{BoxedOp, Edge};
@@ -35,8 +35,11 @@ pub(crate) trait EdgeFactory {
         sources: &[TaskId],
         targets: Vec<(TaskId, &dyn Any)>,
         chained: bool,
-    ) -> Result<(Box<dyn EdgeRun>, Vec<(TaskId, Box<dyn Any>)>)>;
+    ) -> Result<(Box<dyn EdgeRun>, Vec<TargetInbox>)>;
 }
+
+/// A target task and its inbox on an edge (typed by the edge's record type).
+pub(crate) type TargetInbox = (TaskId, Box<dyn Any>);
 
 impl<T: Send + 'static, U: Send + 'static> EdgeFactory for Edge<T, U> {
     fn instantiate(
@@ -44,33 +47,42 @@ impl<T: Send + 'static, U: Send + 'static> EdgeFactory for Edge<T, U> {
         sources: &[TaskId],
         targets: Vec<(TaskId, &dyn Any)>,
         chained: bool,
-    ) -> Result<(Box<dyn EdgeRun>, Vec<(TaskId, Box<dyn Any>)>)> {
+    ) -> Result<(Box<dyn EdgeRun>, Vec<TargetInbox>)> {
         let inboxes: Vec<(TaskId, SharedInbox<U>)> = targets
             .into_iter()
             .map(|(t, any)| {
-                any.downcast_ref::<SharedInbox<U>>()
-                    .cloned()
-                    .map(|inbox| (t, inbox))
-                    .ok_or_else(|| Error::Graph(format!("task {t}: its input type does not match the edge's output type")))
+                any.downcast_ref::<SharedInbox<U>>().cloned().map(|inbox| (t, inbox)).ok_or_else(
+                    || {
+                        Error::Graph(format!(
+                            "task {t}: its input type does not match the edge's output type"
+                        ))
+                    },
+                )
             })
             .collect::<Result<_>>()?;
         if chained {
-            let map = self.chain.ok_or_else(|| Error::Graph("only direct edges can be chained".into()))?;
+            let map = self
+                .chain
+                .ok_or_else(|| Error::Graph("only direct edges can be chained".into()))?;
             // Chained: upstream instance i feeds downstream instance i, on this worker.
             if sources.len() != inboxes.len() {
-                return Err(Error::Graph("a chained edge needs its instances in pairs on each worker".into()));
+                return Err(Error::Graph(
+                    "a chained edge needs its instances in pairs on each worker".into(),
+                ));
             }
             let ports = sources
                 .iter()
                 .zip(&inboxes)
                 .map(|(&s, (_, inbox))| {
-                    let port: Arc<dyn OutPort<T>> = Arc::new(LocalPort { inbox: inbox.clone(), map });
+                    let port: Arc<dyn OutPort<T>> =
+                        Arc::new(LocalPort { inbox: inbox.clone(), map });
                     (s, Box::new(port) as Box<dyn Any>)
                 })
                 .collect();
             return Ok((Box::new(Chained), ports));
         }
-        let outboxes: Vec<(TaskId, Arc<Mutex<Outbox<T>>>)> = sources.iter().map(|&s| (s, Arc::default())).collect();
+        let outboxes: Vec<(TaskId, Arc<Mutex<Outbox<T>>>)> =
+            sources.iter().map(|&s| (s, Arc::default())).collect();
         let ports = outboxes
             .iter()
             .map(|(s, o)| {
@@ -79,7 +91,8 @@ impl<T: Send + 'static, U: Send + 'static> EdgeFactory for Edge<T, U> {
             })
             .collect();
         let held = outboxes.iter().map(|_| None).collect();
-        let run = OpEdge { make: self.make.clone(), op: None, outboxes, inboxes, held, open: Vec::new() };
+        let run =
+            OpEdge { make: self.make.clone(), op: None, outboxes, inboxes, held, open: Vec::new() };
         Ok((Box::new(run), ports))
     }
 }
@@ -103,7 +116,9 @@ impl EdgeRun for Chained {
     fn close_pass(&mut self) {}
 }
 
-type MakeOp<T, U> = std::sync::Arc<dyn Fn(&Communicator, EdgeSpec, Options) -> heddle_comm::Result<BoxedOp<T, U>>>;
+type MakeOp<T, U> = std::sync::Arc<
+    dyn Fn(&Communicator, EdgeSpec, Options) -> heddle_dataflow::Result<BoxedOp<T, U>>,
+>;
 
 /// An edge through a dataflow operation.
 struct OpEdge<T, U> {
@@ -129,7 +144,10 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
     }
 
     fn pump(&mut self) -> Result<bool> {
-        let op = self.op.as_mut().ok_or_else(|| Error::Graph("an edge was pumped outside a pass".into()))?;
+        let op = self
+            .op
+            .as_mut()
+            .ok_or_else(|| Error::Graph("an edge was pumped outside a pass".into()))?;
         let mut moved = false;
         let mut k = 0;
         while k < self.open.len() {
@@ -175,7 +193,7 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
     }
 
     fn is_done(&self) -> bool {
-        self.op.as_ref().map_or(true, |op| op.is_done()) && self.held.iter().all(Option::is_none)
+        self.op.as_ref().is_none_or(|op| op.is_done()) && self.held.iter().all(Option::is_none)
     }
 
     fn wait(&mut self) -> Result<()> {

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use heddle_comm::dataflow::{EdgeSpec, Mode, Options, TaskId};
 use heddle_comm::{AbortCause, Communicator};
+use heddle_dataflow::{EdgeSpec, Mode, Options, TaskId};
 
 use super::edge_run::EdgeRun;
 use super::pool;
@@ -147,7 +147,12 @@ fn default_threads() -> Result<usize> {
 
 impl std::fmt::Debug for Job<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Job").field("plan", &self.plan).field("mode", &self.opts.mode).field("threads", &self.threads).field("passes", &self.passes).finish_non_exhaustive()
+        f.debug_struct("Job")
+            .field("plan", &self.plan)
+            .field("mode", &self.opts.mode)
+            .field("threads", &self.threads)
+            .field("passes", &self.passes)
+            .finish_non_exhaustive()
     }
 }
 
@@ -159,20 +164,27 @@ impl<'c> Job<'c> {
     /// # Errors
     /// [`Error::Graph`] for a plan that does not match the graph or a collective vertex
     /// with two instances on one worker; communication errors.
-    pub fn new(comm: &'c Communicator, graph: &TaskGraph, plan: &Plan, opts: Options) -> Result<Job<'c>> {
+    pub fn new(
+        comm: &'c Communicator,
+        graph: &TaskGraph,
+        plan: &Plan,
+        opts: Options,
+    ) -> Result<Job<'c>> {
         if plan.vertices.len() != graph.vertices.len() || plan.edges.len() != graph.edges.len() {
             return Err(Error::Graph("the plan was made for another graph".into()));
         }
-        let me = plan
-            .world
-            .iter()
-            .position(|w| w.rank == comm.rank())
-            .ok_or_else(|| Error::Graph(format!("the plan has no worker of rank {}", comm.rank())))?;
+        let me = plan.world.iter().position(|w| w.rank == comm.rank()).ok_or_else(|| {
+            Error::Graph(format!("the plan has no worker of rank {}", comm.rank()))
+        })?;
         // Vertex communicators first: a collective call on every worker, in vertex order.
         let mut vertex_comms: HashMap<usize, Communicator> = HashMap::new();
         for (v, def) in graph.vertices.iter().enumerate().filter(|(_, d)| d.collective) {
-            let mine: Vec<usize> = (0..def.parallelism as usize).filter(|&i| plan.workers[v][i] == me).collect();
-            let busiest = (0..plan.world.len()).map(|w| plan.workers[v].iter().filter(|&&x| x == w).count()).max().unwrap_or(0);
+            let mine: Vec<usize> =
+                (0..def.parallelism as usize).filter(|&i| plan.workers[v][i] == me).collect();
+            let busiest = (0..plan.world.len())
+                .map(|w| plan.workers[v].iter().filter(|&&x| x == w).count())
+                .max()
+                .unwrap_or(0);
             if busiest > 1 {
                 return Err(Error::Graph(format!(
                     "collective vertex '{}' has {busiest} instances on one worker; a vertex communicator needs at most one per worker",
@@ -187,9 +199,14 @@ impl<'c> Job<'c> {
         let edge_block = job_block(comm)?;
         // Inboxes of the local compute instances.
         let local = |v: usize| -> Vec<(u32, TaskId)> {
-            (0..graph.vertices[v].parallelism).filter(|&i| plan.workers[v][i as usize] == me).map(|i| (i, plan.first_task[v] + i)).collect()
+            (0..graph.vertices[v].parallelism)
+                .filter(|&i| plan.workers[v][i as usize] == me)
+                .map(|i| (i, plan.first_task[v] + i))
+                .collect()
         };
-        let mut inboxes: HashMap<TaskId, (Box<dyn Any>, Box<dyn Any>)> = HashMap::new();
+        // Each task's inbox and its shared handle, both typed by its input record type.
+        type Inboxes = HashMap<TaskId, (Box<dyn Any>, Box<dyn Any>)>;
+        let mut inboxes: Inboxes = HashMap::new();
         for v in 0..graph.vertices.len() {
             for (_, t) in local(v) {
                 if let Some(pair) = graph.vertices[v].factory.inbox() {
@@ -216,10 +233,23 @@ impl<'c> Job<'c> {
         for (v, def) in graph.vertices.iter().enumerate() {
             let inputs = graph.edges.iter().filter(|e| e.to == v).count();
             for (i, t) in local(v) {
-                let info = TaskInfo { name: def.name.clone(), index: i, parallelism: def.parallelism, task: t, worker: comm.rank() };
+                let info = TaskInfo {
+                    name: def.name.clone(),
+                    index: i,
+                    parallelism: def.parallelism,
+                    task: t,
+                    worker: comm.rank(),
+                };
                 let inbox = inboxes.remove(&t).map(|(typed, _)| typed);
                 let ports = outs.remove(&t).unwrap_or_default();
-                tasks.push(def.factory.build(info, inbox, inputs, ports, def.strategy, vertex_comms.remove(&v))?);
+                tasks.push(def.factory.build(
+                    info,
+                    inbox,
+                    inputs,
+                    ports,
+                    def.strategy,
+                    vertex_comms.remove(&v),
+                )?);
                 task_ids.push(t);
             }
         }
@@ -282,7 +312,7 @@ impl<'c> Job<'c> {
     /// # Errors
     /// As [`Job::run`].
     pub fn iterate(&mut self, counts: &[u64]) -> Result<()> {
-        if counts.iter().any(|&c| c == 0) {
+        if counts.contains(&0) {
             return Ok(());
         }
         let mut at = vec![0u64; counts.len()];
@@ -323,15 +353,32 @@ impl<'c> Job<'c> {
         let mode_opts = Options { mode: self.opts.mode, ..self.opts.clone() };
         for (k, edge) in self.edges.iter_mut().enumerate() {
             let pe = &self.plan.edges[k];
-            let spec = EdgeSpec::new(base + k as u32, self.plan.tasks(pe.from), self.plan.tasks(pe.to), placement.clone());
+            let spec = EdgeSpec::new(
+                base + k as u32,
+                self.plan.tasks(pe.from),
+                self.plan.tasks(pe.to),
+                placement.clone(),
+            );
             edge.open(self.comm, spec, mode_opts.clone())?;
         }
         for t in &mut self.tasks {
             t.begin_pass(started);
         }
-        let groups = if self.threads > 1 { pool::groups(&self.task_ids, &self.plan, self.threads) } else { Vec::new() };
+        let groups = if self.threads > 1 {
+            pool::groups(&self.task_ids, &self.plan, self.threads)
+        } else {
+            Vec::new()
+        };
         let result = if groups.len() > 1 {
-            pool::drive(&mut self.tasks, &groups, &mut self.edges, &self.stop, &self.abort, &self.comm.abort_handle(), iteration)
+            pool::drive(
+                &mut self.tasks,
+                &groups,
+                &mut self.edges,
+                &self.stop,
+                &self.abort,
+                &self.comm.abort_handle(),
+                iteration,
+            )
         } else {
             self.drive(iteration)
         };
@@ -355,9 +402,13 @@ impl<'c> Job<'c> {
         let rank = self.comm.world_rank(self.comm.rank());
         let cause = match e {
             // Already the job's abort; a lost peer is the launcher's to report.
-            Error::Comm(heddle_comm::Error::Aborted(_) | heddle_comm::Error::PeerLost { .. }) => return,
+            Error::Comm(heddle_comm::Error::Aborted(_) | heddle_comm::Error::PeerLost { .. }) => {
+                return
+            }
             Error::Comm(other) => AbortCause::new(rank, other.kind(), other.to_string()),
-            Error::Task { task, message } => AbortCause::new(rank, "TaskFailed", message.clone()).in_task(task.clone()),
+            Error::Task { task, message } => {
+                AbortCause::new(rank, "TaskFailed", message.clone()).in_task(task.clone())
+            }
             // Ctrl-C on this worker ([`AbortHandle`]): local, the launcher stops the job.
             Error::Aborted(_) => return,
             other => AbortCause::new(rank, "TaskError", other.to_string()),
@@ -392,9 +443,13 @@ impl<'c> Job<'c> {
             let wake = self.tasks.iter().filter_map(|t| t.next_wake()).min();
             match self.edges.iter_mut().find(|e| !e.is_done()) {
                 // Waits a little (spin, yield, sleep), or fails after the timeout.
-                Some(edge) if wake.map_or(true, |w| w > now + Duration::from_micros(200)) => edge.wait()?,
+                Some(edge) if wake.is_none_or(|w| w > now + Duration::from_micros(200)) => {
+                    edge.wait()?
+                }
                 _ => match wake {
-                    Some(w) if w > now => std::thread::sleep((w - now).min(Duration::from_millis(5))),
+                    Some(w) if w > now => {
+                        std::thread::sleep((w - now).min(Duration::from_millis(5)))
+                    }
                     // Sources waiting for input from outside (a socket, a growing file).
                     _ => std::thread::sleep(IDLE_SLEEP),
                 },
@@ -411,7 +466,11 @@ impl<'c> Job<'c> {
         for t in &mut self.tasks {
             t.close(&iteration)?;
         }
-        Ok(Report { passes: self.passes, job_s: self.elapsed.as_secs_f64(), tasks: self.tasks.iter().map(|t| t.stats()).collect() })
+        Ok(Report {
+            passes: self.passes,
+            job_s: self.elapsed.as_secs_f64(),
+            tasks: self.tasks.iter().map(|t| t.stats()).collect(),
+        })
     }
 
     /// The plan the job runs.

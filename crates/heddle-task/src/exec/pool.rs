@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-use heddle_comm::dataflow::TaskId;
 use heddle_comm::JobAbort;
+use heddle_dataflow::TaskId;
 
 use super::edge_run::EdgeRun;
 use super::job::{AbortHandle, StopHandle};
@@ -36,7 +36,9 @@ pub(crate) fn groups(ids: &[TaskId], plan: &Plan, threads: usize) -> Vec<Vec<usi
     let at = |t: TaskId| ids.iter().position(|&x| x == t);
     for e in plan.edges.iter().filter(|e| e.chained) {
         for i in 0..plan.vertices[e.from].2 {
-            if let (Some(a), Some(b)) = (at(plan.first_task[e.from] + i), at(plan.first_task[e.to] + i)) {
+            if let (Some(a), Some(b)) =
+                (at(plan.first_task[e.from] + i), at(plan.first_task[e.to] + i))
+            {
                 let (ra, rb) = (root(&mut parent, a), root(&mut parent, b));
                 parent[ra.max(rb)] = ra.min(rb);
             }
@@ -90,7 +92,8 @@ pub(crate) fn drive(
     iteration: &[u64],
 ) -> Result<()> {
     let mut slots: Vec<Option<&mut Box<dyn TaskRun>>> = tasks.iter_mut().map(Some).collect();
-    let parts: Vec<Vec<&mut Box<dyn TaskRun>>> = groups.iter().map(|g| g.iter().filter_map(|&i| slots[i].take()).collect()).collect();
+    let parts: Vec<Vec<&mut Box<dyn TaskRun>>> =
+        groups.iter().map(|g| g.iter().filter_map(|&i| slots[i].take()).collect()).collect();
     let shared = Shared {
         abort: AtomicBool::new(false),
         busy: AtomicUsize::new(0),
@@ -110,8 +113,13 @@ pub(crate) fn drive(
                     .spawn_scoped(s, move || run_group(&mut part, shared, stop, iteration))
             })
             .collect();
-        let threads: Vec<Thread> = handles.iter().filter_map(|h| h.as_ref().ok()).map(|h| h.thread().clone()).collect();
-        let driven = if threads.len() == n { drive_edges(edges, &shared, &threads, n, abort, job_abort) } else { Ok(()) };
+        let threads: Vec<Thread> =
+            handles.iter().filter_map(|h| h.as_ref().ok()).map(|h| h.thread().clone()).collect();
+        let driven = if threads.len() == n {
+            drive_edges(edges, &shared, &threads, n, abort, job_abort)
+        } else {
+            Ok(())
+        };
         if driven.is_err() {
             shared.abort.store(true, Ordering::Release);
         }
@@ -136,7 +144,12 @@ pub(crate) fn drive(
 }
 
 /// One executor thread: steps its tasks until they all ended the pass (or someone failed).
-fn run_group(group: &mut [&mut Box<dyn TaskRun>], shared: &Shared, stop: &StopHandle, iteration: &[u64]) -> Result<()> {
+fn run_group(
+    group: &mut [&mut Box<dyn TaskRun>],
+    shared: &Shared,
+    stop: &StopHandle,
+    iteration: &[u64],
+) -> Result<()> {
     let mut idle = 0u32;
     let outcome = loop {
         if shared.abort.load(Ordering::Acquire) {
@@ -149,7 +162,9 @@ fn run_group(group: &mut [&mut Box<dyn TaskRun>], shared: &Shared, stop: &StopHa
         }
         let now = Instant::now();
         shared.busy.fetch_add(1, Ordering::AcqRel);
-        let stepped = group.iter_mut().try_fold(false, |moved, t| Ok::<_, crate::Error>(t.step(now, iteration)?.moved | moved));
+        let stepped = group.iter_mut().try_fold(false, |moved, t| {
+            Ok::<_, crate::Error>(t.step(now, iteration)?.moved | moved)
+        });
         shared.busy.fetch_sub(1, Ordering::AcqRel);
         match stepped {
             Err(e) => break Err(e),
@@ -171,7 +186,9 @@ fn run_group(group: &mut [&mut Box<dyn TaskRun>], shared: &Shared, stop: &StopHa
             std::thread::yield_now();
         } else {
             let wake = group.iter().filter_map(|t| t.next_wake()).min();
-            std::thread::park_timeout(wake.map_or(PARK, |w| w.saturating_duration_since(now).min(PARK)));
+            std::thread::park_timeout(
+                wake.map_or(PARK, |w| w.saturating_duration_since(now).min(PARK)),
+            );
         }
     };
     if outcome.is_err() {

@@ -68,15 +68,41 @@ struct Common<O> {
 }
 
 impl<O: Clone> Common<O> {
-    fn new(info: TaskInfo, outs: Vec<Arc<dyn OutPort<O>>>, strategy: Strategy, comm: Option<Communicator>) -> Self {
-        let stats = TaskStats { task: info.to_string(), worker: info.worker, ..TaskStats::default() };
-        Common { info, outs, emitted: Vec::new(), strategy, comm, next_tick: None, runs: 0, stats, done: false }
+    fn new(
+        info: TaskInfo,
+        outs: Vec<Arc<dyn OutPort<O>>>,
+        strategy: Strategy,
+        comm: Option<Communicator>,
+    ) -> Self {
+        let stats =
+            TaskStats { task: info.to_string(), worker: info.worker, ..TaskStats::default() };
+        Common {
+            info,
+            outs,
+            emitted: Vec::new(),
+            strategy,
+            comm,
+            next_tick: None,
+            runs: 0,
+            stats,
+            done: false,
+        }
     }
 
     /// Calls `f` with a context, then moves what it emitted to every output.
-    fn call<R>(&mut self, iteration: &[u64], f: impl FnOnce(&mut Context<'_, O>) -> Result<R>) -> Result<R> {
+    fn call<R>(
+        &mut self,
+        iteration: &[u64],
+        f: impl FnOnce(&mut Context<'_, O>) -> Result<R>,
+    ) -> Result<R> {
         let before = self.strategy;
-        let mut ctx = Context { out: &mut self.emitted, info: &self.info, comm: self.comm.as_ref(), strategy: &mut self.strategy, iteration };
+        let mut ctx = Context {
+            out: &mut self.emitted,
+            info: &self.info,
+            comm: self.comm.as_ref(),
+            strategy: &mut self.strategy,
+            iteration,
+        };
         let r = f(&mut ctx).map_err(|e| match e {
             Error::Task { .. } => e,
             other => Error::Task { task: self.info.to_string(), message: other.to_string() },
@@ -151,7 +177,13 @@ impl<S: Source> SourceRun<S>
 where
     S::Out: Clone,
 {
-    pub(crate) fn new(task: S, info: TaskInfo, outs: Vec<Arc<dyn OutPort<S::Out>>>, strategy: Strategy, comm: Option<Communicator>) -> Self {
+    pub(crate) fn new(
+        task: S,
+        info: TaskInfo,
+        outs: Vec<Arc<dyn OutPort<S::Out>>>,
+        strategy: Strategy,
+        comm: Option<Communicator>,
+    ) -> Self {
         SourceRun { task, common: Common::new(info, outs, strategy, comm) }
     }
 }
@@ -240,7 +272,13 @@ where
         strategy: Strategy,
         comm: Option<Communicator>,
     ) -> Self {
-        ComputeRun { task, common: Common::new(info, outs, strategy, comm), inbox, inputs, draining: false }
+        ComputeRun {
+            task,
+            common: Common::new(info, outs, strategy, comm),
+            inbox,
+            inputs,
+            draining: false,
+        }
     }
 
     /// A retired task: what still arrives is counted and dropped; its outputs end.
@@ -260,7 +298,11 @@ where
     fn execute_waiting(&mut self, iteration: &[u64], limit: usize) -> Result<bool> {
         // Within what the strategy still allows, take a batch off the inbox and execute it
         // in one context (one flush of what it emits).
-        let allowed = self.common.strategy.max_runs().map_or(usize::MAX, |k| k.saturating_sub(self.common.runs) as usize);
+        let allowed = self
+            .common
+            .strategy
+            .max_runs()
+            .map_or(usize::MAX, |k| k.saturating_sub(self.common.runs) as usize);
         let take = limit.min(allowed);
         let batch: Vec<C::In> = {
             let mut inbox = lock(&self.inbox);

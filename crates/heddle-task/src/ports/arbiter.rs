@@ -47,9 +47,7 @@ impl Activation {
 
 impl fmt::Debug for Activation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Activation")
-            .field("active", &self.is_active())
-            .finish()
+        f.debug_struct("Activation").field("active", &self.is_active()).finish()
     }
 }
 

@@ -90,10 +90,8 @@ struct Branch<T> {
 impl<T: Send + 'static> PendingBranch for Branch<T> {
     fn attach(self: Box<Self>, shared: &Arc<ChoiceShared>, queue: &DispatcherQueue) {
         let id = next_listener_id();
-        lock(&shared.attached).push(Box::new(BranchTarget {
-            port: Arc::downgrade(self.port.core()),
-            id,
-        }));
+        lock(&shared.attached)
+            .push(Box::new(BranchTarget { port: Arc::downgrade(self.port.core()), id }));
         let listener = BranchListener {
             shared: Arc::clone(shared),
             queue: queue.clone(),
@@ -143,10 +141,7 @@ impl Choice {
         T: Send + 'static,
         H: FnOnce(T) + Send + 'static,
     {
-        self.branches.push(Box::new(Branch {
-            port: port.clone(),
-            handler: Box::new(handler),
-        }));
+        self.branches.push(Box::new(Branch { port: port.clone(), handler: Box::new(handler) }));
         self
     }
 
@@ -163,9 +158,7 @@ impl Choice {
 
 impl fmt::Debug for Choice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Choice")
-            .field("branches", &self.branches.len())
-            .finish()
+        f.debug_struct("Choice").field("branches", &self.branches.len()).finish()
     }
 }
 

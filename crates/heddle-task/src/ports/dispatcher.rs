@@ -181,7 +181,7 @@ fn run_worker(shared: Arc<Shared>, index: usize, deque: Worker<Task>) {
         let mut ticks: u32 = 0;
         while !shared.shutdown.load(Ordering::Acquire) {
             ticks = ticks.wrapping_add(1);
-            match shared.find_task(index, &local.deque, ticks % INJECTOR_EVERY == 0) {
+            match shared.find_task(index, &local.deque, ticks.is_multiple_of(INJECTOR_EVERY)) {
                 Some(task) => {
                     if panic::catch_unwind(AssertUnwindSafe(task)).is_err() {
                         tracing::error!(dispatcher = %shared.name, "a ports handler panicked");
@@ -258,19 +258,14 @@ impl Dispatcher {
             injector: Injector::new(),
             stealers: deques.iter().map(Worker::stealer).collect(),
             slots: (0..threads)
-                .map(|_| Slot {
-                    thread: OnceLock::new(),
-                    asleep: AtomicBool::new(false),
-                })
+                .map(|_| Slot { thread: OnceLock::new(), asleep: AtomicBool::new(false) })
                 .collect(),
             sleepers: Mutex::new(Vec::with_capacity(threads)),
             idle: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
         });
         let mut dispatcher = Dispatcher {
-            queue: DispatcherQueue {
-                shared: Arc::clone(&shared),
-            },
+            queue: DispatcherQueue { shared: Arc::clone(&shared) },
             workers: Vec::with_capacity(threads),
         };
         for (index, deque) in deques.into_iter().enumerate() {

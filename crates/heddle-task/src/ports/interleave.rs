@@ -68,10 +68,9 @@ impl InterleaveCore {
             if running.retired || running.exclusive || self.queue.is_shut_down() {
                 return;
             }
-            for (group, branches) in [
-                (Group::Teardown, &self.teardown),
-                (Group::Exclusive, &self.exclusive),
-            ] {
+            for (group, branches) in
+                [(Group::Teardown, &self.teardown), (Group::Exclusive, &self.exclusive)]
+            {
                 for branch in branches {
                     if !branch.has_item() {
                         continue;
@@ -119,12 +118,7 @@ impl InterleaveCore {
     }
 
     fn detach_all(&self) {
-        for branch in self
-            .teardown
-            .iter()
-            .chain(&self.exclusive)
-            .chain(&self.concurrent)
-        {
+        for branch in self.teardown.iter().chain(&self.exclusive).chain(&self.concurrent) {
             branch.detach();
         }
     }
@@ -168,10 +162,7 @@ impl<T: Send + 'static> Branch for TypedBranch<T> {
 
     fn take_task(&self, core: &Arc<InterleaveCore>) -> Option<Task> {
         let item = self.port.upgrade()?.try_take()?;
-        let completion = Completion {
-            core: Arc::clone(core),
-            group: self.group,
-        };
+        let completion = Completion { core: Arc::clone(core), group: self.group };
         match &self.handler {
             BranchHandler::Shared(handler) => {
                 let handler = Arc::clone(handler);
@@ -192,10 +183,7 @@ impl<T: Send + 'static> Branch for TypedBranch<T> {
 
     fn attach(&self, core: &Arc<InterleaveCore>) {
         if let Some(port) = self.port.upgrade() {
-            let listener = InterleaveListener {
-                core: Arc::clone(core),
-                _item: PhantomData,
-            };
+            let listener = InterleaveListener { core: Arc::clone(core), _item: PhantomData };
             port.attach(self.id, Arc::new(listener));
         }
     }
@@ -309,11 +297,7 @@ impl Interleave {
         T: Send + 'static,
         H: FnOnce(T) + Send + 'static,
     {
-        self.push(
-            port,
-            Group::Teardown,
-            BranchHandler::Once(Mutex::new(Some(Box::new(handler)))),
-        )
+        self.push(port, Group::Teardown, BranchHandler::Once(Mutex::new(Some(Box::new(handler)))))
     }
 
     /// Adds an exclusive branch: each item on `port` runs `handler` while no other
@@ -324,11 +308,7 @@ impl Interleave {
         T: Send + 'static,
         H: Fn(T) + Send + Sync + 'static,
     {
-        self.push(
-            port,
-            Group::Exclusive,
-            BranchHandler::Shared(Arc::new(handler)),
-        )
+        self.push(port, Group::Exclusive, BranchHandler::Shared(Arc::new(handler)))
     }
 
     /// Adds a concurrent branch: each item on `port` runs `handler`, in parallel with
@@ -339,19 +319,13 @@ impl Interleave {
         T: Send + 'static,
         H: Fn(T) + Send + Sync + 'static,
     {
-        self.push(
-            port,
-            Group::Concurrent,
-            BranchHandler::Shared(Arc::new(handler)),
-        )
+        self.push(port, Group::Concurrent, BranchHandler::Shared(Arc::new(handler)))
     }
 }
 
 impl fmt::Debug for Interleave {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Interleave")
-            .field("branches", &self.branches.len())
-            .finish()
+        f.debug_struct("Interleave").field("branches", &self.branches.len()).finish()
     }
 }
 
@@ -379,12 +353,7 @@ impl DispatcherQueue {
             exclusive,
             concurrent,
         });
-        for branch in core
-            .teardown
-            .iter()
-            .chain(&core.exclusive)
-            .chain(&core.concurrent)
-        {
+        for branch in core.teardown.iter().chain(&core.exclusive).chain(&core.concurrent) {
             branch.attach(&core);
         }
         core.evaluate();

@@ -189,18 +189,8 @@ impl DispatcherQueue {
             persist,
             done: AtomicBool::new(false),
         });
-        first.core().attach(
-            core.ids.0,
-            Arc::new(JoinSide::<_, 0> {
-                core: Arc::clone(&core),
-            }),
-        );
-        second.core().attach(
-            core.ids.1,
-            Arc::new(JoinSide::<_, 1> {
-                core: Arc::clone(&core),
-            }),
-        );
+        first.core().attach(core.ids.0, Arc::new(JoinSide::<_, 0> { core: Arc::clone(&core) }));
+        second.core().attach(core.ids.1, Arc::new(JoinSide::<_, 1> { core: Arc::clone(&core) }));
         core.evaluate();
         if core.done.load(Ordering::Acquire) {
             // A one-shot join that fired while attaching may have left a side behind.

@@ -42,25 +42,13 @@ pub(crate) struct Verdict {
 
 impl Verdict {
     /// Stay attached, nothing more to do.
-    pub(crate) const KEEP: Verdict = Verdict {
-        keep: true,
-        notify: false,
-    };
+    pub(crate) const KEEP: Verdict = Verdict { keep: true, notify: false };
     /// Detach, nothing more to do.
-    pub(crate) const DETACH: Verdict = Verdict {
-        keep: false,
-        notify: false,
-    };
+    pub(crate) const DETACH: Verdict = Verdict { keep: false, notify: false };
     /// Stay attached and be notified after the lock is released.
-    pub(crate) const WATCH: Verdict = Verdict {
-        keep: true,
-        notify: true,
-    };
+    pub(crate) const WATCH: Verdict = Verdict { keep: true, notify: true };
     /// Detach and be notified after the lock is released.
-    pub(crate) const FIRED: Verdict = Verdict {
-        keep: false,
-        notify: true,
-    };
+    pub(crate) const FIRED: Verdict = Verdict { keep: false, notify: true };
 }
 
 /// The receive side of an arbiter, attached to one port.
@@ -91,10 +79,7 @@ pub(crate) struct AfterUnlock<T> {
 
 impl<T> AfterUnlock<T> {
     pub(crate) fn new() -> Self {
-        AfterUnlock {
-            first: None,
-            more: Vec::new(),
-        }
+        AfterUnlock { first: None, more: Vec::new() }
     }
 
     fn push(&mut self, listener: Arc<dyn Listener<T>>, notify: bool) {
@@ -137,11 +122,7 @@ impl<T> PortState<T> {
     /// Detaches the listener `id`, handing it to `after` to be dropped outside the lock.
     /// Returns whether it was attached.
     pub(crate) fn detach(&mut self, id: ListenerId, after: &mut AfterUnlock<T>) -> bool {
-        match self
-            .listeners
-            .iter()
-            .position(|(attached, _)| *attached == id)
-        {
+        match self.listeners.iter().position(|(attached, _)| *attached == id) {
             Some(index) => {
                 let (_, listener) = self.listeners.remove(index);
                 after.push(listener, false);
@@ -187,10 +168,7 @@ impl<T> Drop for PortLock<'_, T> {
 impl<T> PortCore<T> {
     /// Locks the port.
     pub(crate) fn lock(&self) -> PortLock<'_, T> {
-        PortLock {
-            guard: lock(&self.state),
-            len: &self.len,
-        }
+        PortLock { guard: lock(&self.state), len: &self.len }
     }
 
     /// Number of queued items, read without locking.
@@ -291,9 +269,7 @@ pub struct Port<T> {
 
 impl<T> Clone for Port<T> {
     fn clone(&self) -> Self {
-        Port {
-            core: Arc::clone(&self.core),
-        }
+        Port { core: Arc::clone(&self.core) }
     }
 }
 
@@ -301,10 +277,7 @@ impl<T> Default for Port<T> {
     fn default() -> Self {
         Port {
             core: Arc::new(PortCore {
-                state: Mutex::new(PortState {
-                    items: VecDeque::new(),
-                    listeners: Vec::new(),
-                }),
+                state: Mutex::new(PortState { items: VecDeque::new(), listeners: Vec::new() }),
                 len: AtomicUsize::new(0),
             }),
         }
@@ -385,8 +358,7 @@ impl<T: Send + 'static> Port<T> {
             thread: thread::current(),
         });
         let id = next_listener_id();
-        self.core
-            .attach(id, Arc::clone(&waiter) as Arc<dyn Listener<T>>);
+        self.core.attach(id, Arc::clone(&waiter) as Arc<dyn Listener<T>>);
         loop {
             if waiter.ready.load(Ordering::Acquire) {
                 return lock(&waiter.slot).take();
@@ -449,12 +421,7 @@ impl Backoff {
     const YIELDS: u32 = 4;
 
     pub(crate) fn new(spin: Duration) -> Self {
-        Backoff {
-            spin,
-            round: 0,
-            yields: 0,
-            since: Instant::now(),
-        }
+        Backoff { spin, round: 0, yields: 0, since: Instant::now() }
     }
 
     /// Waits a little: a burst of spin hints, or a yield once the spin time is over.

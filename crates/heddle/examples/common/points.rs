@@ -44,7 +44,8 @@ pub(crate) fn read(path: &Path) -> Result<Vec<[f64; 2]>, String> {
     if bytes.starts_with(b"\x93NUMPY") {
         return read_npy(&bytes).map_err(|e| format!("{}: {e}", path.display()));
     }
-    let text = String::from_utf8(bytes).map_err(|_| format!("{} is neither .npy nor text CSV", path.display()))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| format!("{} is neither .npy nor text CSV", path.display()))?;
     let mut points = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -54,7 +55,13 @@ pub(crate) fn read(path: &Path) -> Result<Vec<[f64; 2]>, String> {
         let mut it = line.split(',').map(|f| f.trim().parse::<f64>());
         match (it.next(), it.next(), it.next()) {
             (Some(Ok(x)), Some(Ok(y)), None) => points.push([x, y]),
-            _ => return Err(format!("{} line {}: expected two numbers `x,y`, got {line:?}", path.display(), n + 1)),
+            _ => {
+                return Err(format!(
+                    "{} line {}: expected two numbers `x,y`, got {line:?}",
+                    path.display(),
+                    n + 1
+                ))
+            }
         }
     }
     Ok(points)
@@ -63,16 +70,28 @@ pub(crate) fn read(path: &Path) -> Result<Vec<[f64; 2]>, String> {
 fn read_npy(bytes: &[u8]) -> Result<Vec<[f64; 2]>, String> {
     let (header_len, start) = match bytes.get(6) {
         Some(1) => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        Some(2 | 3) => (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12),
+        Some(2 | 3) => {
+            (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12)
+        }
         _ => return Err("unsupported .npy version".into()),
     };
-    let header = std::str::from_utf8(bytes.get(start..start + header_len).ok_or("truncated .npy header")?).map_err(|_| "bad .npy header")?;
+    let header =
+        std::str::from_utf8(bytes.get(start..start + header_len).ok_or("truncated .npy header")?)
+            .map_err(|_| "bad .npy header")?;
     let compact: String = header.chars().filter(|c| !c.is_whitespace()).collect();
     if !compact.contains("'descr':'<f8'") || !compact.contains("'fortran_order':False") {
         return Err(format!("expected little-endian float64 in C order, header says {header:?}"));
     }
-    let shape = compact.split("'shape':(").nth(1).and_then(|s| s.split(')').next()).ok_or("no shape in .npy header")?;
-    let dims: Vec<usize> = shape.split(',').filter(|d| !d.is_empty()).map(|d| d.parse().map_err(|_| "bad shape")).collect::<Result<_, _>>()?;
+    let shape = compact
+        .split("'shape':(")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .ok_or("no shape in .npy header")?;
+    let dims: Vec<usize> = shape
+        .split(',')
+        .filter(|d| !d.is_empty())
+        .map(|d| d.parse().map_err(|_| "bad shape"))
+        .collect::<Result<_, _>>()?;
     if dims.len() != 2 || dims[1] != 2 {
         return Err(format!("expected shape (n, 2), got ({shape})"));
     }
@@ -82,7 +101,12 @@ fn read_npy(bytes: &[u8]) -> Result<Vec<[f64; 2]>, String> {
     }
     Ok(data[..dims[0] * 16]
         .chunks_exact(16)
-        .map(|c| [f64::from_le_bytes(c[..8].try_into().expect("8 bytes")), f64::from_le_bytes(c[8..].try_into().expect("8 bytes"))])
+        .map(|c| {
+            [
+                f64::from_le_bytes(c[..8].try_into().expect("8 bytes")),
+                f64::from_le_bytes(c[8..].try_into().expect("8 bytes")),
+            ]
+        })
         .collect())
 }
 

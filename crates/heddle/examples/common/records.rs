@@ -73,7 +73,7 @@ impl Part {
             f.write_all(k)?;
             f.write_all(v)?;
         }
-        self.ordered &= self.last.as_ref().map_or(true, |l| l <= k);
+        self.ordered &= self.last.as_ref().is_none_or(|l| l <= k);
         self.first.get_or_insert(*k);
         self.last = Some(*k);
         self.count += 1;

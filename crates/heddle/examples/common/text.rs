@@ -103,11 +103,15 @@ pub(crate) struct TextInput {
 impl TextInput {
     /// The input file: `--input`, or the generated text (made by rank 0 if missing;
     /// every worker waits for it).
-    pub(crate) fn resolve(&self, comm: &heddle::Communicator) -> Result<PathBuf, Box<dyn std::error::Error>> {
+    pub(crate) fn resolve(
+        &self,
+        comm: &heddle::Communicator,
+    ) -> Result<PathBuf, Box<dyn std::error::Error>> {
         let path = match (&self.input, self.generate) {
             (Some(path), _) => path.clone(),
             (None, true) => {
-                let path = std::env::temp_dir().join(format!("heddle-words-{}mb-seed{}.txt", self.megabytes, self.seed));
+                let path = std::env::temp_dir()
+                    .join(format!("heddle-words-{}mb-seed{}.txt", self.megabytes, self.seed));
                 if comm.rank() == 0 && !path.exists() {
                     generate(&path, self.megabytes << 20, self.seed)?;
                 }

@@ -8,7 +8,13 @@ mod ring;
 use super::{Algorithm, Step};
 use crate::Result;
 
-pub(crate) fn run(s: &mut Step<'_>, alg: Algorithm, buf: &mut [u8], elem: usize, f: &dyn Fn(&mut [u8], &[u8])) -> Result<()> {
+pub(crate) fn run(
+    s: &mut Step<'_>,
+    alg: Algorithm,
+    buf: &mut [u8],
+    elem: usize,
+    f: &dyn Fn(&mut [u8], &[u8]),
+) -> Result<()> {
     match alg {
         Algorithm::RecursiveDoubling => recursive_doubling::run(s, buf, f),
         Algorithm::Ring => ring::run(s, buf, elem, f),
@@ -20,7 +26,11 @@ pub(crate) fn run(s: &mut Step<'_>, alg: Algorithm, buf: &mut [u8], elem: usize,
 /// Folding for non-powers of two shared by recursive doubling and Rabenseifner: of the
 /// first `2·rem` ranks (rem = p − 2^⌊log₂p⌋) each even rank hands its buffer to the next
 /// odd rank and sits out. Returns this rank's index among the 2^k remaining ranks.
-pub(super) fn fold_in(s: &mut Step<'_>, buf: &mut [u8], f: &dyn Fn(&mut [u8], &[u8])) -> Result<Option<usize>> {
+pub(super) fn fold_in(
+    s: &mut Step<'_>,
+    buf: &mut [u8],
+    f: &dyn Fn(&mut [u8], &[u8]),
+) -> Result<Option<usize>> {
     let (p, r) = (s.size(), s.rank);
     let rem = p - pof2(p);
     if r < 2 * rem {

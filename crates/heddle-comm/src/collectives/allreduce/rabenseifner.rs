@@ -11,7 +11,12 @@ use crate::collectives::{blocks, split_disjoint, Step};
 use crate::engine::Sink;
 use crate::Result;
 
-pub(crate) fn run(s: &mut Step<'_>, buf: &mut [u8], elem: usize, f: &dyn Fn(&mut [u8], &[u8])) -> Result<()> {
+pub(crate) fn run(
+    s: &mut Step<'_>,
+    buf: &mut [u8],
+    elem: usize,
+    f: &dyn Fn(&mut [u8], &[u8]),
+) -> Result<()> {
     let p = s.size();
     let Some(v) = fold_in(s, buf, f)? else {
         return fold_out(s, buf);

@@ -9,7 +9,12 @@ use crate::collectives::{blocks, split_disjoint, Step};
 use crate::engine::Sink;
 use crate::Result;
 
-pub(crate) fn run(s: &mut Step<'_>, buf: &mut [u8], elem: usize, f: &dyn Fn(&mut [u8], &[u8])) -> Result<()> {
+pub(crate) fn run(
+    s: &mut Step<'_>,
+    buf: &mut [u8],
+    elem: usize,
+    f: &dyn Fn(&mut [u8], &[u8]),
+) -> Result<()> {
     let (p, r) = (s.size(), s.rank);
     let b = blocks(buf.len() / elem, p, elem);
     let (right, left) = ((r + 1) % p, (r + p - 1) % p);

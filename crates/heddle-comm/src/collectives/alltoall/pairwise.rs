@@ -7,7 +7,13 @@ use crate::collectives::Step;
 use crate::engine::Sink;
 use crate::Result;
 
-pub(crate) fn run(s: &mut Step<'_>, send: &[u8], sd: &[(usize, usize)], recv: &mut [u8], rd: &[(usize, usize)]) -> Result<()> {
+pub(crate) fn run(
+    s: &mut Step<'_>,
+    send: &[u8],
+    sd: &[(usize, usize)],
+    recv: &mut [u8],
+    rd: &[(usize, usize)],
+) -> Result<()> {
     let (p, r) = (s.size(), s.rank);
     for k in 1..p {
         let (to, from) = ((r + k) % p, (r + p - k) % p);

@@ -6,7 +6,13 @@ mod scatter_allgather;
 use super::{Algorithm, Step};
 use crate::Result;
 
-pub(crate) fn run(s: &mut Step<'_>, alg: Algorithm, buf: &mut [u8], root: usize, elem: usize) -> Result<()> {
+pub(crate) fn run(
+    s: &mut Step<'_>,
+    alg: Algorithm,
+    buf: &mut [u8],
+    root: usize,
+    elem: usize,
+) -> Result<()> {
     match alg {
         Algorithm::ScatterAllgather => scatter_allgather::run(s, buf, root, elem),
         _ => binomial_tree::run(s, buf, root),

@@ -7,13 +7,24 @@ use crate::collectives::{carve, displacements, Step};
 use crate::engine::Sink;
 use crate::Result;
 
-pub(crate) fn run(s: &mut Step<'_>, send: &[u8], recv: &mut [u8], counts: &[usize], root: usize) -> Result<()> {
+pub(crate) fn run(
+    s: &mut Step<'_>,
+    send: &[u8],
+    recv: &mut [u8],
+    counts: &[usize],
+    root: usize,
+) -> Result<()> {
     if s.rank != root {
         return s.send(root, send);
     }
     let d = displacements(counts);
     let mut parts = carve(recv, &d);
     parts[root].copy_from_slice(send);
-    let recvs = parts.into_iter().enumerate().filter(|(i, _)| *i != root).map(|(i, part)| (i, Sink::Copy(part))).collect();
+    let recvs = parts
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| *i != root)
+        .map(|(i, part)| (i, Sink::Copy(part)))
+        .collect();
     s.exchange(&[], recvs)
 }

@@ -9,7 +9,13 @@ use crate::engine::Sink;
 use crate::Result;
 
 /// `recv` is used only at the root (it must be as long as `send` there).
-pub(crate) fn run(s: &mut Step<'_>, send: &[u8], recv: &mut [u8], root: usize, f: &dyn Fn(&mut [u8], &[u8])) -> Result<()> {
+pub(crate) fn run(
+    s: &mut Step<'_>,
+    send: &[u8],
+    recv: &mut [u8],
+    root: usize,
+    f: &dyn Fn(&mut [u8], &[u8]),
+) -> Result<()> {
     let p = s.size();
     let vr = (s.rank + p - root) % p;
     let mut scratch = Vec::new();

@@ -5,6 +5,13 @@ pub(crate) mod binomial_tree;
 use super::{Algorithm, Step};
 use crate::Result;
 
-pub(crate) fn run(s: &mut Step<'_>, _alg: Algorithm, send: &[u8], recv: &mut [u8], root: usize, f: &dyn Fn(&mut [u8], &[u8])) -> Result<()> {
+pub(crate) fn run(
+    s: &mut Step<'_>,
+    _alg: Algorithm,
+    send: &[u8],
+    recv: &mut [u8],
+    root: usize,
+    f: &dyn Fn(&mut [u8], &[u8]),
+) -> Result<()> {
     binomial_tree::run(s, send, recv, root, f)
 }

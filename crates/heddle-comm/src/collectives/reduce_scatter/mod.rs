@@ -8,7 +8,14 @@ use super::{Algorithm, Step};
 use crate::Result;
 
 /// `counts[i]` is block i's byte count; `send.len()` is their sum.
-pub(crate) fn run(s: &mut Step<'_>, alg: Algorithm, send: &[u8], recv: &mut [u8], counts: &[usize], f: &dyn Fn(&mut [u8], &[u8])) -> Result<()> {
+pub(crate) fn run(
+    s: &mut Step<'_>,
+    alg: Algorithm,
+    send: &[u8],
+    recv: &mut [u8],
+    counts: &[usize],
+    f: &dyn Fn(&mut [u8], &[u8]),
+) -> Result<()> {
     match alg {
         Algorithm::Ring => ring::run(s, send, recv, counts, f),
         _ => reduce_scatterv::run(s, send, recv, counts, f),

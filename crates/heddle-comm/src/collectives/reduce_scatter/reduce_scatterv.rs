@@ -6,7 +6,13 @@
 use crate::collectives::{reduce, scatter, Algorithm, Step};
 use crate::Result;
 
-pub(crate) fn run(s: &mut Step<'_>, send: &[u8], recv: &mut [u8], counts: &[usize], f: &dyn Fn(&mut [u8], &[u8])) -> Result<()> {
+pub(crate) fn run(
+    s: &mut Step<'_>,
+    send: &[u8],
+    recv: &mut [u8],
+    counts: &[usize],
+    f: &dyn Fn(&mut [u8], &[u8]),
+) -> Result<()> {
     let mut full = if s.rank == 0 { vec![0u8; send.len()] } else { Vec::new() };
     reduce::binomial_tree::run(s, send, &mut full, 0, f)?;
     scatter::run(s, Algorithm::Linear, &full, counts, recv, 0)

@@ -8,13 +8,20 @@ use crate::collectives::{displacements, split_disjoint, Step};
 use crate::engine::Sink;
 use crate::Result;
 
-pub(crate) fn run(s: &mut Step<'_>, send: &[u8], recv: &mut [u8], counts: &[usize], f: &dyn Fn(&mut [u8], &[u8])) -> Result<()> {
+pub(crate) fn run(
+    s: &mut Step<'_>,
+    send: &[u8],
+    recv: &mut [u8],
+    counts: &[usize],
+    f: &dyn Fn(&mut [u8], &[u8]),
+) -> Result<()> {
     let (p, r) = (s.size(), s.rank);
     let d = displacements(counts);
     let mut acc = send.to_vec();
     let (right, left) = ((r + 1) % p, (r + p - 1) % p);
     for k in 0..p - 1 {
-        let (out, inc) = split_disjoint(&mut acc, d[(r + 2 * p - k - 1) % p], d[(r + 2 * p - k - 2) % p]);
+        let (out, inc) =
+            split_disjoint(&mut acc, d[(r + 2 * p - k - 1) % p], d[(r + 2 * p - k - 2) % p]);
         s.sendrecv(right, out, left, Sink::Reduce(inc, f))?;
     }
     recv.copy_from_slice(&acc[d[r].0..d[r].0 + d[r].1]);

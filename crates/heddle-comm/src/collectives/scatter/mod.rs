@@ -6,6 +6,13 @@ use super::{Algorithm, Step};
 use crate::Result;
 
 /// `counts[i]` is rank i's byte count (used at the root).
-pub(crate) fn run(s: &mut Step<'_>, _alg: Algorithm, send: &[u8], counts: &[usize], recv: &mut [u8], root: usize) -> Result<()> {
+pub(crate) fn run(
+    s: &mut Step<'_>,
+    _alg: Algorithm,
+    send: &[u8],
+    counts: &[usize],
+    recv: &mut [u8],
+    root: usize,
+) -> Result<()> {
     linear::run(s, send, counts, recv, root)
 }

@@ -12,11 +12,12 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::codec::{decode, decode_keyed, encode, encode_keyed_into, key_hash, split_keyed};
-use super::core::{records, Core, Incoming};
-use super::stage::{Dataflow, Semantics};
+use super::edge_core::{records, EdgeCore, Incoming};
+use super::semantics::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::spill::{KeyOrder, SpillSorter};
-use crate::{Communicator, Result};
+use crate::Result;
+use heddle_comm::Communicator;
 
 /// The semantics of [`KeyedGather`].
 pub struct Grouping<K, V> {
@@ -34,7 +35,9 @@ impl<K, V> std::fmt::Debug for Grouping<K, V> {
 /// See the module docs.
 pub type KeyedGather<K, V> = Dataflow<Grouping<K, V>>;
 
-impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned> Dataflow<Grouping<K, V>> {
+impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned>
+    Dataflow<Grouping<K, V>>
+{
     /// A keyed gather whose batch groups come in key order.
     ///
     /// # Errors
@@ -54,8 +57,13 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
         Self::with_order(comm, spec, opts, None)
     }
 
-    fn with_order(comm: &Communicator, spec: EdgeSpec, opts: Options, order: Option<KeyOrder>) -> Result<Self> {
-        let core = Core::new(comm, spec, &opts)?;
+    fn with_order(
+        comm: &Communicator,
+        spec: EdgeSpec,
+        opts: Options,
+        order: Option<KeyOrder>,
+    ) -> Result<Self> {
+        let core = EdgeCore::new(comm, spec, &opts)?;
         let sorters = sorters_for(&core, &opts, order)?;
         Ok(Dataflow::from_parts(core, Grouping { sorters, spilled: 0, _kv: PhantomData }))
     }
@@ -67,7 +75,11 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
 }
 
 /// One sorter per local target in batch mode (none when streaming).
-pub(crate) fn sorters_for(core: &Core, opts: &Options, order: Option<KeyOrder>) -> Result<HashMap<TaskId, SpillSorter>> {
+pub(crate) fn sorters_for(
+    core: &EdgeCore,
+    opts: &Options,
+    order: Option<KeyOrder>,
+) -> Result<HashMap<TaskId, SpillSorter>> {
     let mut sorters = HashMap::new();
     if opts.mode == Mode::Batch {
         for &t in &core.local_targets {
@@ -88,7 +100,12 @@ pub(crate) fn key_order<K: DeserializeOwned + Ord + 'static>() -> KeyOrder {
 }
 
 /// Routes a keyed record by the hash of its encoded key.
-pub(crate) fn offer_keyed<K: Serialize, V: Serialize>(core: &mut Core, source: TaskId, target: TaskId, item: (K, V)) -> Result<Offer<(K, V)>> {
+pub(crate) fn offer_keyed<K: Serialize, V: Serialize>(
+    core: &mut EdgeCore,
+    source: TaskId,
+    target: TaskId,
+    item: (K, V),
+) -> Result<Offer<(K, V)>> {
     if !core.has_room(&[target]) {
         return Ok(Offer::Full(item));
     }
@@ -97,7 +114,7 @@ pub(crate) fn offer_keyed<K: Serialize, V: Serialize>(core: &mut Core, source: T
 }
 
 /// The target of `key`: its hash modulo the targets.
-pub(crate) fn hashed_target<K: Serialize>(core: &Core, key: &K) -> Result<TaskId> {
+pub(crate) fn hashed_target<K: Serialize>(core: &EdgeCore, key: &K) -> Result<TaskId> {
     let targets = &core.spec.targets;
     Ok(targets[(key_hash(&encode(key)?) % targets.len() as u64) as usize])
 }
@@ -111,16 +128,29 @@ pub(crate) fn sort_in(sorter: &mut SpillSorter, payload: &[u8]) -> Result<()> {
     Ok(())
 }
 
-impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned> Semantics for Grouping<K, V> {
+impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned> Semantics
+    for Grouping<K, V>
+{
     type In = (K, V);
     type Out = (K, Vec<V>);
 
-    fn offer(&mut self, core: &mut Core, source: TaskId, item: (K, V)) -> Result<Offer<(K, V)>> {
+    fn offer(
+        &mut self,
+        core: &mut EdgeCore,
+        source: TaskId,
+        item: (K, V),
+    ) -> Result<Offer<(K, V)>> {
         let target = hashed_target(core, &item.0)?;
         offer_keyed(core, source, target, item)
     }
 
-    fn take(&mut self, _core: &Core, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<(K, Vec<V>)>>) -> Result<()> {
+    fn take(
+        &mut self,
+        _core: &EdgeCore,
+        target: TaskId,
+        incoming: Incoming,
+        out: &mut VecDeque<Event<(K, Vec<V>)>>,
+    ) -> Result<()> {
         match incoming {
             Incoming::Records { payload, .. } => match self.sorters.get_mut(&target) {
                 // Keep the encoded key and value: they are decoded once, when emitted.
@@ -139,7 +169,8 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
                     self.spilled += sorter.spilled_bytes();
                     for group in sorter.finish()?.group_by_key() {
                         let (k, vs) = group?;
-                        let values = vs.iter().map(|v| decode::<V>(v)).collect::<Result<Vec<V>>>()?;
+                        let values =
+                            vs.iter().map(|v| decode::<V>(v)).collect::<Result<Vec<V>>>()?;
                         out.push_back(Event::Data((decode::<K>(&k)?, values)));
                     }
                 }

@@ -12,12 +12,13 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::codec::{decode_all, encode};
-use super::core::{Core, Incoming};
+use super::edge_core::{EdgeCore, Incoming};
 use super::gather::offer_to_all;
-use super::stage::{Dataflow, Semantics};
+use super::semantics::{Dataflow, Semantics};
 use super::tree::{BroadcastTree, TREE_FROM_WORKERS};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
-use crate::{Communicator, Result};
+use crate::Result;
+use heddle_comm::Communicator;
 
 type Reducer<T> = Box<dyn Fn(T, T) -> T + Send>;
 
@@ -52,8 +53,13 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Reduction<T>> {
     ///
     /// # Errors
     /// [`crate::Error::InvalidArgument`] for a bad edge specification.
-    pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options, reducer: impl Fn(T, T) -> T + Send + 'static) -> Result<Self> {
-        let mut core = Core::new(comm, spec, &opts)?;
+    pub fn new(
+        comm: &Communicator,
+        spec: EdgeSpec,
+        opts: Options,
+        reducer: impl Fn(T, T) -> T + Send + 'static,
+    ) -> Result<Self> {
+        let mut core = EdgeCore::new(comm, spec, &opts)?;
         if opts.mode == Mode::Batch {
             // Partials climb a binomial tree of workers and merge at every inner worker.
             core.set_up_tree(BroadcastTree::Binomial, true)?;
@@ -62,8 +68,15 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Reduction<T>> {
             core.set_up_tree(BroadcastTree::Binomial, false)?;
         }
         let unfinished_local = core.local_sources();
-        let folds = core.local_targets.iter().map(|&t| (t, TargetFold { total: None, queued: BTreeMap::new(), ended: Vec::new() })).collect();
-        Ok(Dataflow::from_parts(core, Reduction { reducer: Box::new(reducer), local: None, unfinished_local, folds }))
+        let folds = core
+            .local_targets
+            .iter()
+            .map(|&t| (t, TargetFold { total: None, queued: BTreeMap::new(), ended: Vec::new() }))
+            .collect();
+        Ok(Dataflow::from_parts(
+            core,
+            Reduction { reducer: Box::new(reducer), local: None, unfinished_local, folds },
+        ))
     }
 }
 
@@ -78,7 +91,7 @@ impl<T: Serialize + DeserializeOwned> Semantics for Reduction<T> {
     type In = T;
     type Out = T;
 
-    fn offer(&mut self, core: &mut Core, source: TaskId, item: T) -> Result<Offer<T>> {
+    fn offer(&mut self, core: &mut EdgeCore, source: TaskId, item: T) -> Result<Offer<T>> {
         if core.mode == Mode::Batch {
             self.local = Some(fold(&self.reducer, self.local.take(), item));
             return Ok(Offer::Accepted);
@@ -86,7 +99,7 @@ impl<T: Serialize + DeserializeOwned> Semantics for Reduction<T> {
         offer_to_all(core, source, item)
     }
 
-    fn finish(&mut self, core: &mut Core, source: TaskId) -> Result<()> {
+    fn finish(&mut self, core: &mut EdgeCore, source: TaskId) -> Result<()> {
         self.unfinished_local -= 1;
         if core.mode == Mode::Batch && self.unfinished_local == 0 {
             // The last local source carries this worker's partial result.
@@ -116,7 +129,13 @@ impl<T: Serialize + DeserializeOwned> Semantics for Reduction<T> {
         Ok(out)
     }
 
-    fn take(&mut self, core: &Core, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<T>>) -> Result<()> {
+    fn take(
+        &mut self,
+        core: &EdgeCore,
+        target: TaskId,
+        incoming: Incoming,
+        out: &mut VecDeque<Event<T>>,
+    ) -> Result<()> {
         let fold_state = self.folds.get_mut(&target).expect("local target");
         match incoming {
             Incoming::Records { source, payload } => {
@@ -148,14 +167,20 @@ impl<T: Serialize + DeserializeOwned> Semantics for Reduction<T> {
                 .sources
                 .iter()
                 .copied()
-                .filter(|s| !fold_state.ended.contains(s) || fold_state.queued.get(s).is_some_and(|q| !q.is_empty()))
+                .filter(|s| {
+                    !fold_state.ended.contains(s)
+                        || fold_state.queued.get(s).is_some_and(|q| !q.is_empty())
+                })
                 .collect();
-            if live.is_empty() || !live.iter().all(|s| fold_state.queued.get(s).is_some_and(|q| !q.is_empty())) {
+            if live.is_empty()
+                || !live.iter().all(|s| fold_state.queued.get(s).is_some_and(|q| !q.is_empty()))
+            {
                 return Ok(());
             }
             let mut acc = None;
             for s in live {
-                let item = fold_state.queued.get_mut(&s).and_then(VecDeque::pop_front).expect("checked");
+                let item =
+                    fold_state.queued.get_mut(&s).and_then(VecDeque::pop_front).expect("checked");
                 acc = Some(fold(&self.reducer, acc, item));
             }
             out.push_back(Event::Data(acc.expect("at least one live source")));

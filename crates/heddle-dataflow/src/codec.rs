@@ -18,7 +18,11 @@ pub(crate) fn encode_into<T: Serialize>(out: &mut Vec<u8>, item: &T) -> Result<(
 
 /// Appends a keyed record to `out`: u32 LE key length, encoded key, encoded value; the
 /// receiver finds the key bytes without decoding anything.
-pub(crate) fn encode_keyed_into<K: Serialize, V: Serialize>(out: &mut Vec<u8>, key: &K, value: &V) -> Result<()> {
+pub(crate) fn encode_keyed_into<K: Serialize, V: Serialize>(
+    out: &mut Vec<u8>,
+    key: &K,
+    value: &V,
+) -> Result<()> {
     let at = out.len();
     out.extend_from_slice(&[0; 4]);
     bincode::serialize_into(&mut *out, key)?;
@@ -37,7 +41,9 @@ pub(crate) fn split_keyed(record: &[u8]) -> Result<(&[u8], &[u8])> {
 }
 
 /// Decodes a keyed record.
-pub(crate) fn decode_keyed<K: DeserializeOwned, V: DeserializeOwned>(record: &[u8]) -> Result<(K, V)> {
+pub(crate) fn decode_keyed<K: DeserializeOwned, V: DeserializeOwned>(
+    record: &[u8],
+) -> Result<(K, V)> {
     let (k, v) = split_keyed(record)?;
     Ok((decode(k)?, decode(v)?))
 }
@@ -49,10 +55,12 @@ pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
 
 /// Decodes every record packed in a message.
 pub(crate) fn decode_all<T: DeserializeOwned>(payload: &[u8]) -> Result<Vec<T>> {
-    super::core::records(payload).map(|r| r.and_then(decode)).collect()
+    super::edge_core::records(payload).map(|r| r.and_then(decode)).collect()
 }
 
 /// Stable hash of an encoded key.
 pub(crate) fn key_hash(encoded: &[u8]) -> u64 {
-    encoded.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    encoded
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }

@@ -11,13 +11,14 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::codec::{decode, decode_keyed};
-use super::core::{records, Core, Incoming};
+use super::edge_core::{records, EdgeCore, Incoming};
 use super::keyed_gather::{key_order, offer_keyed, sort_in, sorters_for};
-use super::stage::{Dataflow, Semantics};
+use super::semantics::REFILL;
+use super::semantics::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Offer, Options, TaskId};
-use super::stage::REFILL;
 use crate::spill::{KeyOrder, SortedRecords, SpillSorter};
-use crate::{Communicator, Error, Result};
+use crate::{Error, Result};
+use heddle_comm::Communicator;
 
 /// The semantics of [`Sort`].
 pub struct Sorting<K, V> {
@@ -38,14 +39,21 @@ impl<K, V> std::fmt::Debug for Sorting<K, V> {
 /// See the module docs.
 pub type Sort<K, V> = Dataflow<Sorting<K, V>>;
 
-impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned> Dataflow<Sorting<K, V>> {
+impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned>
+    Dataflow<Sorting<K, V>>
+{
     /// A sort over `splitters` (ascending; one fewer than the targets, or fewer still:
     /// then the last targets receive nothing).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if the splitters do not fit the targets or are not
     /// ascending, or for a bad edge specification or spill directory.
-    pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options, splitters: Vec<K>) -> Result<Self> {
+    pub fn new(
+        comm: &Communicator,
+        spec: EdgeSpec,
+        opts: Options,
+        splitters: Vec<K>,
+    ) -> Result<Self> {
         Self::build(comm, spec, opts, splitters, Some(key_order::<K>()))
     }
 
@@ -56,11 +64,22 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
     ///
     /// # Errors
     /// As [`Sort::new`].
-    pub fn new_bytewise(comm: &Communicator, spec: EdgeSpec, opts: Options, splitters: Vec<K>) -> Result<Self> {
+    pub fn new_bytewise(
+        comm: &Communicator,
+        spec: EdgeSpec,
+        opts: Options,
+        splitters: Vec<K>,
+    ) -> Result<Self> {
         Self::build(comm, spec, opts, splitters, None)
     }
 
-    fn build(comm: &Communicator, spec: EdgeSpec, opts: Options, splitters: Vec<K>, order: Option<KeyOrder>) -> Result<Self> {
+    fn build(
+        comm: &Communicator,
+        spec: EdgeSpec,
+        opts: Options,
+        splitters: Vec<K>,
+        order: Option<KeyOrder>,
+    ) -> Result<Self> {
         // Fewer splitters leave the last targets without records (a sample of few keys).
         if splitters.len() + 1 > spec.targets.len().max(1) {
             return Err(Error::InvalidArgument(format!(
@@ -73,9 +92,12 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
         if splitters.windows(2).any(|w| w[0] > w[1]) {
             return Err(Error::InvalidArgument("sort splitters must be ascending".into()));
         }
-        let core = Core::new(comm, spec, &opts)?;
+        let core = EdgeCore::new(comm, spec, &opts)?;
         let sorters = sorters_for(&core, &opts, order)?;
-        Ok(Dataflow::from_parts(core, Sorting { splitters, sorters, draining: HashMap::new(), spilled: 0, _v: PhantomData }))
+        Ok(Dataflow::from_parts(
+            core,
+            Sorting { splitters, sorters, draining: HashMap::new(), spilled: 0, _v: PhantomData },
+        ))
     }
 
     /// Splitters that cut `sample` (any sample of the keys) into `parts` ranges of about
@@ -83,7 +105,8 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
     pub fn splitters_from_sample(mut sample: Vec<K>, parts: usize) -> Vec<K> {
         sample.sort();
         let n = sample.len();
-        let picks: Vec<usize> = (1..parts.max(1)).map(|i| i * n / parts).filter(|&i| i < n).collect();
+        let picks: Vec<usize> =
+            (1..parts.max(1)).map(|i| i * n / parts).filter(|&i| i < n).collect();
         let mut out = Vec::with_capacity(picks.len());
         let mut it = sample.into_iter().enumerate();
         for p in picks {
@@ -103,16 +126,29 @@ impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + Deserialize
     }
 }
 
-impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned> Semantics for Sorting<K, V> {
+impl<K: Serialize + DeserializeOwned + Ord + 'static, V: Serialize + DeserializeOwned> Semantics
+    for Sorting<K, V>
+{
     type In = (K, V);
     type Out = (K, V);
 
-    fn offer(&mut self, core: &mut Core, source: TaskId, item: (K, V)) -> Result<Offer<(K, V)>> {
+    fn offer(
+        &mut self,
+        core: &mut EdgeCore,
+        source: TaskId,
+        item: (K, V),
+    ) -> Result<Offer<(K, V)>> {
         let target = core.spec.targets[self.splitters.partition_point(|s| *s <= item.0)];
         offer_keyed(core, source, target, item)
     }
 
-    fn take(&mut self, _core: &Core, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<(K, V)>>) -> Result<()> {
+    fn take(
+        &mut self,
+        _core: &EdgeCore,
+        target: TaskId,
+        incoming: Incoming,
+        out: &mut VecDeque<Event<(K, V)>>,
+    ) -> Result<()> {
         match incoming {
             Incoming::Records { payload, .. } => match self.sorters.get_mut(&target) {
                 Some(sorter) => sort_in(sorter, &payload)?,

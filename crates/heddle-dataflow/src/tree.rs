@@ -8,8 +8,8 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use heddle_wire::Kind;
 
 use super::spec::{EdgeSpec, TaskId};
-use crate::channels::Envelope;
 use crate::Result;
+use heddle_comm::Envelope;
 
 /// The worker-level tree a broadcast travels along (rooted at the source's worker).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,8 +32,16 @@ impl BroadcastTree {
         let Some(i) = order.iter().position(|&w| w == me) else { return Vec::new() };
         let n = order.len();
         let idx: Vec<usize> = match self {
-            BroadcastTree::Flat => if i == 0 { (1..n).collect() } else { Vec::new() },
-            BroadcastTree::Binary => [2 * i + 1, 2 * i + 2].into_iter().filter(|&c| c < n).collect(),
+            BroadcastTree::Flat => {
+                if i == 0 {
+                    (1..n).collect()
+                } else {
+                    Vec::new()
+                }
+            }
+            BroadcastTree::Binary => {
+                [2 * i + 1, 2 * i + 2].into_iter().filter(|&c| c < n).collect()
+            }
             BroadcastTree::Ring => [i + 1].into_iter().filter(|&c| c < n).collect(),
             BroadcastTree::Binomial => {
                 let low = if i == 0 { n.next_power_of_two() } else { 1 << i.trailing_zeros() };
@@ -55,7 +63,9 @@ impl BroadcastTree {
 impl BroadcastTree {
     /// The worker `me` sends to on the way to `root`, in the tree over `workers`.
     pub(crate) fn parent(self, root: usize, workers: &[usize], me: usize) -> Option<usize> {
-        std::iter::once(root).chain(workers.iter().copied()).find(|&w| w != me && self.children(root, workers, w).contains(&me))
+        std::iter::once(root)
+            .chain(workers.iter().copied())
+            .find(|&w| w != me && self.children(root, workers, w).contains(&me))
     }
 
     /// `me` and every worker below it.
@@ -105,7 +115,12 @@ pub(crate) struct UpTree {
 
 impl UpTree {
     /// Routes for every target of `spec` from worker `rank`, over the source workers.
-    pub(crate) fn new(tree: BroadcastTree, rank: usize, spec: &EdgeSpec, combine: bool) -> Result<UpTree> {
+    pub(crate) fn new(
+        tree: BroadcastTree,
+        rank: usize,
+        spec: &EdgeSpec,
+        combine: bool,
+    ) -> Result<UpTree> {
         let mut source_workers = Vec::new();
         for &s in &spec.sources {
             source_workers.push(spec.placement.worker(s)?);
@@ -131,7 +146,14 @@ impl UpTree {
                 through.insert(t, srcs);
             }
         }
-        Ok(UpTree { next_hop, through, forwarded_ends: HashMap::new(), combine, held: HashMap::new(), inbox: VecDeque::new() })
+        Ok(UpTree {
+            next_hop,
+            through,
+            forwarded_ends: HashMap::new(),
+            combine,
+            held: HashMap::new(),
+            inbox: VecDeque::new(),
+        })
     }
 
     /// The next hop toward `target`, if messages to it climb the tree from here.
@@ -149,12 +171,19 @@ impl UpTree {
     pub(crate) fn busy(&self) -> bool {
         !self.inbox.is_empty()
             || self.held.values().any(|h| !h.data.is_empty() || !h.ends.is_empty())
-            || self.through.iter().any(|(t, srcs)| self.forwarded_ends.get(t).map_or(0, HashSet::len) < srcs.len())
+            || self
+                .through
+                .iter()
+                .any(|(t, srcs)| self.forwarded_ends.get(t).map_or(0, HashSet::len) < srcs.len())
     }
 
     /// Moves queued messages on: straight to the next hop, or (combining) held until
     /// every source below has ended, then one combined message and the ends.
-    pub(crate) fn drain(&mut self, combiner: Combiner<'_>, mut send: impl FnMut(usize, Envelope, Vec<u8>)) -> Result<()> {
+    pub(crate) fn drain(
+        &mut self,
+        combiner: Combiner<'_>,
+        mut send: impl FnMut(usize, Envelope, Vec<u8>),
+    ) -> Result<()> {
         let forwarded = &mut self.forwarded_ends;
         let mut send = |w: usize, env: Envelope, data: Vec<u8>| {
             if env.kind == Kind::EndOfStream {
@@ -178,7 +207,11 @@ impl UpTree {
                         let held = std::mem::take(held);
                         if !held.data.is_empty() {
                             let first = held.ends[0];
-                            send(hop, Envelope { kind: Kind::Data, sequence: 0, ..first }, combiner(held.data)?);
+                            send(
+                                hop,
+                                Envelope { kind: Kind::Data, sequence: 0, ..first },
+                                combiner(held.data)?,
+                            );
                         }
                         for e in held.ends {
                             send(hop, e, Vec::new());
@@ -188,7 +221,8 @@ impl UpTree {
                 _ => {
                     // A barrier: forward what is held, in order, and stop combining.
                     held.passthrough = true;
-                    let held = std::mem::replace(held, Held { passthrough: true, ..Held::default() });
+                    let held =
+                        std::mem::replace(held, Held { passthrough: true, ..Held::default() });
                     let first = held.ends.first().copied().unwrap_or(env);
                     for d in held.data {
                         send(hop, Envelope { kind: Kind::Data, sequence: 0, ..first }, d);
@@ -207,11 +241,16 @@ impl UpTree {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataflow::Placement;
+    use crate::Placement;
 
     #[test]
     fn parent_inverts_children() {
-        for tree in [BroadcastTree::Flat, BroadcastTree::Binomial, BroadcastTree::Binary, BroadcastTree::Ring] {
+        for tree in [
+            BroadcastTree::Flat,
+            BroadcastTree::Binomial,
+            BroadcastTree::Binary,
+            BroadcastTree::Ring,
+        ] {
             for n in 1..=9usize {
                 let workers: Vec<usize> = (0..n).collect();
                 for root in 0..n {
@@ -228,7 +267,12 @@ mod tests {
 
     #[test]
     fn every_tree_reaches_every_worker_once() {
-        for tree in [BroadcastTree::Flat, BroadcastTree::Binomial, BroadcastTree::Binary, BroadcastTree::Ring] {
+        for tree in [
+            BroadcastTree::Flat,
+            BroadcastTree::Binomial,
+            BroadcastTree::Binary,
+            BroadcastTree::Ring,
+        ] {
             for n in 1..=9usize {
                 let workers: Vec<usize> = (0..n).map(|w| w * 3 % 11).collect();
                 for root in [workers[0], workers[n - 1], 42] {
@@ -236,13 +280,19 @@ mod tests {
                     let mut frontier = vec![root];
                     while let Some(w) = frontier.pop() {
                         for c in tree.children(root, &workers, w) {
-                            assert!(!reached.contains(&c), "{tree:?} n={n}: worker {c} reached twice");
+                            assert!(
+                                !reached.contains(&c),
+                                "{tree:?} n={n}: worker {c} reached twice"
+                            );
                             reached.push(c);
                             frontier.push(c);
                         }
                     }
                     for w in &workers {
-                        assert!(reached.contains(w), "{tree:?} n={n} root={root}: worker {w} not reached");
+                        assert!(
+                            reached.contains(w),
+                            "{tree:?} n={n} root={root}: worker {w} not reached"
+                        );
                     }
                 }
             }
@@ -279,7 +329,10 @@ mod tests {
         up.push(env(Kind::EndOfStream, 7), Vec::new());
         up.drain(&mut combiner, |w, e, d| sent.push((w, e.kind, d))).unwrap();
         assert_eq!(sent[0], (0, Kind::Data, vec![2, 3, 6, 7]), "one combined message first");
-        assert_eq!(sent[1..].iter().filter(|(w, k, _)| *w == 0 && *k == Kind::EndOfStream).count(), 4);
+        assert_eq!(
+            sent[1..].iter().filter(|(w, k, _)| *w == 0 && *k == Kind::EndOfStream).count(),
+            4
+        );
         assert!(!up.busy());
         assert_eq!(calls, 1);
     }

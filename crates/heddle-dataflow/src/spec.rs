@@ -41,7 +41,9 @@ impl Placement {
     /// # Errors
     /// [`Error::InvalidArgument`] for a task the placement does not know.
     pub fn worker(&self, task: TaskId) -> Result<usize> {
-        self.worker.get(&task).copied().ok_or_else(|| Error::InvalidArgument(format!("task {task} has no worker in the placement")))
+        self.worker.get(&task).copied().ok_or_else(|| {
+            Error::InvalidArgument(format!("task {task} has no worker in the placement"))
+        })
     }
 }
 
@@ -60,7 +62,12 @@ pub struct EdgeSpec {
 
 impl EdgeSpec {
     /// An edge from `sources` to `targets`.
-    pub fn new(edge: u32, sources: Vec<TaskId>, targets: Vec<TaskId>, placement: Placement) -> EdgeSpec {
+    pub fn new(
+        edge: u32,
+        sources: Vec<TaskId>,
+        targets: Vec<TaskId>,
+        placement: Placement,
+    ) -> EdgeSpec {
         EdgeSpec { edge, sources, targets, placement }
     }
 }
@@ -91,7 +98,13 @@ impl Options {
 
     /// Streaming mode with default sizes.
     pub fn streaming() -> Options {
-        Options { mode: Mode::Streaming, budget_bytes: 8 << 20, batch_bytes: 32 << 10, timeout: None, spill: SpillConfig::default() }
+        Options {
+            mode: Mode::Streaming,
+            budget_bytes: 8 << 20,
+            batch_bytes: 32 << 10,
+            timeout: None,
+            spill: SpillConfig::default(),
+        }
     }
 
     /// Sets the receive budget.

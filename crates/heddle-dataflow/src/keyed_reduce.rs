@@ -12,12 +12,13 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::codec::{decode, decode_all, encode, encode_into, key_hash};
+use super::edge_core::{EdgeCore, Incoming};
 use super::keyed_gather::key_order;
-use super::core::{Core, Incoming};
-use super::stage::{Dataflow, Semantics};
+use super::semantics::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::spill::{SpillConfig, SpillSorter};
-use crate::{Communicator, Result};
+use crate::Result;
+use heddle_comm::Communicator;
 
 type Reducer<V> = Box<dyn Fn(V, V) -> V + Send>;
 
@@ -55,8 +56,13 @@ where
     ///
     /// # Errors
     /// [`crate::Error::InvalidArgument`] for a bad edge specification.
-    pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options, reducer: impl Fn(V, V) -> V + Send + 'static) -> Result<Self> {
-        let core = Core::new(comm, spec, &opts)?;
+    pub fn new(
+        comm: &Communicator,
+        spec: EdgeSpec,
+        opts: Options,
+        reducer: impl Fn(V, V) -> V + Send + 'static,
+    ) -> Result<Self> {
+        let core = EdgeCore::new(comm, spec, &opts)?;
         let unfinished_local = core.local_sources();
         let totals = core.local_targets.iter().map(|&t| (t, HashMap::new())).collect();
         // An estimate: an entry's inline size plus the table's own overhead.
@@ -90,7 +96,7 @@ where
     V: Serialize + DeserializeOwned + Clone,
 {
     /// Sends every combined value (the combiner is full, or the last local source ended).
-    fn send_combined(&mut self, core: &mut Core, source: TaskId) -> Result<()> {
+    fn send_combined(&mut self, core: &mut EdgeCore, source: TaskId) -> Result<()> {
         for (target, map) in std::mem::take(&mut self.combined) {
             for pair in map {
                 core.push_with(source, target, |buf| encode_into(buf, &pair))?;
@@ -105,7 +111,9 @@ where
         let table = std::mem::take(self.totals.get_mut(&target).expect("local target"));
         let sorter = match self.spills.entry(target) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => e.insert(SpillSorter::new(self.spill.clone(), Some(key_order::<K>()))?),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(SpillSorter::new(self.spill.clone(), Some(key_order::<K>()))?)
+            }
         };
         for (k, v) in table {
             sorter.push(encode(&k)?, encode(&v)?)?;
@@ -114,7 +122,12 @@ where
     }
 }
 
-fn merge<K: Hash + Eq, V: Clone>(reducer: &Reducer<V>, map: &mut HashMap<K, V>, key: K, value: V) -> V {
+fn merge<K: Hash + Eq, V: Clone>(
+    reducer: &Reducer<V>,
+    map: &mut HashMap<K, V>,
+    key: K,
+    value: V,
+) -> V {
     let merged = match map.remove(&key) {
         Some(old) => reducer(old, value),
         None => value,
@@ -131,7 +144,12 @@ where
     type In = (K, V);
     type Out = (K, V);
 
-    fn offer(&mut self, core: &mut Core, source: TaskId, (key, value): (K, V)) -> Result<Offer<(K, V)>> {
+    fn offer(
+        &mut self,
+        core: &mut EdgeCore,
+        source: TaskId,
+        (key, value): (K, V),
+    ) -> Result<Offer<(K, V)>> {
         let targets = &core.spec.targets;
         let target = targets[(key_hash(&encode(&key)?) % targets.len() as u64) as usize];
         if core.mode == Mode::Batch {
@@ -151,7 +169,7 @@ where
         Ok(Offer::Accepted)
     }
 
-    fn finish(&mut self, core: &mut Core, source: TaskId) -> Result<()> {
+    fn finish(&mut self, core: &mut EdgeCore, source: TaskId) -> Result<()> {
         self.unfinished_local -= 1;
         if core.mode == Mode::Batch && self.unfinished_local == 0 {
             // The last local source carries the worker's combined values.
@@ -160,7 +178,13 @@ where
         core.finish(source)
     }
 
-    fn take(&mut self, core: &Core, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<(K, V)>>) -> Result<()> {
+    fn take(
+        &mut self,
+        core: &EdgeCore,
+        target: TaskId,
+        incoming: Incoming,
+        out: &mut VecDeque<Event<(K, V)>>,
+    ) -> Result<()> {
         match incoming {
             Incoming::Records { payload, .. } => {
                 for (k, v) in decode_all::<(K, V)>(&payload)? {

@@ -2,18 +2,13 @@
 //! messages, sending them under the edge's credit, ordering end-of-stream and barriers
 //! after data, and aligning barriers at each target.
 
+use heddle_comm::{Delivered, EdgeChannels, Envelope, Kind};
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::Arc;
-use std::time::Duration;
-
-use heddle_wire::Kind;
 
 use super::spec::{EdgeSpec, Mode, Options, TaskId};
-use crate::channels::{Delivered, Envelope, DATAFLOW_EDGE};
-use crate::comm::Shared;
-use crate::engine::Idle;
 use super::tree::{BroadcastTree, Combiner, UpTree};
-use crate::{Communicator, Error, Result};
+use crate::{Error, Result};
+use heddle_comm::Communicator;
 
 /// What a target's receive side hands its operation, in order.
 #[derive(Debug)]
@@ -57,13 +52,11 @@ pub(crate) const RELAY: TaskId = u32::MAX;
 /// The machinery every operation shares on one worker: batching, credit, ends,
 /// barrier alignment. Operations reach it through [`super::Semantics`].
 #[derive(Debug)]
-pub struct Core {
-    shared: Arc<Shared>,
-    edge: u32,
+pub struct EdgeCore {
+    channels: EdgeChannels,
     pub(crate) spec: EdgeSpec,
     pub(crate) mode: Mode,
     batch_bytes: usize,
-    timeout: Duration,
     local_sources: HashSet<TaskId>,
     pub(crate) local_targets: Vec<TaskId>,
     finished: HashSet<TaskId>,
@@ -75,7 +68,6 @@ pub struct Core {
     /// Workers that run sources: the ones a target may still wait for.
     source_workers: Vec<usize>,
     ready_bytes: usize,
-    idle: Idle,
     rank: usize,
     /// Broadcast along this tree (messages addressed to [`RELAY`]).
     relay: Option<BroadcastTree>,
@@ -87,14 +79,13 @@ pub struct Core {
     up: Option<UpTree>,
 }
 
-impl Core {
+impl EdgeCore {
     /// Opens the edge on this worker.
-    pub(crate) fn new(comm: &Communicator, spec: EdgeSpec, opts: &Options) -> Result<Core> {
-        if spec.edge >= DATAFLOW_EDGE {
-            return Err(Error::InvalidArgument(format!("edge id {} must be below 2^30", spec.edge)));
-        }
+    pub(crate) fn new(comm: &Communicator, spec: EdgeSpec, opts: &Options) -> Result<EdgeCore> {
         if spec.sources.is_empty() || spec.targets.is_empty() {
-            return Err(Error::InvalidArgument("an operation needs at least one source and one target".into()));
+            return Err(Error::InvalidArgument(
+                "an operation needs at least one source and one target".into(),
+            ));
         }
         let rank = comm.world_rank(comm.rank());
         let mut source_workers = Vec::new();
@@ -105,7 +96,10 @@ impl Core {
         for &t in &spec.targets {
             let w = spec.placement.worker(t)?;
             if w >= comm.size() {
-                return Err(Error::InvalidArgument(format!("task {t} is placed on worker {w} of a world of {}", comm.size())));
+                return Err(Error::InvalidArgument(format!(
+                    "task {t} is placed on worker {w} of a world of {}",
+                    comm.size()
+                )));
             }
             target_workers.push(w);
         }
@@ -114,19 +108,19 @@ impl Core {
         source_workers.sort_unstable();
         source_workers.dedup();
         let window = (opts.budget_bytes / source_workers.len() as u64).max(1);
-        let edge = spec.edge | DATAFLOW_EDGE;
-        let shared = comm.shared();
-        shared.lock().channels.open(edge, window)?;
+        let mut channels = comm.open_edge(spec.edge, window)?;
+        if let Some(t) = opts.timeout {
+            channels.set_timeout(t);
+        }
         let local = |tasks: &[TaskId]| -> Vec<TaskId> {
             tasks.iter().copied().filter(|&t| spec.placement.worker(t).ok() == Some(rank)).collect()
         };
         let local_targets = local(&spec.targets);
-        let peers = shared.lock().peers();
-        Ok(Core {
-            edge,
+        let peers = channels.workers();
+        Ok(EdgeCore {
+            channels,
             mode: opts.mode,
             batch_bytes: opts.batch_bytes.max(1),
-            timeout: opts.timeout.unwrap_or(shared.config.timeout),
             local_sources: local(&spec.sources).into_iter().collect(),
             targets: local_targets.iter().map(|&t| (t, TargetState::default())).collect(),
             local_targets,
@@ -137,13 +131,11 @@ impl Core {
             sequence: HashMap::new(),
             source_workers,
             ready_bytes: 0,
-            idle: Idle::default(),
             rank,
             relay: None,
             target_workers,
             relay_outstanding: 0,
             up: None,
-            shared,
             spec,
         })
     }
@@ -187,10 +179,16 @@ impl Core {
     /// Checks `source` may still offer on this worker.
     pub(crate) fn check_source(&self, source: TaskId) -> Result<()> {
         if !self.local_sources.contains(&source) {
-            return Err(Error::InvalidArgument(format!("task {source} is not a source of edge {} on this worker", self.spec.edge)));
+            return Err(Error::InvalidArgument(format!(
+                "task {source} is not a source of edge {} on this worker",
+                self.spec.edge
+            )));
         }
         if self.finished.contains(&source) {
-            return Err(Error::InvalidArgument(format!("source {source} of edge {} has already finished", self.spec.edge)));
+            return Err(Error::InvalidArgument(format!(
+                "source {source} of edge {} has already finished",
+                self.spec.edge
+            )));
         }
         Ok(())
     }
@@ -200,7 +198,7 @@ impl Core {
             // A relayed message first goes to this worker, the root of its tree.
             return self.rank;
         }
-        self.spec.placement.worker(task).expect("placement validated in Core::new")
+        self.spec.placement.worker(task).expect("placement validated in EdgeCore::new")
     }
 
     /// Whether records for `targets` can be taken now (their workers' queues have room).
@@ -218,7 +216,12 @@ impl Core {
     }
 
     /// Appends one record for `target`, written by `write` straight into the batch.
-    pub(crate) fn push_with(&mut self, source: TaskId, target: TaskId, write: impl FnOnce(&mut Vec<u8>) -> Result<()>) -> Result<()> {
+    pub(crate) fn push_with(
+        &mut self,
+        source: TaskId,
+        target: TaskId,
+        write: impl FnOnce(&mut Vec<u8>) -> Result<()>,
+    ) -> Result<()> {
         let buf = self.batches.entry((source, target)).or_default();
         let at = buf.len();
         buf.extend_from_slice(&[0; 4]);
@@ -257,7 +260,8 @@ impl Core {
 
     /// Queues every partly filled batch of `source` (or of all sources).
     pub(crate) fn flush(&mut self, source: Option<TaskId>) {
-        let keys: Vec<(TaskId, TaskId)> = self.batches.keys().copied().filter(|(s, _)| source.map_or(true, |x| x == *s)).collect();
+        let keys: Vec<(TaskId, TaskId)> =
+            self.batches.keys().copied().filter(|(s, _)| source.is_none_or(|x| x == *s)).collect();
         for (s, t) in keys {
             if let Some(data) = self.batches.remove(&(s, t)).filter(|d| !d.is_empty()) {
                 self.queue(Kind::Data, s, t, data);
@@ -281,7 +285,10 @@ impl Core {
         self.check_source(source)?;
         self.flush(Some(source));
         for t in self.end_targets() {
-            self.send(Envelope { kind: Kind::Barrier, source, target: t, sequence: id }, Vec::new());
+            self.send(
+                Envelope { kind: Kind::Barrier, source, target: t, sequence: id },
+                Vec::new(),
+            );
         }
         Ok(())
     }
@@ -295,12 +302,12 @@ impl Core {
         }
         self.climb(combine)?;
         let mut moved = false;
-        let shared = self.shared.clone();
-        let mut engine = shared.lock();
+        let link = self.channels.link();
+        let mut io = link.lock();
         for w in 0..self.pending.len() {
             while let Some(m) = self.pending[w].pop_front() {
                 let len = m.data.len();
-                match engine.channels.try_send(w, self.edge, m.env, m.data) {
+                match io.try_send(w, m.env, m.data) {
                     Ok(()) => {
                         self.pending_bytes[w] -= len;
                         moved = true;
@@ -312,20 +319,20 @@ impl Core {
                 }
             }
         }
-        moved |= engine.poll_channels()?;
+        moved |= io.poll()?;
         while eager || self.ready_bytes < self.batch_bytes {
-            let Some(d) = engine.channels.recv(self.edge) else { break };
+            let Some(d) = io.recv() else { break };
             moved = true;
             self.deliver(d)?;
         }
-        drop(engine);
+        drop(io);
         self.climb(combine)?;
         Ok(moved)
     }
 
     /// Moves messages waiting to climb the tree to their next worker's queue.
     fn climb(&mut self, combine: Combiner<'_>) -> Result<()> {
-        let Core { up, pending, pending_bytes, .. } = self;
+        let EdgeCore { up, pending, pending_bytes, .. } = self;
         if let Some(up) = up.as_mut() {
             up.drain(combine, |w, env, data| {
                 pending_bytes[w] += data.len();
@@ -341,12 +348,18 @@ impl Core {
         }
         if let Some(up) = self.up.as_mut().filter(|u| u.hop(d.target).is_some()) {
             // Passing through on the way to the target's worker.
-            up.push(Envelope { kind: d.kind, source: d.source, target: d.target, sequence: d.sequence }, d.payload);
+            up.push(
+                Envelope { kind: d.kind, source: d.source, target: d.target, sequence: d.sequence },
+                d.payload,
+            );
             return Ok(());
         }
         let sources = self.spec.sources.len();
         let ts = self.targets.get_mut(&d.target).ok_or_else(|| {
-            Error::InvalidArgument(format!("a message for task {} arrived at a worker that does not run it", d.target))
+            Error::InvalidArgument(format!(
+                "a message for task {} arrived at a worker that does not run it",
+                d.target
+            ))
         })?;
         if let Some((_, arrived)) = &ts.aligning {
             if arrived.contains(&d.source) {
@@ -360,7 +373,10 @@ impl Core {
                     arrived.insert(d.source);
                 }
                 Some((id, _)) => {
-                    return Err(Error::InvalidArgument(format!("barrier {} arrived while aligning barrier {id}", d.sequence)));
+                    return Err(Error::InvalidArgument(format!(
+                        "barrier {} arrived while aligning barrier {id}",
+                        d.sequence
+                    )));
                 }
                 None => ts.aligning = Some((d.sequence, HashSet::from([d.source]))),
             },
@@ -374,7 +390,9 @@ impl Core {
             }
         }
         // Alignment completes once every source that has not ended has sent the barrier.
-        let aligned = ts.aligning.as_ref().is_some_and(|(_, a)| a.len() + ts.ended.iter().filter(|s| !a.contains(s)).count() >= sources);
+        let aligned = ts.aligning.as_ref().is_some_and(|(_, a)| {
+            a.len() + ts.ended.iter().filter(|s| !a.contains(s)).count() >= sources
+        });
         if aligned {
             let (id, _) = ts.aligning.take().expect("checked");
             ts.ready.push_back(Incoming::Barrier(id));
@@ -394,13 +412,19 @@ impl Core {
 
     /// Forwards a relayed message down the tree, then delivers it to every local target.
     fn relay(&mut self, d: Delivered) -> Result<()> {
-        let tree = self.relay.ok_or_else(|| Error::InvalidArgument(format!("edge {} received a relayed message but does not relay", self.spec.edge)))?;
+        let tree = self.relay.ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "edge {} received a relayed message but does not relay",
+                self.spec.edge
+            ))
+        })?;
         let root = self.spec.placement.worker(d.source)?;
         if root == self.rank {
             self.relay_outstanding -= 1;
         }
         for child in tree.children(root, &self.target_workers, self.rank) {
-            let env = Envelope { kind: d.kind, source: d.source, target: RELAY, sequence: d.sequence };
+            let env =
+                Envelope { kind: d.kind, source: d.source, target: RELAY, sequence: d.sequence };
             self.pending_bytes[child] += d.payload.len();
             self.pending[child].push_back(Msg { env, data: d.payload.clone() });
         }
@@ -433,7 +457,7 @@ impl Core {
             && self.batches.values().all(Vec::is_empty)
             && self.relay_outstanding == 0
             && !self.up.as_ref().is_some_and(UpTree::busy)
-            && !self.shared.lock().channels.sending(self.edge)
+            && !self.channels.link().lock().sending()
     }
 
     /// Whether messages of this worker wait to be sent.
@@ -447,8 +471,7 @@ impl Core {
         let pending: Vec<usize> = self.pending.iter().map(VecDeque::len).collect();
         let waiting: Vec<(TaskId, usize, usize)> =
             self.targets.iter().map(|(t, s)| (*t, s.ended.len(), s.ready.len())).collect();
-        let mut engine = self.shared.lock();
-        let sending = engine.channels.sending(self.edge);
+        let sending = self.channels.link().lock().sending();
         let detail = || {
             format!(
                 "edge {edge}: messages queued per worker {pending:?}, in flight: {sending}; \
@@ -456,23 +479,17 @@ impl Core {
                 self.spec.sources.len()
             )
         };
-        engine.idle(&mut self.idle, &self.source_workers, self.timeout, "dataflow operation", &detail)
+        Ok(self.channels.wait(&self.source_workers, &detail)?)
     }
 
     /// Resets the wait state after progress.
     pub(crate) fn moved(&mut self) {
-        self.idle = Idle::default();
+        self.channels.moved();
     }
 
     /// Bytes held in the edge's receive buffer now, and at most so far.
     pub(crate) fn buffered(&self) -> (u64, u64) {
-        self.shared.lock().channels.buffered(self.edge)
-    }
-}
-
-impl Drop for Core {
-    fn drop(&mut self) {
-        self.shared.lock().channels.close(self.edge);
+        self.channels.buffered()
     }
 }
 
@@ -483,7 +500,9 @@ pub(crate) fn records(payload: &[u8]) -> impl Iterator<Item = Result<&[u8]>> {
         if at >= payload.len() {
             return None;
         }
-        let Some(len) = payload.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize) else {
+        let Some(len) =
+            payload.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        else {
             at = payload.len();
             return Some(Err(Error::InvalidArgument("a record header is cut short".into())));
         };

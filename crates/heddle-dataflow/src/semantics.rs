@@ -5,7 +5,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use super::core::{Core, Incoming};
+use super::edge_core::{EdgeCore, Incoming};
 use super::{Event, Mode, Offer, Operation, TaskId};
 use crate::{Error, Result};
 
@@ -24,15 +24,26 @@ pub trait Semantics {
     type Out;
 
     /// Routes and encodes one record of `source` (or hands it back when the edge is full).
-    fn offer(&mut self, core: &mut Core, source: TaskId, item: Self::In) -> Result<Offer<Self::In>>;
+    fn offer(
+        &mut self,
+        core: &mut EdgeCore,
+        source: TaskId,
+        item: Self::In,
+    ) -> Result<Offer<Self::In>>;
 
     /// Ends `source`; operations that combine before sending flush here.
-    fn finish(&mut self, core: &mut Core, source: TaskId) -> Result<()> {
+    fn finish(&mut self, core: &mut EdgeCore, source: TaskId) -> Result<()> {
         core.finish(source)
     }
 
     /// Turns one incoming item of `target` into events.
-    fn take(&mut self, core: &Core, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<Self::Out>>) -> Result<()>;
+    fn take(
+        &mut self,
+        core: &EdgeCore,
+        target: TaskId,
+        incoming: Incoming,
+        out: &mut VecDeque<Event<Self::Out>>,
+    ) -> Result<()>;
 
     /// Hands out more of a target's results, a slice at a time (operations that emit
     /// sorted results at the end stream them from their sorter instead of holding them
@@ -67,7 +78,7 @@ pub trait Semantics {
 
 /// A dataflow operation on one worker: the shared machinery plus its semantics `S`.
 pub struct Dataflow<S: Semantics> {
-    pub(crate) core: Core,
+    pub(crate) core: EdgeCore,
     pub(crate) sem: S,
     out: HashMap<TaskId, VecDeque<Event<S::Out>>>,
     error: Option<Error>,
@@ -77,12 +88,15 @@ pub struct Dataflow<S: Semantics> {
 
 impl<S: Semantics> std::fmt::Debug for Dataflow<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Dataflow").field("edge", &self.core.spec.edge).field("mode", &self.core.mode).finish_non_exhaustive()
+        f.debug_struct("Dataflow")
+            .field("edge", &self.core.spec.edge)
+            .field("mode", &self.core.mode)
+            .finish_non_exhaustive()
     }
 }
 
 impl<S: Semantics> Dataflow<S> {
-    pub(crate) fn from_parts(core: Core, sem: S) -> Self {
+    pub(crate) fn from_parts(core: EdgeCore, sem: S) -> Self {
         let out = core.local_targets.iter().map(|&t| (t, VecDeque::new())).collect();
         Dataflow { core, sem, out, error: None, polled: 0 }
     }

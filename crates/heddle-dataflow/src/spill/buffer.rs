@@ -53,7 +53,9 @@ fn prefetch(bytes: &[u8]) {
     for at in (0..bytes.len().min(64 * PREFETCH_LINES)).step_by(64) {
         // SAFETY: a prefetch reads nothing and cannot fault; the address is in bounds anyway.
         unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(bytes[at..].as_ptr().cast());
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                bytes[at..].as_ptr().cast(),
+            );
         }
     }
     #[cfg(not(target_arch = "x86_64"))]

@@ -11,7 +11,7 @@
 //! end on one worker, for programs that hold all their input up front.
 //!
 //! ```
-//! use heddle_comm::dataflow::{drive, EdgeSpec, Event, Options, Partition, Placement};
+//! use heddle_dataflow::{drive, EdgeSpec, Event, Options, Partition, Placement};
 //! use heddle_comm::{local_world, CommConfig};
 //! let comms = local_world(2, CommConfig::default()).unwrap();
 //! let results: Vec<Vec<u64>> = std::thread::scope(|s| {
@@ -32,33 +32,34 @@
 //! ```
 
 mod codec;
-mod core;
 mod drive;
+mod edge_core;
+mod error;
 mod gather;
 mod join;
 mod keyed_gather;
 mod keyed_reduce;
 mod partition;
 mod reduce;
+mod semantics;
 mod sort;
 mod spec;
-mod stage;
+pub mod spill;
 mod tree;
 
-pub use self::core::{Core, Incoming};
 pub use drive::drive;
+pub use edge_core::{EdgeCore, Incoming};
+pub use error::{Error, Result};
 pub use gather::{Gather, Gathering};
-pub use join::{Join, JoinAlgorithm, JoinKind, Joined, Joining, Side};
+pub use join::{Join, JoinAlgorithm, JoinKind, JoinOn, Joined, Joining, Side};
 pub use keyed_gather::{Grouping, KeyedGather};
 pub use keyed_reduce::{KeyedReduce, KeyedReduction};
 pub use partition::{Partition, Routing};
 pub use reduce::{Reduce, Reduction};
+pub use semantics::{Dataflow, Semantics};
 pub use sort::{Sort, Sorting};
 pub use spec::{EdgeSpec, Mode, Options, Placement, TaskId};
-pub use stage::{Dataflow, Semantics};
 pub use tree::BroadcastTree;
-
-use crate::Result;
 
 /// What a target receives.
 #[derive(Debug, Clone, PartialEq)]
@@ -127,6 +128,7 @@ pub trait Operation {
     /// Waits a little after a `progress` that moved nothing (spin, yield, then sleep).
     ///
     /// # Errors
-    /// [`crate::Error::Timeout`] after the configured time without progress, or a lost peer.
+    /// [`heddle_comm::Error::Timeout`] (inside [`Error::Comm`]) after the configured time without
+    /// progress, or a lost peer.
     fn wait(&mut self) -> Result<()>;
 }

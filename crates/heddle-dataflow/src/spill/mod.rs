@@ -10,10 +10,10 @@
 //! budget, a merge needs at most `MERGE_WIDTH` read buffers of 64 KiB.
 //!
 //! Run files are named `heddle-spill-<counter>.run`, mode 0600, in a private
-//! [`ScratchDir`](crate::scratch::ScratchDir) (mode 0700) that the sorter makes in each spill
+//! [`ScratchDir`] (mode 0700) that the sorter makes in each spill
 //! directory it uses. They are removed when the sorter or the stream owning them is dropped:
 //! after success, after an error, or half-way; the scratch directory goes with its last run
-//! (see [`scratch`](crate::scratch) for the exits that drop nothing).
+//! (see [`scratch`](heddle_comm::scratch) for the exits that drop nothing).
 //!
 //! # Run file format
 //!
@@ -32,7 +32,7 @@
 //! `InvalidData` naming the file, never a panic or an allocation larger than the file.
 //!
 //! ```
-//! use heddle_comm::spill::{SpillConfig, SpillSorter};
+//! use heddle_dataflow::spill::{SpillConfig, SpillSorter};
 //! let config = SpillConfig { budget_bytes: 1024, ..SpillConfig::default() };
 //! let mut sorter = SpillSorter::new(config, None)?;
 //! for i in 0..300u32 {
@@ -43,7 +43,7 @@
 //! assert_eq!(groups.len(), 7);
 //! assert_eq!(groups[0].0, b"key0");
 //! assert_eq!(groups[0].1[1], 7u32.to_le_bytes()); // equal keys keep push order
-//! # Ok::<(), heddle_comm::Error>(())
+//! # Ok::<(), heddle_dataflow::Error>(())
 //! ```
 
 use std::cmp::Ordering;
@@ -56,8 +56,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{self, AtomicU64};
 use std::sync::Arc;
 
-use crate::scratch::ScratchDir;
 use crate::{Error, Result};
+use heddle_comm::scratch::ScratchDir;
 
 mod buffer;
 
@@ -70,7 +70,7 @@ use buffer::{Buffer, RECORD_OVERHEAD};
 ///
 /// ```
 /// use std::sync::Arc;
-/// use heddle_comm::spill::{KeyOrder, SpillConfig, SpillSorter};
+/// use heddle_dataflow::spill::{KeyOrder, SpillConfig, SpillSorter};
 /// let longest_first: KeyOrder = Arc::new(|a: &[u8], b: &[u8]| b.len().cmp(&a.len()).then(a.cmp(b)));
 /// let mut sorter = SpillSorter::new(SpillConfig::default(), Some(longest_first))?;
 /// for key in ["b", "ccc", "a", "dd"] {
@@ -78,7 +78,7 @@ use buffer::{Buffer, RECORD_OVERHEAD};
 /// }
 /// let keys: Vec<Vec<u8>> = sorter.finish()?.map(|r| r.map(|(k, _)| k)).collect::<Result<_, _>>()?;
 /// assert_eq!(keys, [&b"ccc"[..], b"dd", b"a", b"b"]);
-/// # Ok::<(), heddle_comm::Error>(())
+/// # Ok::<(), heddle_dataflow::Error>(())
 /// ```
 pub type KeyOrder = Arc<dyn Fn(&[u8], &[u8]) -> Ordering + Send + Sync>;
 
@@ -139,7 +139,8 @@ impl SpillSorter {
     pub fn new(config: SpillConfig, order: Option<KeyOrder>) -> Result<SpillSorter> {
         if config.dirs.is_empty() {
             return Err(Error::InvalidArgument(
-                "spill configuration names no directory; list at least one in SpillConfig::dirs".into(),
+                "spill configuration names no directory; list at least one in SpillConfig::dirs"
+                    .into(),
             ));
         }
         for dir in &config.dirs {
@@ -184,7 +185,8 @@ impl SpillSorter {
                 value.len()
             )));
         }
-        self.buffered_bytes = self.buffered_bytes.saturating_add(key.len() + value.len() + RECORD_OVERHEAD);
+        self.buffered_bytes =
+            self.buffered_bytes.saturating_add(key.len() + value.len() + RECORD_OVERHEAD);
         self.buffer.push(key, value);
         self.pushed += 1;
         if self.buffered_bytes > self.budget_bytes {
@@ -247,8 +249,10 @@ impl SpillSorter {
             }
             runs = merged;
         }
-        let mut sources =
-            runs.into_iter().map(|run| RunReader::open(run).map(Source::Run)).collect::<Result<Vec<_>>>()?;
+        let mut sources = runs
+            .into_iter()
+            .map(|run| RunReader::open(run).map(Source::Run))
+            .collect::<Result<Vec<_>>>()?;
         sources.push(Source::Memory(memory, 0));
         SortedRecords::merge(sources, order)
     }
@@ -337,7 +341,10 @@ impl Iterator for SortedRecords {
         let mut head = self.heap.pop()?;
         match self.sources[head.source].next_record() {
             Ok(Some((key, value))) => {
-                let record = (std::mem::replace(&mut head.key, key), std::mem::replace(&mut head.value, value));
+                let record = (
+                    std::mem::replace(&mut head.key, key),
+                    std::mem::replace(&mut head.value, value),
+                );
                 self.heap.push(head);
                 Some(Ok(record))
             }
@@ -359,7 +366,10 @@ impl FusedIterator for SortedRecords {}
 impl fmt::Debug for SortedRecords {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let open = self.sources.iter().filter(|s| matches!(s, Source::Run(_))).count();
-        f.debug_struct("SortedRecords").field("open_runs", &open).field("heads", &self.heap.len()).finish()
+        f.debug_struct("SortedRecords")
+            .field("open_runs", &open)
+            .field("heads", &self.heap.len())
+            .finish()
     }
 }
 
@@ -386,7 +396,9 @@ impl Iterator for GroupedRecords {
             match self.records.next() {
                 None => break,
                 Some(Err(e)) => return Some(Err(e)),
-                Some(Ok((k, v))) if (self.records.order)(&k, &key) == Ordering::Equal => values.push(v),
+                Some(Ok((k, v))) if (self.records.order)(&k, &key) == Ordering::Equal => {
+                    values.push(v)
+                }
                 Some(Ok(record)) => {
                     self.pending = Some(record);
                     break;
@@ -476,7 +488,10 @@ fn create_spill_file(dir: &Arc<ScratchDir>) -> io::Result<(File, SpillFile)> {
 fn check_dir(dir: &Path) -> Result<()> {
     let meta = fs::metadata(dir).map_err(|e| {
         Error::io(
-            format!("spill directory {} is unusable (create it or list another in SpillConfig::dirs)", dir.display()),
+            format!(
+                "spill directory {} is unusable (create it or list another in SpillConfig::dirs)",
+                dir.display()
+            ),
             e,
         )
     })?;
@@ -526,7 +541,8 @@ fn write_run<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         let (key, value) = record?;
         let (key, value) = (key.as_ref(), value.as_ref());
         for len in [key.len(), value.len()] {
-            let len = u32::try_from(len).map_err(|_| failed(io::Error::other("key or value of 4 GiB or more")))?;
+            let len = u32::try_from(len)
+                .map_err(|_| failed(io::Error::other("key or value of 4 GiB or more")))?;
             out.write_all(&len.to_le_bytes()).map_err(failed)?;
         }
         out.write_all(key).map_err(failed)?;
@@ -550,10 +566,13 @@ impl RunReader {
     fn open(run: SpillFile) -> Result<RunReader> {
         let failed = |e| Error::io(format!("reading spill run {}", run.path.display()), e);
         // Our own run, still private (not swapped for a symlink or another's file).
-        let file = crate::private::open_owned(&run.path, false)?;
+        let file = heddle_comm::private::open_owned(&run.path, false)?;
         let len = file.metadata().map_err(failed)?.len();
         if len < HEADER_BYTES {
-            return Err(corrupt(&run.path, format!("{len} bytes is shorter than the {HEADER_BYTES}-byte header")));
+            return Err(corrupt(
+                &run.path,
+                format!("{len} bytes is shorter than the {HEADER_BYTES}-byte header"),
+            ));
         }
         let mut input = BufReader::with_capacity(IO_BUFFER_BYTES, file);
         let mut header = [0u8; HEADER_BYTES as usize];
@@ -569,7 +588,10 @@ impl RunReader {
         count.copy_from_slice(&header[8..16]);
         let count = u64::from_le_bytes(count);
         if count != run.records {
-            return Err(corrupt(&run.path, format!("header says {count} records but {} were written", run.records)));
+            return Err(corrupt(
+                &run.path,
+                format!("header says {count} records but {} were written", run.records),
+            ));
         }
         Ok(RunReader { input, left_records: count, left_bytes: len - HEADER_BYTES, run })
     }
@@ -584,7 +606,10 @@ impl RunReader {
         }
         let index = self.run.records - self.left_records;
         if self.left_bytes < RECORD_HEADER_BYTES {
-            return Err(corrupt(path, format!("ends inside record {index} of {}", self.run.records)));
+            return Err(corrupt(
+                path,
+                format!("ends inside record {index} of {}", self.run.records),
+            ));
         }
         let failed = |e| Error::io(format!("reading spill run {}", path.display()), e);
         let mut lens = [0u8; RECORD_HEADER_BYTES as usize];
@@ -594,7 +619,10 @@ impl RunReader {
         let body = u64::from(key_len) + u64::from(value_len);
         let left = self.left_bytes - RECORD_HEADER_BYTES;
         if body > left {
-            return Err(corrupt(path, format!("record {index} claims {body} bytes but {left} remain")));
+            return Err(corrupt(
+                path,
+                format!("record {index} claims {body} bytes but {left} remain"),
+            ));
         }
         let mut key = vec![0; key_len as usize];
         self.input.read_exact(&mut key).map_err(failed)?;
@@ -609,7 +637,10 @@ impl RunReader {
 fn corrupt(path: &Path, detail: String) -> Error {
     Error::io(
         format!("reading spill run {}", path.display()),
-        io::Error::new(io::ErrorKind::InvalidData, format!("{detail}; the file is truncated or corrupt")),
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{detail}; the file is truncated or corrupt"),
+        ),
     )
 }
 
@@ -642,7 +673,8 @@ mod tests {
     fn scratch(name: &str) -> Scratch {
         use std::time::{SystemTime, UNIX_EPOCH};
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let dir = std::env::temp_dir().join(format!("heddle-spill-unit-{name}-{}-{nanos}", std::process::id()));
+        let dir = std::env::temp_dir()
+            .join(format!("heddle-spill-unit-{name}-{}-{nanos}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
         Scratch(dir)
     }
@@ -719,10 +751,15 @@ mod tests {
             fs::write(&s.runs[1].path, &bytes).unwrap();
             let err = match s.finish() {
                 Err(e) => e,
-                Ok(records) => records.filter_map(|r| r.err()).next().expect("damage went unnoticed"),
+                Ok(records) => {
+                    records.filter_map(|r| r.err()).next().expect("damage went unnoticed")
+                }
             };
             let message = err.to_string();
-            assert!(message.contains("reading spill run") && message.contains(&*dir.to_string_lossy()), "{message}");
+            assert!(
+                message.contains("reading spill run") && message.contains(&*dir.to_string_lossy()),
+                "{message}"
+            );
             assert_eq!(fs::read_dir(&dir).unwrap().count(), 0);
         }
         assert!(path.to_string_lossy().contains(FILE_PREFIX));

@@ -12,12 +12,13 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::codec::{decode, split_keyed};
-use super::core::{records, Core, Incoming};
+use super::edge_core::{records, EdgeCore, Incoming};
 use super::keyed_gather::{hashed_target, key_order, offer_keyed, sort_in};
-use super::stage::{Dataflow, Semantics};
+use super::semantics::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::spill::SpillSorter;
-use crate::{Communicator, Error, Result};
+use crate::{Error, Result};
+use heddle_comm::Communicator;
 
 /// Which rows a join keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +40,38 @@ pub enum JoinAlgorithm {
     Hash,
     /// External sort of both sides, then a merge (batch only; spills to disk).
     SortMerge,
+}
+
+/// What a join pairs: which sources are its left side, which rows it keeps, and how it
+/// is computed.
+///
+/// ```
+/// use heddle_dataflow::{JoinAlgorithm, JoinKind, JoinOn};
+/// let on = JoinOn::new(JoinKind::Left, vec![0, 1]).algorithm(JoinAlgorithm::SortMerge);
+/// assert_eq!((on.kind, on.algorithm), (JoinKind::Left, JoinAlgorithm::SortMerge));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JoinOn {
+    /// The sources (a subset of the edge's) that offer `Side::Left` records; the others
+    /// offer `Side::Right` ones.
+    pub left_sources: Vec<TaskId>,
+    /// Which rows the join keeps.
+    pub kind: JoinKind,
+    /// How it is computed (default: hash).
+    pub algorithm: JoinAlgorithm,
+}
+
+impl JoinOn {
+    /// A `kind` join whose left side is `left_sources`, computed with hash tables.
+    pub fn new(kind: JoinKind, left_sources: Vec<TaskId>) -> JoinOn {
+        JoinOn { left_sources, kind, algorithm: JoinAlgorithm::Hash }
+    }
+
+    /// The same join computed with `algorithm`.
+    pub fn algorithm(mut self, algorithm: JoinAlgorithm) -> JoinOn {
+        self.algorithm = algorithm;
+        self
+    }
 }
 
 /// One input record of a join.
@@ -65,7 +98,12 @@ struct Sides<L, R> {
 
 impl<L, R> Default for Sides<L, R> {
     fn default() -> Self {
-        Sides { left: Vec::new(), right: Vec::new(), left_matched: Vec::new(), right_matched: Vec::new() }
+        Sides {
+            left: Vec::new(),
+            right: Vec::new(),
+            left_matched: Vec::new(),
+            right_matched: Vec::new(),
+        }
     }
 }
 
@@ -99,29 +137,38 @@ where
     L: Serialize + DeserializeOwned + Clone,
     R: Serialize + DeserializeOwned + Clone,
 {
-    /// A join whose sources `left_sources` (a subset of `spec.sources`) offer
-    /// `Side::Left` records and whose other sources offer `Side::Right` records.
+    /// A join of the edge `spec`'s sources as `on` says.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for left sources outside the edge, sort-merge in
     /// streaming mode, or a bad edge specification or spill directory.
-    pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options, left_sources: Vec<TaskId>, kind: JoinKind, algorithm: JoinAlgorithm) -> Result<Self> {
+    pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options, on: JoinOn) -> Result<Self> {
+        let JoinOn { left_sources, kind, algorithm } = on;
         if let Some(s) = left_sources.iter().find(|s| !spec.sources.contains(s)) {
-            return Err(Error::InvalidArgument(format!("left source {s} is not a source of the edge")));
+            return Err(Error::InvalidArgument(format!(
+                "left source {s} is not a source of the edge"
+            )));
         }
         if algorithm == JoinAlgorithm::SortMerge && opts.mode == Mode::Streaming {
-            return Err(Error::InvalidArgument("a sort-merge join needs batch mode; use JoinAlgorithm::Hash for streams".into()));
+            return Err(Error::InvalidArgument(
+                "a sort-merge join needs batch mode; use JoinAlgorithm::Hash for streams".into(),
+            ));
         }
-        let core = Core::new(comm, spec, &opts)?;
+        let core = EdgeCore::new(comm, spec, &opts)?;
         let mut held = HashMap::new();
         for &t in &core.local_targets {
             let h = match algorithm {
                 JoinAlgorithm::Hash => Held::Hash(HashMap::new()),
-                JoinAlgorithm::SortMerge => Held::Sorted(SpillSorter::new(opts.spill.clone(), Some(key_order::<K>()))?),
+                JoinAlgorithm::SortMerge => {
+                    Held::Sorted(SpillSorter::new(opts.spill.clone(), Some(key_order::<K>()))?)
+                }
             };
             held.insert(t, h);
         }
-        Ok(Dataflow::from_parts(core, Joining { left_sources: left_sources.into_iter().collect(), kind, held }))
+        Ok(Dataflow::from_parts(
+            core,
+            Joining { left_sources: left_sources.into_iter().collect(), kind, held },
+        ))
     }
 }
 
@@ -134,16 +181,29 @@ where
     type In = (K, Side<L, R>);
     type Out = Joined<K, L, R>;
 
-    fn offer(&mut self, core: &mut Core, source: TaskId, item: (K, Side<L, R>)) -> Result<Offer<(K, Side<L, R>)>> {
+    fn offer(
+        &mut self,
+        core: &mut EdgeCore,
+        source: TaskId,
+        item: (K, Side<L, R>),
+    ) -> Result<Offer<(K, Side<L, R>)>> {
         let is_left = matches!(item.1, Side::Left(_));
         if is_left != self.left_sources.contains(&source) {
-            return Err(Error::InvalidArgument(format!("source {source} offered a record of the wrong side of the join")));
+            return Err(Error::InvalidArgument(format!(
+                "source {source} offered a record of the wrong side of the join"
+            )));
         }
         let target = hashed_target(core, &item.0)?;
         offer_keyed(core, source, target, item)
     }
 
-    fn take(&mut self, core: &Core, target: TaskId, incoming: Incoming, out: &mut Rows<K, L, R>) -> Result<()> {
+    fn take(
+        &mut self,
+        core: &EdgeCore,
+        target: TaskId,
+        incoming: Incoming,
+        out: &mut Rows<K, L, R>,
+    ) -> Result<()> {
         let streaming = core.mode == Mode::Streaming;
         let held = self.held.get_mut(&target).expect("local target");
         match incoming {
@@ -153,8 +213,12 @@ where
                     for rec in records(&payload) {
                         let (key_bytes, side_bytes) = split_keyed(rec?)?;
                         let side = decode::<Side<L, R>>(side_bytes)?;
-                        let (k, sides) = map.entry(key_bytes.to_vec()).or_insert_with(|| (decode::<K>(key_bytes).ok(), Sides::default()));
-                        let k = k.clone().ok_or_else(|| Error::InvalidArgument("an undecodable join key".into()))?;
+                        let (k, sides) = map
+                            .entry(key_bytes.to_vec())
+                            .or_insert_with(|| (decode::<K>(key_bytes).ok(), Sides::default()));
+                        let k = k.clone().ok_or_else(|| {
+                            Error::InvalidArgument("an undecodable join key".into())
+                        })?;
                         add(sides, side, streaming.then_some((&k, &mut *out)));
                     }
                 }
@@ -164,8 +228,12 @@ where
             Incoming::End => {
                 let rows = match std::mem::replace(held, Held::Hash(HashMap::new())) {
                     Held::Hash(map) => {
-                        let sorted: BTreeMap<K, Sides<L, R>> = map.into_values().filter_map(|(k, s)| k.map(|k| (k, s))).collect();
-                        sorted.into_iter().flat_map(|(k, s)| finish_key(k, s, self.kind, streaming)).collect::<Vec<_>>()
+                        let sorted: BTreeMap<K, Sides<L, R>> =
+                            map.into_values().filter_map(|(k, s)| k.map(|k| (k, s))).collect();
+                        sorted
+                            .into_iter()
+                            .flat_map(|(k, s)| finish_key(k, s, self.kind, streaming))
+                            .collect::<Vec<_>>()
                     }
                     Held::Sorted(sorter) => {
                         let mut rows = Vec::new();
@@ -190,7 +258,11 @@ where
 
 /// Stores one side's value and marks the rows it matches; in streaming mode (`emit`)
 /// emits those matches at once.
-fn add<K: Clone, L: Clone, R: Clone>(s: &mut Sides<L, R>, side: Side<L, R>, mut emit: Option<(&K, &mut Rows<K, L, R>)>) {
+fn add<K: Clone, L: Clone, R: Clone>(
+    s: &mut Sides<L, R>,
+    side: Side<L, R>,
+    mut emit: Option<(&K, &mut Rows<K, L, R>)>,
+) {
     match side {
         Side::Left(l) => {
             for (r, m) in s.right.iter().zip(s.right_matched.iter_mut()) {
@@ -217,7 +289,12 @@ fn add<K: Clone, L: Clone, R: Clone>(s: &mut Sides<L, R>, side: Side<L, R>, mut 
 
 /// The rows of one key at the end: all matches (unless already emitted while
 /// streaming) and the unmatched rows the join kind keeps.
-fn finish_key<K: Clone, L: Clone, R: Clone>(k: K, s: Sides<L, R>, kind: JoinKind, streamed: bool) -> Vec<Joined<K, L, R>> {
+fn finish_key<K: Clone, L: Clone, R: Clone>(
+    k: K,
+    s: Sides<L, R>,
+    kind: JoinKind,
+    streamed: bool,
+) -> Vec<Joined<K, L, R>> {
     let mut rows = Vec::new();
     if !streamed {
         for l in &s.left {

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use heddle_comm::spill::{KeyOrder, SpillConfig, SpillSorter, MERGE_WIDTH};
-use heddle_comm::Error;
+use heddle_dataflow::spill::{KeyOrder, SpillConfig, SpillSorter, MERGE_WIDTH};
+use heddle_dataflow::Error;
 
 type Record = (Vec<u8>, Vec<u8>);
 
@@ -17,7 +17,8 @@ struct Scratch(PathBuf);
 impl Scratch {
     fn new(name: &str) -> Scratch {
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let dir = std::env::temp_dir().join(format!("heddle-spill-test-{name}-{}-{nanos}", std::process::id()));
+        let dir = std::env::temp_dir()
+            .join(format!("heddle-spill-test-{name}-{}-{nanos}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
         Scratch(dir)
     }
@@ -33,7 +34,9 @@ impl Scratch {
             }
             runs += fs::read_dir(entry.path())
                 .unwrap()
-                .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("heddle-spill-"))
+                .filter(|e| {
+                    e.as_ref().unwrap().file_name().to_string_lossy().starts_with("heddle-spill-")
+                })
                 .count()
                 .max(1);
         }
@@ -74,7 +77,9 @@ fn random_records(seed: u64, n: usize, distinct: u64) -> Vec<Record> {
     (0..n)
         .map(|i| {
             let k = rng.below(distinct);
-            let key: Vec<u8> = (0..k % 13).map(|j| (k.wrapping_mul(31).wrapping_add(j) % 5) as u8 + b'a').collect();
+            let key: Vec<u8> = (0..k % 13)
+                .map(|j| (k.wrapping_mul(31).wrapping_add(j) % 5) as u8 + b'a')
+                .collect();
             let mut value = (i as u64).to_be_bytes().to_vec();
             value.extend((0..rng.below(40)).map(|_| rng.next() as u8));
             (key, value)
@@ -106,8 +111,8 @@ fn drain(sorter: SpillSorter) -> Vec<Record> {
 fn sorter_and_streams_can_move_between_threads() {
     fn send<T: Send>() {}
     send::<SpillSorter>();
-    send::<heddle_comm::spill::SortedRecords>();
-    send::<heddle_comm::spill::GroupedRecords>();
+    send::<heddle_dataflow::spill::SortedRecords>();
+    send::<heddle_dataflow::spill::GroupedRecords>();
 }
 
 #[test]
@@ -152,8 +157,9 @@ fn budget_sweep_gives_identical_results() {
 fn custom_order_descending_big_endian_u64() {
     let scratch = Scratch::new("custom");
     let mut rng = XorShift(4);
-    let records: Vec<Record> =
-        (0..10_000u64).map(|i| (rng.below(1_000).to_be_bytes().to_vec(), i.to_le_bytes().to_vec())).collect();
+    let records: Vec<Record> = (0..10_000u64)
+        .map(|i| (rng.below(1_000).to_be_bytes().to_vec(), i.to_le_bytes().to_vec()))
+        .collect();
     let decode = |k: &[u8]| u64::from_be_bytes(k.try_into().unwrap());
     let descending: KeyOrder = Arc::new(move |a, b| decode(b).cmp(&decode(a)));
     let sorter = fill(scratch.config(8 << 10), Some(descending.clone()), &records);
@@ -235,7 +241,8 @@ fn files_removed_when_sorter_dropped_without_finish() {
 #[test]
 fn runs_alternate_between_directories() {
     let (first, second) = (Scratch::new("dir-a"), Scratch::new("dir-b"));
-    let config = SpillConfig { dirs: vec![first.0.clone(), second.0.clone()], budget_bytes: 4 << 10 };
+    let config =
+        SpillConfig { dirs: vec![first.0.clone(), second.0.clone()], budget_bytes: 4 << 10 };
     let records = random_records(8, 2_000, 100);
     let sorter = fill(config, None, &records);
     let runs = sorter.runs();
@@ -254,7 +261,10 @@ fn missing_directory_is_an_error_naming_it() {
     let scratch = Scratch::new("missing");
     let missing = scratch.0.join("not-there");
     let message = error_of(vec![scratch.0.clone(), missing.clone()]).to_string();
-    assert!(message.contains(&*missing.to_string_lossy()) && message.contains("SpillConfig::dirs"), "{message}");
+    assert!(
+        message.contains(&*missing.to_string_lossy()) && message.contains("SpillConfig::dirs"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -302,6 +312,9 @@ fn unwritable_directory_is_an_error_naming_it() {
         return;
     };
     let message = error_of(vec![dir.clone()]).to_string();
-    assert!(message.contains(&*dir.to_string_lossy()) && message.contains("not writable"), "{message}");
+    assert!(
+        message.contains(&*dir.to_string_lossy()) && message.contains("not writable"),
+        "{message}"
+    );
     assert_eq!(scratch.spill_files(), 0);
 }

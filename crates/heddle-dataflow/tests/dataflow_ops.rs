@@ -4,11 +4,12 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use heddle_comm::dataflow::{
-    drive, BroadcastTree, EdgeSpec, Event, Gather, Join, JoinAlgorithm, JoinKind, Joined, KeyedGather, KeyedReduce, Mode, Offer, Operation,
-    Options, Partition, Placement, Reduce, Side, Sort, TaskId,
-};
 use heddle_comm::{local_world, CommConfig, Communicator};
+use heddle_dataflow::{
+    drive, BroadcastTree, EdgeSpec, Event, Gather, Join, JoinAlgorithm, JoinKind, JoinOn, Joined,
+    KeyedGather, KeyedReduce, Mode, Offer, Operation, Options, Partition, Placement, Reduce, Side,
+    Sort, TaskId,
+};
 
 /// A task layout: `per` sources per worker and as many targets, disjoint or the same tasks.
 #[derive(Debug, Clone)]
@@ -26,8 +27,14 @@ fn layouts() -> Vec<Layout> {
             let n = workers as u32 * per;
             for overlap in [false, true] {
                 let sources: Vec<TaskId> = (0..n).collect();
-                let targets: Vec<TaskId> = if overlap { sources.clone() } else { (n..2 * n).collect() };
-                out.push(Layout { workers, sources, targets, placement: Placement::round_robin(2 * n, workers) });
+                let targets: Vec<TaskId> =
+                    if overlap { sources.clone() } else { (n..2 * n).collect() };
+                out.push(Layout {
+                    workers,
+                    sources,
+                    targets,
+                    placement: Placement::round_robin(2 * n, workers),
+                });
             }
         }
     }
@@ -52,7 +59,12 @@ where
             .map(|c| {
                 let (make, input) = (&make, &input);
                 s.spawn(move || {
-                    let spec = EdgeSpec::new(edge, layout.sources.clone(), layout.targets.clone(), layout.placement.clone());
+                    let spec = EdgeSpec::new(
+                        edge,
+                        layout.sources.clone(),
+                        layout.targets.clone(),
+                        layout.placement.clone(),
+                    );
                     let mut op = make(c, spec);
                     let mine: Vec<(TaskId, Vec<O::In>)> = layout
                         .sources
@@ -70,7 +82,11 @@ where
 
 fn data<T>(events: &[Event<T>]) -> Vec<&T> {
     assert!(matches!(events.last(), Some(Event::End)), "a target did not end");
-    assert_eq!(events.iter().filter(|e| matches!(e, Event::End)).count(), 1, "End must come exactly once");
+    assert_eq!(
+        events.iter().filter(|e| matches!(e, Event::End)).count(),
+        1,
+        "End must come exactly once"
+    );
     events.iter().filter_map(|e| if let Event::Data(d) = e { Some(d) } else { None }).collect()
 }
 
@@ -89,7 +105,9 @@ fn numbers(s: TaskId) -> Vec<u64> {
 
 /// Skewed: most records carry key 0.
 fn pairs(s: TaskId) -> Vec<(u32, i64)> {
-    (0..count(s)).map(|i| (if i % 4 == 0 { (i % 13) as u32 } else { 0 }, i as i64 - i64::from(s))).collect()
+    (0..count(s))
+        .map(|i| (if i % 4 == 0 { (i % 13) as u32 } else { 0 }, i as i64 - i64::from(s)))
+        .collect()
 }
 
 /// Both modes; a stuck operation fails the test within seconds instead of hanging.
@@ -103,63 +121,123 @@ fn partition_direct_union_broadcast() {
     for layout in layouts() {
         for opts in modes() {
             let n_t = layout.targets.len();
-            let got = run(&layout, 1, |c, spec| Partition::new(c, spec, opts.clone(), |x: &u64| (*x % 7) as usize).unwrap(), numbers);
+            let got = run(
+                &layout,
+                1,
+                |c, spec| {
+                    Partition::new(c, spec, opts.clone(), |x: &u64| (*x % 7) as usize).unwrap()
+                },
+                numbers,
+            );
             for (i, &t) in layout.targets.iter().enumerate() {
                 let mut have: Vec<u64> = data(&got[&t]).into_iter().copied().collect();
-                let mut want: Vec<u64> = layout.sources.iter().flat_map(|&s| numbers(s)).filter(|x| (*x % 7) as usize % n_t == i).collect();
+                let mut want: Vec<u64> = layout
+                    .sources
+                    .iter()
+                    .flat_map(|&s| numbers(s))
+                    .filter(|x| (*x % 7) as usize % n_t == i)
+                    .collect();
                 // Records of one source keep their order.
                 for s in &layout.sources {
-                    let from_s: Vec<u64> = have.iter().copied().filter(|x| x / 100_000 == u64::from(*s)).collect();
+                    let from_s: Vec<u64> =
+                        have.iter().copied().filter(|x| x / 100_000 == u64::from(*s)).collect();
                     assert!(from_s.windows(2).all(|w| w[0] < w[1]), "order from source {s} lost");
                 }
                 have.sort_unstable();
                 want.sort_unstable();
                 assert_eq!(have, want, "partition {layout:?} {:?}", opts.mode);
             }
-            let got = run(&layout, 2, |c, spec| Partition::direct(c, spec, opts.clone()).unwrap(), numbers);
+            let got = run(
+                &layout,
+                2,
+                |c, spec| Partition::direct(c, spec, opts.clone()).unwrap(),
+                numbers,
+            );
             for (i, &t) in layout.targets.iter().enumerate() {
                 let have: Vec<u64> = data(&got[&t]).into_iter().copied().collect();
                 assert_eq!(have, numbers(layout.sources[i]), "direct {layout:?}");
             }
-            let got = run(&layout, 15, |c, spec| Partition::by_hash(c, spec, opts.clone()).unwrap(), numbers);
-            let mut seen: Vec<u64> = got.values().flat_map(|evs| data(evs).into_iter().copied()).collect();
+            let got = run(
+                &layout,
+                15,
+                |c, spec| Partition::by_hash(c, spec, opts.clone()).unwrap(),
+                numbers,
+            );
+            let mut seen: Vec<u64> =
+                got.values().flat_map(|evs| data(evs).into_iter().copied()).collect();
             let mut all: Vec<u64> = layout.sources.iter().flat_map(|&s| numbers(s)).collect();
             seen.sort_unstable();
             all.sort_unstable();
             assert_eq!(seen, all, "hash partition {layout:?}");
             // Range: splitters cut the value space into n_t ranges.
             let splitters: Vec<u64> = (1..n_t as u64).map(|i| i * 1_200_000 / n_t as u64).collect();
-            let got = run(&layout, 16, |c, spec| Partition::by_range(c, spec, opts.clone(), splitters.clone(), |x: &u64| *x).unwrap(), numbers);
+            let got = run(
+                &layout,
+                16,
+                |c, spec| {
+                    Partition::by_range(c, spec, opts.clone(), splitters.clone(), |x: &u64| *x)
+                        .unwrap()
+                },
+                numbers,
+            );
             for (i, &t) in layout.targets.iter().enumerate() {
                 let lo = if i == 0 { 0 } else { splitters[i - 1] };
                 let hi = splitters.get(i).copied().unwrap_or(u64::MAX);
                 let mut have: Vec<u64> = data(&got[&t]).into_iter().copied().collect();
-                let mut want: Vec<u64> = all.iter().copied().filter(|x| *x >= lo && *x < hi).collect();
+                let mut want: Vec<u64> =
+                    all.iter().copied().filter(|x| *x >= lo && *x < hi).collect();
                 have.sort_unstable();
                 want.sort_unstable();
                 assert_eq!(have, want, "range partition {layout:?}");
             }
-            let got = run(&layout, 14, |c, spec| Partition::union(c, spec, opts.clone()).unwrap(), numbers);
+            let got = run(
+                &layout,
+                14,
+                |c, spec| Partition::union(c, spec, opts.clone()).unwrap(),
+                numbers,
+            );
             for (i, &t) in layout.targets.iter().enumerate() {
                 let mut have: Vec<u64> = data(&got[&t]).into_iter().copied().collect();
-                let mut want: Vec<u64> = layout.sources.iter().enumerate().filter(|(j, _)| j % n_t == i).flat_map(|(_, &s)| numbers(s)).collect();
+                let mut want: Vec<u64> = layout
+                    .sources
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| j % n_t == i)
+                    .flat_map(|(_, &s)| numbers(s))
+                    .collect();
                 have.sort_unstable();
                 want.sort_unstable();
                 assert_eq!(have, want, "union {layout:?}");
             }
             let mut want: Vec<u64> = layout.sources.iter().flat_map(|&s| numbers(s)).collect();
             want.sort_unstable();
-            let trees = [None, Some(BroadcastTree::Flat), Some(BroadcastTree::Binomial), Some(BroadcastTree::Binary), Some(BroadcastTree::Ring)];
+            let trees = [
+                None,
+                Some(BroadcastTree::Flat),
+                Some(BroadcastTree::Binomial),
+                Some(BroadcastTree::Binary),
+                Some(BroadcastTree::Ring),
+            ];
             for (i, tree) in trees.into_iter().enumerate() {
-                let got = run(&layout, 20 + i as u32, |c, spec| match tree {
-                    None => Partition::broadcast_direct(c, spec, opts.clone()).unwrap(),
-                    Some(t) => Partition::broadcast_along(c, spec, opts.clone(), t).unwrap(),
-                }, numbers);
+                let got = run(
+                    &layout,
+                    20 + i as u32,
+                    |c, spec| match tree {
+                        None => Partition::broadcast_direct(c, spec, opts.clone()).unwrap(),
+                        Some(t) => Partition::broadcast_along(c, spec, opts.clone(), t).unwrap(),
+                    },
+                    numbers,
+                );
                 for t in &layout.targets {
                     let have: Vec<u64> = data(&got[t]).into_iter().copied().collect();
                     for s in &layout.sources {
-                        let from_s: Vec<u64> = have.iter().copied().filter(|x| x / 100_000 == u64::from(*s)).collect();
-                        assert_eq!(from_s, numbers(*s), "broadcast {tree:?} lost or reordered source {s}'s records");
+                        let from_s: Vec<u64> =
+                            have.iter().copied().filter(|x| x / 100_000 == u64::from(*s)).collect();
+                        assert_eq!(
+                            from_s,
+                            numbers(*s),
+                            "broadcast {tree:?} lost or reordered source {s}'s records"
+                        );
                     }
                     let mut have = have;
                     have.sort_unstable();
@@ -176,8 +254,13 @@ fn gather_and_allgather() {
         for opts in modes() {
             // A tiny spill budget in batch mode: gathered records go through disk.
             let opts = opts.clone().spill(16 << 10, vec![std::env::temp_dir()]);
-            let got = run(&layout, 4, |c, spec| Gather::new(c, spec, opts.clone()).unwrap(), numbers);
-            let mut want: Vec<(TaskId, u64)> = layout.sources.iter().flat_map(|&s| numbers(s).into_iter().map(move |x| (s, x))).collect();
+            let got =
+                run(&layout, 4, |c, spec| Gather::new(c, spec, opts.clone()).unwrap(), numbers);
+            let mut want: Vec<(TaskId, u64)> = layout
+                .sources
+                .iter()
+                .flat_map(|&s| numbers(s).into_iter().map(move |x| (s, x)))
+                .collect();
             want.sort_unstable();
             for t in &layout.targets {
                 let have: Vec<(TaskId, u64)> = data(&got[t]).into_iter().copied().collect();
@@ -197,15 +280,28 @@ fn gather_and_allgather() {
 fn reduce_and_allreduce() {
     for layout in layouts() {
         for opts in modes() {
-            let got = run(&layout, 5, |c, spec| Reduce::new(c, spec, opts.clone(), |a: u64, b: u64| a + b).unwrap(), numbers);
+            let got = run(
+                &layout,
+                5,
+                |c, spec| Reduce::new(c, spec, opts.clone(), |a: u64, b: u64| a + b).unwrap(),
+                numbers,
+            );
             let total: u64 = layout.sources.iter().flat_map(|&s| numbers(s)).sum();
             let any = layout.sources.iter().any(|&s| count(s) > 0);
             for t in &layout.targets {
                 let have = data(&got[t]);
                 match opts.mode {
-                    Mode::Batch => assert_eq!(have, if any { vec![&total] } else { vec![] }, "batch reduce {layout:?}"),
+                    Mode::Batch => assert_eq!(
+                        have,
+                        if any { vec![&total] } else { vec![] },
+                        "batch reduce {layout:?}"
+                    ),
                     // Streaming: the i-th outputs combine the i-th records; together they are the total.
-                    Mode::Streaming => assert_eq!(have.into_iter().sum::<u64>(), total, "streaming reduce {layout:?}"),
+                    Mode::Streaming => assert_eq!(
+                        have.into_iter().sum::<u64>(),
+                        total,
+                        "streaming reduce {layout:?}"
+                    ),
                 }
             }
         }
@@ -216,7 +312,12 @@ fn reduce_and_allreduce() {
 fn keyed_reduce_with_skew() {
     for layout in layouts() {
         for opts in modes() {
-            let got = run(&layout, 6, |c, spec| KeyedReduce::new(c, spec, opts.clone(), |a: i64, b: i64| a + b).unwrap(), pairs);
+            let got = run(
+                &layout,
+                6,
+                |c, spec| KeyedReduce::new(c, spec, opts.clone(), |a: i64, b: i64| a + b).unwrap(),
+                pairs,
+            );
             let mut want: BTreeMap<u32, i64> = BTreeMap::new();
             for s in &layout.sources {
                 for (k, v) in pairs(*s) {
@@ -256,7 +357,10 @@ fn keyed_gather_groups_every_value() {
             for events in got.values() {
                 let groups = data(events);
                 if opts.mode == Mode::Batch && sorted {
-                    assert!(groups.windows(2).all(|w| w[0].0 < w[1].0), "batch groups come once each, in key order");
+                    assert!(
+                        groups.windows(2).all(|w| w[0].0 < w[1].0),
+                        "batch groups come once each, in key order"
+                    );
                 }
                 if opts.mode == Mode::Batch {
                     let keys: HashSet<u32> = groups.iter().map(|g| g.0).collect();
@@ -276,10 +380,22 @@ fn keyed_gather_groups_every_value() {
 
 #[test]
 fn values_larger_than_a_buffer() {
-    let layout = Layout { workers: 3, sources: vec![0, 1, 2], targets: vec![3, 4], placement: Placement::round_robin(5, 3) };
-    let blob = |s: TaskId| -> Vec<Vec<u8>> { (0..4).map(|i| vec![(s * 10 + i) as u8; 100_000 + i as usize]).collect() };
+    let layout = Layout {
+        workers: 3,
+        sources: vec![0, 1, 2],
+        targets: vec![3, 4],
+        placement: Placement::round_robin(5, 3),
+    };
+    let blob = |s: TaskId| -> Vec<Vec<u8>> {
+        (0..4).map(|i| vec![(s * 10 + i) as u8; 100_000 + i as usize]).collect()
+    };
     for opts in modes() {
-        let got = run(&layout, 8, |c, spec| Partition::broadcast(c, spec, opts.clone().batch_size(16 << 10)).unwrap(), blob);
+        let got = run(
+            &layout,
+            8,
+            |c, spec| Partition::broadcast(c, spec, opts.clone().batch_size(16 << 10)).unwrap(),
+            blob,
+        );
         let mut want: Vec<Vec<u8>> = layout.sources.iter().flat_map(|&s| blob(s)).collect();
         want.sort();
         for t in &layout.targets {
@@ -298,7 +414,8 @@ fn a_slow_consumer_stays_within_budget_and_loses_nothing() {
     std::thread::scope(|s| {
         for c in &comms {
             s.spawn(move || {
-                let spec = EdgeSpec::new(9, vec![0], vec![1], Placement::from_pairs([(0, 0), (1, 1)]));
+                let spec =
+                    EdgeSpec::new(9, vec![0], vec![1], Placement::from_pairs([(0, 0), (1, 1)]));
                 let opts = Options::streaming().budget(BUDGET).batch_size(4 << 10);
                 let mut op = Partition::new(c, spec, opts, |_: &Vec<u8>| 0).unwrap();
                 if c.rank() == 0 {
@@ -332,9 +449,13 @@ fn a_slow_consumer_stays_within_budget_and_loses_nothing() {
                         op.progress().unwrap();
                         match op.poll(1) {
                             Some(Event::Data(item)) => {
-                                assert_eq!(u64::from_le_bytes(item[..8].try_into().unwrap()), next, "records lost or reordered");
+                                assert_eq!(
+                                    u64::from_le_bytes(item[..8].try_into().unwrap()),
+                                    next,
+                                    "records lost or reordered"
+                                );
                                 next += 1;
-                                if next % 100 == 0 {
+                                if next.is_multiple_of(100) {
                                     std::thread::sleep(std::time::Duration::from_millis(2));
                                 }
                             }
@@ -345,7 +466,10 @@ fn a_slow_consumer_stays_within_budget_and_loses_nothing() {
                     }
                     assert_eq!(next, records);
                     let (_, peak) = op.buffered_bytes();
-                    assert!(peak > 0 && peak <= BUDGET, "peak buffered {peak} bytes exceeds the budget {BUDGET}");
+                    assert!(
+                        peak > 0 && peak <= BUDGET,
+                        "peak buffered {peak} bytes exceeds the budget {BUDGET}"
+                    );
                 }
             });
         }
@@ -367,7 +491,10 @@ fn barriers_are_aligned_and_ordered_after_data() {
                 s.spawn(move || {
                     let spec = EdgeSpec::new(10, vec![0, 1, 2], vec![3], placement.clone());
                     let mut op = Gather::new(c, spec, Options::streaming().batch_size(64)).unwrap();
-                    let mine: Vec<u32> = [0u32, 1, 2].into_iter().filter(|&t| placement.worker(t).unwrap() == c.rank()).collect();
+                    let mine: Vec<u32> = [0u32, 1, 2]
+                        .into_iter()
+                        .filter(|&t| placement.worker(t).unwrap() == c.rank())
+                        .collect();
                     for &src in &mine {
                         for i in 0..(20 + src * 30) {
                             assert_eq!(op.offer(src, (src, i, false)).unwrap(), Offer::Accepted);
@@ -392,11 +519,14 @@ fn barriers_are_aligned_and_ordered_after_data() {
                             op.wait().unwrap();
                         }
                     }
-                    events.into_iter().map(|e| match e {
-                        Event::Data((_, r)) => Event::Data(r),
-                        Event::Barrier(b) => Event::Barrier(b),
-                        Event::End => Event::End,
-                    }).collect()
+                    events
+                        .into_iter()
+                        .map(|e| match e {
+                            Event::Data((_, r)) => Event::Data(r),
+                            Event::Barrier(b) => Event::Barrier(b),
+                            Event::End => Event::End,
+                        })
+                        .collect()
                 })
             })
             .collect();
@@ -405,7 +535,10 @@ fn barriers_are_aligned_and_ordered_after_data() {
     let events = &out[0];
     let at = events.iter().position(|e| *e == Event::Barrier(7)).expect("barrier delivered");
     assert_eq!(events.iter().filter(|e| matches!(e, Event::Barrier(_))).count(), 1);
-    assert!(events[..at].iter().all(|e| matches!(e, Event::Data((_, _, false)))), "post-barrier data overtook the barrier");
+    assert!(
+        events[..at].iter().all(|e| matches!(e, Event::Data((_, _, false)))),
+        "post-barrier data overtook the barrier"
+    );
     assert!(events[at + 1..].iter().all(|e| matches!(e, Event::Data((_, _, true)) | Event::End)));
     let before = events[..at].len();
     assert_eq!(before, 20 + 50 + 80, "every pre-barrier record arrives before the barrier");
@@ -416,8 +549,17 @@ fn barriers_are_aligned_and_ordered_after_data() {
 fn keyed_gather_spills_to_disk_with_a_tiny_budget() {
     let dir = std::env::temp_dir().join(format!("heddle-df-spill-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let layout = Layout { workers: 3, sources: vec![0, 1, 2, 3, 4, 5], targets: vec![6, 7], placement: Placement::round_robin(8, 3) };
-    let big = |s: TaskId| -> Vec<(u32, String)> { (0..400u32).map(|i| ((i * 7 + s) % 37, format!("{s}-{i}-{}", "x".repeat((i % 50) as usize)))).collect() };
+    let layout = Layout {
+        workers: 3,
+        sources: vec![0, 1, 2, 3, 4, 5],
+        targets: vec![6, 7],
+        placement: Placement::round_robin(8, 3),
+    };
+    let big = |s: TaskId| -> Vec<(u32, String)> {
+        (0..400u32)
+            .map(|i| ((i * 7 + s) % 37, format!("{s}-{i}-{}", "x".repeat((i % 50) as usize))))
+            .collect()
+    };
     let spilled = std::sync::atomic::AtomicU64::new(0);
     let comms = local_world(layout.workers, CommConfig::default()).unwrap();
     type Groups = BTreeMap<TaskId, Vec<Event<(u32, Vec<String>)>>>;
@@ -427,10 +569,20 @@ fn keyed_gather_spills_to_disk_with_a_tiny_budget() {
             .map(|c| {
                 let (layout, dir, spilled) = (&layout, &dir, &spilled);
                 s.spawn(move || {
-                    let spec = EdgeSpec::new(11, layout.sources.clone(), layout.targets.clone(), layout.placement.clone());
+                    let spec = EdgeSpec::new(
+                        11,
+                        layout.sources.clone(),
+                        layout.targets.clone(),
+                        layout.placement.clone(),
+                    );
                     let opts = Options::batch().spill(1024, vec![dir.clone()]);
                     let mut op = KeyedGather::new(c, spec, opts).unwrap();
-                    let mine = layout.sources.iter().filter(|&&t| layout.placement.worker(t).unwrap() == c.rank()).map(|&t| (t, big(t))).collect();
+                    let mine = layout
+                        .sources
+                        .iter()
+                        .filter(|&&t| layout.placement.worker(t).unwrap() == c.rank())
+                        .map(|&t| (t, big(t)))
+                        .collect();
                     let out = drive(&mut op, mine).unwrap();
                     spilled.fetch_add(op.spilled_bytes(), std::sync::atomic::Ordering::SeqCst);
                     out
@@ -463,22 +615,35 @@ fn keyed_gather_spills_to_disk_with_a_tiny_budget() {
 }
 
 fn keyed(s: TaskId) -> Vec<(u64, u32)> {
-    (0..count(s) as u32).map(|i| ((u64::from(i) * 2_654_435_761 + u64::from(s) * 97) % 1000, s * 1000 + i)).collect()
+    (0..count(s) as u32)
+        .map(|i| ((u64::from(i) * 2_654_435_761 + u64::from(s) * 97) % 1000, s * 1000 + i))
+        .collect()
 }
 
 #[test]
 fn sort_orders_each_range_and_all_of_them() {
     for layout in layouts() {
-        let sample: Vec<u64> = layout.sources.iter().flat_map(|&s| keyed(s)).map(|(k, _)| k).step_by(3).collect();
+        let sample: Vec<u64> =
+            layout.sources.iter().flat_map(|&s| keyed(s)).map(|(k, _)| k).step_by(3).collect();
         let splitters = Sort::<u64, u32>::splitters_from_sample(sample, layout.targets.len());
-        let splitters: Vec<u64> = (0..layout.targets.len() - 1).map(|i| splitters.get(i).copied().unwrap_or(u64::MAX)).collect();
+        let splitters: Vec<u64> = (0..layout.targets.len() - 1)
+            .map(|i| splitters.get(i).copied().unwrap_or(u64::MAX))
+            .collect();
         for budget in [64 << 20, 4096] {
             let opts = Options::batch().spill(budget, vec![std::env::temp_dir()]);
-            let got = run(&layout, 12, |c, spec| Sort::new(c, spec, opts.clone(), splitters.clone()).unwrap(), keyed);
+            let got = run(
+                &layout,
+                12,
+                |c, spec| Sort::new(c, spec, opts.clone(), splitters.clone()).unwrap(),
+                keyed,
+            );
             let mut all = Vec::new();
             for t in &layout.targets {
                 let part: Vec<(u64, u32)> = data(&got[t]).into_iter().copied().collect();
-                assert!(part.windows(2).all(|w| w[0].0 <= w[1].0), "a target's output is not sorted {layout:?}");
+                assert!(
+                    part.windows(2).all(|w| w[0].0 <= w[1].0),
+                    "a target's output is not sorted {layout:?}"
+                );
                 if let (Some(last), Some(first)) = (all.last(), part.first()) {
                     let (prev, _): &(u64, u32) = last;
                     assert!(*prev <= first.0, "ranges overlap between targets");
@@ -493,7 +658,11 @@ fn sort_orders_each_range_and_all_of_them() {
     }
 }
 
-fn join_reference(left: &[(u64, u32)], right: &[(u64, u32)], kind: JoinKind) -> Vec<Joined<u64, u32, u32>> {
+fn join_reference(
+    left: &[(u64, u32)],
+    right: &[(u64, u32)],
+    kind: JoinKind,
+) -> Vec<Joined<u64, u32, u32>> {
     let mut rows = Vec::new();
     for &(k, l) in left {
         for &(k2, r) in right {
@@ -503,10 +672,19 @@ fn join_reference(left: &[(u64, u32)], right: &[(u64, u32)], kind: JoinKind) -> 
         }
     }
     if matches!(kind, JoinKind::Left | JoinKind::Full) {
-        rows.extend(left.iter().filter(|(k, _)| !right.iter().any(|(k2, _)| k2 == k)).map(|&(k, l)| (k, Some(l), None)));
+        rows.extend(
+            left.iter()
+                .filter(|(k, _)| !right.iter().any(|(k2, _)| k2 == k))
+                .map(|&(k, l)| (k, Some(l), None)),
+        );
     }
     if matches!(kind, JoinKind::Right | JoinKind::Full) {
-        rows.extend(right.iter().filter(|(k, _)| !left.iter().any(|(k2, _)| k2 == k)).map(|&(k, r)| (k, None, Some(r))));
+        rows.extend(
+            right
+                .iter()
+                .filter(|(k, _)| !left.iter().any(|(k2, _)| k2 == k))
+                .map(|&(k, r)| (k, None, Some(r))),
+        );
     }
     rows.sort_unstable();
     rows
@@ -514,7 +692,9 @@ fn join_reference(left: &[(u64, u32)], right: &[(u64, u32)], kind: JoinKind) -> 
 
 #[test]
 fn join_every_kind_algorithm_and_mode() {
-    let side = |s: TaskId| -> Vec<(u64, u32)> { (0..count(s) as u32).map(|i| (u64::from((i * 7 + s) % 23), s * 1000 + i)).collect() };
+    let side = |s: TaskId| -> Vec<(u64, u32)> {
+        (0..count(s) as u32).map(|i| (u64::from((i * 7 + s) % 23), s * 1000 + i)).collect()
+    };
     for layout in layouts().into_iter().filter(|l| l.sources.len() >= 2) {
         let half = layout.sources.len() / 2;
         let left_sources: Vec<TaskId> = layout.sources[..half].to_vec();
@@ -525,17 +705,48 @@ fn join_every_kind_algorithm_and_mode() {
             for (algorithm, opts) in [
                 (JoinAlgorithm::Hash, Options::batch()),
                 (JoinAlgorithm::Hash, Options::streaming()),
-                (JoinAlgorithm::SortMerge, Options::batch().spill(4096, vec![std::env::temp_dir()])),
+                (
+                    JoinAlgorithm::SortMerge,
+                    Options::batch().spill(4096, vec![std::env::temp_dir()]),
+                ),
             ] {
                 let input = |s: TaskId| -> Vec<(u64, Side<u32, u32>)> {
-                    side(s).into_iter().map(|(k, v)| (k, if left_sources.contains(&s) { Side::Left(v) } else { Side::Right(v) })).collect()
+                    side(s)
+                        .into_iter()
+                        .map(|(k, v)| {
+                            (
+                                k,
+                                if left_sources.contains(&s) {
+                                    Side::Left(v)
+                                } else {
+                                    Side::Right(v)
+                                },
+                            )
+                        })
+                        .collect()
                 };
-                let got = run(&layout, 13, |c, spec| Join::new(c, spec, opts.clone(), left_sources.clone(), kind, algorithm).unwrap(), input);
+                let got = run(
+                    &layout,
+                    13,
+                    |c, spec| {
+                        Join::new(
+                            c,
+                            spec,
+                            opts.clone(),
+                            JoinOn::new(kind, left_sources.clone()).algorithm(algorithm),
+                        )
+                        .unwrap()
+                    },
+                    input,
+                );
                 let mut have: Vec<Joined<u64, u32, u32>> = Vec::new();
                 for events in got.values() {
                     let rows = data(events);
                     if opts.mode == Mode::Batch {
-                        assert!(rows.windows(2).all(|w| w[0].0 <= w[1].0), "batch join rows come in key order");
+                        assert!(
+                            rows.windows(2).all(|w| w[0].0 <= w[1].0),
+                            "batch join rows come in key order"
+                        );
                     }
                     have.extend(rows.into_iter().copied());
                 }
@@ -550,8 +761,12 @@ fn join_every_kind_algorithm_and_mode() {
 /// workers (two sources each) and checks every target sees all first-phase records, then
 /// the barrier once, then only second-phase records. Operations that deliver results at
 /// the end (`at_end`) must deliver the barrier once, before their results.
-fn check_barrier_through<O>(edge: u32, at_end: bool, make: impl Fn(&Communicator, EdgeSpec) -> O + Sync, phase_of: impl Fn(&O::Out) -> bool + Sync)
-where
+fn check_barrier_through<O>(
+    edge: u32,
+    at_end: bool,
+    make: impl Fn(&Communicator, EdgeSpec) -> O + Sync,
+    phase_of: impl Fn(&O::Out) -> bool + Sync,
+) where
     O: Operation<In = (u32, u32, bool)>,
     O::Out: Send + std::fmt::Debug,
 {
@@ -561,10 +776,18 @@ where
     let targets: Vec<TaskId> = (8..12).collect();
     std::thread::scope(|s| {
         for c in &comms {
-            let (placement, sources, targets, make, phase_of) = (placement.clone(), sources.clone(), targets.clone(), &make, &phase_of);
+            let (placement, sources, targets, make, phase_of) =
+                (placement.clone(), sources.clone(), targets.clone(), &make, &phase_of);
             s.spawn(move || {
-                let mut op = make(c, EdgeSpec::new(edge, sources.clone(), targets.clone(), placement.clone()));
-                let mine: Vec<TaskId> = sources.iter().copied().filter(|&t| placement.worker(t).unwrap() == c.rank()).collect();
+                let mut op = make(
+                    c,
+                    EdgeSpec::new(edge, sources.clone(), targets.clone(), placement.clone()),
+                );
+                let mine: Vec<TaskId> = sources
+                    .iter()
+                    .copied()
+                    .filter(|&t| placement.worker(t).unwrap() == c.rank())
+                    .collect();
                 for &src in &mine {
                     for i in 0..(5 + src * 3) {
                         while let Offer::Full(_) = op.offer(src, (src, i, false)).unwrap() {
@@ -580,7 +803,8 @@ where
                     op.finish(src).unwrap();
                 }
                 let local: Vec<TaskId> = op.local_targets();
-                let mut events: BTreeMap<TaskId, Vec<Event<O::Out>>> = local.iter().map(|&t| (t, Vec::new())).collect();
+                let mut events: BTreeMap<TaskId, Vec<Event<O::Out>>> =
+                    local.iter().map(|&t| (t, Vec::new())).collect();
                 loop {
                     let moved = op.progress().unwrap();
                     for (t, evs) in events.iter_mut() {
@@ -596,15 +820,33 @@ where
                     }
                 }
                 for (t, evs) in events {
-                    let at = evs.iter().position(|e| matches!(e, Event::Barrier(5))).unwrap_or_else(|| panic!("target {t}: no barrier in {evs:?}"));
+                    let at = evs
+                        .iter()
+                        .position(|e| matches!(e, Event::Barrier(5)))
+                        .unwrap_or_else(|| panic!("target {t}: no barrier in {evs:?}"));
                     assert_eq!(evs.iter().filter(|e| matches!(e, Event::Barrier(_))).count(), 1);
                     if at_end {
-                        assert_eq!(at, 0, "target {t}: the barrier must come before the end-of-input results");
-                        assert_eq!(evs.iter().filter(|e| matches!(e, Event::Data(d) if !phase_of(d))).count(), (0..8).map(|s| 5 + s * 3).sum::<usize>());
+                        assert_eq!(
+                            at, 0,
+                            "target {t}: the barrier must come before the end-of-input results"
+                        );
+                        assert_eq!(
+                            evs.iter()
+                                .filter(|e| matches!(e, Event::Data(d) if !phase_of(d)))
+                                .count(),
+                            (0..8).map(|s| 5 + s * 3).sum::<usize>()
+                        );
                         continue;
                     }
-                    assert!(evs[..at].iter().all(|e| matches!(e, Event::Data(d) if !phase_of(d))), "target {t}: second-phase data before the barrier");
-                    assert!(evs[at + 1..].iter().all(|e| matches!(e, Event::End) || matches!(e, Event::Data(d) if phase_of(d))), "target {t}: first-phase data after the barrier");
+                    assert!(
+                        evs[..at].iter().all(|e| matches!(e, Event::Data(d) if !phase_of(d))),
+                        "target {t}: second-phase data before the barrier"
+                    );
+                    assert!(
+                        evs[at + 1..].iter().all(|e| matches!(e, Event::End)
+                            || matches!(e, Event::Data(d) if phase_of(d))),
+                        "target {t}: first-phase data after the barrier"
+                    );
                 }
             });
         }
@@ -614,18 +856,55 @@ where
 #[test]
 fn barriers_pass_through_trees_and_every_mode() {
     type Rec = (u32, u32, bool);
-    check_barrier_through(30, false, |c, spec| Partition::broadcast_along(c, spec, Options::streaming(), BroadcastTree::Binomial).unwrap(), |r: &Rec| r.2);
-    check_barrier_through(31, false, |c, spec| Partition::broadcast_along(c, spec, Options::batch(), BroadcastTree::Ring).unwrap(), |r: &Rec| r.2);
-    check_barrier_through(32, true, |c, spec| Gather::new(c, spec, Options::batch()).unwrap(), |r: &(TaskId, Rec)| r.1 .2);
+    check_barrier_through(
+        30,
+        false,
+        |c, spec| {
+            Partition::broadcast_along(c, spec, Options::streaming(), BroadcastTree::Binomial)
+                .unwrap()
+        },
+        |r: &Rec| r.2,
+    );
+    check_barrier_through(
+        31,
+        false,
+        |c, spec| {
+            Partition::broadcast_along(c, spec, Options::batch(), BroadcastTree::Ring).unwrap()
+        },
+        |r: &Rec| r.2,
+    );
+    check_barrier_through(
+        32,
+        true,
+        |c, spec| Gather::new(c, spec, Options::batch()).unwrap(),
+        |r: &(TaskId, Rec)| r.1 .2,
+    );
     // Four source workers: a streaming gather climbs the worker tree.
-    check_barrier_through(34, false, |c, spec| Gather::new(c, spec, Options::streaming()).unwrap(), |r: &(TaskId, Rec)| r.1 .2);
-    check_barrier_through(33, false, |c, spec| Partition::new(c, spec, Options::streaming(), |r: &Rec| r.1 as usize).unwrap(), |r: &Rec| r.2);
+    check_barrier_through(
+        34,
+        false,
+        |c, spec| Gather::new(c, spec, Options::streaming()).unwrap(),
+        |r: &(TaskId, Rec)| r.1 .2,
+    );
+    check_barrier_through(
+        33,
+        false,
+        |c, spec| Partition::new(c, spec, Options::streaming(), |r: &Rec| r.1 as usize).unwrap(),
+        |r: &Rec| r.2,
+    );
 }
 
 #[test]
 fn keyed_reduce_spills_its_tables_with_a_tiny_budget() {
-    let layout = Layout { workers: 3, sources: vec![0, 1, 2, 3, 4, 5], targets: vec![6, 7], placement: Placement::round_robin(8, 3) };
-    let input = |s: TaskId| -> Vec<(u64, u64)> { (0..3000u64).map(|i| ((i * 7919 + u64::from(s)) % 1500, i)).collect() };
+    let layout = Layout {
+        workers: 3,
+        sources: vec![0, 1, 2, 3, 4, 5],
+        targets: vec![6, 7],
+        placement: Placement::round_robin(8, 3),
+    };
+    let input = |s: TaskId| -> Vec<(u64, u64)> {
+        (0..3000u64).map(|i| ((i * 7919 + u64::from(s)) % 1500, i)).collect()
+    };
     let spilled = std::sync::atomic::AtomicU64::new(0);
     let comms = local_world(layout.workers, CommConfig::default()).unwrap();
     let got: BTreeMap<TaskId, Vec<Event<(u64, u64)>>> = std::thread::scope(|s| {
@@ -634,10 +913,20 @@ fn keyed_reduce_spills_its_tables_with_a_tiny_budget() {
             .map(|c| {
                 let (layout, spilled) = (&layout, &spilled);
                 s.spawn(move || {
-                    let spec = EdgeSpec::new(17, layout.sources.clone(), layout.targets.clone(), layout.placement.clone());
+                    let spec = EdgeSpec::new(
+                        17,
+                        layout.sources.clone(),
+                        layout.targets.clone(),
+                        layout.placement.clone(),
+                    );
                     let opts = Options::batch().spill(2048, vec![std::env::temp_dir()]);
                     let mut op = KeyedReduce::new(c, spec, opts, |a: u64, b: u64| a + b).unwrap();
-                    let mine = layout.sources.iter().filter(|&&t| layout.placement.worker(t).unwrap() == c.rank()).map(|&t| (t, input(t))).collect();
+                    let mine = layout
+                        .sources
+                        .iter()
+                        .filter(|&&t| layout.placement.worker(t).unwrap() == c.rank())
+                        .map(|&t| (t, input(t)))
+                        .collect();
                     let out = drive(&mut op, mine).unwrap();
                     spilled.fetch_add(op.spilled_bytes(), std::sync::atomic::Ordering::SeqCst);
                     out

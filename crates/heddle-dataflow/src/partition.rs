@@ -11,11 +11,12 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::codec::{decode_all, encode, key_hash};
-use super::core::{Core, Incoming, RELAY};
+use super::edge_core::{EdgeCore, Incoming, RELAY};
+use super::semantics::{Dataflow, Semantics};
 use super::tree::BroadcastTree;
-use super::stage::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
-use crate::{Communicator, Error, Result};
+use crate::{Error, Result};
+use heddle_comm::Communicator;
 
 type Partitioner<T> = Box<dyn Fn(&T) -> usize + Send>;
 
@@ -48,7 +49,12 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Routing<T>> {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad edge specification.
-    pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options, partitioner: impl Fn(&T) -> usize + Send + 'static) -> Result<Self> {
+    pub fn new(
+        comm: &Communicator,
+        spec: EdgeSpec,
+        opts: Options,
+        partitioner: impl Fn(&T) -> usize + Send + 'static,
+    ) -> Result<Self> {
         Self::with_route(comm, spec, opts, Route::By(Box::new(partitioner)))
     }
 
@@ -118,7 +124,8 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Routing<T>> {
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad edge specification.
     pub fn broadcast(comm: &Communicator, spec: EdgeSpec, opts: Options) -> Result<Self> {
-        let mut workers: Vec<usize> = spec.targets.iter().filter_map(|&t| spec.placement.worker(t).ok()).collect();
+        let mut workers: Vec<usize> =
+            spec.targets.iter().filter_map(|&t| spec.placement.worker(t).ok()).collect();
         workers.sort_unstable();
         workers.dedup();
         let tree = if workers.len() <= 3 { BroadcastTree::Flat } else { BroadcastTree::Binomial };
@@ -131,7 +138,12 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Routing<T>> {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad edge specification.
-    pub fn broadcast_along(comm: &Communicator, spec: EdgeSpec, opts: Options, tree: BroadcastTree) -> Result<Self> {
+    pub fn broadcast_along(
+        comm: &Communicator,
+        spec: EdgeSpec,
+        opts: Options,
+        tree: BroadcastTree,
+    ) -> Result<Self> {
         let mut p = Self::with_route(comm, spec, opts, Route::Tree)?;
         p.core.set_relay(tree);
         Ok(p)
@@ -146,8 +158,16 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Routing<T>> {
         Self::with_route(comm, spec, opts, Route::All)
     }
 
-    fn with_route(comm: &Communicator, spec: EdgeSpec, opts: Options, route: Route<T>) -> Result<Self> {
-        Ok(Dataflow::from_parts(Core::new(comm, spec, &opts)?, Routing { route, _t: PhantomData }))
+    fn with_route(
+        comm: &Communicator,
+        spec: EdgeSpec,
+        opts: Options,
+        route: Route<T>,
+    ) -> Result<Self> {
+        Ok(Dataflow::from_parts(
+            EdgeCore::new(comm, spec, &opts)?,
+            Routing { route, _t: PhantomData },
+        ))
     }
 }
 
@@ -155,7 +175,7 @@ impl<T: Serialize + DeserializeOwned> Semantics for Routing<T> {
     type In = T;
     type Out = T;
 
-    fn offer(&mut self, core: &mut Core, source: TaskId, item: T) -> Result<Offer<T>> {
+    fn offer(&mut self, core: &mut EdgeCore, source: TaskId, item: T) -> Result<Offer<T>> {
         let targets = &core.spec.targets;
         let to = match &self.route {
             Route::By(f) => vec![targets[f(&item) % targets.len()]],
@@ -176,9 +196,17 @@ impl<T: Serialize + DeserializeOwned> Semantics for Routing<T> {
         Ok(Offer::Accepted)
     }
 
-    fn take(&mut self, _core: &Core, _target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<T>>) -> Result<()> {
+    fn take(
+        &mut self,
+        _core: &EdgeCore,
+        _target: TaskId,
+        incoming: Incoming,
+        out: &mut VecDeque<Event<T>>,
+    ) -> Result<()> {
         match incoming {
-            Incoming::Records { payload, .. } => out.extend(decode_all::<T>(&payload)?.into_iter().map(Event::Data)),
+            Incoming::Records { payload, .. } => {
+                out.extend(decode_all::<T>(&payload)?.into_iter().map(Event::Data))
+            }
             Incoming::SourceEnded(_) => {}
             Incoming::Barrier(id) => out.push_back(Event::Barrier(id)),
             Incoming::End => out.push_back(Event::End),

@@ -12,13 +12,14 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::codec::{decode, decode_all, encode};
-use super::core::{records, Core, Incoming};
+use super::edge_core::{records, EdgeCore, Incoming};
 use super::keyed_gather::sorters_for;
-use super::stage::{Dataflow, Semantics};
+use super::semantics::{Dataflow, Semantics};
 use super::tree::{BroadcastTree, TREE_FROM_WORKERS};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::spill::SpillSorter;
-use crate::{Communicator, Result};
+use crate::Result;
+use heddle_comm::Communicator;
 
 /// The semantics of [`Gather`].
 pub struct Gathering<T> {
@@ -44,7 +45,7 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Gathering<T>> {
     /// # Errors
     /// [`crate::Error::InvalidArgument`] for a bad edge specification.
     pub fn new(comm: &Communicator, spec: EdgeSpec, opts: Options) -> Result<Self> {
-        let mut core = Core::new(comm, spec, &opts)?;
+        let mut core = EdgeCore::new(comm, spec, &opts)?;
         if opts.mode == Mode::Batch || core.source_worker_count() > TREE_FROM_WORKERS {
             // Records climb a binomial tree of workers: each worker sends to one parent,
             // so a target's worker hears from log(w) workers instead of all of them.
@@ -61,7 +62,11 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Gathering<T>> {
 }
 
 /// Sends one record of `source` to every target (handed back when any is full).
-pub(crate) fn offer_to_all<T: Serialize>(core: &mut Core, source: TaskId, item: T) -> Result<Offer<T>> {
+pub(crate) fn offer_to_all<T: Serialize>(
+    core: &mut EdgeCore,
+    source: TaskId,
+    item: T,
+) -> Result<Offer<T>> {
     let targets = core.spec.targets.clone();
     if !core.has_room(&targets) {
         return Ok(Offer::Full(item));
@@ -77,11 +82,17 @@ impl<T: Serialize + DeserializeOwned> Semantics for Gathering<T> {
     type In = T;
     type Out = (TaskId, T);
 
-    fn offer(&mut self, core: &mut Core, source: TaskId, item: T) -> Result<Offer<T>> {
+    fn offer(&mut self, core: &mut EdgeCore, source: TaskId, item: T) -> Result<Offer<T>> {
         offer_to_all(core, source, item)
     }
 
-    fn take(&mut self, _core: &Core, target: TaskId, incoming: Incoming, out: &mut VecDeque<Event<(TaskId, T)>>) -> Result<()> {
+    fn take(
+        &mut self,
+        _core: &EdgeCore,
+        target: TaskId,
+        incoming: Incoming,
+        out: &mut VecDeque<Event<(TaskId, T)>>,
+    ) -> Result<()> {
         match incoming {
             Incoming::Records { source, payload } => match self.collected.get_mut(&target) {
                 Some(sorter) => {
@@ -89,7 +100,9 @@ impl<T: Serialize + DeserializeOwned> Semantics for Gathering<T> {
                         sorter.push_slices(&source.to_be_bytes(), rec?)?;
                     }
                 }
-                None => out.extend(decode_all::<T>(&payload)?.into_iter().map(|i| Event::Data((source, i)))),
+                None => out.extend(
+                    decode_all::<T>(&payload)?.into_iter().map(|i| Event::Data((source, i))),
+                ),
             },
             Incoming::SourceEnded(_) => {}
             Incoming::Barrier(id) => out.push_back(Event::Barrier(id)),
@@ -98,7 +111,10 @@ impl<T: Serialize + DeserializeOwned> Semantics for Gathering<T> {
                     self.spilled += sorter.spilled_bytes();
                     for rec in sorter.finish()? {
                         let (k, v) = rec?;
-                        let source = <[u8; 4]>::try_from(k.as_slice()).map(u32::from_be_bytes).map_err(|_| crate::Error::InvalidArgument("a bad source key".into()))?;
+                        let source =
+                            <[u8; 4]>::try_from(k.as_slice()).map(u32::from_be_bytes).map_err(
+                                |_| crate::Error::InvalidArgument("a bad source key".into()),
+                            )?;
                         out.push_back(Event::Data((source, decode::<T>(&v)?)));
                     }
                 }

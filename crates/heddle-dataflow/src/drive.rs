@@ -11,8 +11,12 @@ use crate::Result;
 ///
 /// # Errors
 /// Whatever the operation's calls return.
-pub fn drive<O: Operation>(op: &mut O, inputs: Vec<(TaskId, Vec<O::In>)>) -> Result<BTreeMap<TaskId, Vec<Event<O::Out>>>> {
-    let mut out: BTreeMap<TaskId, Vec<Event<O::Out>>> = op.local_targets().into_iter().map(|t| (t, Vec::new())).collect();
+pub fn drive<O: Operation>(
+    op: &mut O,
+    inputs: Vec<(TaskId, Vec<O::In>)>,
+) -> Result<BTreeMap<TaskId, Vec<Event<O::Out>>>> {
+    let mut out: BTreeMap<TaskId, Vec<Event<O::Out>>> =
+        op.local_targets().into_iter().map(|t| (t, Vec::new())).collect();
     let mut queues: Vec<(TaskId, std::collections::VecDeque<O::In>, bool)> =
         inputs.into_iter().map(|(s, v)| (s, v.into(), false)).collect();
     loop {
