@@ -96,7 +96,8 @@ pub fn decode_records(data: &[u8]) {
             let len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
             let Some(key_enc) = body.get(4..4 + len) else { return };
             let value_enc = &body[4 + len..];
-            let key = PyKey::deserialize(BytesDeserializer::<ValueError>::new(key_enc)).expect("keys deserialize lazily");
+            let key = PyKey::deserialize(BytesDeserializer::<ValueError>::new(key_enc))
+                .expect("keys deserialize lazily");
             let Some(value) = checked(py, "pair value", record(py, value_enc)) else { return };
             let Some(pair) = checked(py, "pair key", pair_to(py, key, value)) else { return };
             round_trip_pair(py, &pair);
@@ -107,18 +108,22 @@ pub fn decode_records(data: &[u8]) {
 /// A record as `PyObj`'s `Deserialize` makes it from bytes, as a run does (its failure is
 /// kept by [`failure`], which is where the Python exception is then).
 fn record<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-    let (decoded, kept) = failure::scope(|| PyObj::deserialize(BytesDeserializer::<ValueError>::new(bytes)));
+    let (decoded, kept) =
+        failure::scope(|| PyObj::deserialize(BytesDeserializer::<ValueError>::new(bytes)));
     match (decoded, kept) {
         (Ok(obj), None) => Ok(obj.into_bound(py)),
         (Err(_), Some(e)) => Err(e),
-        (decoded, kept) => panic!("a record's decoding and its kept exception disagree: {decoded:?}, {kept:?}"),
+        (decoded, kept) => {
+            panic!("a record's decoding and its kept exception disagree: {decoded:?}, {kept:?}")
+        }
     }
 }
 
 /// A key as it arrives (`PyKey`'s `Deserialize` keeps the bytes) and is then made a Python
 /// object.
 fn key<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-    let key = PyKey::deserialize(BytesDeserializer::<ValueError>::new(bytes)).expect("keys deserialize lazily");
+    let key = PyKey::deserialize(BytesDeserializer::<ValueError>::new(bytes))
+        .expect("keys deserialize lazily");
     key.into_py(py)
 }
 
@@ -127,8 +132,14 @@ fn checked<'py, T>(py: Python<'py>, what: &str, decoded: PyResult<T>) -> Option<
     match decoded {
         Ok(t) => Some(t),
         Err(e) => {
-            let comm_error = py.import("heddle.errors").and_then(|m| m.getattr("CommError")).expect("heddle.errors is importable");
-            assert!(e.value(py).is_instance(&comm_error).expect("isinstance"), "decoding a {what} raised {e}, not heddle.CommError");
+            let comm_error = py
+                .import("heddle.errors")
+                .and_then(|m| m.getattr("CommError"))
+                .expect("heddle.errors is importable");
+            assert!(
+                e.value(py).is_instance(&comm_error).expect("isinstance"),
+                "decoding a {what} raised {e}, not heddle.CommError"
+            );
             None
         }
     }
@@ -155,24 +166,36 @@ fn value_bytes(obj: &Bound<'_, PyAny>) -> Vec<u8> {
 
 fn round_trip_value(py: Python<'_>, value: &Bound<'_, PyAny>) {
     let enc = value_bytes(value);
-    let again = decode_value(py, &enc).unwrap_or_else(|e| panic!("the encoding of decoded {value} does not decode: {e}"));
+    let again = decode_value(py, &enc)
+        .unwrap_or_else(|e| panic!("the encoding of decoded {value} does not decode: {e}"));
     assert!(equal_or_unordered(value, &again), "record {value} came back as {again}");
     assert_eq!(value_bytes(&again), enc, "record {value} encodes differently after a round trip");
 }
 
 fn round_trip_key(py: Python<'_>, key: &Bound<'_, PyAny>) {
     let enc = key_bytes(key).expect("a decoded key encodes");
-    let (again, used) = decode_key(py, &enc, 0).unwrap_or_else(|e| panic!("the encoding of decoded key {key} does not decode: {e}"));
+    let (again, used) = decode_key(py, &enc, 0)
+        .unwrap_or_else(|e| panic!("the encoding of decoded key {key} does not decode: {e}"));
     assert_eq!(used, enc.len(), "key {key}: bytes left after its encoding");
     assert!(equal_or_unordered(key, &again), "key {key} came back as {again}");
-    assert_eq!(key_bytes(&again).expect("a decoded key encodes"), enc, "key {key} encodes differently after a round trip");
+    assert_eq!(
+        key_bytes(&again).expect("a decoded key encodes"),
+        enc,
+        "key {key} encodes differently after a round trip"
+    );
 }
 
 fn round_trip_pair(py: Python<'_>, pair: &Bound<'_, PyAny>) {
-    let (key, value) = pair_from(pair).unwrap_or_else(|e| panic!("decoded pair {pair} is not a pair: {e}"));
+    let (key, value) =
+        pair_from(pair).unwrap_or_else(|e| panic!("decoded pair {pair} is not a pair: {e}"));
     let key = key.into_py(py).expect("a key made from an object");
-    let item = |i: usize| pair.cast::<PyTuple>().expect("pair_to makes a tuple").get_item(i).expect("2 items");
-    assert!(key.is(item(0)) && value.bind(py).is(item(1)), "pair_from does not take pair {pair} apart");
+    let item = |i: usize| {
+        pair.cast::<PyTuple>().expect("pair_to makes a tuple").get_item(i).expect("2 items")
+    };
+    assert!(
+        key.is(item(0)) && value.bind(py).is(item(1)),
+        "pair_from does not take pair {pair} apart"
+    );
     round_trip_key(py, &key);
     round_trip_value(py, value.bind(py));
 }
