@@ -6,27 +6,21 @@
 //! the links (spin, then yield, then short sleeps) until the exchange completes, a peer is
 //! lost, or nothing has moved for the configured timeout.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
 use heddle_wire::{Codec, Flags, Header, Kind};
 
-use crate::channels::{Channels, DATAFLOW_EDGE};
+use crate::channels::Channels;
 pub(crate) use crate::idle::Idle;
-use crate::stamp::{self, Signature};
+use crate::stamp::Signature;
 use crate::transport::{Link, Polled};
 use crate::{Error, JobAbort, Result};
 
-/// Where the bytes of a received message go.
-pub(crate) enum Sink<'a> {
-    /// Copied into a buffer at least as long as the message.
-    Copy(&'a mut [u8]),
-    /// Folded into a buffer exactly as long as the message, fragment by fragment.
-    Reduce(&'a mut [u8], &'a dyn Fn(&mut [u8], &[u8])),
-    /// Appended to a vector that is cleared first (any length).
-    Grow(&'a mut Vec<u8>),
-}
+mod matching;
+
+use matching::{Inbound, RecvState, Unexpected};
+pub(crate) use matching::{RecvOp, Sink};
 
 /// One message to send to a peer (world rank).
 #[derive(Debug, Clone, Copy)]
@@ -42,74 +36,13 @@ pub(crate) struct SendOp<'a> {
     pub(crate) signature: Signature,
 }
 
-/// One message to receive from a peer (world rank).
-pub(crate) struct RecvOp<'a> {
-    pub(crate) peer: usize,
-    pub(crate) edge: u32,
-    pub(crate) tag: u32,
-    pub(crate) sink: Sink<'a>,
-    /// Set to the message length once it starts arriving.
-    pub(crate) len: u64,
-    /// The element type the receive buffer holds (`Raw`: any).
-    expect: Codec,
-    /// The collective call this receive belongs to (`NONE`: any message).
-    signature: Signature,
-}
-
-impl<'a> RecvOp<'a> {
-    pub(crate) fn new(peer: usize, edge: u32, tag: u32, sink: Sink<'a>) -> RecvOp<'a> {
-        RecvOp { peer, edge, tag, sink, len: 0, expect: Codec::Raw, signature: Signature::NONE }
-    }
-
-    /// The same receive, refusing a message typed as another element type.
-    pub(crate) fn expecting(mut self, codec: Codec) -> RecvOp<'a> {
-        self.expect = codec;
-        self
-    }
-
-    /// The same receive, refusing a message of another collective call.
-    pub(crate) fn signed(mut self, signature: Signature) -> RecvOp<'a> {
-        self.signature = signature;
-        self
-    }
-
-    /// Refuses a message from `peer` of another element type or collective call.
-    fn check(&self, peer: usize, codec: Codec, signature: Signature) -> Result<()> {
-        stamp::check(self.expect, self.signature, peer, codec, signature)
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RecvState {
-    Waiting,
-    Active,
-    Done,
-}
-
-#[derive(Debug)]
-enum Incoming {
-    Posted(usize),
-    Stored { edge: u32, tag: u32, data: Vec<u8>, codec: Codec, signature: Signature },
-}
-
-#[derive(Debug, Default)]
-struct Inbound {
-    current: Option<Incoming>,
-    offset: u64,
-    msg_len: u64,
-}
-
-type MatchKey = (usize, u32, u32);
-
 /// One worker's links and message-matching state.
 #[derive(Debug)]
 pub(crate) struct Engine {
     rank: usize,
     links: Vec<Link>,
     inbound: Vec<Inbound>,
-    unexpected: HashMap<MatchKey, VecDeque<(Codec, Signature, Vec<u8>)>>,
-    unexpected_bytes: Vec<u64>,
-    unexpected_limit: u64,
+    unexpected: Unexpected,
     fragment: usize,
     recv_state: Vec<RecvState>,
     send_offset: Vec<usize>,
@@ -138,9 +71,7 @@ impl Engine {
             rank,
             links,
             inbound: (0..n).map(|_| Inbound::default()).collect(),
-            unexpected: HashMap::new(),
-            unexpected_bytes: vec![0; n],
-            unexpected_limit: (window * (fragment + heddle_wire::HEADER_LEN)) as u64,
+            unexpected: Unexpected::new(n, (window * (fragment + heddle_wire::HEADER_LEN)) as u64),
             fragment,
             recv_state: Vec::new(),
             send_offset: Vec::new(),
@@ -265,13 +196,7 @@ impl Engine {
                     self.links.len()
                 )));
             }
-            let key = (r.peer, r.edge, r.tag);
-            if let Some((codec, signature, msg)) =
-                self.unexpected.get_mut(&key).and_then(VecDeque::pop_front)
-            {
-                self.unexpected_bytes[r.peer] -= msg.len() as u64;
-                r.check(r.peer, codec, signature)?;
-                deliver_whole(r, &msg)?;
+            if self.unexpected.deliver(r)? {
                 state[i] = RecvState::Done;
             }
         }
@@ -396,111 +321,6 @@ impl Engine {
         Ok(progressed)
     }
 
-    fn poll_one(
-        &mut self,
-        peer: usize,
-        recvs: &mut [RecvOp<'_>],
-        state: &mut [RecvState],
-    ) -> Result<Polled> {
-        let Engine {
-            links, inbound, unexpected, unexpected_bytes, unexpected_limit, channels, ..
-        } = self;
-        let inb = &mut inbound[peer];
-        let mut handler = |h: &Header, payload: &[u8]| -> Result<bool> {
-            if h.kind != Kind::Data || h.edge & DATAFLOW_EDGE != 0 {
-                return channels.on_frame(peer, h, payload).map(|()| true);
-            }
-            let bad = |what: &'static str| Error::Wire {
-                rank: peer,
-                source: heddle_wire::Error::Inconsistent(what),
-            };
-            if h.flags.is_first() {
-                if inb.current.is_some() {
-                    return Err(bad("a new message started before the previous one ended"));
-                }
-                let posted = (0..recvs.len()).find(|&i| {
-                    state[i] == RecvState::Waiting
-                        && recvs[i].peer == peer
-                        && recvs[i].edge == h.edge
-                        && recvs[i].tag == h.tag
-                });
-                match posted {
-                    Some(i) => {
-                        recvs[i].check(peer, h.codec, Signature(h.sequence))?;
-                        start_sink(&mut recvs[i], peer, h.msg_len)?;
-                        state[i] = RecvState::Active;
-                        inb.current = Some(Incoming::Posted(i));
-                    }
-                    None => {
-                        // An early message is copied aside only while that stays within the
-                        // window's worth of bytes; a larger one waits in the link (the sender
-                        // stalls on credit) until its receive is posted, so a receiver that
-                        // runs behind costs no extra copy. Exception: a receive we are waiting
-                        // for from this same peer may be queued behind it, so take it then.
-                        let fits = unexpected_bytes[peer] + h.msg_len <= *unexpected_limit;
-                        let blocking = (0..recvs.len())
-                            .any(|i| state[i] == RecvState::Waiting && recvs[i].peer == peer);
-                        if !fits && !blocking {
-                            return Ok(false);
-                        }
-                        unexpected_bytes[peer] += h.msg_len;
-                        let data = Vec::with_capacity(h.msg_len as usize);
-                        inb.current = Some(Incoming::Stored {
-                            edge: h.edge,
-                            tag: h.tag,
-                            data,
-                            codec: h.codec,
-                            signature: Signature(h.sequence),
-                        });
-                    }
-                }
-                inb.offset = 0;
-                inb.msg_len = h.msg_len;
-            }
-            let off = inb.offset;
-            if h.msg_len != inb.msg_len || off + payload.len() as u64 > inb.msg_len {
-                return Err(bad("fragment lengths disagree with the message length"));
-            }
-            match inb.current.as_mut() {
-                None => return Err(bad("a middle fragment arrived with no message in progress")),
-                Some(Incoming::Posted(i)) => write_sink(&mut recvs[*i].sink, off as usize, payload),
-                Some(Incoming::Stored { data, .. }) => data.extend_from_slice(payload),
-            }
-            inb.offset += payload.len() as u64;
-            if h.flags.is_last() {
-                if inb.offset != inb.msg_len {
-                    return Err(bad("last fragment ended before the message length"));
-                }
-                match inb.current.take() {
-                    Some(Incoming::Posted(i)) => state[i] = RecvState::Done,
-                    Some(Incoming::Stored { edge, tag, data, codec, signature }) => {
-                        let waiting = (0..recvs.len()).find(|&i| {
-                            state[i] == RecvState::Waiting
-                                && recvs[i].peer == peer
-                                && recvs[i].edge == edge
-                                && recvs[i].tag == tag
-                        });
-                        match waiting {
-                            Some(i) => {
-                                unexpected_bytes[peer] -= data.len() as u64;
-                                recvs[i].check(peer, codec, signature)?;
-                                deliver_whole(&mut recvs[i], &data)?;
-                                state[i] = RecvState::Done;
-                            }
-                            None => unexpected
-                                .entry((peer, edge, tag))
-                                .or_default()
-                                .push_back((codec, signature, data)),
-                        }
-                    }
-                    None => {}
-                }
-            }
-            Ok(true)
-        };
-        links[peer].poll(&mut handler)
-    }
-
     /// The peers still to be sent to, and still to be received from.
     fn unfinished(
         sends: &[SendOp<'_>],
@@ -550,36 +370,4 @@ impl Engine {
             self.rank
         )
     }
-}
-
-fn start_sink(r: &mut RecvOp<'_>, peer: usize, msg_len: u64) -> Result<()> {
-    r.len = msg_len;
-    match &mut r.sink {
-        Sink::Copy(buf) if msg_len > buf.len() as u64 => {
-            Err(Error::Truncated { rank: peer, got: msg_len, capacity: buf.len() })
-        }
-        Sink::Reduce(buf, _) if msg_len != buf.len() as u64 => {
-            Err(Error::Truncated { rank: peer, got: msg_len, capacity: buf.len() })
-        }
-        Sink::Grow(v) => {
-            v.clear();
-            v.reserve(msg_len as usize);
-            Ok(())
-        }
-        _ => Ok(()),
-    }
-}
-
-fn write_sink(sink: &mut Sink<'_>, off: usize, payload: &[u8]) {
-    match sink {
-        Sink::Copy(buf) => buf[off..off + payload.len()].copy_from_slice(payload),
-        Sink::Reduce(buf, f) => f(&mut buf[off..off + payload.len()], payload),
-        Sink::Grow(v) => v.extend_from_slice(payload),
-    }
-}
-
-fn deliver_whole(r: &mut RecvOp<'_>, msg: &[u8]) -> Result<()> {
-    start_sink(r, r.peer, msg.len() as u64)?;
-    write_sink(&mut r.sink, 0, msg);
-    Ok(())
 }
