@@ -1,48 +1,21 @@
 //! The machinery every dataflow operation shares: packing records into per-target
 //! messages, sending them under the edge's credit, ordering end-of-stream and barriers
-//! after data, and aligning barriers at each target.
+//! after data, and routing arrivals to each target (whose barriers align in
+//! `alignment.rs`).
 
 use heddle_comm::{Delivered, EdgeChannels, Envelope, Kind};
 use std::collections::{HashMap, HashSet, VecDeque};
 
+use super::alignment::{Incoming, TargetState};
 use super::spec::{EdgeSpec, Mode, Options, TaskId};
 use super::tree::{BroadcastTree, Combiner, UpTree};
 use crate::{Error, Result};
 use heddle_comm::Communicator;
 
-/// What a target's receive side hands its operation, in order.
-#[derive(Debug)]
-pub enum Incoming {
-    /// A message of packed records.
-    Records {
-        /// The source task that sent them.
-        source: TaskId,
-        /// Length-prefixed records.
-        payload: Vec<u8>,
-    },
-    /// `source` has finished (everything it sent came before this).
-    SourceEnded(TaskId),
-    /// A barrier every live source has sent.
-    Barrier(u64),
-    /// Every source has finished.
-    End,
-}
-
 #[derive(Debug)]
 struct Msg {
     env: Envelope,
     data: Vec<u8>,
-}
-
-#[derive(Debug, Default)]
-struct TargetState {
-    ended: HashSet<TaskId>,
-    ready: VecDeque<Incoming>,
-    /// Barrier being aligned and the sources that have sent it.
-    aligning: Option<(u64, HashSet<TaskId>)>,
-    /// Messages from sources already past the barrier being aligned.
-    held: VecDeque<Delivered>,
-    ended_all: bool,
 }
 
 /// Target id of a message meant for every target of the edge, relayed worker to worker
@@ -361,51 +334,10 @@ impl EdgeCore {
                 d.target
             ))
         })?;
-        if let Some((_, arrived)) = &ts.aligning {
-            if arrived.contains(&d.source) {
-                ts.held.push_back(d);
-                return Ok(());
-            }
-        }
-        match d.kind {
-            Kind::Barrier => match &mut ts.aligning {
-                Some((id, arrived)) if *id == d.sequence => {
-                    arrived.insert(d.source);
-                }
-                Some((id, _)) => {
-                    return Err(Error::InvalidArgument(format!(
-                        "barrier {} arrived while aligning barrier {id}",
-                        d.sequence
-                    )));
-                }
-                None => ts.aligning = Some((d.sequence, HashSet::from([d.source]))),
-            },
-            Kind::EndOfStream => {
-                ts.ended.insert(d.source);
-                ts.ready.push_back(Incoming::SourceEnded(d.source));
-            }
-            _ => {
-                self.ready_bytes += d.payload.len();
-                ts.ready.push_back(Incoming::Records { source: d.source, payload: d.payload });
-            }
-        }
-        // Alignment completes once every source that has not ended has sent the barrier.
-        let aligned = ts.aligning.as_ref().is_some_and(|(_, a)| {
-            a.len() + ts.ended.iter().filter(|s| !a.contains(s)).count() >= sources
-        });
-        if aligned {
-            let (id, _) = ts.aligning.take().expect("checked");
-            ts.ready.push_back(Incoming::Barrier(id));
-            let held: Vec<Delivered> = ts.held.drain(..).collect();
+        if let Some(held) = ts.accept(d, sources, &mut self.ready_bytes)? {
             for h in held {
                 self.deliver(h)?;
             }
-            return Ok(());
-        }
-        let ts = self.targets.get_mut(&d.target).expect("checked above");
-        if !ts.ended_all && ts.ended.len() == sources && ts.aligning.is_none() {
-            ts.ended_all = true;
-            ts.ready.push_back(Incoming::End);
         }
         Ok(())
     }
@@ -436,12 +368,12 @@ impl EdgeCore {
 
     /// The next incoming item for `target`, pulling from the edge if needed.
     pub(crate) fn next(&mut self, target: TaskId) -> Option<Incoming> {
-        if self.targets.get(&target).is_some_and(|t| t.ready.is_empty()) {
+        if self.targets.get(&target).is_some_and(TargetState::is_empty) {
             // A failure here resurfaces from the next progress call. Messages that climb
             // wait for the next progress call, which has the operation's combiner.
             let _ = self.progress(false, &mut |p| Ok(p.concat()));
         }
-        let item = self.targets.get_mut(&target)?.ready.pop_front()?;
+        let item = self.targets.get_mut(&target)?.pop()?;
         if let Incoming::Records { payload, .. } = &item {
             self.ready_bytes -= payload.len();
         }
@@ -452,7 +384,7 @@ impl EdgeCore {
     /// message of this worker has left it (a worker that stops driving the engine
     /// earlier would strand messages other workers still wait for).
     pub(crate) fn is_done(&self) -> bool {
-        self.targets.values().all(|t| t.ended_all && t.ready.is_empty())
+        self.targets.values().all(TargetState::is_done)
             && self.pending.iter().all(VecDeque::is_empty)
             && self.batches.values().all(Vec::is_empty)
             && self.relay_outstanding == 0
@@ -469,8 +401,14 @@ impl EdgeCore {
     pub(crate) fn wait(&mut self) -> Result<()> {
         let edge = self.spec.edge;
         let pending: Vec<usize> = self.pending.iter().map(VecDeque::len).collect();
-        let waiting: Vec<(TaskId, usize, usize)> =
-            self.targets.iter().map(|(t, s)| (*t, s.ended.len(), s.ready.len())).collect();
+        let waiting: Vec<(TaskId, usize, usize)> = self
+            .targets
+            .iter()
+            .map(|(t, s)| {
+                let (ended, ready) = s.counts();
+                (*t, ended, ready)
+            })
+            .collect();
         let sending = self.channels.link().lock().sending();
         let detail = || {
             format!(

@@ -11,8 +11,9 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::alignment::Incoming;
 use super::codec::{decode, decode_all, encode};
-use super::edge_core::{records, EdgeCore, Incoming};
+use super::edge_core::{records, EdgeCore};
 use super::keyed_gather::sorters_for;
 use super::semantics::{Dataflow, Semantics};
 use super::tree::{BroadcastTree, TREE_FROM_WORKERS};

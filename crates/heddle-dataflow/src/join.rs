@@ -11,8 +11,9 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use super::alignment::Incoming;
 use super::codec::{decode, split_keyed};
-use super::edge_core::{records, EdgeCore, Incoming};
+use super::edge_core::{records, EdgeCore};
 use super::keyed_gather::{hashed_target, key_order, offer_keyed, sort_in};
 use super::semantics::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};

@@ -11,8 +11,9 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::alignment::Incoming;
 use super::codec::{decode, decode_keyed, encode, encode_keyed_into, key_hash, split_keyed};
-use super::edge_core::{records, EdgeCore, Incoming};
+use super::edge_core::{records, EdgeCore};
 use super::semantics::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::spill::{KeyOrder, SpillSorter};

@@ -11,8 +11,9 @@ use std::hash::Hash;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::alignment::Incoming;
 use super::codec::{decode, decode_all, encode, encode_into, key_hash};
-use super::edge_core::{EdgeCore, Incoming};
+use super::edge_core::EdgeCore;
 use super::keyed_gather::key_order;
 use super::semantics::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};

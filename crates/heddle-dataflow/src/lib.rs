@@ -31,6 +31,7 @@
 //! assert_eq!(results, vec![vec![0, 10], vec![1, 11]]);
 //! ```
 
+mod alignment;
 mod codec;
 mod drive;
 mod edge_core;
@@ -47,8 +48,9 @@ mod spec;
 pub mod spill;
 mod tree;
 
+pub use alignment::Incoming;
 pub use drive::drive;
-pub use edge_core::{EdgeCore, Incoming};
+pub use edge_core::EdgeCore;
 pub use error::{Error, Result};
 pub use gather::{Gather, Gathering};
 pub use join::{Join, JoinAlgorithm, JoinKind, JoinOn, Joined, Joining, Side};

@@ -10,8 +10,9 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::alignment::Incoming;
 use super::codec::{decode_all, encode, key_hash};
-use super::edge_core::{EdgeCore, Incoming, RELAY};
+use super::edge_core::{EdgeCore, RELAY};
 use super::semantics::{Dataflow, Semantics};
 use super::tree::BroadcastTree;
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};

@@ -11,8 +11,9 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::alignment::Incoming;
 use super::codec::{decode_all, encode};
-use super::edge_core::{EdgeCore, Incoming};
+use super::edge_core::EdgeCore;
 use super::gather::offer_to_all;
 use super::semantics::{Dataflow, Semantics};
 use super::tree::{BroadcastTree, TREE_FROM_WORKERS};

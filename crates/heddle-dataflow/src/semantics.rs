@@ -5,7 +5,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use super::edge_core::{EdgeCore, Incoming};
+use super::alignment::Incoming;
+use super::edge_core::EdgeCore;
 use super::{Event, Mode, Offer, Operation, TaskId};
 use crate::{Error, Result};
 

@@ -10,8 +10,9 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::alignment::Incoming;
 use super::codec::{decode, decode_keyed};
-use super::edge_core::{records, EdgeCore, Incoming};
+use super::edge_core::{records, EdgeCore};
 use super::keyed_gather::{key_order, offer_keyed, sort_in, sorters_for};
 use super::semantics::REFILL;
 use super::semantics::{Dataflow, Semantics};
