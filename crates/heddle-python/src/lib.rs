@@ -2,8 +2,8 @@
 //! the repository's `pyproject.toml`; the Python layer lives in `python/heddle`).
 //!
 //! Each area registers its classes and functions in [`_heddle`]: the communicator
-//! (`comm`), reduction operators (`op`), the launcher (`launcher`), task graphs of Python
-//! tasks (`task_graph`, `task_context`, `task_job`), data sets and streams of Python
+//! (`comm`, `comm_*`), reduction operators (`op`), the launcher (`launcher`), task graphs
+//! of Python tasks (`task_graph`, `task_context`, `task_job`), data sets and streams of Python
 //! records (`data_session`, `data_set`, `data_stream`), whose records are
 //! Python objects (`record`). Every call that may wait releases the GIL through
 //! [`interrupt::blocking`] (Python callbacks inside native runs take it back as they need
@@ -13,6 +13,10 @@
 
 mod buffer;
 mod comm;
+mod comm_args;
+mod comm_collectives;
+mod comm_p2p;
+mod comm_vector;
 mod data_output;
 mod data_session;
 mod data_set;
