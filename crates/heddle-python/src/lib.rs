@@ -3,9 +3,10 @@
 //!
 //! Each area registers its classes and functions in [`_heddle`]: the communicator
 //! (`comm`, `comm_*`), reduction operators (`op`), the launcher (`launcher`), task graphs
-//! of Python tasks (`task_graph`, `task_context`, `task_job`), data sets and streams of Python
-//! records (`data_session`, `data_set`, `data_stream`), whose records are
-//! Python objects (`record`). Every call that may wait releases the GIL through
+//! of Python tasks (`task_graph`, `task_context`, `task_job`, with `task_adapters`,
+//! `task_records`, `task_strategy`), data sets and streams of Python records
+//! (`data_session`, `data_set`, `data_stream`), whose records are Python objects
+//! (`record`). Every call that may wait releases the GIL through
 //! [`interrupt::blocking`] (Python callbacks inside native runs take it back as they need
 //! it), Rust errors become the exception classes of `heddle.errors` (`errors`), and a
 //! Python exception raised inside a native run is raised as itself when the run returns
@@ -29,9 +30,12 @@ mod json;
 mod launcher;
 mod op;
 mod record;
+mod task_adapters;
 mod task_context;
 mod task_graph;
 mod task_job;
+mod task_records;
+mod task_strategy;
 
 use pyo3::prelude::*;
 

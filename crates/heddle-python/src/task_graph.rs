@@ -16,9 +16,9 @@ use pyo3::prelude::*;
 use crate::errors::{argument, Kind};
 use crate::failure;
 use crate::record::{key_bytes, stable_hash, PyKey, PyObj};
-use crate::task_context::{
-    strategy, strategy_parts, InRec, InTag, OutRec, OutTag, PyCompute, PySource, PyTask,
-};
+use crate::task_adapters::{PyCompute, PySource, PyTask};
+use crate::task_records::{InRec, InTag, OutRec, OutTag};
+use crate::task_strategy::{strategy, strategy_parts};
 
 /// How an edge connects instances.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
