@@ -1,7 +1,7 @@
 //! Reduce-scatter: the elementwise combination of all buffers, cut into per-rank blocks;
 //! rank i keeps block i.
 
-mod reduce_scatterv;
+mod reduce_broadcast;
 mod ring;
 
 use super::{Algorithm, Step};
@@ -18,6 +18,7 @@ pub(crate) fn run(
 ) -> Result<()> {
     match alg {
         Algorithm::Ring => ring::run(s, send, recv, counts, f),
-        _ => reduce_scatterv::run(s, send, recv, counts, f),
+        // ReduceBroadcast, and the fallback for anything else forced.
+        _ => reduce_broadcast::run(s, send, recv, counts, f),
     }
 }

@@ -1,5 +1,7 @@
-//! Reduce to rank 0 along a binomial tree, then scatter the blocks linearly. Always
-//! applies; the fallback for a forced algorithm that cannot run.
+//! `reduce_broadcast` for reduce-scatter: reduce to rank 0 along a binomial tree, then
+//! scatter the blocks linearly (the distribution step of this algorithm is a scatter, as
+//! every rank keeps only its block). Always applies; the fallback for a forced algorithm
+//! that cannot run.
 //!
 //! Cost = ⌈log₂p⌉·(α + n·β + n·γ) + (p − 1)·α + ((p − 1)/p)·n·β
 
