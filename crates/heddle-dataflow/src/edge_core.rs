@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::alignment::{Incoming, TargetState};
 use super::spec::{EdgeSpec, Mode, Options, TaskId};
-use super::tree::{BroadcastTree, Combiner, UpTree};
+use super::tree::{BroadcastTree, MergeUp, UpTree};
 use crate::{Error, Result};
 use heddle_comm::Communicator;
 
@@ -269,7 +269,7 @@ impl EdgeCore {
     /// Sends queued messages as credit allows and takes arrived ones while the targets'
     /// ready queues are short (`eager`: take everything, for operations that fold
     /// records into their state at once).
-    pub(crate) fn progress(&mut self, eager: bool, combine: Combiner<'_>) -> Result<bool> {
+    pub(crate) fn progress(&mut self, eager: bool, combine: MergeUp<'_>) -> Result<bool> {
         if self.mode == Mode::Streaming {
             self.flush(None);
         }
@@ -304,7 +304,7 @@ impl EdgeCore {
     }
 
     /// Moves messages waiting to climb the tree to their next worker's queue.
-    fn climb(&mut self, combine: Combiner<'_>) -> Result<()> {
+    fn climb(&mut self, combine: MergeUp<'_>) -> Result<()> {
         let EdgeCore { up, pending, pending_bytes, .. } = self;
         if let Some(up) = up.as_mut() {
             up.drain(combine, |w, env, data| {

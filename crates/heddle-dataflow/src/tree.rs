@@ -87,7 +87,7 @@ impl BroadcastTree {
 pub(crate) const TREE_FROM_WORKERS: usize = 3;
 
 /// Combines the data payloads a worker holds for one target into one payload.
-pub(crate) type Combiner<'a> = &'a mut dyn FnMut(Vec<Vec<u8>>) -> Result<Vec<u8>>;
+pub(crate) type MergeUp<'a> = &'a mut dyn FnMut(Vec<Vec<u8>>) -> Result<Vec<u8>>;
 
 #[derive(Debug, Default)]
 struct Held {
@@ -181,7 +181,7 @@ impl UpTree {
     /// every source below has ended, then one combined message and the ends.
     pub(crate) fn drain(
         &mut self,
-        combiner: Combiner<'_>,
+        combiner: MergeUp<'_>,
         mut send: impl FnMut(usize, Envelope, Vec<u8>),
     ) -> Result<()> {
         let forwarded = &mut self.forwarded_ends;
