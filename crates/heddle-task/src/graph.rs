@@ -9,7 +9,7 @@ use heddle_comm::Communicator;
 
 use crate::edge::{Edge, EdgeKind};
 use crate::exec::edge_run::{new_inbox, EdgeFactory};
-use crate::exec::ports::OutPort;
+use crate::exec::queues::TaskOutput;
 use crate::exec::task_run::{ComputeRun, SourceRun, TaskRun};
 use crate::{Compute, Error, Resources, Result, Source, Strategy, TaskInfo};
 
@@ -68,10 +68,10 @@ pub(crate) trait VertexFactory {
     ) -> Result<Box<dyn TaskRun>>;
 }
 
-fn ports<O: Send + 'static>(outs: Vec<Box<dyn Any>>) -> Result<Vec<Arc<dyn OutPort<O>>>> {
+fn outputs<O: Send + 'static>(outs: Vec<Box<dyn Any>>) -> Result<Vec<Arc<dyn TaskOutput<O>>>> {
     outs.into_iter()
         .map(|o| {
-            o.downcast::<Arc<dyn OutPort<O>>>().map(|b| *b).map_err(|_| {
+            o.downcast::<Arc<dyn TaskOutput<O>>>().map(|b| *b).map_err(|_| {
                 Error::Graph("an edge's input type does not match its task's output type".into())
             })
         })
@@ -98,7 +98,7 @@ where
         comm: Option<Communicator>,
     ) -> Result<Box<dyn TaskRun>> {
         let task = (self.0)(info.index);
-        Ok(Box::new(SourceRun::new(task, info, ports(outs)?, strategy, comm)))
+        Ok(Box::new(SourceRun::new(task, info, outputs(outs)?, strategy, comm)))
     }
 }
 
@@ -123,10 +123,10 @@ where
         comm: Option<Communicator>,
     ) -> Result<Box<dyn TaskRun>> {
         let inbox = inbox
-            .and_then(|b| b.downcast::<crate::exec::ports::SharedInbox<C::In>>().ok())
+            .and_then(|b| b.downcast::<crate::exec::queues::SharedInbox<C::In>>().ok())
             .ok_or_else(|| Error::Graph(format!("task {info} has no inbox of its input type")))?;
         let task = (self.0)(info.index);
-        Ok(Box::new(ComputeRun::new(task, info, *inbox, inputs, ports(outs)?, strategy, comm)))
+        Ok(Box::new(ComputeRun::new(task, info, *inbox, inputs, outputs(outs)?, strategy, comm)))
     }
 }
 

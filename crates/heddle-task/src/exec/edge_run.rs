@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use heddle_comm::Communicator;
 use heddle_dataflow::{EdgeSpec, Event, Offer, Options, TaskId};
 
-use super::ports::{lock, Inbox, LocalPort, OpPort, OutPort, Outbox, SharedInbox, QUEUE_CAP};
+use super::queues::{
+    lock, ChainedOutput, EdgeOutput, Inbox, Outbox, SharedInbox, TaskOutput, QUEUE_CAP,
+};
 use crate::edge::{BoxedOp, Edge};
 use crate::{Error, Result};
 
@@ -27,8 +29,8 @@ pub(crate) trait EdgeRun {
 }
 
 /// Builds an edge's instance on a worker: links the downstream inboxes (`Box<dyn Any>`
-/// holding `SharedInbox<U>`) and returns the upstream ports (`Box<dyn Any>` holding
-/// `Arc<dyn OutPort<T>>`), by local source task.
+/// holding `SharedInbox<U>`) and returns the upstream outputs (`Box<dyn Any>` holding
+/// `Arc<dyn TaskOutput<T>>`), by local source task.
 pub(crate) trait EdgeFactory {
     fn instantiate(
         &self,
@@ -70,34 +72,34 @@ impl<T: Send + 'static, U: Send + 'static> EdgeFactory for Edge<T, U> {
                     "a chained edge needs its instances in pairs on each worker".into(),
                 ));
             }
-            let ports = sources
+            let outputs = sources
                 .iter()
                 .zip(&inboxes)
                 .map(|(&s, (_, inbox))| {
-                    let port: Arc<dyn OutPort<T>> =
-                        Arc::new(LocalPort { inbox: inbox.clone(), map });
+                    let port: Arc<dyn TaskOutput<T>> =
+                        Arc::new(ChainedOutput { inbox: inbox.clone(), map });
                     (s, Box::new(port) as Box<dyn Any>)
                 })
                 .collect();
-            return Ok((Box::new(Chained), ports));
+            return Ok((Box::new(Chained), outputs));
         }
         let outboxes: Vec<(TaskId, Arc<Mutex<Outbox<T>>>)> =
             sources.iter().map(|&s| (s, Arc::default())).collect();
-        let ports = outboxes
+        let outputs = outboxes
             .iter()
             .map(|(s, o)| {
-                let port: Arc<dyn OutPort<T>> = Arc::new(OpPort(o.clone()));
+                let port: Arc<dyn TaskOutput<T>> = Arc::new(EdgeOutput(o.clone()));
                 (*s, Box::new(port) as Box<dyn Any>)
             })
             .collect();
         let held = outboxes.iter().map(|_| None).collect();
         let run =
             OpEdge { make: self.make.clone(), op: None, outboxes, inboxes, held, open: Vec::new() };
-        Ok((Box::new(run), ports))
+        Ok((Box::new(run), outputs))
     }
 }
 
-/// A chained edge: its ports write into the inboxes directly.
+/// A chained edge: its outputs write into the inboxes directly.
 struct Chained;
 
 impl EdgeRun for Chained {

@@ -214,17 +214,18 @@ impl<'c> Job<'c> {
                 }
             }
         }
-        // Edges, handing out the ports of the local upstream instances.
+        // Edges, handing out the outputs of the local upstream instances.
         let mut outs: HashMap<TaskId, Vec<Box<dyn Any>>> = HashMap::new();
         let mut edges = Vec::new();
         for (e, def) in graph.edges.iter().enumerate() {
             let sources: Vec<TaskId> = local(def.from).into_iter().map(|(_, t)| t).collect();
             let targets: Vec<(TaskId, &dyn Any)> =
                 local(def.to).into_iter().map(|(_, t)| (t, inboxes[&t].1.as_ref())).collect();
-            let (run, ports) = def.factory.instantiate(&sources, targets, plan.edges[e].chained)?;
+            let (run, outputs) =
+                def.factory.instantiate(&sources, targets, plan.edges[e].chained)?;
             edges.push(run);
-            for (s, port) in ports {
-                outs.entry(s).or_default().push(port);
+            for (s, output) in outputs {
+                outs.entry(s).or_default().push(output);
             }
         }
         // The local task instances.
@@ -241,12 +242,12 @@ impl<'c> Job<'c> {
                     worker: comm.rank(),
                 };
                 let inbox = inboxes.remove(&t).map(|(typed, _)| typed);
-                let ports = outs.remove(&t).unwrap_or_default();
+                let outputs = outs.remove(&t).unwrap_or_default();
                 tasks.push(def.factory.build(
                     info,
                     inbox,
                     inputs,
-                    ports,
+                    outputs,
                     def.strategy,
                     vertex_comms.remove(&v),
                 )?);

@@ -4,7 +4,7 @@
 pub(crate) mod edge_run;
 mod job;
 mod pool;
-pub(crate) mod ports;
+pub(crate) mod queues;
 pub(crate) mod task_run;
 
 pub use job::{AbortHandle, Job, Report, StopHandle, THREADS_ENV};

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use heddle_comm::Communicator;
 
-use super::ports::{lock, OutPort, SharedInbox, QUEUE_CAP};
+use super::queues::{lock, SharedInbox, TaskOutput, QUEUE_CAP};
 use crate::{Compute, Context, Error, Produced, Result, Source, Strategy, TaskInfo};
 
 /// Records a compute task executes per activation of the executor loop before the loop
@@ -57,7 +57,7 @@ pub(crate) trait TaskRun: Send {
 /// What source and compute runs share: identity, outputs, strategy, counters.
 struct Common<O> {
     info: TaskInfo,
-    outs: Vec<Arc<dyn OutPort<O>>>,
+    outs: Vec<Arc<dyn TaskOutput<O>>>,
     emitted: Vec<O>,
     strategy: Strategy,
     comm: Option<Communicator>,
@@ -70,7 +70,7 @@ struct Common<O> {
 impl<O: Clone> Common<O> {
     fn new(
         info: TaskInfo,
-        outs: Vec<Arc<dyn OutPort<O>>>,
+        outs: Vec<Arc<dyn TaskOutput<O>>>,
         strategy: Strategy,
         comm: Option<Communicator>,
     ) -> Self {
@@ -180,7 +180,7 @@ where
     pub(crate) fn new(
         task: S,
         info: TaskInfo,
-        outs: Vec<Arc<dyn OutPort<S::Out>>>,
+        outs: Vec<Arc<dyn TaskOutput<S::Out>>>,
         strategy: Strategy,
         comm: Option<Communicator>,
     ) -> Self {
@@ -268,7 +268,7 @@ where
         info: TaskInfo,
         inbox: SharedInbox<C::In>,
         inputs: usize,
-        outs: Vec<Arc<dyn OutPort<C::Out>>>,
+        outs: Vec<Arc<dyn TaskOutput<C::Out>>>,
         strategy: Strategy,
         comm: Option<Communicator>,
     ) -> Self {

@@ -31,7 +31,7 @@ pub(crate) fn lock<Q>(queue: &Mutex<Q>) -> MutexGuard<'_, Q> {
 }
 
 /// Where a task's emitted records go on one outgoing edge.
-pub(crate) trait OutPort<T>: Send + Sync {
+pub(crate) trait TaskOutput<T>: Send + Sync {
     /// Takes every record of `items`.
     fn push(&self, items: &mut Vec<T>);
     /// Records pushed and not yet taken by the edge.
@@ -54,9 +54,9 @@ impl<T> Default for Outbox<T> {
 }
 
 /// An outgoing port into an operation.
-pub(crate) struct OpPort<T>(pub(crate) Arc<Mutex<Outbox<T>>>);
+pub(crate) struct EdgeOutput<T>(pub(crate) Arc<Mutex<Outbox<T>>>);
 
-impl<T: Send> OutPort<T> for OpPort<T> {
+impl<T: Send> TaskOutput<T> for EdgeOutput<T> {
     fn push(&self, items: &mut Vec<T>) {
         lock(&self.0).items.extend(items.drain(..));
     }
@@ -72,12 +72,12 @@ impl<T: Send> OutPort<T> for OpPort<T> {
 
 /// A chained port: records go straight into the downstream task's inbox on this worker,
 /// never serialized.
-pub(crate) struct LocalPort<T, U> {
+pub(crate) struct ChainedOutput<T, U> {
     pub(crate) inbox: SharedInbox<U>,
     pub(crate) map: fn(T) -> U,
 }
 
-impl<T, U: Send> OutPort<T> for LocalPort<T, U> {
+impl<T, U: Send> TaskOutput<T> for ChainedOutput<T, U> {
     fn push(&self, items: &mut Vec<T>) {
         let map = self.map;
         lock(&self.inbox).items.extend(items.drain(..).map(map));
