@@ -369,6 +369,8 @@ mod tests {
             extra in 1usize..=RECORD,
             workers in 1usize..9,
         ) {
+            // A raw file cut after 100 bytes of a record holds whole records: cut earlier.
+            let extra = if lines { extra } else { extra.min(RECORD - 1) };
             let mut content = render(&records(n + 1, seed, lines), lines);
             content.truncate(n * (RECORD + usize::from(lines)) + extra);
             let f = TempFile::new(&content);
