@@ -8,6 +8,8 @@
 pub(crate) mod allgather;
 pub(crate) mod allreduce;
 pub(crate) mod alltoall;
+mod api_all;
+mod api_gather;
 mod api_move;
 mod api_reduce;
 pub(crate) mod barrier;
