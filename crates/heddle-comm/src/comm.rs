@@ -1,16 +1,22 @@
-//! The communicator: a group of ranks with its own message context, point-to-point
-//! messaging, and `split` into sub-communicators. Collectives are in `collectives/`.
+//! The communicator: a group of ranks with its own message context, `barrier`, and
+//! `split` into sub-communicators. Point-to-point messages are in `comm/p2p.rs`, the other
+//! collectives in `collectives/`.
+
+mod p2p;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::collectives::{choose, Algorithm, CallOptions, Collective, Step};
-use crate::engine::{Engine, RecvOp, SendOp, Sink};
+use crate::engine::Engine;
 use crate::stamp::Signature;
-use heddle_wire::{Codec, Dtype};
+use heddle_wire::Dtype;
 
-use crate::{AbortCause, CommConfig, Element, Error, JobAbort, Result};
+use crate::{AbortCause, CommConfig, JobAbort, Result};
+
+#[cfg(doc)]
+use crate::Error;
 
 const COLLECTIVE_EDGE: u32 = 0x8000_0000;
 
@@ -129,145 +135,6 @@ impl Communicator {
         self.shared.engine.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn check_rank(&self, r: usize, what: &str) -> Result<()> {
-        if r < self.size() {
-            Ok(())
-        } else {
-            Err(Error::InvalidArgument(format!(
-                "{what} rank {r} is outside this communicator of {} ranks",
-                self.size()
-            )))
-        }
-    }
-
-    /// Sends `data` to rank `dest` with `tag`; returns once the data has left the buffer.
-    ///
-    /// # Errors
-    /// A bad rank, a lost peer or a timeout.
-    pub fn send<T: Element>(&self, data: &[T], dest: usize, tag: u32) -> Result<()> {
-        self.send_as(bytemuck::cast_slice(data), Some(T::DTYPE), dest, tag)
-    }
-
-    /// Sends bytes that hold elements of `dtype` (`None`: untyped): a receive into a
-    /// buffer of another element type fails with [`Error::TypeMismatch`] instead of
-    /// reading them as its own type.
-    ///
-    /// # Errors
-    /// As [`Communicator::send`].
-    pub fn send_as(&self, data: &[u8], dtype: Option<Dtype>, dest: usize, tag: u32) -> Result<()> {
-        self.check_rank(dest, "destination")?;
-        let s = [SendOp {
-            peer: self.members[dest],
-            edge: self.ctx,
-            tag,
-            data,
-            codec: codec_of(dtype),
-            signature: Signature::NONE,
-        }];
-        self.lock().exchange(&s, &mut [], "send", self.config().timeout)
-    }
-
-    /// Receives into `buf`, which holds elements of `dtype` (`None`: any); returns the
-    /// bytes received.
-    ///
-    /// # Errors
-    /// [`Error::TypeMismatch`] if the message holds another element type; as
-    /// [`Communicator::recv`].
-    pub fn recv_as(
-        &self,
-        buf: &mut [u8],
-        dtype: Option<Dtype>,
-        src: usize,
-        tag: u32,
-    ) -> Result<usize> {
-        self.check_rank(src, "source")?;
-        let mut r = [RecvOp::new(self.members[src], self.ctx, tag, Sink::Copy(buf))
-            .expecting(codec_of(dtype))];
-        self.lock().exchange(&[], &mut r, "recv", self.config().timeout)?;
-        Ok(r[0].len as usize)
-    }
-
-    /// Receives a message from `src` with `tag` into `buf`; returns the element count.
-    ///
-    /// # Errors
-    /// [`Error::Truncated`] if the message is longer than `buf`; [`Error::TypeMismatch`]
-    /// if it was sent as another element type; a bad rank, a lost peer or a timeout.
-    pub fn recv<T: Element>(&self, buf: &mut [T], src: usize, tag: u32) -> Result<usize> {
-        Ok(self.recv_as(bytemuck::cast_slice_mut(buf), Some(T::DTYPE), src, tag)?
-            / std::mem::size_of::<T>())
-    }
-
-    /// Sends to `dest` and receives from `src` at once (both with `tag`); returns the
-    /// number of elements received. Safe against the deadlock two blocking calls risk.
-    ///
-    /// # Errors
-    /// As [`Communicator::send`] and [`Communicator::recv`].
-    pub fn sendrecv<T: Element>(
-        &self,
-        data: &[T],
-        dest: usize,
-        buf: &mut [T],
-        src: usize,
-        tag: u32,
-    ) -> Result<usize> {
-        self.check_rank(dest, "destination")?;
-        self.check_rank(src, "source")?;
-        let codec = codec_of(Some(T::DTYPE));
-        let s = [SendOp {
-            peer: self.members[dest],
-            edge: self.ctx,
-            tag,
-            data: bytemuck::cast_slice(data),
-            codec,
-            signature: Signature::NONE,
-        }];
-        let mut r = [RecvOp::new(
-            self.members[src],
-            self.ctx,
-            tag,
-            Sink::Copy(bytemuck::cast_slice_mut(buf)),
-        )
-        .expecting(codec)];
-        self.lock().exchange(&s, &mut r, "sendrecv", self.config().timeout)?;
-        Ok(r[0].len as usize / std::mem::size_of::<T>())
-    }
-
-    /// Sends raw bytes.
-    ///
-    /// # Errors
-    /// As [`Communicator::send`].
-    pub fn send_bytes(&self, data: &[u8], dest: usize, tag: u32) -> Result<()> {
-        self.send_as(data, None, dest, tag)
-    }
-
-    /// Receives a message of any length as bytes.
-    ///
-    /// # Errors
-    /// As [`Communicator::recv`].
-    pub fn recv_bytes(&self, src: usize, tag: u32) -> Result<Vec<u8>> {
-        self.check_rank(src, "source")?;
-        let mut v = Vec::new();
-        let mut r = [RecvOp::new(self.members[src], self.ctx, tag, Sink::Grow(&mut v))];
-        self.lock().exchange(&[], &mut r, "recv", self.config().timeout)?;
-        Ok(v)
-    }
-
-    /// Sends any serializable value (bincode).
-    ///
-    /// # Errors
-    /// [`Error::Serialization`], or as [`Communicator::send`].
-    pub fn send_object<S: serde::Serialize>(&self, value: &S, dest: usize, tag: u32) -> Result<()> {
-        self.send_bytes(&bincode::serialize(value)?, dest, tag)
-    }
-
-    /// Receives a value sent with [`Communicator::send_object`].
-    ///
-    /// # Errors
-    /// [`Error::Serialization`], or as [`Communicator::recv`].
-    pub fn recv_object<D: serde::de::DeserializeOwned>(&self, src: usize, tag: u32) -> Result<D> {
-        Ok(bincode::deserialize(&self.recv_bytes(src, tag)?)?)
-    }
-
     /// Starts a collective: picks the algorithm and opens its message context.
     pub(crate) fn begin(
         &self,
@@ -296,21 +163,24 @@ impl Communicator {
     /// Splits into sub-communicators: ranks passing the same `color` form one, ordered by
     /// `(key, rank)`. Ranks passing `None` get `None`. Collective over this communicator.
     ///
+    /// # Errors
+    /// [`Error::CollectiveMismatch`], [`Error::PeerLost`], [`Error::Timeout`] or
+    /// [`Error::Aborted`] as for every collective.
+    ///
+    /// # Examples
     /// ```
     /// use heddle_comm::{local_world, CommConfig};
     /// let comms = local_world(4, CommConfig::default()).unwrap();
     /// std::thread::scope(|s| {
-    ///     for c in comms {
+    ///     for c in &comms {
     ///         s.spawn(move || {
-    ///             let sub = c.split(Some((c.rank() % 2) as u32), c.rank() as i64).unwrap().unwrap();
+    ///             let color = (c.rank() % 2) as u32;
+    ///             let sub = c.split(Some(color), c.rank() as i64).unwrap().unwrap();
     ///             assert_eq!((sub.size(), sub.rank()), (2, c.rank() / 2));
     ///         });
     ///     }
     /// });
     /// ```
-    ///
-    /// # Errors
-    /// As for any collective.
     pub fn split(&self, color: Option<u32>, key: i64) -> Result<Option<Communicator>> {
         let mine = [color.map_or(-1, i64::from), key];
         let mut all = vec![0i64; 2 * self.size()];
@@ -337,7 +207,26 @@ impl Communicator {
     /// Waits until every rank has called `barrier`.
     ///
     /// # Errors
-    /// A lost peer or a timeout.
+    /// [`Error::CollectiveMismatch`] if another rank made a different collective call;
+    /// [`Error::PeerLost`], [`Error::Timeout`] or [`Error::Aborted`] if a peer is gone,
+    /// nothing moved for the timeout, or the job was aborted.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use heddle_comm::{local_world, CommConfig};
+    /// let comms = local_world(3, CommConfig::default()).unwrap();
+    /// let arrived = &AtomicUsize::new(0);
+    /// std::thread::scope(|s| {
+    ///     for c in &comms {
+    ///         s.spawn(move || {
+    ///             arrived.fetch_add(1, Ordering::SeqCst);
+    ///             c.barrier().unwrap();
+    ///             assert_eq!(arrived.load(Ordering::SeqCst), 3); // nobody leaves early
+    ///         });
+    ///     }
+    /// });
+    /// ```
     pub fn barrier(&self) -> Result<()> {
         self.barrier_with(CallOptions::default())
     }
@@ -346,6 +235,25 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::barrier`].
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::time::Duration;
+    /// use heddle_comm::{local_world, CallOptions, CommConfig};
+    /// let comms = local_world(2, CommConfig::default()).unwrap();
+    /// let opts = CallOptions::default().timeout(Duration::from_secs(30));
+    /// let arrived = &AtomicUsize::new(0);
+    /// std::thread::scope(|s| {
+    ///     for c in &comms {
+    ///         s.spawn(move || {
+    ///             arrived.fetch_add(1, Ordering::SeqCst);
+    ///             c.barrier_with(opts).unwrap();
+    ///             assert_eq!(arrived.load(Ordering::SeqCst), 2);
+    ///         });
+    ///     }
+    /// });
+    /// ```
     pub fn barrier_with(&self, opts: CallOptions) -> Result<()> {
         if self.size() == 1 {
             return Ok(());
@@ -359,11 +267,6 @@ impl Communicator {
     pub fn timeout(&self) -> Duration {
         self.config().timeout
     }
-}
-
-/// The frame codec of elements of `dtype` (`Raw` when untyped).
-fn codec_of(dtype: Option<Dtype>) -> Codec {
-    dtype.map_or(Codec::Raw, Codec::Array)
 }
 
 /// A 30-bit context id for a split, the same on every member (FNV-1a of its inputs).
