@@ -15,6 +15,21 @@ impl Communicator {
     /// # Errors
     /// [`crate::Error::InvalidArgument`] if the root passes `None`; serialization and
     /// communication errors.
+    ///
+    /// # Examples
+    /// ```
+    /// use heddle_comm::{local_world, CommConfig};
+    /// let comms = local_world(3, CommConfig::default()).unwrap();
+    /// std::thread::scope(|s| {
+    ///     for c in &comms {
+    ///         s.spawn(move || {
+    ///             let plan = (c.rank() == 2).then(|| vec!["load".to_string(), "train".into()]);
+    ///             let got: Vec<String> = c.broadcast_object(plan.as_ref(), 2).unwrap();
+    ///             assert_eq!(got, ["load", "train"]);
+    ///         });
+    ///     }
+    /// });
+    /// ```
     pub fn broadcast_object<T: Serialize + DeserializeOwned>(
         &self,
         value: Option<&T>,
@@ -40,6 +55,23 @@ impl Communicator {
     ///
     /// # Errors
     /// Serialization and communication errors.
+    ///
+    /// # Examples
+    /// ```
+    /// use heddle_comm::{local_world, CommConfig};
+    /// let comms = local_world(3, CommConfig::default()).unwrap();
+    /// std::thread::scope(|s| {
+    ///     for c in &comms {
+    ///         s.spawn(move || {
+    ///             let names = c.gather_object(&format!("rank-{}", c.rank()), 0).unwrap();
+    ///             match c.rank() {
+    ///                 0 => assert_eq!(names.unwrap(), ["rank-0", "rank-1", "rank-2"]),
+    ///                 _ => assert!(names.is_none()),
+    ///             }
+    ///         });
+    ///     }
+    /// });
+    /// ```
     pub fn gather_object<T: Serialize + DeserializeOwned>(
         &self,
         value: &T,
@@ -64,6 +96,21 @@ impl Communicator {
     ///
     /// # Errors
     /// Serialization and communication errors.
+    ///
+    /// # Examples
+    /// ```
+    /// use heddle_comm::{local_world, CommConfig};
+    /// let comms = local_world(3, CommConfig::default()).unwrap();
+    /// std::thread::scope(|s| {
+    ///     for c in &comms {
+    ///         s.spawn(move || {
+    ///             let mine = vec![c.rank(); c.rank()];
+    ///             let all: Vec<Vec<usize>> = c.allgather_object(&mine).unwrap();
+    ///             assert_eq!(all, [vec![], vec![1], vec![2, 2]]);
+    ///         });
+    ///     }
+    /// });
+    /// ```
     pub fn allgather_object<T: Serialize + DeserializeOwned>(&self, value: &T) -> Result<Vec<T>> {
         let bytes = bincode::serialize(value)?;
         let mut lens = vec![0u64; self.size()];
@@ -77,7 +124,25 @@ impl Communicator {
     /// Scatters `values` (one per rank, given at `root`; `None` elsewhere).
     ///
     /// # Errors
-    /// [`crate::Error::InvalidArgument`] if the root does not pass exactly `size()` values.
+    /// [`crate::Error::InvalidArgument`] if the root does not pass exactly `size()` values;
+    /// serialization and communication errors.
+    ///
+    /// # Examples
+    /// ```
+    /// use heddle_comm::{local_world, CommConfig};
+    /// let comms = local_world(3, CommConfig::default()).unwrap();
+    /// std::thread::scope(|s| {
+    ///     for c in &comms {
+    ///         s.spawn(move || {
+    ///             let jobs = (c.rank() == 0)
+    ///                 .then(|| vec![("a".to_string(), 1u32), ("b".into(), 2), ("c".into(), 3)]);
+    ///             let (name, n): (String, u32) = c.scatter_object(jobs.as_deref(), 0).unwrap();
+    ///             let r = c.rank();
+    ///             assert_eq!((name.as_str(), n), (["a", "b", "c"][r], r as u32 + 1));
+    ///         });
+    ///     }
+    /// });
+    /// ```
     pub fn scatter_object<T: Serialize + DeserializeOwned>(
         &self,
         values: Option<&[T]>,
@@ -113,7 +178,24 @@ impl Communicator {
     /// Rank i's `values[j]` goes to rank j, which receives them in rank order.
     ///
     /// # Errors
-    /// [`crate::Error::InvalidArgument`] unless exactly `size()` values are given.
+    /// [`crate::Error::InvalidArgument`] unless exactly `size()` values are given;
+    /// serialization and communication errors.
+    ///
+    /// # Examples
+    /// ```
+    /// use heddle_comm::{local_world, CommConfig};
+    /// let comms = local_world(2, CommConfig::default()).unwrap();
+    /// std::thread::scope(|s| {
+    ///     for c in &comms {
+    ///         s.spawn(move || {
+    ///             let out: Vec<String> = (0..2).map(|j| format!("{}->{j}", c.rank())).collect();
+    ///             let got: Vec<String> = c.alltoall_object(&out).unwrap();
+    ///             let r = c.rank();
+    ///             assert_eq!(got, [format!("0->{r}"), format!("1->{r}")]);
+    ///         });
+    ///     }
+    /// });
+    /// ```
     pub fn alltoall_object<T: Serialize + DeserializeOwned>(&self, values: &[T]) -> Result<Vec<T>> {
         if values.len() != self.size() {
             return Err(crate::Error::InvalidArgument(format!(
