@@ -207,7 +207,7 @@ fn write_trips_compressed(
     ]));
     let trips: Vec<Trip> = ids.map(trip).collect();
     let props = WriterProperties::builder()
-        .set_max_row_group_size(group_rows)
+        .set_max_row_group_row_count(Some(group_rows))
         .set_compression(compression)
         .build();
     let mut w =
@@ -352,7 +352,7 @@ fn a_row_that_does_not_fit_is_a_parse_error_naming_file_and_row_group() {
         ],
     )
     .unwrap();
-    let props = WriterProperties::builder().set_max_row_group_size(100).build();
+    let props = WriterProperties::builder().set_max_row_group_row_count(Some(100)).build();
     let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), schema, Some(props)).unwrap();
     w.write(&batch).unwrap();
     w.close().unwrap();
