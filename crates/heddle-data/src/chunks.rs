@@ -70,6 +70,17 @@ impl<T: Record> Stream<T> {
     /// `max_records` consecutive records (at least 1), and is handed over early once
     /// `max_delay` has passed since its first record arrived (checked every millisecond)
     /// or when the input ends. `f` returns the records to emit, in any number.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let records = s.stream_from_vec((0..5u32).collect());
+    /// let sums = records.map_chunks(2, Duration::from_secs(60), |c| vec![c.iter().sum::<u32>()]);
+    /// sums.run(move |_, x| Ok(tx.send(x).expect("receiver open")), None)?;
+    /// assert_eq!(rx.try_iter().collect::<Vec<_>>(), vec![1, 5, 4]); // [0 1] [2 3] [4]
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn map_chunks<U: Record>(
         &self,
         max_records: usize,

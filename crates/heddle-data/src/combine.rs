@@ -111,14 +111,15 @@ impl<T: Record> DataSet<T> {
     /// workers by key. `reduce` must be associative and commutative.
     ///
     /// ```
-    /// let comm = heddle_comm::solo(heddle_comm::CommConfig::default()).unwrap();
-    /// let s = heddle_data::Session::new(comm).unwrap();
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
     /// let lines = s.from_vec(vec!["a b a".to_string(), "b a".to_string()]);
-    /// let counts = lines
-    ///     .flat_map_reduce_by_key(|line: String, c| line.split(' ').for_each(|w| c.add(w, 1u64)), |a, b| a + b)
-    ///     .sort_by_key()
-    ///     .unwrap();
-    /// assert_eq!(counts.collect().unwrap(), Some(vec![("a".to_string(), 3), ("b".to_string(), 2)]));
+    /// let counts = lines.flat_map_reduce_by_key(
+    ///     |line: String, c| line.split(' ').for_each(|w| c.add(w, 1u64)),
+    ///     |a, b| a + b,
+    /// );
+    /// let want = vec![("a".to_string(), 3), ("b".to_string(), 2)];
+    /// assert_eq!(counts.sort_by_key()?.collect()?, Some(want));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn flat_map_reduce_by_key<K, V>(
         &self,

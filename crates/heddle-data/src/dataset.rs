@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use heddle_task::{Compute, Edge, Record, Strategy, Vertex};
 
 use crate::session::{Build, Session};
-use crate::tasks::{Apply, ApplyTask, CollectTask, FoldTask, Identity, PartitionTask, SinkTask};
+use crate::tasks::{Apply, ApplyTask, CollectTask, Identity, PartitionTask};
 use crate::Locked;
 use crate::{Error, Result};
 
@@ -23,7 +23,7 @@ pub struct DataSet<T> {
     name: String,
     make: Make<T>,
     /// The partitions, for a data set made by [`DataSet::cache`].
-    cached: Option<Cached<T>>,
+    pub(crate) cached: Option<Cached<T>>,
 }
 
 /// Cached partitions, by index. Behind a lock only because records need not be `Sync`.
@@ -124,16 +124,38 @@ impl<T: Record> DataSet<T> {
     }
 
     /// The session the data set belongs to.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let numbers = s.range(0, 3);
+    /// assert_eq!(numbers.session().partitions(), s.partitions());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn session(&self) -> &Session {
         &self.session
     }
 
     /// Each record through `f`.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let doubled = s.range(1, 4).map(|x| x * 2);
+    /// assert_eq!(doubled.collect()?, Some(vec![2, 4, 6]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn map<U: Record>(&self, f: impl Fn(T) -> U + Send + Sync + 'static) -> DataSet<U> {
         self.apply("map", Arc::new(move |x, out: &mut dyn FnMut(U)| out(f(x))))
     }
 
     /// Each record to any number of records.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let lines = s.from_vec(vec!["a b".to_string(), "c".to_string()]);
+    /// let words = lines.flat_map(|l| l.split(' ').map(String::from).collect::<Vec<_>>());
+    /// assert_eq!(words.collect()?, Some(vec!["a".to_string(), "b".to_string(), "c".to_string()]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn flat_map<U: Record, I: IntoIterator<Item = U>>(
         &self,
         f: impl Fn(T) -> I + Send + Sync + 'static,
@@ -149,6 +171,13 @@ impl<T: Record> DataSet<T> {
     }
 
     /// The records for which `keep` holds.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let odd = s.range(0, 6).filter(|x| x % 2 == 1);
+    /// assert_eq!(odd.collect()?, Some(vec![1, 3, 5]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn filter(&self, keep: impl Fn(&T) -> bool + Send + Sync + 'static) -> DataSet<T> {
         self.apply(
             "filter",
@@ -161,6 +190,15 @@ impl<T: Record> DataSet<T> {
     }
 
     /// `(f(record), record)` for each record.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let words = s.from_vec(vec!["fig".to_string(), "apple".to_string()]);
+    /// let by_length = words.key_by(|w| w.len());
+    /// let want = vec![(3, "fig".to_string()), (5, "apple".to_string())];
+    /// assert_eq!(by_length.collect()?, Some(want));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn key_by<K: Record>(
         &self,
         f: impl Fn(&T) -> K + Send + Sync + 'static,
@@ -170,6 +208,14 @@ impl<T: Record> DataSet<T> {
 
     /// Each whole partition through `f` (which sees all its records at once). A cached data
     /// set hands each partition over whole (a copy), without passing records one by one.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let s = s.with_partitions(2)?; // 0 1 2 | 3 4 5
+    /// let sums = s.range(0, 6).map_partitions(|part| vec![part.iter().sum::<u64>()]);
+    /// assert_eq!(sums.collect()?, Some(vec![3, 12]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn map_partitions<U: Record>(
         &self,
         f: impl Fn(Vec<T>) -> Vec<U> + Send + Sync + 'static,
@@ -193,6 +239,15 @@ impl<T: Record> DataSet<T> {
     }
 
     /// The records of both data sets.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let both = s.range(0, 2).union(&s.range(5, 7));
+    /// let mut all = both.collect()?.unwrap();
+    /// all.sort();
+    /// assert_eq!(all, vec![0, 1, 5, 6]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn union(&self, other: &DataSet<T>) -> DataSet<T> {
         let (a, b2) = (self.clone(), other.clone());
         DataSet::new(&self.session, "union", move |b, vname| {
@@ -205,6 +260,15 @@ impl<T: Record> DataSet<T> {
     }
 
     /// The same records, dealt round-robin over the partitions (evens out skew).
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let s = s.with_partitions(3)?;
+    /// let skewed = s.range(0, 9).filter(|x| *x < 3); // all in partition 0
+    /// let sizes = skewed.repartition().map_partitions(|part| vec![part.len()]);
+    /// assert_eq!(sizes.collect()?, Some(vec![1, 1, 1]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn repartition(&self) -> DataSet<T> {
         self.then(
             "repartition",
@@ -216,28 +280,14 @@ impl<T: Record> DataSet<T> {
         )
     }
 
-    /// Computes the data set now and keeps every partition in memory, so later actions
-    /// start from there (the records must fit in memory).
-    ///
-    /// # Errors
-    /// As any action.
-    pub fn cache(&self) -> Result<DataSet<T>> {
-        let parts: Arc<Mutex<Vec<Vec<T>>>> =
-            Arc::new(Mutex::new(vec![Vec::new(); self.parallelism() as usize]));
-        let keep = parts.clone();
-        self.for_each_partition(move |i, records| {
-            keep.locked()[i as usize] = records;
-            Ok(())
-        })?;
-        let p = parts.clone();
-        let mut cached = crate::sources::from_partitions(&self.session, "cached", move |i, _| {
-            p.locked()[i as usize].clone()
-        });
-        cached.cached = Some(parts);
-        Ok(cached)
-    }
-
     /// Prints (returns) the task graph and plan an action on this data set would run.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let plan = s.range(0, 4).map(|x| x + 1).explain()?;
+    /// assert!(plan.contains("map") && plan.contains("chained in memory"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// A graph that cannot be planned.
@@ -263,148 +313,6 @@ impl<T: Record> DataSet<T> {
         b.graph.connect(&v, &sink, edge);
         self.session.run(b)?;
         Ok(())
-    }
-
-    /// Every record, in partition order, on rank 0 (`None` on the other workers).
-    ///
-    /// # Errors
-    /// A task or communication failure.
-    pub fn collect(&self) -> Result<Option<Vec<T>>> {
-        let got = Arc::new(Mutex::new(Vec::new()));
-        let g = got.clone();
-        self.run_into(Edge::gather(), 1, move |_| CollectTask(g.clone()))?;
-        let records: Vec<T> = got.taken().into_iter().map(|(_, x)| x).collect();
-        Ok((self.session.rank() == 0).then_some(records))
-    }
-
-    /// Every record, in partition order, on every worker.
-    ///
-    /// # Errors
-    /// As [`DataSet::collect`].
-    pub fn collect_all(&self) -> Result<Vec<T>> {
-        let workers = self.session.comm().size() as u32;
-        let got = Arc::new(Mutex::new(Vec::new()));
-        let g = got.clone();
-        self.run_into(Edge::gather(), workers, move |_| CollectTask(g.clone()))?;
-        let records: Vec<T> = got.taken().into_iter().map(|(_, x)| x).collect();
-        Ok(records)
-    }
-
-    /// Each partition folded into one value: `fold(fold(zero(), r1), r2) ...` (partitions
-    /// without records give nothing unless `emit_empty`).
-    pub(crate) fn fold_partitions<A: Record>(
-        &self,
-        zero: impl Fn() -> A + Send + Sync + 'static,
-        fold: impl Fn(A, T) -> A + Send + Sync + 'static,
-        emit_empty: bool,
-    ) -> DataSet<A> {
-        let (zero, fold): (Arc<dyn Fn() -> A + Send + Sync>, Arc<dyn Fn(A, T) -> A + Send + Sync>) =
-            (Arc::new(zero), Arc::new(fold));
-        self.then("fold", Edge::direct, move |_| FoldTask {
-            zero: zero.clone(),
-            fold: fold.clone(),
-            acc: None,
-            emit_empty,
-        })
-    }
-
-    /// The number of records, on every worker.
-    ///
-    /// # Errors
-    /// As [`DataSet::collect`].
-    pub fn count(&self) -> Result<u64> {
-        Ok(self.fold_partitions(|| 0u64, |n, _| n + 1, true).reduce(|a, b| a + b)?.unwrap_or(0))
-    }
-
-    /// All records combined with `f` (associative, commutative), on every worker; `None`
-    /// for an empty data set.
-    ///
-    /// # Errors
-    /// As [`DataSet::collect`].
-    pub fn reduce(&self, f: impl Fn(T, T) -> T + Send + Sync + 'static) -> Result<Option<T>> {
-        let f = Arc::new(f);
-        let g = f.clone();
-        // Partial results per partition (an Option, so empty partitions add nothing).
-        let partials = self.fold_partitions(
-            || None::<T>,
-            move |acc, x| {
-                Some(match acc {
-                    Some(a) => g(a, x),
-                    None => x,
-                })
-            },
-            true,
-        );
-        let workers = self.session.comm().size() as u32;
-        let got = Arc::new(Mutex::new(Vec::new()));
-        let c = got.clone();
-        let combine = move |a: Option<T>, b: Option<T>| match (a, b) {
-            (Some(a), Some(b)) => Some(f(a, b)),
-            (a, b) => a.or(b),
-        };
-        partials.run_into(Edge::reduce(combine), workers, move |_| CollectTask(c.clone()))?;
-        let mut got = got.taken();
-        Ok(got.pop().flatten())
-    }
-
-    /// Calls `f(partition, record)` for every record, where the record is.
-    ///
-    /// # Errors
-    /// The first error `f` returns, or as [`DataSet::collect`].
-    pub fn for_each(&self, f: impl Fn(u32, T) -> Result<()> + Send + Sync + 'static) -> Result<()> {
-        let each: Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync> = Arc::new(f);
-        let end: Arc<dyn Fn(u32) -> Result<()> + Send + Sync> = Arc::new(|_| Ok(()));
-        self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask {
-            each: each.clone(),
-            end: end.clone(),
-        })
-    }
-
-    /// Calls `f(partition, records)` once per partition, where it is.
-    ///
-    /// # Errors
-    /// As [`DataSet::for_each`].
-    pub fn for_each_partition(
-        &self,
-        f: impl Fn(u32, Vec<T>) -> Result<()> + Send + Sync + 'static,
-    ) -> Result<()> {
-        let held: Arc<Mutex<Vec<T>>> = Arc::default();
-        let h = held.clone();
-        let each: Arc<dyn Fn(u32, T) -> Result<()> + Send + Sync> = Arc::new(move |_, x| {
-            h.locked().push(x);
-            Ok(())
-        });
-        let end: Arc<dyn Fn(u32) -> Result<()> + Send + Sync> =
-            Arc::new(move |i| f(i, held.taken()));
-        self.run_into(Edge::direct(), self.parallelism(), move |_| SinkTask {
-            each: each.clone(),
-            end: end.clone(),
-        })
-    }
-
-    /// Repeats `step` on the data set up to `max` times, until `done(previous, next)` says
-    /// so (checked after each step, collectively: every worker must agree), caching each
-    /// result. Returns the last data set and the steps taken.
-    ///
-    /// # Errors
-    /// As any action; `step` or `done` failing.
-    pub fn iterate(
-        &self,
-        max: u64,
-        mut step: impl FnMut(&DataSet<T>) -> Result<DataSet<T>>,
-        mut done: impl FnMut(&DataSet<T>, &DataSet<T>) -> Result<bool>,
-    ) -> Result<(DataSet<T>, u64)> {
-        let mut current = self.clone();
-        for i in 0..max {
-            let next = step(&current)?.cache()?;
-            let mut stop = [u8::from(done(&current, &next)?)];
-            self.session.comm().allreduce(&mut stop, heddle_comm::Op::Min)?;
-            current = next;
-            if stop[0] == 1 {
-                return Ok((current, i + 1));
-            }
-        }
-        Ok((current, max))
     }
 }
 

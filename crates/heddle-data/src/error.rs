@@ -26,7 +26,10 @@ pub enum Error {
     },
     /// An input file changed while the job read it (appended to, truncated, rewritten):
     /// the result would mix two versions of it.
-    #[error("{path} changed while the job read it ({detail}); rerun once it no longer changes, or read a copy")]
+    #[error(
+        "{path} changed while the job read it ({detail}); rerun once it no longer changes, \
+         or read a copy"
+    )]
     Changed {
         /// The file.
         path: String,

@@ -83,9 +83,9 @@ pub(crate) fn planned_files(path: &Path) -> Result<Vec<Planned>> {
     Ok(files)
 }
 
-/// Files of `path` (a file, a directory's files but hidden ones (`.` or `_` first), or the matches of a glob —
-/// `*` and `?` in the last component) with their sizes, sorted by name: what the file
-/// sources of a session read.
+/// Files of `path` (a file, a directory's files but hidden ones (`.` or `_` first), or the
+/// matches of a glob — `*` and `?` in the last component) with their sizes, sorted by
+/// name: what the file sources of a session read.
 ///
 /// # Errors
 /// [`Error::Io`] for an unreadable directory or file, [`Error::InvalidArgument`] when the

@@ -23,6 +23,14 @@ pub(crate) fn key_partition<K: Hash>(key: &K, p: usize) -> usize {
 impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
     /// Values combined per key with `f` (associative, commutative): combined within each
     /// partition first, then across them.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let pairs = s.from_vec(vec![('a', 1), ('b', 2), ('a', 3)]);
+    /// let sums = pairs.reduce_by_key(|x, y| x + y).sort_by_key()?;
+    /// assert_eq!(sums.collect()?, Some(vec![('a', 4), ('b', 2)]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn reduce_by_key(&self, f: impl Fn(V, V) -> V + Send + Sync + 'static) -> DataSet<(K, V)> {
         let f = Arc::new(f);
         let g = f.clone();
@@ -45,6 +53,19 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
 
     /// Values folded per key into an accumulator: `seq` adds a value (starting from
     /// `zero()`), `comb` merges two accumulators (associative, commutative).
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let pairs = s.from_vec(vec![('a', 1u32), ('b', 2), ('a', 3)]);
+    /// // (count, total) per key
+    /// let stats = pairs.aggregate_by_key(
+    ///     || (0u32, 0u32),
+    ///     |(n, total), v| (n + 1, total + v),
+    ///     |x, y| (x.0 + y.0, x.1 + y.1),
+    /// );
+    /// assert_eq!(stats.sort_by_key()?.collect()?, Some(vec![('a', (2, 4)), ('b', (1, 2))]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn aggregate_by_key<A: Record>(
         &self,
         zero: impl Fn() -> A + Send + Sync + 'static,
@@ -72,6 +93,18 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
     }
 
     /// Every key once with all its values.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let pairs = s.from_vec(vec![(1u8, 'x'), (2, 'y'), (1, 'z')]);
+    /// let groups = pairs.group_by_key().map(|(k, mut vs)| {
+    ///     vs.sort();
+    ///     (k, vs)
+    /// });
+    /// let want = vec![(1, vec!['x', 'z']), (2, vec!['y'])];
+    /// assert_eq!(groups.sort_by_key()?.collect()?, Some(want));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn group_by_key(&self) -> DataSet<(K, Vec<V>)> {
         self.then("group_by_key", Edge::keyed_gather, |_| Identity(PhantomData))
     }
@@ -101,6 +134,14 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
 
     /// Inner join: `(key, (v, w))` for every pair of values with equal keys.
     ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let ages = s.from_vec(vec![(1u32, 30u8), (2, 40)]);
+    /// let initials = s.from_vec(vec![(1u32, 'a'), (3, 'c')]);
+    /// assert_eq!(ages.join(&initials)?.collect()?, Some(vec![(1, (30, 'a'))]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// Data sets of different sessions.
     pub fn join<W: Record>(&self, other: &DataSet<(K, W)>) -> Result<DataSet<(K, (V, W))>> {
@@ -110,6 +151,15 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
     }
 
     /// Left outer join: every left pair, with `None` where no right value has its key.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let ages = s.from_vec(vec![(1u32, 30u8), (2, 40)]);
+    /// let initials = s.from_vec(vec![(1u32, 'a'), (3, 'c')]);
+    /// let joined = ages.left_join(&initials)?.sort_by_key()?;
+    /// assert_eq!(joined.collect()?, Some(vec![(1, (30, Some('a'))), (2, (40, None))]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// Data sets of different sessions.
@@ -123,6 +173,16 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
     }
 
     /// Full outer join: matched pairs, and unmatched values of either side with `None`.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let ages = s.from_vec(vec![(1u32, 30u8), (2, 40)]);
+    /// let initials = s.from_vec(vec![(1u32, 'a'), (3, 'c')]);
+    /// let joined = ages.full_outer_join(&initials)?.sort_by_key()?;
+    /// let want = vec![(1, (Some(30), Some('a'))), (2, (Some(40), None)), (3, (None, Some('c')))];
+    /// assert_eq!(joined.collect()?, Some(want));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// Data sets of different sessions.
@@ -139,6 +199,15 @@ impl<K: Record + Hash + Eq + Ord, V: Record> DataSet<(K, V)> {
     /// records' size; each partition then holds its records up to the session's spill
     /// budget ([`crate::Session::with_options`]) and writes sorted runs to disk beyond it,
     /// merged at the end.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let s = s.with_partitions(2)?;
+    /// let pairs = s.from_vec(vec![(3u32, 'c'), (1, 'a'), (4, 'd'), (2, 'b')]);
+    /// let sorted = pairs.sort_by_key()?; // sorted within and across partitions
+    /// assert_eq!(sorted.collect()?, Some(vec![(1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As any action.
@@ -249,6 +318,14 @@ impl<K: Record, V: Record> Compute for SampleTask<K, V> {
 
 impl<T: Record + Hash + Eq + Ord> DataSet<T> {
     /// Every distinct record once.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let mut once = s.from_vec(vec![3u32, 1, 3, 2, 1]).distinct().collect()?.unwrap();
+    /// once.sort();
+    /// assert_eq!(once, vec![1, 2, 3]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn distinct(&self) -> DataSet<T> {
         self.map(|x| (x, ())).reduce_by_key(|a, _| a).map(|(x, ())| x)
     }

@@ -19,6 +19,7 @@
 //! assert_eq!(counts.collect().unwrap(), Some(vec![("a".to_string(), 3), ("b".to_string(), 2)]));
 //! ```
 
+mod actions;
 mod bytes_key;
 mod chunks;
 mod combine;
@@ -26,6 +27,7 @@ mod dataset;
 mod error;
 mod input_files;
 mod keyed;
+mod lines;
 mod output;
 mod parquet_io;
 mod redis_io;
@@ -34,6 +36,7 @@ mod sinks;
 mod sort_task;
 mod sources;
 mod stream;
+mod stream_sources;
 mod tasks;
 mod text_blocks;
 mod window;

@@ -9,7 +9,7 @@
 //! | [`WriteMode`] | `DIR` holds files | parts named |
 //! |---|---|---|
 //! | `ErrorIfExists` (default) | refused, naming `DIR` | `part-00000` ... |
-//! | `Overwrite` | its old parts and `_SUCCESS` removed at commit (other files kept) | `part-00000` ... |
+//! | `Overwrite` | old parts and `_SUCCESS` removed at commit (others kept) | `part-00000` ... |
 //! | `Append` | kept | `part-00000-<job>` ...: never a name already taken |
 //!
 //! ```
@@ -150,7 +150,8 @@ impl Commit {
         let tag = format!("{:012x}", tag[0] & 0xffff_ffff_ffff);
         if out.mode == WriteMode::ErrorIfExists && !held.is_empty() {
             return Err(Error::InvalidArgument(format!(
-                "output directory {} already holds {} file(s) (such as {}): remove them, or write with mode overwrite or append",
+                "output directory {} already holds {} file(s) (such as {}): remove them, \
+                 or write with mode overwrite or append",
                 dir.display(),
                 held.len(),
                 held[0]

@@ -153,6 +153,18 @@ impl Session {
     ///
     /// The files' footers are read now, on every worker; the rows when an action runs.
     ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let dir = std::env::temp_dir().join(format!("heddle-doc-rparquet-{}", std::process::id()));
+    /// s.from_vec(vec![(1u32, "a".to_string()), (2, "b".to_string())]).write_parquet(&dir)?;
+    /// let rows = s.read_parquet::<(u32, String)>(&dir)?; // columns "0" and "1"
+    /// assert_eq!(rows.collect()?, Some(vec![(1, "a".to_string()), (2, "b".to_string())]));
+    /// let firsts = s.read_parquet::<(u32,)>(&dir)?; // only column "0" is read
+    /// assert_eq!(firsts.map(|r| r.0).collect()?, Some(vec![1, 2]));
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// A path that names no readable file; a file that is not Parquet, or whose schema
     /// has no Arrow form (both naming the file). Running: a row that does not fit `T`
@@ -339,12 +351,22 @@ impl Part {
 impl<T: Record> DataSet<T> {
     /// Writes partition `i` into `part-{i:05}.parquet` (Snappy-compressed) of a directory
     /// (a path, or an [`Output`] with a [`crate::WriteMode`], committed as
-    /// [`DataSet::write_text`] commits), where the partition is: one row per record, one column per field of `T` (a struct; `0`, `1`
-    /// ... for a tuple; one column `item` for any other type). The schema is traced from
-    /// the type, so every part file has the same one, empty partitions included; strings,
-    /// lists and binaries are written as Arrow's plain (not large) types, maps as maps,
-    /// enums without data as strings. Returns when every worker has written its parts
-    /// (collective).
+    /// [`DataSet::write_text`] commits), where the partition is: one row per record, one
+    /// column per field of `T` (a struct; `0`, `1` ... for a tuple; one column `item` for
+    /// any other type). The schema is traced from the type, so every part file has the
+    /// same one, empty partitions included; strings, lists and binaries are written as
+    /// Arrow's plain (not large) types, maps as maps, enums without data as strings.
+    /// Returns when every worker has written its parts (collective).
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let dir = std::env::temp_dir().join(format!("heddle-doc-wparquet-{}", std::process::id()));
+    /// s.range(0, 100).map(|x| (x, x * x)).write_parquet(&dir)?;
+    /// assert!(dir.join("part-00000.parquet").exists() && dir.join("_SUCCESS").exists());
+    /// assert_eq!(s.read_parquet::<(u64, u64)>(&dir)?.count()?, 100);
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// A type with no Parquet schema (one holding values whose form only the data shows,

@@ -32,7 +32,18 @@ impl Session {
     /// The entries of the Redis stream `key` at `url` (e.g. `redis://127.0.0.1:6379/`),
     /// after id `after` (`"0"`: from the start); partition 0 reads. An entry with a field
     /// named `end_field`, if given, ends the stream (and is not emitted); otherwise it runs
-    /// until stopped.
+    /// until stopped. A server that cannot be reached fails the run.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// // A free port, where no server listens: the run fails, naming the URL.
+    /// let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    /// let url = format!("redis://127.0.0.1:{port}/");
+    /// let entries = s.redis_stream(&url, "events", "0", Some("end"));
+    /// let err = entries.run(|_, _| Ok(()), None).unwrap_err();
+    /// assert!(err.to_string().contains(&url));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn redis_stream(
         &self,
         url: &str,
@@ -101,6 +112,16 @@ impl Session {
 impl<T: Record + std::fmt::Display> Stream<T> {
     /// Appends each record to the Redis stream `key` at `url` as an entry with one field,
     /// `value`, holding the record's `Display`.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// // A free port, where no server listens: the run fails, naming the URL.
+    /// let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    /// let url = format!("redis://127.0.0.1:{port}/");
+    /// let err = s.stream_from_vec(vec![1u32, 2]).write_redis(&url, "events", None).unwrap_err();
+    /// assert!(err.to_string().contains(&url));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`Stream::run`]; a connection or command that fails.

@@ -52,6 +52,13 @@ impl Session {
     /// A session over `comm` (collective), with one partition per worker and batch
     /// dataflow options.
     ///
+    /// ```
+    /// let comm = heddle_comm::solo(heddle_comm::CommConfig::default())?; // a world of one
+    /// let s = heddle_data::Session::new(comm)?;
+    /// assert_eq!((s.rank(), s.partitions()), (0, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// A failed exchange of the workers' descriptions.
     pub fn new(comm: Communicator) -> Result<Session> {
@@ -71,6 +78,15 @@ impl Session {
 
     /// Uses `partitions` partitions per data set (default: one per worker).
     ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let s = s.with_partitions(4)?;
+    /// let sizes = s.range(0, 8).map_partitions(|part| vec![part.len()]);
+    /// assert_eq!(sizes.collect()?, Some(vec![2, 2, 2, 2]));
+    /// assert!(s.with_partitions(2).is_err()); // data sets exist
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`crate::Error::InvalidArgument`] for zero.
     pub fn with_partitions(self, partitions: u32) -> Result<Session> {
@@ -87,6 +103,16 @@ impl Session {
 
     /// Uses `opts` for the operations between stages (buffers, spill budget and directories).
     ///
+    /// ```
+    /// let mut opts = heddle_dataflow::Options::batch();
+    /// opts.spill.budget_bytes = 1 << 20; // sort runs go to disk beyond 1 MiB
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let s = s.with_options(opts)?;
+    /// let sorted = s.range(0, 1000).map(|x| (999 - x, x)).sort_by_key()?;
+    /// assert_eq!(sorted.collect()?.unwrap()[0], (0, 999));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`crate::Error::InvalidArgument`] once data sets exist.
     pub fn with_options(self, opts: Options) -> Result<Session> {
@@ -98,6 +124,13 @@ impl Session {
 
     /// Runs each worker's tasks on `threads` executor threads (see
     /// [`heddle_task::Job::threads`]; default 1, or `HEDDLE_TASK_THREADS`).
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let s = s.with_partitions(4)?.with_threads(2)?;
+    /// assert_eq!(s.range(0, 100).count()?, 100);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`crate::Error::InvalidArgument`] for zero, or once data sets exist.
@@ -116,26 +149,66 @@ impl Session {
     /// The handle that aborts, on this worker, whatever job an action or stream run of this
     /// session is running ([`heddle_task::Error::Aborted`]; for Ctrl-C). A request stays
     /// until [`AbortHandle::reset`], failing later actions too.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let abort = s.abort_handle(); // for a Ctrl-C handler, say
+    /// abort.abort("interrupted");
+    /// assert!(s.range(0, 10).count().is_err());
+    /// abort.reset();
+    /// assert_eq!(s.range(0, 10).count()?, 10);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn abort_handle(&self) -> AbortHandle {
         self.0.abort.clone()
     }
 
     /// The communicator, for collectives between data-set actions.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let n = s.range(0, 10).count()?;
+    /// assert_eq!(s.comm().size(), 1); // workers
+    /// assert_eq!(n, 10);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn comm(&self) -> &Communicator {
         &self.0.comm
     }
 
     /// This worker's rank.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let all = s.range(0, 3).collect()?;
+    /// assert_eq!(all.is_some(), s.rank() == 0); // collect returns on rank 0
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn rank(&self) -> usize {
         self.0.comm.rank()
     }
 
     /// Partitions of every data set.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// assert_eq!(s.partitions(), s.comm().size() as u32); // one per worker by default
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn partitions(&self) -> u32 {
         self.0.parallelism
     }
 
     /// Rank 0's `value` on every worker (a broadcast side input for closures).
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let config = vec![3u64, 5];
+    /// let shared: Vec<u64> = s.broadcast((s.rank() == 0).then_some(&config))?;
+    /// let scaled = s.range(1, 3).map(move |x| x * shared[0]);
+    /// assert_eq!(scaled.collect()?, Some(vec![3, 6]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// A failed broadcast, or `None` on rank 0.
@@ -145,6 +218,18 @@ impl Session {
 
     /// Malformed rows skipped so far on all workers (collective), for inputs read with
     /// skipping on.
+    ///
+    /// ```
+    /// use heddle_data::OnMalformed;
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let dir = std::env::temp_dir().join(format!("heddle-doc-skipped-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// std::fs::write(dir.join("in.jsonl"), "1\nnot json\n3\n")?;
+    /// let n = s.read_json_lines::<u32>(&dir, OnMalformed::Skip)?.count()?;
+    /// assert_eq!((n, s.skipped_rows()?), (2, 1));
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// A failed allreduce.

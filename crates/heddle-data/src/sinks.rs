@@ -107,6 +107,16 @@ impl<T: Record> DataSet<T> {
     /// directory (a path, or an [`Output`] with a [`crate::WriteMode`]); the parts appear,
     /// followed by `_SUCCESS`, only once every worker has written its own.
     ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let dir = std::env::temp_dir().join(format!("heddle-doc-wtext-{}", std::process::id()));
+    /// s.range(0, 3).map(|x| format!("line {x}")).write_text(&dir)?;
+    /// assert_eq!(std::fs::read_to_string(dir.join("part-00000"))?, "line 0\nline 1\nline 2\n");
+    /// assert!(dir.join("_SUCCESS").exists());
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// A directory that already holds files (unless the mode says overwrite or append); a
     /// file that cannot be written; or as any action.
@@ -119,6 +129,15 @@ impl<T: Record> DataSet<T> {
 
     /// Writes each record as one line of JSON.
     ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let dir = std::env::temp_dir().join(format!("heddle-doc-wjson-{}", std::process::id()));
+    /// s.from_vec(vec![(1u32, "a".to_string()), (2, "b".to_string())]).write_json_lines(&dir)?;
+    /// assert_eq!(std::fs::read_to_string(dir.join("part-00000"))?, "[1,\"a\"]\n[2,\"b\"]\n");
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// As [`DataSet::write_text`].
     pub fn write_json_lines(&self, out: impl Into<Output>) -> Result<()> {
@@ -129,6 +148,15 @@ impl<T: Record> DataSet<T> {
     }
 
     /// Writes each record as a CSV row (no header).
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let dir = std::env::temp_dir().join(format!("heddle-doc-wcsv-{}", std::process::id()));
+    /// s.from_vec(vec![(1u32, "a b".to_string()), (2, "c,d".to_string())]).write_csv(&dir)?;
+    /// assert_eq!(std::fs::read_to_string(dir.join("part-00000"))?, "1,a b\n2,\"c,d\"\n");
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`DataSet::write_text`].
@@ -149,6 +177,17 @@ impl<T: Record> Stream<T> {
     /// `out` until every source ends or `stop` is stopped; the parts appear, followed by
     /// `_SUCCESS`, only then (as a file sink commits its in-progress files). A run that
     /// fails leaves the directory as it was.
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let dir = std::env::temp_dir().join(format!("heddle-doc-wparts-{}", std::process::id()));
+    /// let events = s.stream_from_vec(vec![1u32, 2]);
+    /// events.write_parts(&dir, None, |out, x| writeln!(out, "event={x}"))?;
+    /// assert_eq!(std::fs::read_to_string(dir.join("part-00000"))?, "event=1\nevent=2\n");
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// A directory that already holds files (unless the mode says overwrite or append); a
@@ -176,7 +215,9 @@ impl<T: Record> Stream<T> {
     /// s.stream_from_vec((0..5).collect::<Vec<u32>>()).write_lines(&dir, None)?;
     /// assert!(dir.join("_SUCCESS").exists());
     /// assert!(s.stream_from_vec(vec![1u32]).write_lines(&dir, None).is_err()); // not empty
-    /// s.stream_from_vec(vec![7u32]).write_lines(Output::new(&dir).mode(WriteMode::Overwrite), None)?;
+    /// let overwrite = Output::new(&dir).mode(WriteMode::Overwrite);
+    /// s.stream_from_vec(vec![7u32]).write_lines(overwrite, None)?;
+    /// assert_eq!(std::fs::read_to_string(dir.join("part-00000"))?, "7\n");
     /// std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -381,9 +381,10 @@ mod tests {
         let records: Vec<(u32, u32)> =
             (0..20_000u32).map(|i| (i.wrapping_mul(2_654_435_761) % 997, i)).collect();
         let mut want = records.clone();
-        want.sort_by_key(|r| r.0); // stable: equal keys keep arrival order
-                                   // 20,000 runs of one record (three levels of merges), 2,858 of 7, 400 of 50, 20
-                                   // of 1,000, none.
+        // Stable: equal keys keep arrival order.
+        want.sort_by_key(|r| r.0);
+        // 20,000 runs of one record (three levels of merges), 2,858 of 7, 400 of 50, 20 of
+        // 1,000, none.
         for max_held in [1, 7, 50, 1000, 100_000] {
             let dir = scratch(&format!("runs{max_held}"));
             let (got, most_runs, merged) = sorted_by(max_held, &records, &dir);

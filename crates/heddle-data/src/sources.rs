@@ -1,9 +1,8 @@
 //! Where data sets come from: number ranges, collections, seeded generators, and files
 //! (text lines, CSV, JSON lines) split across partitions by byte ranges.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
@@ -13,9 +12,10 @@ use serde::de::DeserializeOwned;
 use crate::dataset::DataSet;
 use crate::error::io;
 use crate::input_files::{planned_files, Planned};
+use crate::lines::{open, Lines, Position};
 use crate::session::Session;
 use crate::tasks::{IterSource, MakeIter};
-use crate::text_blocks::{skip_line, MAX_LINE_BYTES};
+use crate::text_blocks::MAX_LINE_BYTES;
 use crate::Locked;
 use crate::{Error, Result};
 
@@ -47,7 +47,7 @@ pub(crate) fn from_partitions<T: Record>(
     from_iter_fn(session, name, Arc::new(move |i, p| Box::new(make(i, p).into_iter().map(Ok))))
 }
 
-fn share(n: u64, i: u32, p: u32) -> std::ops::Range<u64> {
+pub(crate) fn share(n: u64, i: u32, p: u32) -> std::ops::Range<u64> {
     n * u64::from(i) / u64::from(p)..n * (u64::from(i) + 1) / u64::from(p)
 }
 
@@ -63,6 +63,13 @@ pub enum OnMalformed {
 
 impl Session {
     /// The numbers `start..end`, split evenly.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// assert_eq!(s.range(3, 7).collect()?, Some(vec![3, 4, 5, 6]));
+    /// assert_eq!(s.range(7, 3).count()?, 0); // empty
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn range(&self, start: u64, end: u64) -> DataSet<u64> {
         let n = end.saturating_sub(start);
         from_iter_fn(
@@ -73,6 +80,14 @@ impl Session {
     }
 
     /// The records of `records` (the same vector on every worker), split evenly in order.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let s = s.with_partitions(2)?;
+    /// let pairs = s.from_vec(vec![("one".to_string(), 1), ("two".to_string(), 2)]);
+    /// assert_eq!(pairs.map(|(_, n)| n).collect()?, Some(vec![1, 2]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_vec<T: Record>(&self, records: Vec<T>) -> DataSet<T> {
         // Behind a lock only because records need not be `Sync`.
         let records = Arc::new(Mutex::new(records));
@@ -84,6 +99,13 @@ impl Session {
     }
 
     /// `f(0) .. f(n - 1)`, each partition making its own share (seeded generators).
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let tens = s.generate(4, |i| format!("item {}", i * 10));
+    /// assert_eq!(tens.collect()?.unwrap()[3], "item 30");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn generate<T: Record>(
         &self,
         n: u64,
@@ -104,6 +126,18 @@ impl Session {
     /// (`*` and `?` in the last path component) names; split by byte ranges (a line
     /// belongs to the range its first byte lies in). Lines must be UTF-8.
     ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let dir = std::env::temp_dir().join(format!("heddle-doc-text-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// std::fs::write(dir.join("a.txt"), "one\ntwo\n")?;
+    /// std::fs::write(dir.join("b.txt"), "three\n")?;
+    /// let lines = s.text_file(&dir)?.collect()?; // every file of the directory, by name
+    /// assert_eq!(lines, Some(vec!["one".into(), "two".into(), "three".into()]));
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// A path that names no readable file.
     pub fn text_file(&self, path: impl AsRef<Path>) -> Result<DataSet<String>> {
@@ -117,10 +151,24 @@ impl Session {
 
     /// Rows of CSV files (as [`Session::text_file`] finds them) deserialized into `T`
     /// (by header names when `headers`, else by position); blank lines are skipped.
-    /// Quoted fields must not span lines. Every row must have as many fields as the header (or, without one, as the
-    /// first file's first line): a row with too few or too many is malformed — with
-    /// [`OnMalformed::Fail`] an [`Error::Parse`] naming its file and line and both counts,
-    /// with [`OnMalformed::Skip`] skipped and counted ([`Session::skipped_rows`]).
+    /// Quoted fields must not span lines. Every row must have as many fields as the header
+    /// (or, without one, as the first file's first line): a row with too few or too many is
+    /// malformed — with [`OnMalformed::Fail`] an [`Error::Parse`] naming its file and line
+    /// and both counts, with [`OnMalformed::Skip`] skipped and counted
+    /// ([`Session::skipped_rows`]).
+    ///
+    /// ```
+    /// use heddle_data::OnMalformed;
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let dir = std::env::temp_dir().join(format!("heddle-doc-read-csv-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// std::fs::write(dir.join("people.csv"), "id,name\n1,ann\nx,bad\n2,bob\n")?;
+    /// let rows = s.read_csv::<(u32, String)>(&dir, true, OnMalformed::Skip)?.collect()?;
+    /// assert_eq!(rows, Some(vec![(1, "ann".into()), (2, "bob".into())]));
+    /// assert_eq!(s.skipped_rows()?, 1); // "x,bad"
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`Session::text_file`]; a file whose header cannot be read.
@@ -146,7 +194,10 @@ impl Session {
                     .read_until(b'\n', &mut first)
                     .map_err(|e| io(f, e))?;
                 if n as u64 > MAX_LINE_BYTES && first.last() != Some(&b'\n') {
-                    return Err(at_line_1(format!("the line is longer than the {MAX_LINE_BYTES}-byte line limit; split it into lines")));
+                    return Err(at_line_1(format!(
+                        "the line is longer than the {MAX_LINE_BYTES}-byte line limit; \
+                         split it into lines"
+                    )));
                 }
                 let first =
                     String::from_utf8(first).map_err(|_| at_line_1("not UTF-8 text".into()))?;
@@ -193,6 +244,18 @@ impl Session {
     }
 
     /// Records of JSON-lines files (one JSON value per line; blank lines ignored).
+    ///
+    /// ```
+    /// use heddle_data::OnMalformed;
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let dir = std::env::temp_dir().join(format!("heddle-doc-jsonl-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// std::fs::write(dir.join("in.jsonl"), "[1, \"a\"]\n\n[2, \"b\"]\n")?;
+    /// let rows = s.read_json_lines::<(u32, String)>(&dir, OnMalformed::Fail)?.collect()?;
+    /// assert_eq!(rows, Some(vec![(1, "a".into()), (2, "b".into())]));
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`Session::text_file`].
@@ -257,179 +320,5 @@ fn malformed<T>(
             line: at.line_number(),
             message,
         })),
-    }
-}
-
-fn open(path: &Path) -> Result<File> {
-    File::open(path).map_err(|e| io(path, e))
-}
-
-/// Where a line lies: its file, byte offset, and line number when known without reading
-/// the file from its start (line numbers are counted on demand for error messages).
-#[derive(Debug, Clone)]
-struct Position {
-    file: PathBuf,
-    offset: u64,
-    line: Option<u64>,
-}
-
-impl Position {
-    fn line_number(&self) -> u64 {
-        self.line.unwrap_or_else(|| {
-            // Count the newlines before the offset (only on the error path).
-            let mut n = 1;
-            if let Ok(f) = File::open(&self.file) {
-                let mut r = BufReader::new(f);
-                let mut seen = 0u64;
-                let mut buf = Vec::new();
-                while seen < self.offset {
-                    buf.clear();
-                    match r.read_until(b'\n', &mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(k) => {
-                            seen += k as u64;
-                            if seen <= self.offset {
-                                n += 1;
-                            }
-                        }
-                    }
-                }
-            }
-            n
-        })
-    }
-}
-
-/// The lines of partition `i` of `p` of the concatenated files. Each file is checked
-/// against its planned size and modification time when its range ends, so a file that
-/// changes while it is read fails the job ([`Error::Changed`]).
-struct Lines {
-    /// (file, start, end) byte ranges of this partition, in order.
-    segments: Vec<(Planned, u64, u64)>,
-    current: Option<(BufReader<File>, Planned, u64, u64, Option<u64>)>,
-    buf: Vec<u8>,
-}
-
-impl Lines {
-    fn new(files: Arc<Vec<Planned>>, i: u32, p: u32) -> Lines {
-        let total: u64 = files.iter().map(|f| f.len).sum();
-        let r = share(total, i, p);
-        let mut segments = Vec::new();
-        let mut at = 0;
-        for f in files.iter() {
-            let (s, e) = (r.start.max(at), r.end.min(at + f.len));
-            if s < e {
-                segments.push((f.clone(), s - at, e - at));
-            }
-            at += f.len;
-        }
-        segments.reverse();
-        Lines { segments, current: None, buf: Vec::new() }
-    }
-
-    /// Opens the next segment, skipping a line that started before it.
-    fn open_next(&mut self) -> Result<bool> {
-        let Some((planned, start, end)) = self.segments.pop() else { return Ok(false) };
-        let path = planned.path.clone();
-        let mut f = open(&path)?;
-        let mut pos = start;
-        if start > 0 {
-            f.seek(SeekFrom::Start(start - 1)).map_err(|e| io(&path, e))?;
-        }
-        let mut reader = BufReader::with_capacity(1 << 16, f);
-        if start > 0 {
-            // Skip the line that began before this segment, but not past its end.
-            pos = start - 1 + skip_line(&mut reader, end - start + 1).map_err(|e| io(&path, e))?;
-        }
-        let line = (start == 0).then_some(1);
-        self.current = Some((reader, planned, pos, end, line));
-        Ok(true)
-    }
-
-    fn next_line(&mut self) -> Option<Result<(String, Position)>> {
-        loop {
-            if self.current.is_none() {
-                match self.open_next() {
-                    Ok(true) => {}
-                    Ok(false) => return None,
-                    Err(e) => return Some(Err(e)),
-                }
-            }
-            let (reader, planned, pos, end, line) = self.current.as_mut().expect("opened above");
-            if *pos >= *end {
-                let checked = planned.check(reader.get_ref());
-                self.current = None;
-                match checked {
-                    Ok(()) => continue,
-                    Err(e) => return Some(Err(e)),
-                }
-            }
-            self.buf.clear();
-            let n = match reader.by_ref().take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut self.buf)
-            {
-                Ok(n) => n as u64,
-                Err(e) => return Some(Err(io(&planned.path, e))),
-            };
-            // Longer than the limit before its newline (as text_blocks counts it).
-            if n > MAX_LINE_BYTES && self.buf.last() != Some(&b'\n') {
-                let at = Position { file: planned.path.clone(), offset: *pos, line: *line };
-                self.current = None;
-                let message = format!("the line is longer than the {MAX_LINE_BYTES}-byte line limit; split it into lines");
-                return Some(Err(Error::Parse {
-                    path: at.file.display().to_string(),
-                    line: at.line_number(),
-                    message,
-                }));
-            }
-            if n == 0 {
-                // The end of the file before the end of the range: it was truncated.
-                let checked = planned.check(reader.get_ref());
-                self.current = None;
-                match checked {
-                    Ok(()) => continue,
-                    Err(e) => return Some(Err(e)),
-                }
-            }
-            let at = Position { file: planned.path.clone(), offset: *pos, line: *line };
-            *pos += n;
-            if let Some(l) = line.as_mut() {
-                *l += 1;
-            }
-            let bytes = self.buf.strip_suffix(b"\n").unwrap_or(&self.buf);
-            let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-            return Some(match std::str::from_utf8(bytes) {
-                Ok(s) => Ok((s.to_string(), at)),
-                Err(_) => Err(Error::Parse {
-                    path: at.file.display().to_string(),
-                    line: at.line_number(),
-                    message: "not UTF-8 text".into(),
-                }),
-            });
-        }
-    }
-}
-
-/// Numbered lines: `(text, position)`.
-struct Numbered(Lines);
-
-impl Lines {
-    fn into_numbered(self) -> Numbered {
-        Numbered(self)
-    }
-}
-
-impl Iterator for Lines {
-    type Item = Result<String>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.next_line().map(|r| r.map(|(s, _)| s))
-    }
-}
-
-impl Iterator for Numbered {
-    type Item = Result<(String, Position)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.0.next_line()
     }
 }

@@ -4,20 +4,19 @@
 //! stopped.
 
 use std::hash::Hash;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::marker::PhantomData;
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use heddle_dataflow::Options;
 use heddle_task::{Edge, Plan, Record, RoundRobin, StopHandle, Strategy};
 
 use crate::dataset::DataSet;
-use crate::session::{Build, Session};
-use crate::tasks::{MakePull, PullSource, Pulled, SinkTask};
+use crate::session::Build;
+use crate::tasks::SinkTask;
 use crate::window::{element_partition, Stamp, Window, WindowTask, Windowed};
 use crate::Locked;
 use crate::{Error, Result};
@@ -28,7 +27,7 @@ const TICK: Duration = Duration::from_millis(1);
 /// An unbounded, lazily described stream of `T`.
 pub struct Stream<T> {
     pub(crate) data: DataSet<T>,
-    late: Arc<AtomicU64>,
+    pub(crate) late: Arc<AtomicU64>,
 }
 
 impl<T> Clone for Stream<T> {
@@ -49,16 +48,42 @@ impl<T: Record> Stream<T> {
     }
 
     /// The session the stream belongs to.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let events = s.stream_from_vec(vec![1u32, 2]);
+    /// assert_eq!(events.session().rank(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn session(&self) -> &crate::Session {
         self.data.session()
     }
 
     /// Each record through `f`.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let tens = s.stream_from_vec(vec![1u32, 2, 3]).map(|x| x * 10);
+    /// tens.run(move |_, x| Ok(tx.send(x).expect("receiver open")), None)?;
+    /// assert_eq!(rx.try_iter().collect::<Vec<_>>(), vec![10, 20, 30]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn map<U: Record>(&self, f: impl Fn(T) -> U + Send + Sync + 'static) -> Stream<U> {
         self.wrap(self.data.map(f))
     }
 
     /// Each record to any number of records.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let lines = s.stream_from_vec(vec!["a b".to_string(), "c".to_string()]);
+    /// let words = lines.flat_map(|l| l.split(' ').map(String::from).collect::<Vec<_>>());
+    /// words.run(move |_, w| Ok(tx.send(w).expect("receiver open")), None)?;
+    /// assert_eq!(rx.try_iter().collect::<Vec<_>>(), vec!["a", "b", "c"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn flat_map<U: Record, I: IntoIterator<Item = U>>(
         &self,
         f: impl Fn(T) -> I + Send + Sync + 'static,
@@ -67,22 +92,65 @@ impl<T: Record> Stream<T> {
     }
 
     /// The records for which `keep` holds.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let odd = s.stream_generate(None, Some(6), |i| i).filter(|x| x % 2 == 1);
+    /// odd.run(move |_, x| Ok(tx.send(x).expect("receiver open")), None)?;
+    /// assert_eq!(rx.try_iter().collect::<Vec<_>>(), vec![1, 3, 5]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn filter(&self, keep: impl Fn(&T) -> bool + Send + Sync + 'static) -> Stream<T> {
         self.wrap(self.data.filter(keep))
     }
 
     /// `(f(record), record)` for each record.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let keyed = s.stream_from_vec(vec![12u32, 7]).key_by(|x| x % 2 == 0);
+    /// keyed.run(move |_, kx| Ok(tx.send(kx).expect("receiver open")), None)?;
+    /// assert_eq!(rx.try_iter().collect::<Vec<_>>(), vec![(true, 12), (false, 7)]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn key_by<K: Record>(&self, f: impl Fn(&T) -> K + Send + Sync + 'static) -> Stream<(K, T)> {
         self.wrap(self.data.key_by(f))
     }
 
     /// The records of both streams.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let both = s.stream_from_vec(vec![1u32, 2]).union(&s.stream_from_vec(vec![8, 9]));
+    /// both.run(move |_, x| Ok(tx.send(x).expect("receiver open")), None)?;
+    /// let mut all: Vec<u32> = rx.try_iter().collect();
+    /// all.sort();
+    /// assert_eq!(all, vec![1, 2, 8, 9]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn union(&self, other: &Stream<T>) -> Stream<T> {
         self.wrap(self.data.union(&other.data))
     }
 
     /// Records dropped because they came later than their window's allowed lateness, on
     /// this worker so far.
+    ///
+    /// ```
+    /// use heddle_data::Window;
+    /// use std::time::Duration;
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// // (key, event time in ms): 3 arrives after 100 closed its window [0, 10)
+    /// let events = s.stream_from_vec(vec![('k', 5u64), ('k', 100), ('k', 3)]);
+    /// let ten_ms = Window::tumbling(Duration::from_millis(10));
+    /// let w = ten_ms.event_time(Duration::ZERO, Duration::ZERO); // no lateness allowed
+    /// let windows = events.window(w, |t| *t, |a, b| a.max(b));
+    /// windows.run(|_, _| Ok(()), None)?;
+    /// assert_eq!(windows.late_records(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn late_records(&self) -> u64 {
         self.late.load(std::sync::atomic::Ordering::Relaxed)
     }
@@ -116,6 +184,22 @@ impl<T: Record> Stream<T> {
     /// Calls `f(partition, record)` for each record as it arrives, until every source
     /// ends or `stop` is stopped.
     ///
+    /// ```
+    /// use std::sync::{atomic::AtomicU64, atomic::Ordering::Relaxed, Arc};
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let (stop, seen) = (heddle_task::StopHandle::default(), Arc::new(AtomicU64::new(0)));
+    /// let (st, n) = (stop.clone(), seen.clone());
+    /// let each = move |_, _| {
+    ///     if n.fetch_add(1, Relaxed) == 99 {
+    ///         st.stop(); // after 100 records
+    ///     }
+    ///     Ok(())
+    /// };
+    /// s.stream_generate(None, None, |i| i).run(each, Some(stop))?; // endless until stopped
+    /// assert!(seen.load(Relaxed) >= 100);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// The first error of `f`, a task or communication failure.
     pub fn run(
@@ -128,6 +212,20 @@ impl<T: Record> Stream<T> {
 
     /// Sends each record's `Display` as a line to a TCP server at `addr` (one connection
     /// per partition).
+    ///
+    /// ```
+    /// use std::io::BufRead;
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let server = std::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let addr = server.local_addr()?.to_string();
+    /// let reader = std::thread::spawn(move || {
+    ///     let (conn, _) = server.accept().expect("a connection");
+    ///     std::io::BufReader::new(conn).lines().collect::<Result<Vec<_>, _>>().expect("lines")
+    /// });
+    /// s.stream_from_vec(vec![1u32, 2]).write_socket(&addr, None)?;
+    /// assert_eq!(reader.join().expect("the reader"), vec!["1", "2"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`Stream::run`]; a connection that fails.
@@ -163,6 +261,18 @@ impl<K: Record + Hash + Eq + Ord, V: Record> Stream<(K, V)> {
     /// [`Window::event_time`]). Results come as windows fire; with event time, late
     /// records within the allowed lateness re-emit their window (`update`), later ones are
     /// dropped and counted ([`Stream::late_records`]).
+    ///
+    /// ```
+    /// use heddle_data::Window;
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let pairs = s.stream_from_vec(vec![('a', 1), ('a', 2), ('b', 5), ('a', 3), ('a', 4)]);
+    /// // Every 2 values of a key, summed (count windows need no timestamps).
+    /// let sums = pairs.window(Window::tumbling_count(2), |_| 0, |x, y| x + y);
+    /// sums.run(move |_, w| Ok(tx.send((w.key, w.value)).expect("receiver open")), None)?;
+    /// assert_eq!(rx.try_iter().collect::<Vec<_>>(), vec![('a', 3), ('a', 7)]); // 'b': one value
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn window(
         &self,
         window: Window,
@@ -203,167 +313,5 @@ impl<K: Record + Hash + Eq + Ord, V: Record> Stream<(K, V)> {
             timed,
         );
         self.wrap(windows)
-    }
-}
-
-impl Session {
-    pub(crate) fn stream_of<T: Record>(&self, name: &str, make: MakePull<T>) -> Stream<T> {
-        let p = self.partitions();
-        let data = DataSet::new(self, name, move |b, vname| {
-            let m = make.clone();
-            Ok(b.graph.source(vname, p, move |i| PullSource {
-                make: m.clone(),
-                index: i,
-                parallelism: p,
-                pull: None,
-            }))
-        });
-        Stream { data, late: Arc::default() }
-    }
-
-    /// A finite stream of `records` (the same vector on every worker), split evenly in
-    /// order: a replay, handy for tests and backfills.
-    pub fn stream_from_vec<T: Record>(&self, records: Vec<T>) -> Stream<T> {
-        Stream { data: self.from_vec(records), late: Arc::default() }
-    }
-
-    /// `f(0), f(1), ...` split over the partitions (partition i makes the sequence numbers
-    /// congruent to i), at most `rate` records per second per partition if given, until
-    /// `limit` records in all if given (else until stopped).
-    pub fn stream_generate<T: Record>(
-        &self,
-        rate: Option<u64>,
-        limit: Option<u64>,
-        f: impl Fn(u64) -> T + Send + Sync + 'static,
-    ) -> Stream<T> {
-        let f = Arc::new(f);
-        self.stream_of(
-            "stream_generate",
-            Arc::new(move |i, p| {
-                let f = f.clone();
-                let start = Instant::now();
-                let mut seq = u64::from(i);
-                let mut made = 0u64;
-                Box::new(move || {
-                    if limit.is_some_and(|l| seq >= l) {
-                        return Ok(Pulled::End);
-                    }
-                    if let Some(r) = rate {
-                        if start.elapsed() < Duration::from_secs_f64(made as f64 / r as f64) {
-                            return Ok(Pulled::Pending); // not due yet
-                        }
-                    }
-                    let x = f(seq);
-                    seq += u64::from(p);
-                    made += 1;
-                    Ok(Pulled::Item(x))
-                })
-            }),
-        )
-    }
-
-    /// Lines read from a TCP server at `addr` (partition 0 connects; the stream ends
-    /// when the server closes the connection).
-    pub fn socket_text(&self, addr: &str) -> Stream<String> {
-        let addr = addr.to_string();
-        self.stream_of(
-            "socket_text",
-            Arc::new(move |i, _| {
-                let addr = addr.clone();
-                let mut conn: Option<(TcpStream, Vec<u8>)> = None;
-                Box::new(move || {
-                    if i != 0 {
-                        return Ok(Pulled::End);
-                    }
-                    let io =
-                        |e: std::io::Error| Error::Io { path: format!("tcp://{addr}"), source: e };
-                    if conn.is_none() {
-                        let s = TcpStream::connect(&addr).map_err(io)?;
-                        s.set_nonblocking(true).map_err(io)?;
-                        conn = Some((s, Vec::new()));
-                    }
-                    let (s, pending) = conn.as_mut().expect("connected above");
-                    pull_line(pending, |buf| s.read(buf), &io)
-                })
-            }),
-        )
-    }
-
-    /// The lines of a file as it grows (partition 0 follows it from its start, like
-    /// `tail -f`, waiting for it to appear), until the run is stopped, or until a line
-    /// equal to `end_marker` arrives if one is given (the marker is not emitted).
-    pub fn follow_file(&self, path: impl AsRef<Path>, end_marker: Option<&str>) -> Stream<String> {
-        let path: PathBuf = path.as_ref().to_path_buf();
-        let end_marker = end_marker.map(str::to_string);
-        self.stream_of(
-            "follow_file",
-            Arc::new(move |i, _| {
-                let (path, end_marker) = (path.clone(), end_marker.clone());
-                let mut file: Option<std::fs::File> = None;
-                let mut pending = Vec::new();
-                let mut ended = i != 0;
-                Box::new(move || {
-                    if ended {
-                        return Ok(Pulled::End);
-                    }
-                    let io = |e: std::io::Error| Error::Io {
-                        path: path.display().to_string(),
-                        source: e,
-                    };
-                    if file.is_none() {
-                        match std::fs::File::open(&path) {
-                            Ok(f) => file = Some(f),
-                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                                return Ok(Pulled::Pending)
-                            }
-                            Err(e) => return Err(io(e)),
-                        }
-                    }
-                    let f = file.as_mut().expect("opened above");
-                    match pull_line(&mut pending, |buf| f.read(buf), &io)? {
-                        // A file at its current end is not finished: wait for more.
-                        Pulled::End => Ok(Pulled::Pending),
-                        Pulled::Item(line) if end_marker.as_deref() == Some(line.as_str()) => {
-                            ended = true;
-                            Ok(Pulled::End)
-                        }
-                        other => Ok(other),
-                    }
-                })
-            }),
-        )
-    }
-}
-
-/// The next complete line from `pending` and whatever `read` has now: an item, pending
-/// (no complete line yet, or the read would block), or the end (the reader is exhausted).
-fn pull_line(
-    pending: &mut Vec<u8>,
-    mut read: impl FnMut(&mut [u8]) -> std::io::Result<usize>,
-    io: &dyn Fn(std::io::Error) -> Error,
-) -> Result<Pulled<String>> {
-    loop {
-        if let Some(nl) = pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=nl).collect();
-            let text =
-                String::from_utf8_lossy(&line[..line.len() - 1]).trim_end_matches('\r').to_string();
-            return Ok(Pulled::Item(text));
-        }
-        let mut buf = [0u8; 64 << 10];
-        match read(&mut buf) {
-            Ok(0) => {
-                if pending.is_empty() {
-                    return Ok(Pulled::End);
-                }
-                // A last line without a newline.
-                let text = String::from_utf8_lossy(pending).trim_end_matches('\r').to_string();
-                pending.clear();
-                return Ok(Pulled::Item(text));
-            }
-            Ok(n) => pending.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(Pulled::Pending),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(io(e)),
-        }
     }
 }

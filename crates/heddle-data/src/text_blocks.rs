@@ -138,7 +138,10 @@ fn read_segment(
             let at = pos + (line_start - before) as u64;
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
-                format!("the line at byte {at} is longer than the {max_line}-byte line limit; split it into lines"),
+                format!(
+                    "the line at byte {at} is longer than the {max_line}-byte line limit; \
+                     split it into lines"
+                ),
             ));
         }
     }
@@ -150,6 +153,18 @@ impl Session {
     /// files of `path`, as [`Session::text_file`] finds them: for work that goes through
     /// many lines at once (splitting words, vectorized parsing) without a record per line.
     /// Blocks in which no line starts (inside a long line) give no record.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let dir = std::env::temp_dir().join(format!("heddle-doc-blocks-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// std::fs::write(dir.join("in.txt"), "a\nb\nc\n")?;
+    /// // Blocks of 4 bytes: bytes 0..3 hold the starts of "a" and "b", bytes 3..6 that of "c".
+    /// let blocks = s.text_blocks(&dir, 4)?.collect()?;
+    /// assert_eq!(blocks, Some(vec!["a\nb\n".to_string(), "c\n".to_string()]));
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// A path that names no readable file, or a zero `block_bytes`; reading a block that is

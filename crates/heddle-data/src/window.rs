@@ -5,9 +5,10 @@
 //! Event time: the stage before the shuffle tracks the largest timestamp its source
 //! instance has seen and sends every window instance a watermark (that timestamp minus
 //! the allowed out-of-orderness) whenever it advances, in order with the records; a
-//! window instance's watermark is the least over its inputs. A window fires when the watermark passes its end, and stays
-//! open for late records for `allowed_lateness` more (each late record re-emits the
-//! window's updated result); records later than that are dropped and counted.
+//! window instance's watermark is the least over its inputs. A window fires when the
+//! watermark passes its end, and stays open for late records for `allowed_lateness` more
+//! (each late record re-emits the window's updated result); records later than that are
+//! dropped and counted.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::Hash;
