@@ -16,7 +16,8 @@ fuzz_target!(|data: &[u8]| {
         match control::recv(&mut input) {
             Ok(msg) => {
                 let json = serde_json::to_vec(&msg).expect("a decoded message encodes");
-                let back: control::Control = serde_json::from_slice(&json).expect("and decodes again");
+                let back: control::Control =
+                    serde_json::from_slice(&json).expect("and decodes again");
                 assert_eq!(back, msg);
             }
             Err(_) => break,

@@ -28,7 +28,9 @@ fn check(data: &[u8], limits: &Limits) {
         Err(e) => {
             match header {
                 Err(he) => assert_eq!(he, e),
-                Ok(_) => assert!(matches!(e, Error::Truncated { needed, available } if needed > available)),
+                Ok(_) => assert!(
+                    matches!(e, Error::Truncated { needed, available } if needed > available)
+                ),
             }
             assert!(read.is_err(), "read_from accepted a frame decode refused");
         }

@@ -36,7 +36,8 @@ fuzz_target!(
             std::env::set_var("PYTHONMALLOC", "malloc");
         }
         if let Some(dir) = std::env::var_os("HEDDLE_FUZZ_SEED_DIR") {
-            heddle_python::fuzz::write_seeds(std::path::Path::new(&dir)).expect("writing the seeds");
+            heddle_python::fuzz::write_seeds(std::path::Path::new(&dir))
+                .expect("writing the seeds");
         }
     },
     |data: &[u8]| heddle_python::fuzz::decode_records(data)

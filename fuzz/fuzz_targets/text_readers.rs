@@ -17,7 +17,8 @@ fn session(partitions: u32) -> &'static Session {
     let all = S.get_or_init(|| {
         (1..=3)
             .map(|p| {
-                let comm = heddle_comm::solo(heddle_comm::CommConfig::default()).expect("a world of one");
+                let comm =
+                    heddle_comm::solo(heddle_comm::CommConfig::default()).expect("a world of one");
                 Session::new(comm).and_then(|s| s.with_partitions(p)).expect("a session")
             })
             .collect()

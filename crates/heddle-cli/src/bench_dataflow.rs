@@ -88,7 +88,10 @@ pub(crate) fn bench_dataflow(args: &BenchDataflowArgs) -> Result<i32, BoxError> 
 }
 
 fn render(rows: &[serde_json::Value]) -> String {
-    let mut s = String::from("| operation | mode | workers | record bytes | records/s | MB/s | p50 µs | p99 µs | verified |\n");
+    let mut s = String::from(
+        "| operation | mode | workers | record bytes | records/s | MB/s | p50 µs | p99 µs | \
+         verified |\n",
+    );
     s.push_str("|---|---|---:|---:|---:|---:|---:|---:|---|\n");
     let num = |v: &serde_json::Value, k: &str| v.get(k).and_then(serde_json::Value::as_f64);
     let fmt = |x: Option<f64>, digits: usize| {
@@ -118,8 +121,14 @@ mod tests {
     #[test]
     fn table_shows_throughput_and_latency_rows() {
         let rows: Vec<serde_json::Value> = vec![
-            serde_json::json!({"operation": "partition", "mode": "batch", "workers": 2, "record_bytes": 16, "records_per_s": 1.5e7, "mb_per_s": 240.0, "verified": true}),
-            serde_json::json!({"operation": "latency", "mode": "streaming", "workers": 2, "record_bytes": 8, "p50_us": 3.25, "p99_us": 12.0, "verified": false}),
+            serde_json::json!({
+                "operation": "partition", "mode": "batch", "workers": 2, "record_bytes": 16,
+                "records_per_s": 1.5e7, "mb_per_s": 240.0, "verified": true
+            }),
+            serde_json::json!({
+                "operation": "latency", "mode": "streaming", "workers": 2, "record_bytes": 8,
+                "p50_us": 3.25, "p99_us": 12.0, "verified": false
+            }),
         ];
         let t = render(&rows);
         assert!(

@@ -277,7 +277,9 @@ fn the_job_directory_is_private_under_umask_000() {
     std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mark = marker("umask");
     let heddle = heddle().display().to_string();
-    let worker = "stat -c '%a' \"$HEDDLE_JOB_DIR\"; if setpriv --reuid=65534 --regid=65534 --clear-groups ls \"$HEDDLE_JOB_DIR\" >/dev/null 2>&1; then echo readable; else echo refused; fi";
+    let worker = "stat -c '%a' \"$HEDDLE_JOB_DIR\"; \
+                  if setpriv --reuid=65534 --regid=65534 --clear-groups ls \"$HEDDLE_JOB_DIR\" \
+                  >/dev/null 2>&1; then echo readable; else echo refused; fi";
     let script =
         format!("umask 000; exec {heddle} run -n 2 -- sh -c '{}'", worker.replace('\'', r"'\''"));
     let mut cmd = std::process::Command::new("sh");
@@ -352,7 +354,11 @@ fn segments_and_spill_runs_of_a_job_are_private_under_umask_000() {
     }
     let mark = marker("umask-job");
     let (heddle, ts) = (heddle().display().to_string(), example("terasort_dataflow"));
-    let script = format!("umask 000; exec {heddle} run -n 2 -- {ts} --records 30000000 --mem-budget 200000 --spill-dir {}", spill.display());
+    let script = format!(
+        "umask 000; exec {heddle} run -n 2 -- {ts} --records 30000000 --mem-budget 200000 \
+         --spill-dir {}",
+        spill.display()
+    );
     let mut cmd = std::process::Command::new("sh");
     cmd.args(["-c", &script]).env("HDTEST_MARK", &mark).env("XDG_RUNTIME_DIR", &runtime);
     cmd.stdin(std::process::Stdio::null())

@@ -32,13 +32,18 @@ impl Net {
         let tag = format!("{}", std::process::id() % 100_000);
         let net = Net { tag: tag.clone() };
         let pfx = format!("10.213.{subnet}");
-        sh(&format!("ip link add hb{tag} type bridge && ip addr add {pfx}.254/24 dev hb{tag} && ip link set hb{tag} up"))?;
+        sh(&format!(
+            "ip link add hb{tag} type bridge && ip addr add {pfx}.254/24 dev hb{tag} \
+             && ip link set hb{tag} up"
+        ))?;
         for (side, host) in [("a", 1), ("b", 2)] {
             let ns = format!("hd{tag}{side}");
             sh(&format!(
-                "ip netns add {ns} && ip link add hv{tag}{side} type veth peer name eth0 netns {ns} \
+                "ip netns add {ns} \
+                 && ip link add hv{tag}{side} type veth peer name eth0 netns {ns} \
                  && ip link set hv{tag}{side} master hb{tag} && ip link set hv{tag}{side} up \
-                 && ip -n {ns} addr add {pfx}.{host}/24 dev eth0 && ip -n {ns} link set eth0 up && ip -n {ns} link set lo up"
+                 && ip -n {ns} addr add {pfx}.{host}/24 dev eth0 && ip -n {ns} link set eth0 up \
+                 && ip -n {ns} link set lo up"
             ))?;
         }
         Ok(net)

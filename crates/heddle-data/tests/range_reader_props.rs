@@ -84,10 +84,17 @@ impl Drop for Files {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: 48,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     #[test]
-    fn text_file_partitions_equal_a_sequential_read(files in prop::collection::vec(file(), 1..4), partitions in 1u32..8) {
+    fn text_file_partitions_equal_a_sequential_read(
+        files in prop::collection::vec(file(), 1..4),
+        partitions in 1u32..8,
+    ) {
         let f = Files::write("lines", &files);
         let want: Vec<String> = f.contents.iter().flat_map(|c| sequential_lines(c)).collect();
         let got = session(partitions).text_file(f.all()).unwrap().collect().unwrap().unwrap();
@@ -102,36 +109,84 @@ proptest! {
     ) {
         let f = Files::write("blocks", &files);
         // Each file's lines, each ending with a newline (CR kept: blocks are raw lines).
-        let want: String = f.contents.iter().filter(|c| !c.is_empty()).map(|c| if c.ends_with('\n') { c.clone() } else { format!("{c}\n") }).collect();
-        let blocks = session(partitions).text_blocks(f.all(), block).unwrap().collect().unwrap().unwrap();
+        let want: String = f
+            .contents
+            .iter()
+            .filter(|c| !c.is_empty())
+            .map(|c| if c.ends_with('\n') { c.clone() } else { format!("{c}\n") })
+            .collect();
+        let blocks =
+            session(partitions).text_blocks(f.all(), block).unwrap().collect().unwrap().unwrap();
         prop_assert!(blocks.iter().all(|b| b.ends_with('\n') && !b.is_empty()));
         prop_assert_eq!(blocks.concat(), want);
     }
 
     #[test]
-    fn json_lines_partitions_equal_a_sequential_parse(files in prop::collection::vec(file(), 1..4), partitions in 1u32..8) {
+    fn json_lines_partitions_equal_a_sequential_parse(
+        files in prop::collection::vec(file(), 1..4),
+        partitions in 1u32..8,
+    ) {
         // Every non-blank line as a JSON string (the reader skips blank lines).
         let as_json: Vec<(Vec<(String, &'static str)>, bool)> = files
             .iter()
-            .map(|(lines, fin)| (lines.iter().map(|(t, e)| (if t.is_empty() { String::new() } else { format!("{t:?}") }, *e)).collect(), *fin))
+            .map(|(lines, fin)| {
+                let quoted = lines
+                    .iter()
+                    .map(|(t, e)| (if t.is_empty() { String::new() } else { format!("{t:?}") }, *e))
+                    .collect();
+                (quoted, *fin)
+            })
             .collect();
         let f = Files::write("json", &as_json);
-        let want: Vec<String> = f.contents.iter().flat_map(|c| sequential_lines(c)).filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(&l).unwrap()).collect();
-        let got = session(partitions).read_json_lines::<String>(f.all(), OnMalformed::Fail).unwrap().collect().unwrap().unwrap();
+        let want: Vec<String> = f
+            .contents
+            .iter()
+            .flat_map(|c| sequential_lines(c))
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(&l).unwrap())
+            .collect();
+        let got = session(partitions)
+            .read_json_lines::<String>(f.all(), OnMalformed::Fail)
+            .unwrap()
+            .collect()
+            .unwrap()
+            .unwrap();
         prop_assert_eq!(got, want);
     }
 
     #[test]
-    fn csv_partitions_equal_a_sequential_parse(files in prop::collection::vec(file(), 1..4), partitions in 1u32..8) {
+    fn csv_partitions_equal_a_sequential_parse(
+        files in prop::collection::vec(file(), 1..4),
+        partitions in 1u32..8,
+    ) {
         let f = Files::write("csv", &files);
-        let rows: Vec<Vec<String>> = f.contents.iter().flat_map(|c| sequential_lines(c)).filter(|l| !l.is_empty()).map(|l| l.split(',').map(String::from).collect()).collect();
+        let rows: Vec<Vec<String>> = f
+            .contents
+            .iter()
+            .flat_map(|c| sequential_lines(c))
+            .filter(|l| !l.is_empty())
+            .map(|l| l.split(',').map(String::from).collect())
+            .collect();
         // Rows as wide as the first file's first line; the others are skipped and counted.
-        let width = f.contents.iter().find(|c| !c.is_empty()).map(|c| sequential_lines(c)[0].split(',').count());
-        let first_is_blank = f.contents.first().is_none_or(|c| sequential_lines(c).first().is_none_or(|l| l.is_empty()));
+        let width = f
+            .contents
+            .iter()
+            .find(|c| !c.is_empty())
+            .map(|c| sequential_lines(c)[0].split(',').count());
+        let first_is_blank = f
+            .contents
+            .first()
+            .is_none_or(|c| sequential_lines(c).first().is_none_or(|l| l.is_empty()));
         let s = session(partitions);
-        let got = s.read_csv::<Vec<String>>(f.all(), false, OnMalformed::Skip).unwrap().collect().unwrap().unwrap();
+        let got = s
+            .read_csv::<Vec<String>>(f.all(), false, OnMalformed::Skip)
+            .unwrap()
+            .collect()
+            .unwrap()
+            .unwrap();
         if !first_is_blank {
-            let want: Vec<Vec<String>> = rows.iter().filter(|r| Some(r.len()) == width).cloned().collect();
+            let want: Vec<Vec<String>> =
+                rows.iter().filter(|r| Some(r.len()) == width).cloned().collect();
             prop_assert_eq!(s.skipped_rows().unwrap() as usize, rows.len() - want.len());
             prop_assert_eq!(got, want);
         }
@@ -141,7 +196,12 @@ proptest! {
 /// A length for a key or value: mostly small, some about the run reader's 64 KiB buffer
 /// (so that records straddle its refills), some far past it.
 fn size() -> impl Strategy<Value = usize> {
-    prop_oneof![6 => 0usize..16, 1 => (64usize << 10) - 16..(64 << 10) + 16, 1 => 16usize..(64 << 10), 1 => (64usize << 10)..(300 << 10)]
+    prop_oneof![
+        6 => 0usize..16,
+        1 => (64usize << 10) - 16..(64 << 10) + 16,
+        1 => 16usize..(64 << 10),
+        1 => (64usize << 10)..(300 << 10),
+    ]
 }
 
 /// `len` bytes made from `seed` (cheap to make however long).
@@ -150,34 +210,50 @@ fn bytes(len: usize, seed: u8) -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: 32,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     /// Records of any sizes (empty, around and past the read buffer) pushed with any
     /// budget (one run per record up to none spilled, past 64 runs: merged in passes)
     /// come back as std's stable sort of them: each run reads back what it wrote.
     #[test]
     fn spill_runs_read_back_every_record(
-        shape in prop::collection::vec((prop_oneof![4 => 0usize..3, 1 => size()], 0u8..3, size(), any::<u8>()), 0..100),
+        shape in prop::collection::vec(
+            (prop_oneof![4 => 0usize..3, 1 => size()], 0u8..3, size(), any::<u8>()),
+            0..100,
+        ),
         budget in prop_oneof![Just(1usize), 1usize..4096, 4096usize..(4 << 20)],
     ) {
         // Keys of few distinct bytes (equal keys and prefixes); values carry their index.
         let records: Vec<(Vec<u8>, Vec<u8>)> = shape
             .iter()
             .enumerate()
-            .map(|(i, &(klen, k, vlen, v))| (vec![k; klen], [(i as u32).to_le_bytes().to_vec(), bytes(vlen, v)].concat()))
+            .map(|(i, &(klen, k, vlen, v))| {
+                (vec![k; klen], [(i as u32).to_le_bytes().to_vec(), bytes(vlen, v)].concat())
+            })
             .collect();
         let dir = std::env::temp_dir().join(format!("heddle-props-spill-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let mut sorter = SpillSorter::new(SpillConfig { dirs: vec![dir.clone()], budget_bytes: budget }, None).unwrap();
+        let config = SpillConfig { dirs: vec![dir.clone()], budget_bytes: budget };
+        let mut sorter = SpillSorter::new(config, None).unwrap();
         for (k, v) in &records {
             sorter.push_slices(k, v).unwrap();
         }
         let runs = sorter.runs();
-        let got: Vec<(Vec<u8>, Vec<u8>)> = sorter.finish().unwrap().collect::<Result<_, _>>().unwrap();
+        let got: Vec<(Vec<u8>, Vec<u8>)> =
+            sorter.finish().unwrap().collect::<Result<_, _>>().unwrap();
         let mut want = records.clone();
         want.sort_by(|a, b| a.0.cmp(&b.0));
         let _ = std::fs::remove_dir(&dir); // empty again: the runs went with the stream
-        prop_assert!(budget > 1 || runs + 1 >= records.len(), "{} runs of {} records", runs, records.len());
+        prop_assert!(
+            budget > 1 || runs + 1 >= records.len(),
+            "{} runs of {} records",
+            runs,
+            records.len()
+        );
         prop_assert_eq!(got.len(), want.len());
         prop_assert!(got == want, "the merged runs differ from a stable sort");
     }

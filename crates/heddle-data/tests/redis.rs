@@ -23,11 +23,23 @@ impl Drop for Server {
 fn start_redis() -> Server {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("redis-server is not installed: run `apt-get install -y redis-server` (make test does this)");
+        .expect(
+            "redis-server is not installed: run `apt-get install -y redis-server` \
+             (make test does this)",
+        );
     let url = format!("redis://127.0.0.1:{port}/");
     let until = Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {

@@ -20,8 +20,16 @@
 //!         let spec = EdgeSpec::new(1, vec![0, 1], vec![2, 3], Placement::round_robin(4, 2));
 //!         let mut op = Partition::new(c, spec, Options::batch(), |x: &u64| *x as usize).unwrap();
 //!         let src = c.rank() as u32;
-//!         let out = drive(&mut op, vec![(src, vec![src as u64 * 10, src as u64 * 10 + 1])]).unwrap();
-//!         let mut got: Vec<u64> = out.into_iter().flat_map(|(_, evs)| evs).filter_map(|e| match e { Event::Data(x) => Some(x), _ => None }).collect();
+//!         let out =
+//!             drive(&mut op, vec![(src, vec![src as u64 * 10, src as u64 * 10 + 1])]).unwrap();
+//!         let mut got: Vec<u64> = out
+//!             .into_iter()
+//!             .flat_map(|(_, evs)| evs)
+//!             .filter_map(|e| match e {
+//!                 Event::Data(x) => Some(x),
+//!                 _ => None,
+//!             })
+//!             .collect();
 //!         got.sort(); // records of different sources arrive in no set order
 //!         got
 //!     })).collect();

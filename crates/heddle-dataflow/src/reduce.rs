@@ -2,9 +2,9 @@
 //! reduce; all of them: allreduce). Batch mode combines every source of a worker first
 //! (node-local partial reduction), then partials climb a binomial tree of workers toward
 //! each target's worker, merged again at every inner worker; the target emits the total
-//! at the end. Streams from more than three workers climb the same tree, uncombined. Streaming mode combines the i-th record of
-//! every live source into the target's i-th output (a source that has finished
-//! takes part until its records are used up).
+//! at the end. Streams from more than three workers climb the same tree, uncombined.
+//! Streaming mode combines the i-th record of every live source into the target's i-th
+//! output (a source that has finished takes part until its records are used up).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 

@@ -20,7 +20,8 @@ pub enum BroadcastTree {
     Binomial,
     /// Binary tree: each worker forwards to at most two.
     Binary,
-    /// Pipelined chain: each worker forwards to the next as messages arrive; best for long streams of large messages.
+    /// Pipelined chain: each worker forwards to the next as messages arrive; best for long
+    /// streams of large messages.
     Ring,
 }
 

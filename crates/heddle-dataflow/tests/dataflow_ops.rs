@@ -296,7 +296,8 @@ fn reduce_and_allreduce() {
                         if any { vec![&total] } else { vec![] },
                         "batch reduce {layout:?}"
                     ),
-                    // Streaming: the i-th outputs combine the i-th records; together they are the total.
+                    // Streaming: the i-th outputs combine the i-th records; together they are
+                    // the total.
                     Mode::Streaming => assert_eq!(
                         have.into_iter().sum::<u64>(),
                         total,
@@ -328,7 +329,8 @@ fn keyed_reduce_with_skew() {
             let mut owner: HashMap<u32, TaskId> = HashMap::new();
             for (t, events) in &got {
                 for &(k, v) in data(events) {
-                    // Each key lives on one target; streaming emits running totals, the last is final.
+                    // Each key lives on one target; streaming emits running totals, the last
+                    // is final.
                     assert_eq!(*owner.entry(k).or_insert(*t), *t, "key {k} reached two targets");
                     have.insert(k, v);
                 }

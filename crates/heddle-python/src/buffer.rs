@@ -148,7 +148,10 @@ impl Buffer {
             let type_name =
                 obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
             let message = if !has_buffer {
-                format!("{what} must be a buffer (a numpy array, bytearray, memoryview, array.array, ...), not {type_name}")
+                format!(
+                    "{what} must be a buffer (a numpy array, bytearray, memoryview, array.array, \
+                     ...), not {type_name}"
+                )
             } else {
                 let detail = cause.value(py).to_string();
                 let hint = if writable {

@@ -359,7 +359,10 @@ impl PyComm {
     /// Sends ``sendbuf`` to ``dest`` and receives from ``source`` into ``recvbuf`` at once
     /// (no deadlock when ranks exchange pairwise); returns the number of elements received.
     /// Both directions use one tag: ``recvtag`` defaults to ``sendtag`` and must equal it.
-    #[pyo3(name = "Sendrecv", signature = (sendbuf, dest, sendtag = 0, recvbuf = None, source = None, recvtag = None))]
+    #[pyo3(
+        name = "Sendrecv",
+        signature = (sendbuf, dest, sendtag = 0, recvbuf = None, source = None, recvtag = None)
+    )]
     #[allow(clippy::too_many_arguments)]
     fn sendrecv_buf(
         &self,

@@ -108,7 +108,8 @@ pub(crate) fn vspec<'py>(
     };
     if parts.len() != 2 {
         return Err(argument(format!(
-            "{name} must be [buffer, counts]; displacements and datatypes are not supported (blocks are packed in rank order, the type is the buffer's)"
+            "{name} must be [buffer, counts]; displacements and datatypes are not supported \
+             (blocks are packed in rank order, the type is the buffer's)"
         )));
     }
     let counts: Vec<i64> = parts[1].extract().map_err(|_| {

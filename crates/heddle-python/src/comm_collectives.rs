@@ -32,8 +32,13 @@ impl PyComm {
         }
         let (comm, dtype) = (self.comm(), recv.dtype);
         // SAFETY: recvbuf stays exported until after the call; it is writable and aligned.
-        blocking(py, || with_element!(dtype, T => comm.allreduce(unsafe { region.typed_mut::<T>() }, typed::<T>(code))))
-            .map_err(errors::comm)
+        blocking(py, || {
+            with_element!(dtype, T => comm.allreduce(
+                unsafe { region.typed_mut::<T>() },
+                typed::<T>(code)
+            ))
+        })
+        .map_err(errors::comm)
     }
 
     /// `Comm.Reduce` (documented on the Python method in `comm.rs`).

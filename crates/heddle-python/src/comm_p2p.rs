@@ -47,7 +47,8 @@ impl PyComm {
             .map_err(errors::comm)?;
         if n % b.itemsize != 0 {
             return Err(argument(format!(
-                "Recv: rank {source} sent {n} bytes, not a whole number of {}-byte elements of the receive buffer ({})",
+                "Recv: rank {source} sent {n} bytes, not a whole number of {}-byte elements of the \
+                 receive buffer ({})",
                 b.itemsize,
                 b.describe()
             )));

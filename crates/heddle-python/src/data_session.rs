@@ -99,7 +99,11 @@ impl PySession {
             let defaults = Options::batch().spill;
             let dirs = spill_dirs.filter(|d| !d.is_empty()).unwrap_or(defaults.dirs);
             if let Some(missing) = dirs.iter().find(|d| !d.is_dir()) {
-                return Err(argument(format!("spill directory {} does not exist: create it, or leave spill_dirs out to use the system temp directory", missing.display())));
+                return Err(argument(format!(
+                    "spill directory {} does not exist: create it, or leave spill_dirs out to use \
+                     the system temp directory",
+                    missing.display()
+                )));
             }
             let opts = Options::batch().spill(memory_budget.unwrap_or(defaults.budget_bytes), dirs);
             s.with_options(opts).map_err(errors::data)?

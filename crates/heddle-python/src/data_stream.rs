@@ -54,8 +54,12 @@ fn text(line: String) -> PyObj {
 /// An event time from `event_time`'s result: a non-negative int of milliseconds.
 fn timestamp(t: &Bound<'_, PyAny>) -> PyResult<u64> {
     t.extract::<u64>().map_err(|_| {
-        let shown = t.repr().map(|r| r.to_string()).unwrap_or_else(|_| "an unprintable object".into());
-        argument(format!("event_time must return a timestamp in milliseconds as a non-negative int (e.g. int(time.time() * 1000)), got {shown}"))
+        let shown =
+            t.repr().map(|r| r.to_string()).unwrap_or_else(|_| "an unprintable object".into());
+        argument(format!(
+            "event_time must return a timestamp in milliseconds as a non-negative int \
+             (e.g. int(time.time() * 1000)), got {shown}"
+        ))
     })
 }
 
@@ -87,7 +91,12 @@ fn window_of(kind: &str, size: u64, slide: u64, event: Option<(u64, u64)>) -> Py
         "tumbling" => Window::tumbling(ms(size)),
         "sliding" => Window::sliding(ms(size), ms(slide)),
         "session" => Window::session(ms(size)),
-        _ => return Err(argument(format!("unknown window kind {kind:?}: use tumbling, sliding, session, tumbling_count or sliding_count"))),
+        _ => {
+            return Err(argument(format!(
+                "unknown window kind {kind:?}: use tumbling, sliding, session, tumbling_count or \
+                 sliding_count"
+            )))
+        }
     };
     Ok(match event {
         Some((out_of_orderness, lateness)) => w.event_time(ms(out_of_orderness), ms(lateness)),
@@ -381,7 +390,9 @@ impl PyStream {
     /// Writes each record's ``str`` as a line to ``dir/part-NNNNN`` (one per partition);
     /// the parts and ``_SUCCESS`` appear when the run ends (``mode`` as the data set
     /// writers').
-    #[pyo3(signature = (dir, stop = None, timeout = None, max_records = None, mode = "errorifexists"))]
+    #[pyo3(
+        signature = (dir, stop = None, timeout = None, max_records = None, mode = "errorifexists")
+    )]
     fn write_lines(
         &self,
         py: Python<'_>,

@@ -93,7 +93,8 @@ fn watch() {
         std::thread::sleep(Duration::from_millis(5));
     }
     if PENDING.load(Ordering::SeqCst) && BLOCKING.load(Ordering::SeqCst) > 0 {
-        let msg = b"heddle: interrupted (SIGINT) while blocked in a communication call; exiting with status 130\n";
+        let msg = b"heddle: interrupted (SIGINT) while blocked in a communication call; \
+                    exiting with status 130\n";
         // SAFETY: write(2) and _exit(2): the process ends here without unwinding into Python.
         unsafe {
             libc::write(2, msg.as_ptr().cast(), msg.len());

@@ -19,7 +19,14 @@ use crate::errors::{self, Kind};
 /// Installs process-wide SIGINT/SIGTERM/SIGHUP handlers: meant for a launching process
 /// such as the ``heddle`` command, not for a process that is itself a worker.
 #[pyfunction]
-#[pyo3(signature = (workers, command, env = None, init_timeout = 60.0, master_bind = "127.0.0.1:0", kill_grace = 2.0))]
+#[pyo3(signature = (
+    workers,
+    command,
+    env = None,
+    init_timeout = 60.0,
+    master_bind = "127.0.0.1:0",
+    kill_grace = 2.0
+))]
 pub(crate) fn run_local(
     py: Python<'_>,
     workers: usize,

@@ -53,7 +53,8 @@ impl OpCode {
         let bitwise = matches!(self, OpCode::Band | OpCode::Bor | OpCode::Bxor);
         if !dtype.reducible() {
             return Err(argument(format!(
-                "{what}: reductions need bool, int8..int64, uint8..uint64, float32 or float64 elements"
+                "{what}: reductions need bool, int8..int64, uint8..uint64, float32 or float64 \
+                 elements"
             )));
         }
         if bitwise && dtype.is_float() {
@@ -64,7 +65,8 @@ impl OpCode {
         }
         if dtype == Dtype::Bool && matches!(self, OpCode::Sum | OpCode::Prod) {
             return Err(argument(format!(
-                "{what}: heddle.{} on bool elements would leave values other than 0 and 1; use LOR/LAND or an integer dtype",
+                "{what}: heddle.{} on bool elements would leave values other than 0 and 1; use \
+                 LOR/LAND or an integer dtype",
                 self.name()
             )));
         }

@@ -204,7 +204,10 @@ impl PyContext {
             return Ok(c.clone_ref(py));
         }
         let name = self.with(|c| Ok(c.info().to_string()))?;
-        Err(Kind::Graph.err(format!("task {name} called comm() but its vertex is not marked collective (TaskGraph.collective)")))
+        Err(Kind::Graph.err(format!(
+            "task {name} called comm() but its vertex is not marked collective \
+             (TaskGraph.collective)"
+        )))
     }
 
     fn __repr__(&self) -> String {

@@ -132,7 +132,8 @@ impl PyTaskGraph {
         let first = tags.first().copied().unwrap_or(InTag::Obj);
         if let Some(other) = tags.iter().find(|&&t| t != first) {
             return Err(Kind::Graph.err(format!(
-                "vertex '{}' would receive {} and {}; one vertex receives one shape of record: give one of these edges a vertex of its own",
+                "vertex '{}' would receive {} and {}; one vertex receives one shape of record: \
+                 give one of these edges a vertex of its own",
                 self.vertices[v].name,
                 in_shape(first),
                 in_shape(*other)
@@ -148,7 +149,8 @@ impl PyTaskGraph {
         let first = tags.first().copied().unwrap_or(OutTag::Obj);
         if tags.iter().any(|&t| t != first) {
             return Err(Kind::Graph.err(format!(
-                "vertex '{}' has keyed and plain outgoing edges; keyed edges take (key, value) pairs, so give them a vertex of their own",
+                "vertex '{}' has keyed and plain outgoing edges; keyed edges take (key, value) \
+                 pairs, so give them a vertex of their own",
                 self.vertices[v].name
             )));
         }

@@ -185,7 +185,9 @@ impl PyJob {
 impl PyJob {
     /// Instantiates this worker's tasks of ``plan`` (collective).
     #[new]
-    #[pyo3(signature = (comm, graph, plan, streaming = false, budget_bytes = None, batch_bytes = None))]
+    #[pyo3(
+        signature = (comm, graph, plan, streaming = false, budget_bytes = None, batch_bytes = None)
+    )]
     fn new(
         py: Python<'_>,
         comm: &PyComm,

@@ -128,10 +128,18 @@ pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
 
 fn waiting_error(e: Error, what: &str, env: &WorkerEnv) -> Error {
     match e {
-        Error::Io { source, .. } if matches!(source.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => Error::Timeout(format!(
-            "rank {} timed out after {:?} waiting for {what}: not every worker of {} joined (raise HEDDLE_INIT_TIMEOUT_S if they start slowly)",
-            env.rank, env.init_timeout, env.size
-        )),
+        Error::Io { source, .. }
+            if matches!(
+                source.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            Error::Timeout(format!(
+                "rank {} timed out after {:?} waiting for {what}: not every worker of {} \
+                 joined (raise HEDDLE_INIT_TIMEOUT_S if they start slowly)",
+                env.rank, env.init_timeout, env.size
+            ))
+        }
         other => other,
     }
 }
@@ -260,7 +268,10 @@ fn accept_peers(
         match listener.accept() {
             Ok((s, from)) => {
                 if pending.load(Ordering::Acquire) >= MAX_HANDSHAKES {
-                    tracing::warn!("dropped a connection to the peer port from {from}: {MAX_HANDSHAKES} handshakes are under way");
+                    tracing::warn!(
+                        "dropped a connection to the peer port from {from}: {MAX_HANDSHAKES} \
+                         handshakes are under way"
+                    );
                     continue;
                 }
                 pending.fetch_add(1, Ordering::AcqRel);

@@ -118,7 +118,8 @@ impl WorkerEnv {
         let master = get("HEDDLE_MASTER").filter(|v| !v.is_empty());
         if size > 1 && master.is_none() {
             return Err(Error::Env(format!(
-                "this is rank {rank} of {size} but HEDDLE_MASTER is not set; start the job with `heddle run -n {size} -- PROGRAM`"
+                "this is rank {rank} of {size} but HEDDLE_MASTER is not set; start the job with \
+                 `heddle run -n {size} -- PROGRAM`"
             )));
         }
         let init_timeout = match get(settings::INIT_TIMEOUT_S.name).filter(|v| !v.is_empty()) {

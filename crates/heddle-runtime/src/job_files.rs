@@ -52,7 +52,11 @@ impl Drop for JobFiles {
         scratch::remove_registered(&self.dir);
         remove_segments(&self.shm_prefix);
         if let Err(e) = std::fs::remove_dir_all(&self.dir) {
-            tracing::warn!(path = %self.dir.display(), error = %e, "could not remove the job directory");
+            tracing::warn!(
+                path = %self.dir.display(),
+                error = %e,
+                "could not remove the job directory"
+            );
         }
     }
 }

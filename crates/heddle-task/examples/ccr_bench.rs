@@ -261,7 +261,8 @@ fn main() -> ExitCode {
     let shape = Shape { lanes, stages: args.stages, iters };
     if !args.json {
         println!(
-            "CCR patterns: {lanes} lanes on {lanes} dispatcher threads, {} stages, {:.2} µs computation per stage, median of {}",
+            "CCR patterns: {lanes} lanes on {lanes} dispatcher threads, {} stages, {:.2} µs \
+             computation per stage, median of {}",
             args.stages, args.grain_us, args.reps
         );
         println!("{:<36} {:>10} {:>8} {:>8}", "pattern", "µs/stage", "min", "max");
@@ -295,10 +296,14 @@ fn main() -> ExitCode {
         ));
     }
     if !args.json {
-        println!("target: under 2 µs per stage (the CCR paper measured 5–20 µs on 2007 hardware)");
+        println!(
+            "target: under 2 µs per stage (the CCR paper measured 5–20 µs on 2007 \
+             hardware)"
+        );
     }
     println!(
-        "{{\"example\": \"ccr_bench\", \"ok\": {ok}, \"lanes\": {lanes}, \"stages\": {}, \"grain_us\": {}, \"reps\": {}, \"patterns\": {{{}}}}}",
+        "{{\"example\": \"ccr_bench\", \"ok\": {ok}, \"lanes\": {lanes}, \"stages\": {}, \
+         \"grain_us\": {}, \"reps\": {}, \"patterns\": {{{}}}}}",
         args.stages,
         args.grain_us,
         args.reps,

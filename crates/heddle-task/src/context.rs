@@ -79,7 +79,11 @@ impl<O> Context<'_, O> {
     /// [`Error::Graph`] for a vertex not marked collective.
     pub fn comm(&self) -> Result<&Communicator> {
         self.comm.ok_or_else(|| {
-            Error::Graph(format!("task {} called comm() but its vertex is not marked collective (TaskGraph::collective)", self.info))
+            Error::Graph(format!(
+                "task {} called comm() but its vertex is not marked collective \
+                 (TaskGraph::collective)",
+                self.info
+            ))
         })
     }
 

@@ -167,9 +167,9 @@ impl<K: Record + Ord, V: Record> Edge<(K, V), (K, Vec<V>)> {
 impl<K: Record + Ord, V: Record> Edge<(K, V), (K, V)> {
     /// Records `(key, value)` range-partitioned by ascending `splitters` (one fewer than
     /// the downstream instances: instance i receives the keys between splitter i − 1 and
-    /// splitter i; with fewer, the last instances receive nothing) and, in batch mode, received sorted by key (equal keys in arrival
-    /// order), spilling sorted runs to disk beyond the options' memory budget; the
-    /// instances' outputs in order form a total order.
+    /// splitter i; with fewer, the last instances receive nothing) and, in batch mode,
+    /// received sorted by key (equal keys in arrival order), spilling sorted runs to disk
+    /// beyond the options' memory budget; the instances' outputs in order form a total order.
     pub fn sort(splitters: Vec<K>) -> Edge<(K, V), (K, V)> {
         let splitters = Arc::new(splitters);
         Edge {

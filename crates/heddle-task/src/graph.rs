@@ -303,7 +303,8 @@ impl TaskGraph {
             }
             if e.kind == EdgeKind::Direct && from.parallelism != to.parallelism {
                 return Err(Error::Graph(format!(
-                    "direct edge '{}' -> '{}' joins {} instances to {}; direct needs equal parallelism",
+                    "direct edge '{}' -> '{}' joins {} instances to {}; direct needs equal \
+                     parallelism",
                     from.name, to.name, from.parallelism, to.parallelism
                 )));
             }
@@ -325,7 +326,11 @@ impl TaskGraph {
             }
         }
         if seen != self.vertices.len() {
-            return Err(Error::Graph("the graph has a cycle; loops are run as iterations of an acyclic graph (Job::iterate)".into()));
+            return Err(Error::Graph(
+                "the graph has a cycle; loops are run as iterations of an acyclic graph \
+                 (Job::iterate)"
+                    .into(),
+            ));
         }
         Ok(())
     }

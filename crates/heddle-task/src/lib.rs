@@ -4,7 +4,10 @@
 //!
 //! ```
 //! use heddle_dataflow::Options;
-//! use heddle_task::{Compute, Context, Edge, Job, Plan, Produced, Result, RoundRobin, Source, TaskGraph, WorkerSpec};
+//! use heddle_task::{
+//!     Compute, Context, Edge, Job, Plan, Produced, Result, RoundRobin, Source, TaskGraph,
+//!     WorkerSpec,
+//! };
 //!
 //! /// Emits the numbers `0..n` of its share.
 //! struct Numbers { next: u64, end: u64 }
@@ -32,7 +35,8 @@
 //! let comm = heddle_comm::solo(heddle_comm::CommConfig::default()).unwrap();
 //! let sum = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
 //! let mut g = TaskGraph::new();
-//! let numbers = g.source("numbers", 2, |i| Numbers { next: i as u64 * 50, end: i as u64 * 50 + 50 });
+//! let numbers =
+//!     g.source("numbers", 2, |i| Numbers { next: i as u64 * 50, end: i as u64 * 50 + 50 });
 //! let s = sum.clone();
 //! let total = g.compute("total", 1, move |_| Total(s.clone()));
 //! g.connect(&numbers, &total, Edge::hash());

@@ -10,7 +10,11 @@
 //!
 //! ```
 //! use heddle_wire::{Codec, Frame, Header, Kind, Limits};
-//! let frame = Frame::data(Header::new(Kind::Data).with_edge(7).with_tag(3), Codec::Utf8, b"hello".to_vec());
+//! let frame = Frame::data(
+//!     Header::new(Kind::Data).with_edge(7).with_tag(3),
+//!     Codec::Utf8,
+//!     b"hello".to_vec(),
+//! );
 //! let bytes = frame.encode_to_vec();
 //! let (back, used) = Frame::decode(&bytes, &Limits::default()).unwrap();
 //! assert_eq!(used, bytes.len());

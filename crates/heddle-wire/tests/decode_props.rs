@@ -183,17 +183,29 @@ proptest! {
     fn valid_frames_round_trip(frame in valid_frame()) {
         let bytes = frame.encode_to_vec();
         prop_assert_eq!(bytes.len(), frame.header.frame_len());
-        prop_assert_eq!(Frame::decode(&bytes, &Limits::default()), Ok((frame.clone(), bytes.len())));
+        prop_assert_eq!(
+            Frame::decode(&bytes, &Limits::default()),
+            Ok((frame.clone(), bytes.len()))
+        );
         let (r, used) = FrameRef::decode(&bytes, &Limits::default()).unwrap();
-        prop_assert_eq!((r.header, r.key, r.payload, used), (frame.header, &frame.key[..], &frame.payload[..], bytes.len()));
-        prop_assert_eq!(Frame::read_from(&mut bytes.as_slice(), &Limits::default()).unwrap(), frame.clone());
+        prop_assert_eq!(
+            (r.header, r.key, r.payload, used),
+            (frame.header, &frame.key[..], &frame.payload[..], bytes.len())
+        );
+        prop_assert_eq!(
+            Frame::read_from(&mut bytes.as_slice(), &Limits::default()).unwrap(),
+            frame.clone()
+        );
         let mut written = Vec::new();
         frame.write_to(&mut written).unwrap();
         prop_assert_eq!(written, bytes);
     }
 
     #[test]
-    fn every_prefix_of_a_valid_frame_is_truncated(frame in valid_frame(), cut in any::<prop::sample::Index>()) {
+    fn every_prefix_of_a_valid_frame_is_truncated(
+        frame in valid_frame(),
+        cut in any::<prop::sample::Index>(),
+    ) {
         let bytes = frame.encode_to_vec();
         let cut = cut.index(bytes.len());
         match FrameRef::decode(&bytes[..cut], &Limits::default()) {
@@ -256,7 +268,11 @@ proptest! {
                 prop_assert!(frag_len <= limits.max_frame_payload && msg_len <= limits.max_message);
                 prop_assert_eq!(frame.payload.len(), frag_len as usize);
                 prop_assert_eq!(frame.key.len(), usize::from(key_len));
-                prop_assert!(largest <= usize::from(key_len).max(frag_len as usize).max(64), "largest {}", largest);
+                prop_assert!(
+                    largest <= usize::from(key_len).max(frag_len as usize).max(64),
+                    "largest {}",
+                    largest
+                );
                 prop_assert_eq!(reader.served, h.frame_len());
             }
             Err(e) => {
@@ -268,7 +284,11 @@ proptest! {
                 prop_assert_eq!(inner, Header::decode(&head, &limits).err());
                 if frag_len > limits.max_frame_payload {
                     let err = Header::decode(&head, &limits);
-                    prop_assert!(matches!(err, Err(Error::TooLarge { field: "frag_len", .. })), "{:?}", err);
+                    prop_assert!(
+                        matches!(err, Err(Error::TooLarge { field: "frag_len", .. })),
+                        "{:?}",
+                        err
+                    );
                 }
             }
         }

@@ -109,7 +109,9 @@ impl Bench<'_> {
             String::new()
         };
         println!(
-            "{{\"system\": \"heddle\", \"collective\": \"{name}\", \"ranks\": {}, \"bytes\": {bytes}, \"p50_us\": {:.3}, \"p99_us\": {:.3}, \"iters\": {}, \"verified\": {}{extra}}}",
+            "{{\"system\": \"heddle\", \"collective\": \"{name}\", \"ranks\": {}, \
+             \"bytes\": {bytes}, \"p50_us\": {:.3}, \"p99_us\": {:.3}, \"iters\": {}, \
+             \"verified\": {}{extra}}}",
             self.comm.size(),
             pct(0.5),
             pct(0.99),
@@ -284,7 +286,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     if comm.rank() == 0 {
         println!(
-            "{{\"example\": \"bench_collectives\", \"ok\": {}, \"job_s\": {:.3}, \"ranks\": {}, \"tcp_peers\": {}}}",
+            "{{\"example\": \"bench_collectives\", \"ok\": {}, \"job_s\": {:.3}, \"ranks\": {}, \
+             \"tcp_peers\": {}}}",
             b.all_ok,
             start.elapsed().as_secs_f64(),
             comm.size(),

@@ -106,7 +106,10 @@ fn report(
     comm.allreduce(&mut v, Op::Min)?;
     if comm.rank() == 0 {
         println!(
-            "{{\"system\": \"heddle\", \"operation\": \"{op}\", \"mode\": \"{mode}\", \"workers\": {}, \"record_bytes\": {bytes}, \"records\": {records}, \"seconds\": {secs:.4}, \"records_per_s\": {:.0}, \"mb_per_s\": {:.1}, \"verified\": {}}}",
+            "{{\"system\": \"heddle\", \"operation\": \"{op}\", \"mode\": \"{mode}\", \
+             \"workers\": {}, \"record_bytes\": {bytes}, \"records\": {records}, \
+             \"seconds\": {secs:.4}, \"records_per_s\": {:.0}, \"mb_per_s\": {:.1}, \
+             \"verified\": {}}}",
             comm.size(),
             records as f64 / secs,
             (records as f64 * bytes as f64) / secs / 1e6,
@@ -215,7 +218,9 @@ fn latency(comm: &Communicator, args: &Args) -> Result<bool, BoxError> {
             lat.get(((q * lat.len() as f64).ceil() as usize).max(1) - 1).copied().unwrap_or(0.0)
         };
         println!(
-            "{{\"system\": \"heddle\", \"operation\": \"latency\", \"mode\": \"streaming\", \"workers\": {}, \"record_bytes\": 8, \"rate\": {}, \"records\": {n}, \"p50_us\": {:.1}, \"p99_us\": {:.1}, \"verified\": {}}}",
+            "{{\"system\": \"heddle\", \"operation\": \"latency\", \"mode\": \"streaming\", \
+             \"workers\": {}, \"record_bytes\": 8, \"rate\": {}, \"records\": {n}, \
+             \"p50_us\": {:.1}, \"p99_us\": {:.1}, \"verified\": {}}}",
             comm.size(),
             args.rate,
             pct(0.5),

@@ -143,7 +143,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     if r == 0 {
         println!(
-            "{{\"example\": \"collectives\", \"ok\": {}, \"job_s\": {:.3}, \"ranks\": {p}, \"elements\": {n}, \"checks\": {}, \"tcp_peers\": {}}}",
+            "{{\"example\": \"collectives\", \"ok\": {}, \"job_s\": {:.3}, \"ranks\": {p}, \
+             \"elements\": {n}, \"checks\": {}, \"tcp_peers\": {}}}",
             all_ok[0] == 1,
             start.elapsed().as_secs_f64(),
             results.len(),

@@ -76,7 +76,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         let ok = err < 1e-6;
         d.write(&centers)?;
         println!(
-            "{{\"example\": \"kmeans\", \"api\": \"data\", \"ok\": {ok}, \"points\": {n}, \"k\": {}, \"iterations\": {}, \"max_center_error\": {err:.3e}, \"job_s\": {:.3}, \"workers\": {}}}",
+            "{{\"example\": \"kmeans\", \"api\": \"data\", \"ok\": {ok}, \"points\": {n}, \
+             \"k\": {}, \"iterations\": {}, \"max_center_error\": {err:.3e}, \"job_s\": {:.3}, \
+             \"workers\": {}}}",
             d.k,
             d.iterations,
             job_s[0],

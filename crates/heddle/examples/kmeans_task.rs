@@ -173,7 +173,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         let ok = centers.len() == want.len() && err < 1e-6;
         d.write(&centers)?;
         println!(
-            "{{\"example\": \"kmeans_task\", \"ok\": {ok}, \"points\": {total}, \"k\": {}, \"iterations\": {}, \"max_center_error\": {err:.3e}, \"job_s\": {:.3}, \"workers\": {p}}}",
+            "{{\"example\": \"kmeans_task\", \"ok\": {ok}, \"points\": {total}, \"k\": {}, \
+             \"iterations\": {}, \"max_center_error\": {err:.3e}, \"job_s\": {:.3}, \
+             \"workers\": {p}}}",
             d.k, d.iterations, job_s[0]
         );
         if !ok {

@@ -113,10 +113,18 @@ fn run(args: Args) -> Result<(), BoxError> {
         let detail = if ok {
             format!("{} events, {} (window, key) counts equal", stats[0], got.len())
         } else {
-            format!("{differ} (window, key) counts differ, {} results for {} (window, key) pairs, {} late events dropped", got_windows, got.len(), stats[1])
+            format!(
+                "{differ} (window, key) counts differ, {} results for {} (window, key) pairs, {} \
+                 late events dropped",
+                got_windows,
+                got.len(),
+                stats[1]
+            )
         };
         println!(
-            "{{\"example\": \"stream_events\", \"ok\": {ok}, \"events\": {}, \"windows\": {}, \"late\": {}, \"job_s\": {:.3}, \"verify_s\": {:.3}, \"detail\": \"{detail}\", \"workers\": {}}}",
+            "{{\"example\": \"stream_events\", \"ok\": {ok}, \"events\": {}, \"windows\": {}, \
+             \"late\": {}, \"job_s\": {:.3}, \"verify_s\": {:.3}, \"detail\": \"{detail}\", \
+             \"workers\": {}}}",
             stats[0],
             got.len(),
             stats[1],

@@ -7,7 +7,8 @@
 //!
 //! ```text
 //! heddle run -n 2 -- target/release/examples/stream_window --generate --events 4000000
-//! heddle run -n 2 -- target/release/examples/stream_window --generate --rate 200000 --events 2000000
+//! heddle run -n 2 -- target/release/examples/stream_window --generate --rate 200000 \
+//!     --events 2000000
 //! heddle run -n 2 -- target/release/examples/stream_window --input words.txt --output /tmp/win
 //! ```
 
@@ -162,7 +163,10 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         let rate = records as f64 / job_s[0];
         println!(
-            "{{\"example\": \"stream_window\", \"api\": \"data\", \"ok\": {ok}, \"records\": {records}, \"windows\": {}, \"job_s\": {:.3}, \"records_per_s\": {rate:.0}, \"records_per_s_per_worker\": {:.0}, \"latency_p50_ms\": {:.2}, \"latency_p99_ms\": {:.2}, \"workers\": {workers}}}",
+            "{{\"example\": \"stream_window\", \"api\": \"data\", \"ok\": {ok}, \
+             \"records\": {records}, \"windows\": {}, \"job_s\": {:.3}, \
+             \"records_per_s\": {rate:.0}, \"records_per_s_per_worker\": {:.0}, \
+             \"latency_p50_ms\": {:.2}, \"latency_p99_ms\": {:.2}, \"workers\": {workers}}}",
             all.len(),
             job_s[0],
             rate / workers as f64,

@@ -105,8 +105,9 @@ fn read_lines(session: &Session, path: &Path, block: u64) -> Result<Input, BoxEr
     let len = meta.len();
     if !meta.is_file() || len % LINE as u64 != 0 {
         return Err(format!(
-            "{} is not a file of 100-byte lines ({len} bytes, not a whole number of lines of 100 bytes and a newline); \
-             raw 100-byte records are read by terasort_dataflow --format raw",
+            "{} is not a file of 100-byte lines ({len} bytes, not a whole number of lines of \
+             100 bytes and a newline); raw 100-byte records are read by terasort_dataflow \
+             --format raw",
             path.display()
         )
         .into());
@@ -167,7 +168,11 @@ fn check_chunk(path: &Path, first: u64, n: u64) -> heddle::data::Result<u64> {
             None => None,
         };
         if let Some(found) = found {
-            let message = format!("expected a 100-byte line (100 bytes of text and a newline), found {found} (the line from byte {})", i * LINE as u64);
+            let message = format!(
+                "expected a 100-byte line (100 bytes of text and a newline), found {found} \
+                 (the line from byte {})",
+                i * LINE as u64
+            );
             return Err(heddle::data::Error::Parse { path: name, line: i + 1, message });
         }
         checksum = checksum.wrapping_add(record_hash(&record[..KEY], &record[KEY..]));
@@ -238,7 +243,9 @@ fn run(args: Args) -> Result<(), BoxError> {
     let valid = ok[0] == 1 && across && out_count == in_count && in_sum == out_sum;
     if comm.rank() == 0 {
         println!(
-            "{{\"example\": \"terasort\", \"api\": \"data\", \"ok\": {valid}, \"records\": {out_count}, \"valid\": {valid}, \"job_s\": {job_s:.3}, \"workers\": {}}}",
+            "{{\"example\": \"terasort\", \"api\": \"data\", \"ok\": {valid}, \
+             \"records\": {out_count}, \"valid\": {valid}, \"job_s\": {job_s:.3}, \
+             \"workers\": {}}}",
             comm.size()
         );
     }
@@ -311,7 +318,11 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig {
+            cases: 48,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
 
         /// For any number of lines, partitions and block size (down to one byte, so that
         /// every line spans many blocks), every record is read once, in file order.
@@ -324,31 +335,48 @@ mod tests {
         ) {
             let records = text_records(n, seed);
             let f = TempFile::new(&lines(&records, b"\n"));
-            let Input { records: got, count, checksum } = read_lines(&session(partitions), &f.0, block).unwrap();
+            let Input { records: got, count, checksum } =
+                read_lines(&session(partitions), &f.0, block).unwrap();
             let got = got.collect().unwrap().unwrap();
             let want: Vec<_> = records.iter().map(|r| split(r)).collect();
             prop_assert_eq!(count, n as u64);
-            prop_assert_eq!(checksum, want.iter().fold(0u64, |s, (k, v)| s.wrapping_add(super::record_hash(k, v))));
+            prop_assert_eq!(
+                checksum,
+                want.iter().fold(0u64, |s, (k, v)| s.wrapping_add(super::record_hash(k, v)))
+            );
             prop_assert_eq!(got, want);
         }
 
         /// A trailing partial line (any 1 to 100 bytes after whole lines, with or without
         /// a newline) is refused before the job runs, naming the file.
         #[test]
-        fn a_partial_last_line_is_an_error_naming_the_file(n in 0usize..50, seed in any::<u64>(), extra in 1usize..=RECORD, newline in any::<bool>()) {
+        fn a_partial_last_line_is_an_error_naming_the_file(
+            n in 0usize..50,
+            seed in any::<u64>(),
+            extra in 1usize..=RECORD,
+            newline in any::<bool>(),
+        ) {
             let mut content = lines(&text_records(n + 1, seed), b"\n");
             content.truncate(n * (RECORD + 1) + extra);
             if newline {
                 *content.last_mut().unwrap() = b'\n';
             }
             let (e, path) = error_of(&content);
-            prop_assert!(e.contains(&path) && e.contains("is not a file of 100-byte lines"), "{}", e);
+            prop_assert!(
+                e.contains(&path) && e.contains("is not a file of 100-byte lines"),
+                "{}",
+                e
+            );
         }
 
         /// Raw 100-byte records, and lines ending in CRLF, are refused, naming the file
         /// (and the first wrong line if the size fits lines).
         #[test]
-        fn other_formats_are_errors_naming_the_file(n in 1usize..300, seed in any::<u64>(), crlf in any::<bool>()) {
+        fn other_formats_are_errors_naming_the_file(
+            n in 1usize..300,
+            seed in any::<u64>(),
+            crlf in any::<bool>(),
+        ) {
             let content = if crlf {
                 lines(&text_records(n, seed), b"\r\n")
             } else {
@@ -356,7 +384,11 @@ mod tests {
             };
             let (e, path) = error_of(&content);
             let fits = content.len() % (RECORD + 1) == 0;
-            let want = if fits { format!("{path} line ") } else { format!("{path} is not a file of 100-byte lines") };
+            let want = if fits {
+                format!("{path} line ")
+            } else {
+                format!("{path} is not a file of 100-byte lines")
+            };
             prop_assert!(e.contains(&want) && e.contains("100-byte line"), "{}", e);
         }
     }
@@ -371,7 +403,10 @@ mod tests {
         content.remove(RECORD + 50); // line 2 is 99 bytes ...
         content.insert(2 * (RECORD + 1) + 10, b'x'); // ... and line 3 is 101
         let (e, path) = error_of(&content);
-        let want = format!("{path} line 2: expected a 100-byte line (100 bytes of text and a newline), found a newline after 99 bytes");
+        let want = format!(
+            "{path} line 2: expected a 100-byte line (100 bytes of text and a newline), found a \
+             newline after 99 bytes"
+        );
         assert!(e.contains(&want), "{e}\nshould contain: {want}");
         // A newline in a line's place but not at its end, or none at all, in later lines.
         for (at, byte, line) in

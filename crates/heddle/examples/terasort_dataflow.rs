@@ -3,8 +3,8 @@
 //! share; key samples are gathered to rank 0, which broadcasts
 //! the splitters (BSP collectives); a dataflow sort range-partitions the records and
 //! sorts each target's range with disk spill beyond `--mem-budget`; each target streams
-//! its sorted range into its part file. A validator checks global order, record count and an order-independent
-//! checksum against the input.
+//! its sorted range into its part file. A validator checks global order, record count and
+//! an order-independent checksum against the input.
 //!
 //! The clock starts once every worker holds its share of the input, or with `--time-read`
 //! before the workers read (or generate) it, so that the job time includes reading the
@@ -14,8 +14,12 @@
 //! the newline) or raw 100-byte records back to back (`--format raw`); its form is told,
 //! not guessed, and a file not of that form is an error naming it (and the line).
 //!
-//! `heddle run -n 2 -- target/release/examples/terasort_dataflow --records 1000000 --output /tmp/ts`
-//! `heddle run -n 2 -- target/release/examples/terasort_dataflow --input records.bin --format raw`
+//! ```text
+//! heddle run -n 2 -- target/release/examples/terasort_dataflow --records 1000000 \
+//!     --output /tmp/ts
+//! heddle run -n 2 -- target/release/examples/terasort_dataflow --input records.bin \
+//!     --format raw
+//! ```
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -133,7 +137,8 @@ impl Input {
                 let (line, at) =
                     (lo + i as u64 + 1, (lo + i as u64) * stride as u64 + RECORD as u64);
                 return Err(format!(
-                    "{name} line {line}: expected 100 bytes and a newline, found byte {:?} at byte {at} where the newline goes{}",
+                    "{name} line {line}: expected 100 bytes and a newline, found byte {:?} at \
+                     byte {at} where the newline goes{}",
                     char::from(bytes[i * stride + RECORD]),
                     if i == 0 && lo == 0 { " (raw records need --format raw)" } else { "" }
                 )
@@ -273,7 +278,9 @@ fn run(args: Args) -> Result<(), BoxError> {
     let valid = ok[0] == 1 && across && out_count == total && in_sum == out_sum;
     if rank == 0 {
         println!(
-            "{{\"example\": \"terasort_dataflow\", \"ok\": {valid}, \"records\": {out_count}, \"valid\": {valid}, \"job_s\": {job_s:.3}, \"spilled_bytes\": {spilled}, \"workers\": {size}}}"
+            "{{\"example\": \"terasort_dataflow\", \"ok\": {valid}, \"records\": {out_count}, \
+             \"valid\": {valid}, \"job_s\": {job_s:.3}, \"spilled_bytes\": {spilled}, \
+             \"workers\": {size}}}"
         );
     }
     if valid {
@@ -348,12 +355,21 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig {
+            cases: 64,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
 
         /// Raw records or lines, any number of them (none too), any number of workers:
         /// the workers' shares in rank order are the file's records, each once.
         #[test]
-        fn every_record_is_read_once(n in 0usize..300, seed in any::<u64>(), lines in any::<bool>(), workers in 1usize..9) {
+        fn every_record_is_read_once(
+            n in 0usize..300,
+            seed in any::<u64>(),
+            lines in any::<bool>(),
+            workers in 1usize..9,
+        ) {
             let records = records(n, seed, lines);
             let got = read_all(&render(&records, lines), format(lines), workers).unwrap();
             prop_assert_eq!(got, records.iter().map(|r| r.to_vec()).collect::<Vec<_>>());
@@ -375,8 +391,16 @@ mod tests {
             content.truncate(n * (RECORD + usize::from(lines)) + extra);
             let f = TempFile::new(&content);
             for rank in 0..workers {
-                let e = Input::read(&f.0, format(lines), rank, workers).err().expect("an error").to_string();
-                let want = format!("{} holds {} bytes: not a whole number of 100-byte {}", f.0.display(), content.len(), if lines { "lines" } else { "records" });
+                let e = Input::read(&f.0, format(lines), rank, workers)
+                    .err()
+                    .expect("an error")
+                    .to_string();
+                let want = format!(
+                    "{} holds {} bytes: not a whole number of 100-byte {}",
+                    f.0.display(),
+                    content.len(),
+                    if lines { "lines" } else { "records" }
+                );
                 prop_assert!(e.starts_with(&want), "{}\nshould start with: {}", e, want);
             }
         }
@@ -384,7 +408,11 @@ mod tests {
         /// Raw records read as lines are an error naming the file (by their size, or a
         /// line without its newline), whatever they hold.
         #[test]
-        fn raw_records_are_not_lines(n in 1usize..300, seed in any::<u64>(), newline_at in 0usize..300) {
+        fn raw_records_are_not_lines(
+            n in 1usize..300,
+            seed in any::<u64>(),
+            newline_at in 0usize..300,
+        ) {
             let mut records = records(n, seed, false);
             records[newline_at % n][0] = b'\n';
             let content = render(&records, false);

@@ -90,7 +90,9 @@ fn run(args: Args) -> Result<(), BoxError> {
             Via::Ports => "ports",
         };
         println!(
-            "{{\"example\": \"tiny_tasks\", \"via\": \"{via}\", \"ok\": {ok}, \"tasks\": {}, \"job_s\": {:.4}, \"verify_s\": 0.0, \"detail\": \"sum {total}, want {want}\", \"workers\": {}}}",
+            "{{\"example\": \"tiny_tasks\", \"via\": \"{via}\", \"ok\": {ok}, \"tasks\": {}, \
+             \"job_s\": {:.4}, \"verify_s\": 0.0, \"detail\": \"sum {total}, want {want}\", \
+             \"workers\": {}}}",
             args.tasks,
             job_s[0],
             comm.size()

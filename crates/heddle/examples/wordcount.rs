@@ -87,7 +87,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         let ok = args.data.no_verify || got == reference(&input)?;
         let words: u64 = got.values().sum();
         println!(
-            "{{\"example\": \"wordcount\", \"api\": \"data\", \"plain\": {}, \"ok\": {ok}, \"words\": {words}, \"distinct\": {}, \"job_s\": {:.3}, \"workers\": {}}}",
+            "{{\"example\": \"wordcount\", \"api\": \"data\", \"plain\": {}, \"ok\": {ok}, \
+             \"words\": {words}, \"distinct\": {}, \"job_s\": {:.3}, \"workers\": {}}}",
             args.plain,
             got.len(),
             job_s[0],

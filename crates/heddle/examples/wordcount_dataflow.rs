@@ -101,7 +101,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let ok = totals[2] == 1 && sums[0] == expected.len() as u64 && sums[1] == all_words;
     if r == 0 {
         println!(
-            "{{\"example\": \"wordcount\", \"ok\": {ok}, \"job_s\": {job_s:.3}, \"mode\": \"{}\", \"workers\": {p}, \"words\": {all_words}, \"distinct\": {}, \"words_per_s\": {:.0}}}",
+            "{{\"example\": \"wordcount\", \"ok\": {ok}, \"job_s\": {job_s:.3}, \"mode\": \"{}\", \
+             \"workers\": {p}, \"words\": {all_words}, \"distinct\": {}, \"words_per_s\": {:.0}}}",
             args.mode,
             sums[0],
             all_words as f64 / job_s

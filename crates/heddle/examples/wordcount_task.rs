@@ -248,7 +248,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             got == reference(&input)?
         };
         println!(
-            "{{\"example\": \"wordcount_task\", \"ok\": {ok}, \"words\": {}, \"distinct\": {}, \"bytes\": {}, \"job_s\": {:.3}, \"workers\": {p}}}",
+            "{{\"example\": \"wordcount_task\", \"ok\": {ok}, \"words\": {}, \"distinct\": {}, \
+             \"bytes\": {}, \"job_s\": {:.3}, \"workers\": {p}}}",
             stats[1],
             stats[0],
             std::fs::metadata(&input)?.len(),
@@ -278,7 +279,11 @@ mod tests {
     use super::ReadRange;
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig {
+            cases: 200,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
 
         /// For any file (empty lines, CRLF, no final newline, lines longer than the block),
         /// any number of ranges and any block size, the ranges' lines in order are the file.
@@ -296,14 +301,19 @@ mod tests {
                     content.extend_from_slice(if *crlf { b"\r\n" } else { b"\n" });
                 }
             }
-            let path = std::env::temp_dir().join(format!("heddle-readrange-{}-{parallelism}-{block}", std::process::id()));
+            let path = std::env::temp_dir()
+                .join(format!("heddle-readrange-{}-{parallelism}-{block}", std::process::id()));
             std::fs::write(&path, &content).unwrap();
             let mut got = Vec::new();
             for i in 0..parallelism {
                 let mut r = ReadRange::open(&path, i, parallelism).unwrap();
                 r.block = block;
                 while let Some(part) = r.next_lines().unwrap() {
-                    prop_assert!(part.is_empty() || part.ends_with(b"\n") || got.len() + part.len() == content.len());
+                    prop_assert!(
+                        part.is_empty()
+                            || part.ends_with(b"\n")
+                            || got.len() + part.len() == content.len()
+                    );
                     got.extend_from_slice(&part);
                 }
             }

@@ -10,10 +10,12 @@
 //!   virtualenv that `benches/mpi/setup.sh` creates (and prints on its last line).
 //!
 //! Both print one JSON object per line per measurement (the semantics, timing rules and format
-//! are specified in the docstring of `benches/mpi/bench_collectives.py`):
+//! are specified in the docstring of `benches/mpi/bench_collectives.py`), such as this one
+//! (wrapped here):
 //!
 //! ```text
-//! {"system": "mpi", "collective": "allreduce", "ranks": 2, "bytes": 8, "p50_us": 0.957, "p99_us": 1.513, "iters": 2000, "verified": true}
+//! {"system": "mpi", "collective": "allreduce", "ranks": 2, "bytes": 8,
+//!  "p50_us": 0.957, "p99_us": 1.513, "iters": 2000, "verified": true}
 //! ```
 //!
 //! Bandwidth lines add `"gbps"`. `heddle run` prefixes worker output with `[N] `; that prefix is

@@ -121,7 +121,10 @@ pub(super) fn median_runs(records: Vec<Record>) -> Vec<Record> {
 mod tests {
     use super::*;
 
-    const LINE: &str = r#"{"system": "heddle", "collective": "allreduce", "ranks": 2, "bytes": 8, "p50_us": 1.0, "p99_us": 1.5, "iters": 1000, "verified": true}"#;
+    const LINE: &str = concat!(
+        r#"{"system": "heddle", "collective": "allreduce", "ranks": 2, "bytes": 8, "#,
+        r#""p50_us": 1.0, "p99_us": 1.5, "iters": 1000, "verified": true}"#
+    );
 
     #[test]
     fn parses_plain_and_prefixed_lines() {
@@ -139,7 +142,10 @@ mod tests {
 
     #[test]
     fn parses_bandwidth_gbps() {
-        let line = r#"[0] {"system": "mpi", "collective": "bandwidth", "ranks": 2, "bytes": 16777216, "p50_us": 1375.0, "p99_us": 1500.0, "iters": 20, "verified": true, "gbps": 12.2}"#;
+        let line = concat!(
+            r#"[0] {"system": "mpi", "collective": "bandwidth", "ranks": 2, "bytes": 16777216, "#,
+            r#""p50_us": 1375.0, "p99_us": 1500.0, "iters": 20, "verified": true, "gbps": 12.2}"#
+        );
         let r = parse_line(line).expect("bandwidth line");
         assert_eq!(r.gbps, Some(12.2));
         assert_eq!(r.bytes, 16 << 20);

@@ -262,7 +262,8 @@ mod tests {
         ];
         let table = render_table(&records, "mpi");
         let lines: Vec<&str> = table.lines().collect();
-        assert!(lines[0].starts_with("| collective | ranks | bytes | Heddle p50 µs | MPI p50 µs"));
+        let header = "| collective | ranks | bytes | Heddle p50 µs | MPI p50 µs";
+        assert!(lines[0].starts_with(header));
         assert_eq!(lines[2], "| allreduce | 2 | 8 B | 1.50 | 1.00 | 1.50 | 3.00 | 2.00 | yes |");
         assert_eq!(
             lines[3],
@@ -282,7 +283,8 @@ mod tests {
         // MPI: 16777216 B / 1000 µs = 16.78 GB/s; p99 = 2000 µs -> 8.39 GB/s.
         assert_eq!(
             row,
-            "| bandwidth (GB/s) | 2 | 16 MiB | 8.39 | 16.78 | 0.50 | 4.19 | 8.39 | heddle NO / mpi yes |"
+            "| bandwidth (GB/s) | 2 | 16 MiB | 8.39 | 16.78 | 0.50 | 4.19 | 8.39 | \
+             heddle NO / mpi yes |"
         );
     }
 

@@ -68,7 +68,8 @@ pub use sorter::{SpillConfig, SpillSorter};
 /// ```
 /// use std::sync::Arc;
 /// use heddle_dataflow::spill::{KeyOrder, SpillConfig, SpillSorter};
-/// let longest_first: KeyOrder = Arc::new(|a: &[u8], b: &[u8]| b.len().cmp(&a.len()).then(a.cmp(b)));
+/// let longest_first: KeyOrder =
+///     Arc::new(|a: &[u8], b: &[u8]| b.len().cmp(&a.len()).then(a.cmp(b)));
 /// let mut sorter = SpillSorter::new(SpillConfig::default(), Some(longest_first))?;
 /// for key in ["b", "ccc", "a", "dd"] {
 ///     sorter.push(key.into(), Vec::new())?;

@@ -31,7 +31,11 @@ impl Drop for SpillFile {
     fn drop(&mut self) {
         if let Err(e) = fs::remove_file(&self.path) {
             if e.kind() != io::ErrorKind::NotFound {
-                tracing::warn!(path = %self.path.display(), error = %e, "could not remove spill file");
+                tracing::warn!(
+                    path = %self.path.display(),
+                    error = %e,
+                    "could not remove spill file"
+                );
             }
         }
     }
@@ -54,7 +58,8 @@ pub(super) fn write_run<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     let (file, mut run) = create_spill_file(dir).map_err(|e| {
         Error::io(
             format!(
-                "creating a spill run in {} (free space there or list another directory in SpillConfig::dirs)",
+                "creating a spill run in {} (free space there or list another directory in \
+                 SpillConfig::dirs)",
                 dir.path().display()
             ),
             e,

@@ -101,7 +101,8 @@ impl SpillSorter {
     pub fn push_slices(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         if u32::try_from(key.len()).is_err() || u32::try_from(value.len()).is_err() {
             return Err(Error::InvalidArgument(format!(
-                "record with a {}-byte key and a {}-byte value cannot be spilled; keys and values must be under 4 GiB",
+                "record with a {}-byte key and a {}-byte value cannot be spilled; keys and values \
+                 must be under 4 GiB",
                 key.len(),
                 value.len()
             )));
@@ -200,7 +201,8 @@ impl SpillSorter {
         let dir = Arc::new(ScratchDir::create(&self.dirs[i]).map_err(|e| {
             Error::io(
                 format!(
-                    "making a private scratch directory in spill directory {} (fix its permissions or list another in SpillConfig::dirs)",
+                    "making a private scratch directory in spill directory {} (fix its permissions \
+                     or list another in SpillConfig::dirs)",
                     self.dirs[i].display()
                 ),
                 e,
@@ -244,7 +246,8 @@ fn check_dir(dir: &Path) -> Result<()> {
     let _probe = ScratchDir::create(dir).map_err(|e| {
         Error::io(
             format!(
-                "spill directory {} is not writable (fix its permissions or list another in SpillConfig::dirs)",
+                "spill directory {} is not writable (fix its permissions or list another in \
+                 SpillConfig::dirs)",
                 dir.display()
             ),
             e,

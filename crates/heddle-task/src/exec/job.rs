@@ -187,7 +187,8 @@ impl<'c> Job<'c> {
                 .unwrap_or(0);
             if busiest > 1 {
                 return Err(Error::Graph(format!(
-                    "collective vertex '{}' has {busiest} instances on one worker; a vertex communicator needs at most one per worker",
+                    "collective vertex '{}' has {busiest} instances on one worker; a vertex \
+                     communicator needs at most one per worker",
                     def.name
                 )));
             }

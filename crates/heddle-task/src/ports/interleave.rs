@@ -244,7 +244,8 @@ impl Arbiter for InterleaveCore {
 /// use std::time::Duration;
 ///
 /// let dispatcher = Dispatcher::new(2)?;
-/// let (reads, writes, stop, done) = (Port::<()>::new(), Port::<u64>::new(), Port::<()>::new(), Port::new());
+/// let (reads, writes, stop, done) =
+///     (Port::<()>::new(), Port::<u64>::new(), Port::<()>::new(), Port::new());
 /// let total = Arc::new(AtomicU64::new(0));
 /// let (reader, writer, last) = (Arc::clone(&total), Arc::clone(&total), Arc::clone(&total));
 /// let finished = done.clone();

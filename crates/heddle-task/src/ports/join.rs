@@ -158,7 +158,9 @@ impl DispatcherQueue {
     /// let dispatcher = Dispatcher::new(2)?;
     /// let (names, ages, out) = (Port::<&str>::new(), Port::<u32>::new(), Port::new());
     /// let reply = out.clone();
-    /// dispatcher.queue().join(false, &names, &ages, move |(name, age)| reply.post(format!("{name} is {age}")));
+    /// dispatcher.queue().join(false, &names, &ages, move |(name, age)| {
+    ///     reply.post(format!("{name} is {age}"))
+    /// });
     /// names.post("Ada");
     /// assert!(out.take_timeout(Duration::from_millis(1)).is_none()); // waits for an age
     /// ages.post(36);

@@ -8,11 +8,17 @@
 //!
 //! | arbiter | runs its handler with |
 //! |---|---|
-//! | [`receive`](DispatcherQueue::receive) | each item of one port |
-//! | [`multiple_receive`](DispatcherQueue::multiple_receive) | exactly `n` items of one port |
-//! | [`join`](DispatcherQueue::join) | one item of each of two ports, taken together |
-//! | [`choice`](DispatcherQueue::choice) | the first item of any branch; the others are cancelled |
-//! | [`interleave`](DispatcherQueue::interleave) | items of concurrent / exclusive / teardown groups, reader/writer style |
+//! | [`receive`] | each item of one port |
+//! | [`multiple_receive`] | exactly `n` items of one port |
+//! | [`join`] | one item of each of two ports, taken together |
+//! | [`choice`] | the first item of any branch; the others are cancelled |
+//! | [`interleave`] | items of concurrent / exclusive / teardown groups, reader/writer style |
+//!
+//! [`receive`]: DispatcherQueue::receive
+//! [`multiple_receive`]: DispatcherQueue::multiple_receive
+//! [`join`]: DispatcherQueue::join
+//! [`choice`]: DispatcherQueue::choice
+//! [`interleave`]: DispatcherQueue::interleave
 //!
 //! Receivers are one-shot or persistent; every activation returns an [`Activation`] to
 //! cancel it. Long-running code can instead block on a port with

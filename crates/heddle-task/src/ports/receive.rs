@@ -84,7 +84,10 @@ impl DispatcherQueue {
     /// let activation = dispatcher.queue().receive(true, &requests, move |n: u32| out.post(n * n));
     /// requests.post(3);
     /// requests.post(4);
-    /// let mut got = [replies.take_timeout(Duration::from_secs(10)), replies.take_timeout(Duration::from_secs(10))];
+    /// let mut got = [
+    ///     replies.take_timeout(Duration::from_secs(10)),
+    ///     replies.take_timeout(Duration::from_secs(10)),
+    /// ];
     /// got.sort();
     /// assert_eq!(got, [Some(9), Some(16)]);
     /// assert!(activation.cancel());
