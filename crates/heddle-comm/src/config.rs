@@ -43,7 +43,8 @@ pub struct CommConfig {
     pub timeout: Duration,
     /// Transport between same-host workers (`HEDDLE_TRANSPORT`).
     pub transport: TransportChoice,
-    /// Algorithms forced per collective (`HEDDLE_ALGORITHMS=allreduce=ring,broadcast=binomial_tree`).
+    /// Algorithms forced per collective
+    /// (`HEDDLE_ALGORITHMS=allreduce=ring,broadcast=binomial_tree`).
     pub algorithms: BTreeMap<Collective, Algorithm>,
     /// Idle polls before a waiting thread starts yielding the CPU (`HEDDLE_SPIN_POLLS`).
     /// `None` picks by load: spin long when this host has a core per worker, yield
@@ -171,7 +172,8 @@ impl CommConfig {
 /// The candidate closest to `word` by edit distance, if it is a plausible misspelling.
 ///
 /// ```
-/// assert_eq!(heddle_comm::closest("HEDDLE_WINDWO", &["HEDDLE_WINDOW", "HEDDLE_RANK"]), Some("HEDDLE_WINDOW"));
+/// let known = ["HEDDLE_WINDOW", "HEDDLE_RANK"];
+/// assert_eq!(heddle_comm::closest("HEDDLE_WINDWO", &known), Some("HEDDLE_WINDOW"));
 /// assert_eq!(heddle_comm::closest("XYZ", &["HEDDLE_WINDOW"]), None);
 /// ```
 pub fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {

@@ -14,7 +14,8 @@
 //!         s.spawn(move || {
 //!             let mut edge = c.open_edge(7, 1 << 20).unwrap();
 //!             let link = edge.link();
-//!             let env = Envelope { kind: Kind::Data, source: c.rank() as u32, target: 0, sequence: 0 };
+//!             let source = c.rank() as u32;
+//!             let env = Envelope { kind: Kind::Data, source, target: 0, sequence: 0 };
 //!             if c.rank() == 1 {
 //!                 link.lock().try_send(0, env, b"hello".to_vec()).unwrap();
 //!             }
@@ -29,7 +30,11 @@
 //!                     break;
 //!                 }
 //!                 drop(io);
-//!                 if moved { edge.moved() } else { edge.wait(&[0, 1], &|| "a hello".into()).unwrap() }
+//!                 if moved {
+//!                     edge.moved()
+//!                 } else {
+//!                     edge.wait(&[0, 1], &|| "a hello".into()).unwrap()
+//!                 }
 //!             }
 //!         });
 //!     }

@@ -24,7 +24,8 @@ macro_rules! int_element {
         }
     )*};
 }
-int_element!(u8 => U8, i8 => I8, u16 => U16, i16 => I16, u32 => U32, i32 => I32, u64 => U64, i64 => I64);
+int_element!(u8 => U8, i8 => I8, u16 => U16, i16 => I16);
+int_element!(u32 => U32, i32 => I32, u64 => U64, i64 => I64);
 
 macro_rules! float_element {
     ($($t:ty => $d:ident),*) => {$(
@@ -48,7 +49,9 @@ pub type CustomOp<T> = Arc<dyn Fn(&mut [T], &[T]) + Send + Sync>;
 /// let mut acc = [1.0f64, 5.0];
 /// Op::Max.apply(&mut acc, &[3.0, 2.0]);
 /// assert_eq!(acc, [3.0, 5.0]);
-/// let bitor = Op::custom(|a: &mut [u32], b: &[u32]| a.iter_mut().zip(b).for_each(|(x, y)| *x |= *y));
+/// let bitor = Op::custom(|a: &mut [u32], b: &[u32]| {
+///     a.iter_mut().zip(b).for_each(|(x, y)| *x |= *y)
+/// });
 /// let mut acc = [1u32];
 /// bitor.apply(&mut acc, &[6]);
 /// assert_eq!(acc, [7]);

@@ -33,7 +33,10 @@ pub enum Error {
         detail: String,
     },
     /// An operation did not complete in time.
-    #[error("{op} timed out after {waited:?} ({detail}); raise HEDDLE_TIMEOUT_S if peers are legitimately slow")]
+    #[error(
+        "{op} timed out after {waited:?} ({detail}); raise HEDDLE_TIMEOUT_S if peers are \
+         legitimately slow"
+    )]
     Timeout {
         /// The operation.
         op: &'static str,
@@ -56,7 +59,11 @@ pub enum Error {
     },
     /// Another rank made a different collective call at the same point (another
     /// collective, element type, count or reduction).
-    #[error("rank {rank} called {theirs} where this rank called {ours}: every rank must make the same collective calls, in the same order, with the same element type, count and operation")]
+    #[error(
+        "rank {rank} called {theirs} where this rank called {ours}: every rank must make the \
+         same collective calls, in the same order, with the same element type, count and \
+         operation"
+    )]
     CollectiveMismatch {
         /// The other rank.
         rank: usize,
@@ -66,7 +73,10 @@ pub enum Error {
         ours: String,
     },
     /// A message's element type differs from the receive buffer's.
-    #[error("rank {rank} sent {sent} elements but the receive buffer holds {expected}: send and receive the same element type")]
+    #[error(
+        "rank {rank} sent {sent} elements but the receive buffer holds {expected}: send and \
+         receive the same element type"
+    )]
     TypeMismatch {
         /// Sending rank.
         rank: usize,
@@ -83,7 +93,11 @@ pub enum Error {
     Config(String),
     /// A file, directory or segment that must be private to this user is not: another user
     /// owns it or may read or write it, or it is not what it should be (e.g. a symlink).
-    #[error("{} is not private to this user: {detail}; refusing to use it (remove it, or check who created it)", path.display())]
+    #[error(
+        "{} is not private to this user: {detail}; refusing to use it (remove it, or check \
+         who created it)",
+        path.display()
+    )]
     NotPrivate {
         /// What was checked.
         path: std::path::PathBuf,

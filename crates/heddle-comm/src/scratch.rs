@@ -115,7 +115,8 @@ impl Drop for ScratchDir {
 fn remove(path: &Path, registration: Option<&Path>) {
     if let Err(e) = std::fs::remove_dir_all(path) {
         if e.kind() != io::ErrorKind::NotFound {
-            tracing::warn!(path = %path.display(), error = %e, "could not remove a scratch directory");
+            let path = path.display();
+            tracing::warn!(path = %path, error = %e, "could not remove a scratch directory");
         }
     }
     if let Some(r) = registration {
@@ -152,7 +153,8 @@ fn register(dir: &Path) -> Option<PathBuf> {
     match written {
         Ok(()) => Some(path),
         Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "could not register a scratch directory");
+            let path = path.display();
+            tracing::warn!(path = %path, error = %e, "could not register a scratch directory");
             None
         }
     }

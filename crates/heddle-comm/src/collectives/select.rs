@@ -11,7 +11,11 @@ use serde::Deserialize;
 use crate::{Error, Result};
 
 macro_rules! named_enum {
-    ($(#[$m:meta])* $name:ident, $what:literal { $($(#[$vm:meta])* $v:ident = $s:literal),* $(,)? }) => {
+    (
+        $(#[$m:meta])* $name:ident, $what:literal {
+            $($(#[$vm:meta])* $v:ident = $s:literal),* $(,)?
+        }
+    ) => {
         $(#[$m])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum $name { $($(#[$vm])* $v),* }
@@ -32,7 +36,10 @@ macro_rules! named_enum {
                     let hint = crate::config::closest(s, &names);
                     Error::Config(match hint {
                         Some(h) => format!("unknown {} {s:?}; did you mean {h:?}?", $what),
-                        None => format!("unknown {} {s:?}; expected one of {}", $what, names.join(", ")),
+                        None => {
+                            let all = names.join(", ");
+                            format!("unknown {} {s:?}; expected one of {all}", $what)
+                        }
                     })
                 })
             }

@@ -114,7 +114,8 @@ impl ShmSegment {
         let map = unsafe { memmap2::MmapMut::map_mut(&file) }.map_err(|e| Error::io(ctx(), e))?;
         if map.len() != shape.segment_bytes() {
             return Err(Error::Config(format!(
-                "segment {} has {} bytes, expected {}: do all workers use the same HEDDLE_BUFFER_BYTES and HEDDLE_WINDOW?",
+                "segment {} has {} bytes, expected {}: do all workers use the same \
+                 HEDDLE_BUFFER_BYTES and HEDDLE_WINDOW?",
                 path.display(),
                 map.len(),
                 shape.segment_bytes()
