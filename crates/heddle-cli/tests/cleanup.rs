@@ -67,6 +67,22 @@ fn children_of(parent: u32) -> Vec<u32> {
     found
 }
 
+/// What is still in `dir` (names, one level down too) once it is empty or `limit` passed.
+fn left_after(dir: &Path, limit: Duration) -> Vec<String> {
+    let until = Instant::now() + limit;
+    loop {
+        let mut names = Vec::new();
+        for n in entries(dir) {
+            names.extend(entries(&dir.join(&n)).into_iter().map(|i| format!("{n}/{i}")));
+            names.push(n);
+        }
+        if names.is_empty() || Instant::now() >= until {
+            return names;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let until = Instant::now() + limit;
     while !done() {
@@ -132,9 +148,11 @@ fn end_a_spilling_sort(ending: Ending) {
     let out = wait_bounded(child, Duration::from_secs(30));
     assert!(!out.status.success(), "{ending:?}: the job must fail: {}", text(&out.stderr));
     let exited = Instant::now();
-    wait_until("the spill directory is empty", Duration::from_secs(2), || {
-        entries(&spill).is_empty()
-    });
+    let left = left_after(&spill, Duration::from_secs(2));
+    assert!(
+        left.is_empty(),
+        "{ending:?}: left in the spill directory 2 s after the exit: {left:?}"
+    );
     wait_until("the job directory is removed", Duration::from_secs(2), || {
         entries(&runtime).is_empty()
     });

@@ -68,16 +68,25 @@ impl ScratchDir {
         reap_once(root);
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
         let mut attempt = 0;
-        let path = loop {
+        // Registered before it exists, so a worker killed between the two still leaves
+        // the launcher a registration to clean up after.
+        let (path, registration) = loop {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
             let path = root.join(format!("{SCRATCH_PREFIX}{}-{n}-{nanos:08x}", std::process::id()));
+            let registration = register(&path);
             match private::create_dir(&path) {
-                Ok(()) => break path,
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 16 => attempt += 1,
-                Err(e) => return Err(e),
+                Ok(()) => break (path, registration),
+                Err(e) => {
+                    if let Some(r) = &registration {
+                        let _ = std::fs::remove_file(r);
+                    }
+                    if e.kind() != io::ErrorKind::AlreadyExists || attempt >= 16 {
+                        return Err(e);
+                    }
+                    attempt += 1;
+                }
             }
         };
-        let registration = register(&path);
         AT_EXIT.call_once(|| {
             // SAFETY: registers a plain `extern "C" fn` with no captured state.
             unsafe { libc::atexit(remove_live_at_exit) };
@@ -112,12 +121,23 @@ impl Drop for ScratchDir {
     }
 }
 
+/// Removes a scratch directory, then its registration — only once the directory is gone,
+/// so that the launcher still removes what a dying process could not (a thread of it may
+/// be writing a run into the directory as it exits).
 fn remove(path: &Path, registration: Option<&Path>) {
-    if let Err(e) = std::fs::remove_dir_all(path) {
-        if e.kind() != io::ErrorKind::NotFound {
-            let path = path.display();
-            tracing::warn!(path = %path, error = %e, "could not remove a scratch directory");
+    let mut gone = false;
+    for _ in 0..3 {
+        match std::fs::remove_dir_all(path) {
+            Ok(()) => gone = true,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => gone = true,
+            Err(_) => continue,
         }
+        break;
+    }
+    if !gone {
+        let path = path.display();
+        tracing::warn!(path = %path, "could not remove a scratch directory; its launcher will");
+        return;
     }
     if let Some(r) = registration {
         let _ = std::fs::remove_file(r);
