@@ -95,6 +95,12 @@ impl EdgeChannels {
         self.link.clone()
     }
 
+    /// Holds this worker's engine for a batch of sends and receives (as
+    /// [`EdgeLink::lock`], without a handle of its own).
+    pub fn lock(&self) -> EdgeIo<'_> {
+        self.link.lock()
+    }
+
     /// The number of workers (world ranks) messages may go to.
     pub fn workers(&self) -> usize {
         self.link.shared.lock().peers()

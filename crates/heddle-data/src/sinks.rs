@@ -40,15 +40,16 @@ impl Parts {
         i: u32,
         f: &mut dyn FnMut(&mut PartWriter) -> std::io::Result<()>,
     ) -> Result<()> {
-        let path = self.commit.temp_path(i, "");
+        // The path is made only to create the part or to name it in an error, not per record.
+        let path = || self.commit.temp_path(i, "");
         let mut open = self.open.locked();
         let out = match open.entry(i) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(BufWriter::new(crate::output::create_part(&path)?))
+                v.insert(BufWriter::new(crate::output::create_part(&path())?))
             }
         };
-        f(out).map_err(|e| io(&path, e))
+        f(out).map_err(|e| io(&path(), e))
     }
 
     /// The sink's `each` (write a record) and `end` (close a partition's part, even an

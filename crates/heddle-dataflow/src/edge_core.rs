@@ -389,7 +389,7 @@ impl EdgeCore {
             && self.batches.values().all(Vec::is_empty)
             && self.relay_outstanding == 0
             && !self.up.as_ref().is_some_and(UpTree::busy)
-            && !self.channels.link().lock().sending()
+            && !self.channels.lock().sending()
     }
 
     /// Whether messages of this worker wait to be sent.
@@ -409,7 +409,7 @@ impl EdgeCore {
                 (*t, ended, ready)
             })
             .collect();
-        let sending = self.channels.link().lock().sending();
+        let sending = self.channels.lock().sending();
         let detail = || {
             format!(
                 "edge {edge}: messages queued per worker {pending:?}, in flight: {sending}; \
