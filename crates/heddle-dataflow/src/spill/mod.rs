@@ -1,4 +1,11 @@
-//! External sorting with disk spill for batch dataflow operations.
+//! External sorting with disk spill: the one run writer and k-way merge of every sort and
+//! spilling operation.
+//!
+//! The parts: a [`RunStore`] makes run files in private scratch directories of the spill
+//! directories (in turn), a [`RunWriter`] writes one, and a [`Merge`] merges runs with an
+//! in-memory remainder for any record type with a [`RunFormat`] (its order and encoding).
+//! The byte-record [`SpillSorter`] of the dataflow operations and the data API's typed
+//! `sort_by_key` both sort through them.
 //!
 //! A [`SpillSorter`] buffers `(key, value)` records in memory. Once the buffered bytes pass
 //! the budget it sorts them by key and writes them as one *sorted run* to a file in one of the
@@ -17,7 +24,7 @@
 //!
 //! # Run file format
 //!
-//! Integers are little-endian; `write_run` and `RunReader` mirror each other field by field.
+//! Integers are little-endian; `RunWriter` and `RunReader` mirror each other field by field.
 //!
 //! ```text
 //! 0      4         8                  16
@@ -53,11 +60,16 @@ use std::sync::Arc;
 mod buffer;
 mod merge;
 mod run_file;
+mod run_store;
+mod sorted;
 mod sorter;
 #[cfg(test)]
 mod tests;
 
-pub use merge::{GroupedRecords, SortedRecords};
+pub use merge::{Merge, RunFormat};
+pub use run_file::{Run, RunWriter};
+pub use run_store::RunStore;
+pub use sorted::{GroupedRecords, SortedRecords};
 pub use sorter::{SpillConfig, SpillSorter};
 
 /// A total order on keys; `None` where one is accepted means bytewise order.

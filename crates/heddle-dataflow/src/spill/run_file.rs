@@ -1,9 +1,10 @@
-//! Run files: the sorted runs a spill sorter writes ([`write_run`]) and reads back
+//! Run files: the sorted runs an external sort writes ([`RunWriter`]) and reads back
 //! ([`RunReader`]) in the format described in the module documentation, and removes again
-//! ([`SpillFile`]).
+//! ([`Run`]).
 
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{self, AtomicU64};
 use std::sync::Arc;
@@ -19,15 +20,23 @@ const IO_BUFFER_BYTES: usize = 64 << 10;
 pub(super) const FILE_PREFIX: &str = "heddle-spill-";
 static NEXT_FILE: AtomicU64 = AtomicU64::new(0);
 
-/// A run file on disk, removed when dropped (and its scratch directory with the last run).
+/// A sorted run on disk, written by a [`RunWriter`]; its file is removed when the run is
+/// dropped (and its private scratch directory with the last run in it).
 #[derive(Debug)]
-pub(super) struct SpillFile {
+pub struct Run {
     pub(super) path: PathBuf,
     pub(super) records: u64,
     _dir: Arc<ScratchDir>,
 }
 
-impl Drop for SpillFile {
+impl Run {
+    /// Records in the run.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+}
+
+impl Drop for Run {
     fn drop(&mut self) {
         if let Err(e) = fs::remove_file(&self.path) {
             if e.kind() != io::ErrorKind::NotFound {
@@ -41,53 +50,93 @@ impl Drop for SpillFile {
     }
 }
 
-/// Creates a new, uniquely named, empty private file in `dir`.
-fn create_spill_file(dir: &Arc<ScratchDir>) -> io::Result<(File, SpillFile)> {
-    let n = NEXT_FILE.fetch_add(1, atomic::Ordering::Relaxed);
-    let (path, file) = dir.create_file(&format!("{FILE_PREFIX}{n}.run"))?;
-    Ok((file, SpillFile { path, records: 0, _dir: dir.clone() }))
+/// Writes one run file: records in key order, each a key and a value of under 4 GiB.
+///
+/// Made by [`RunStore::writer`](super::RunStore::writer); [`finish`](Self::finish) hands
+/// the [`Run`] over. Dropped unfinished, it removes its file.
+#[derive(Debug)]
+pub struct RunWriter {
+    out: BufWriter<File>,
+    run: Run,
+    written: u64,
 }
 
-/// Writes `records` (already in key order, exactly `count` of them) as a new run in `dir`;
-/// returns it and the bytes written.
-pub(super) fn write_run<K: AsRef<[u8]>, V: AsRef<[u8]>>(
-    dir: &Arc<ScratchDir>,
-    count: u64,
-    records: impl Iterator<Item = Result<(K, V)>>,
-) -> Result<(SpillFile, u64)> {
-    let (file, mut run) = create_spill_file(dir).map_err(|e| {
-        Error::io(
-            format!(
-                "creating a spill run in {} (free space there or list another directory in \
-                 SpillConfig::dirs)",
-                dir.path().display()
-            ),
-            e,
-        )
-    })?;
-    let failed = |e| Error::io(format!("writing spill run {}", run.path.display()), e);
-    let mut out = BufWriter::with_capacity(IO_BUFFER_BYTES, file);
-    let mut header = [0u8; HEADER_BYTES as usize];
-    header[0..4].copy_from_slice(&MAGIC);
-    header[4..8].copy_from_slice(&VERSION.to_le_bytes());
-    header[8..16].copy_from_slice(&count.to_le_bytes());
-    out.write_all(&header).map_err(failed)?;
-    let mut written = HEADER_BYTES;
-    for record in records {
-        let (key, value) = record?;
-        let (key, value) = (key.as_ref(), value.as_ref());
-        for len in [key.len(), value.len()] {
-            let len = u32::try_from(len)
-                .map_err(|_| failed(io::Error::other("key or value of 4 GiB or more")))?;
-            out.write_all(&len.to_le_bytes()).map_err(failed)?;
-        }
-        out.write_all(key).map_err(failed)?;
-        out.write_all(value).map_err(failed)?;
-        written += RECORD_HEADER_BYTES + key.len() as u64 + value.len() as u64;
+impl RunWriter {
+    /// Creates a new, uniquely named, empty private run file in `dir`.
+    pub(super) fn create(dir: &Arc<ScratchDir>) -> Result<RunWriter> {
+        let n = NEXT_FILE.fetch_add(1, atomic::Ordering::Relaxed);
+        let (path, file) = dir.create_file(&format!("{FILE_PREFIX}{n}.run")).map_err(|e| {
+            Error::io(
+                format!(
+                    "creating a spill run in {} (free space there or list another spill \
+                     directory in SpillConfig::dirs)",
+                    dir.path().display()
+                ),
+                e,
+            )
+        })?;
+        let run = Run { path, records: 0, _dir: dir.clone() };
+        let mut writer =
+            RunWriter { out: BufWriter::with_capacity(IO_BUFFER_BYTES, file), run, written: 0 };
+        // The record count is filled in by `finish`.
+        writer.write(&[0u8; HEADER_BYTES as usize])?;
+        Ok(writer)
     }
-    out.into_inner().map_err(|e| failed(e.into_error()))?;
-    run.records = count;
-    Ok((run, written))
+
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.out.write_all(bytes).map_err(|e| self.failed(e))?;
+        self.written += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn failed(&self, e: io::Error) -> Error {
+        Error::io(format!("writing spill run {}", self.run.path.display()), e)
+    }
+
+    /// Appends one record (records must come in the run's key order).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] if the key or value has 4 GiB or more; [`Error::Io`]
+    /// naming the file if it cannot be written.
+    pub fn push(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut lens = [0u8; RECORD_HEADER_BYTES as usize];
+        for (at, len) in [(0, key.len()), (4, value.len())] {
+            let len = u32::try_from(len).map_err(|_| {
+                Error::InvalidArgument(format!(
+                    "a record with a {}-byte key and a {}-byte value cannot be spilled to {}; \
+                     keys and values must be under 4 GiB",
+                    key.len(),
+                    value.len(),
+                    self.run.path.display()
+                ))
+            })?;
+            lens[at..at + 4].copy_from_slice(&len.to_le_bytes());
+        }
+        self.write(&lens)?;
+        self.write(key)?;
+        self.write(value)?;
+        self.run.records += 1;
+        Ok(())
+    }
+
+    /// Completes the file (its header counts the records) and returns the run and the bytes
+    /// written, header included.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] naming the file if it cannot be written.
+    pub fn finish(self) -> Result<(Run, u64)> {
+        let RunWriter { out, run, written } = self;
+        let failed = |e| Error::io(format!("writing spill run {}", run.path.display()), e);
+        let file = out.into_inner().map_err(|e| failed(e.into_error()))?;
+        let mut header = [0u8; HEADER_BYTES as usize];
+        header[0..4].copy_from_slice(&MAGIC);
+        header[4..8].copy_from_slice(&VERSION.to_le_bytes());
+        header[8..16].copy_from_slice(&run.records.to_le_bytes());
+        file.write_all_at(&header, 0).map_err(failed)?;
+        Ok((run, written))
+    }
 }
 
 /// Reads one run file back, record by record, checking every length against the file.
@@ -95,11 +144,11 @@ pub(super) struct RunReader {
     input: BufReader<File>,
     left_records: u64,
     left_bytes: u64,
-    run: SpillFile,
+    run: Run,
 }
 
 impl RunReader {
-    pub(super) fn open(run: SpillFile) -> Result<RunReader> {
+    pub(super) fn open(run: Run) -> Result<RunReader> {
         let failed = |e| Error::io(format!("reading spill run {}", run.path.display()), e);
         // Our own run, still private (not swapped for a symlink or another's file).
         let file = heddle_comm::private::open_owned(&run.path, false)?;
@@ -130,6 +179,11 @@ impl RunReader {
             ));
         }
         Ok(RunReader { input, left_records: count, left_bytes: len - HEADER_BYTES, run })
+    }
+
+    /// The run's file.
+    pub(super) fn path(&self) -> &Path {
+        &self.run.path
     }
 
     pub(super) fn next_record(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {

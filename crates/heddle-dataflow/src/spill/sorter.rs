@@ -1,17 +1,17 @@
-//! The [`SpillSorter`]: buffers records within a memory budget, writes sorted runs to
+//! The [`SpillSorter`]: buffers byte records within a memory budget, writes sorted runs to
 //! the spill directories, and hands everything back merged in key order.
 
 use std::fmt;
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::{Error, Result};
-use heddle_comm::scratch::ScratchDir;
 
 use super::buffer::{Buffer, RECORD_OVERHEAD};
-use super::merge::{SortedRecords, Source};
-use super::run_file::{write_run, RunReader, SpillFile};
+use super::merge::Merge;
+use super::run_file::Run;
+use super::run_store::RunStore;
+use super::sorted::{BufferRecords, ByteRecords, SortedRecords};
 use super::{KeyOrder, MERGE_WIDTH};
 
 /// Where and when a [`SpillSorter`] spills.
@@ -34,17 +34,14 @@ impl Default for SpillConfig {
 ///
 /// See the [module documentation](super) for an example.
 pub struct SpillSorter {
-    dirs: Vec<PathBuf>,
+    store: RunStore,
     budget_bytes: usize,
     order: KeyOrder,
     /// `order` is plain byte order: sort by an 8-byte prefix first.
     bytewise: bool,
     buffer: Buffer,
     buffered_bytes: usize,
-    pub(super) runs: Vec<SpillFile>,
-    /// This sorter's scratch directory in each of `dirs`, made at its first run there.
-    scratch: Vec<Option<Arc<ScratchDir>>>,
-    next_dir: usize,
+    pub(super) runs: Vec<Run>,
     pushed: u64,
     spilled_bytes: u64,
 }
@@ -58,25 +55,14 @@ impl SpillSorter {
     /// directory; [`Error::Io`] naming the directory if one does not exist or a file cannot
     /// be created in it (checked now, not at the first spill).
     pub fn new(config: SpillConfig, order: Option<KeyOrder>) -> Result<SpillSorter> {
-        if config.dirs.is_empty() {
-            return Err(Error::InvalidArgument(
-                "spill configuration names no directory; list at least one in SpillConfig::dirs"
-                    .into(),
-            ));
-        }
-        for dir in &config.dirs {
-            check_dir(dir)?;
-        }
         Ok(SpillSorter {
-            scratch: vec![None; config.dirs.len()],
-            dirs: config.dirs,
+            store: RunStore::new(config.dirs)?,
             budget_bytes: config.budget_bytes,
             bytewise: order.is_none(),
             order: order.unwrap_or_else(|| Arc::new(|a: &[u8], b: &[u8]| a.cmp(b))),
             buffer: Buffer::default(),
             buffered_bytes: 0,
             runs: Vec::new(),
-            next_dir: 0,
             pushed: 0,
             spilled_bytes: 0,
         })
@@ -148,75 +134,34 @@ impl SpillSorter {
     }
 
     pub(super) fn finish_with_width(mut self, width: usize) -> Result<SortedRecords> {
-        let width = width.max(2);
-        let order = self.order.clone();
         let mut memory = std::mem::take(&mut self.buffer);
-        memory.sort(&order, self.bytewise);
-        let mut runs = std::mem::take(&mut self.runs);
-        // The in-memory remainder takes one merge slot too.
-        while runs.len() >= width {
-            let mut merged = Vec::with_capacity(runs.len().div_ceil(width));
-            let mut rest = runs.into_iter();
-            loop {
-                let chunk: Vec<SpillFile> = rest.by_ref().take(width).collect();
-                if chunk.len() <= 1 {
-                    merged.extend(chunk);
-                    break;
-                }
-                let records = chunk.iter().map(|run| run.records).sum();
-                let sources = chunk.into_iter().map(|run| RunReader::open(run).map(Source::Run));
-                let stream = SortedRecords::merge(sources.collect::<Result<_>>()?, order.clone())?;
-                let dir = self.take_dir()?;
-                merged.push(write_run(&dir, records, stream)?.0);
-            }
-            runs = merged;
-        }
-        let mut sources = runs
-            .into_iter()
-            .map(|run| RunReader::open(run).map(Source::Run))
-            .collect::<Result<Vec<_>>>()?;
-        sources.push(Source::Memory(memory, 0));
-        SortedRecords::merge(sources, order)
+        memory.sort(&self.order, self.bytewise);
+        let runs = std::mem::take(&mut self.runs);
+        let memory = BufferRecords { buffer: memory, next: 0 };
+        let format = ByteRecords(self.order.clone());
+        let merge = Merge::with_width(format, runs, memory, &mut self.store, width)?;
+        Ok(SortedRecords { merge })
     }
 
     fn spill(&mut self) -> Result<()> {
         self.buffer.sort(&self.order, self.bytewise);
-        let dir = self.take_dir()?;
-        let records = self.buffer.records().map(Ok);
-        let (run, bytes) = write_run(&dir, self.buffer.len() as u64, records)?;
+        let mut writer = self.store.writer()?;
+        for (key, value) in self.buffer.records() {
+            writer.push(key, value)?;
+        }
+        let (run, bytes) = writer.finish()?;
         self.runs.push(run);
         self.spilled_bytes += bytes;
         self.buffer.clear();
         self.buffered_bytes = 0;
         Ok(())
     }
-
-    /// The scratch directory for the next run (spill directories in turn).
-    fn take_dir(&mut self) -> Result<Arc<ScratchDir>> {
-        let i = self.next_dir % self.dirs.len();
-        self.next_dir += 1;
-        if let Some(dir) = &self.scratch[i] {
-            return Ok(dir.clone());
-        }
-        let dir = Arc::new(ScratchDir::create(&self.dirs[i]).map_err(|e| {
-            Error::io(
-                format!(
-                    "making a private scratch directory in spill directory {} (fix its permissions \
-                     or list another in SpillConfig::dirs)",
-                    self.dirs[i].display()
-                ),
-                e,
-            )
-        })?);
-        self.scratch[i] = Some(dir.clone());
-        Ok(dir)
-    }
 }
 
 impl fmt::Debug for SpillSorter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SpillSorter")
-            .field("dirs", &self.dirs)
+            .field("store", &self.store)
             .field("budget_bytes", &self.budget_bytes)
             .field("buffered_records", &self.buffer.len())
             .field("buffered_bytes", &self.buffered_bytes)
@@ -225,33 +170,4 @@ impl fmt::Debug for SpillSorter {
             .field("spilled_bytes", &self.spilled_bytes)
             .finish()
     }
-}
-
-fn check_dir(dir: &Path) -> Result<()> {
-    let meta = fs::metadata(dir).map_err(|e| {
-        Error::io(
-            format!(
-                "spill directory {} is unusable (create it or list another in SpillConfig::dirs)",
-                dir.display()
-            ),
-            e,
-        )
-    })?;
-    if !meta.is_dir() {
-        return Err(Error::InvalidArgument(format!(
-            "spill directory {} is not a directory; list a directory in SpillConfig::dirs",
-            dir.display()
-        )));
-    }
-    let _probe = ScratchDir::create(dir).map_err(|e| {
-        Error::io(
-            format!(
-                "spill directory {} is not writable (fix its permissions or list another in \
-                 SpillConfig::dirs)",
-                dir.display()
-            ),
-            e,
-        )
-    })?;
-    Ok(())
 }

@@ -1,16 +1,12 @@
 //! Unit tests of the spill sorter that look inside it: run file bytes, multi-pass
 //! merges, damaged runs.
 
+use super::buffer::RECORD_OVERHEAD;
+use super::run_file::{RunReader, FILE_PREFIX};
+use super::{RunStore, SpillConfig, SpillSorter};
+use crate::Result;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-use heddle_comm::scratch::ScratchDir;
-
-use super::buffer::RECORD_OVERHEAD;
-use super::run_file::{write_run, RunReader, FILE_PREFIX};
-use super::{SpillConfig, SpillSorter};
-use crate::Result;
 
 /// A fresh directory, removed with its contents on drop (also when a test fails).
 struct Scratch(PathBuf);
@@ -65,8 +61,10 @@ fn expected() -> Vec<(Vec<u8>, Vec<u8>)> {
 #[test]
 fn run_file_golden_bytes() {
     let dir = scratch("golden");
-    let private = Arc::new(ScratchDir::create(&dir).unwrap());
-    let (run, bytes) = write_run(&private, 1, [Ok((b"k", b"vv"))].into_iter()).unwrap();
+    let mut store = RunStore::new(vec![dir.to_path_buf()]).unwrap();
+    let mut writer = store.writer().unwrap();
+    writer.push(b"k", b"vv").unwrap();
+    let (run, bytes) = writer.finish().unwrap();
     let want: &[u8] = &[
         b'H', b'S', b'P', b'L', 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, // header
         1, 0, 0, 0, 2, 0, 0, 0, b'k', b'v', b'v', // record
@@ -76,7 +74,7 @@ fn run_file_golden_bytes() {
     let mut reader = RunReader::open(run).unwrap();
     assert_eq!(reader.next_record().unwrap(), Some((b"k".to_vec(), b"vv".to_vec())));
     assert_eq!(reader.next_record().unwrap(), None);
-    drop((reader, private));
+    drop((reader, store));
     assert_eq!(fs::read_dir(&dir).unwrap().count(), 0);
     fs::remove_dir(&dir).unwrap();
 }
