@@ -23,7 +23,7 @@ struct Msg {
 pub(crate) const RELAY: TaskId = u32::MAX;
 
 /// The machinery every operation shares on one worker: batching, credit, ends,
-/// barrier alignment. Operations reach it through [`super::Semantics`].
+/// barrier alignment. Operations reach it through [`Semantics`](crate::semantics::Semantics).
 #[derive(Debug)]
 pub struct EdgeCore {
     channels: EdgeChannels,

@@ -1,6 +1,22 @@
 //! The one implementation of [`Operation`] that every dataflow operation shares: an
 //! operation supplies only its [`Semantics`] — how a source's record is routed and
 //! encoded, and how a target turns incoming messages into events.
+//!
+//! Each operation at the crate root is this [`Dataflow`] over its semantics, one type
+//! per operation, named for what it does to the records: [`Partition`](crate::Partition)
+//! is `Dataflow<Routing>`, [`Reduce`](crate::Reduce) `Dataflow<Reduction>`,
+//! [`Gather`](crate::Gather) `Dataflow<Gathering>`, [`KeyedGather`](crate::KeyedGather)
+//! `Dataflow<Grouping>`, [`KeyedReduce`](crate::KeyedReduce) `Dataflow<KeyedReduction>`,
+//! [`Sort`](crate::Sort) `Dataflow<Sorting>` and [`Join`](crate::Join) `Dataflow<Joining>`.
+//! Programs name the operations; the semantics are named here only to implement a new one.
+
+pub use crate::gather::Gathering;
+pub use crate::join::Joining;
+pub use crate::keyed_gather::Grouping;
+pub use crate::keyed_reduce::KeyedReduction;
+pub use crate::partition::Routing;
+pub use crate::reduce::Reduction;
+pub use crate::sort::Sorting;
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
