@@ -28,9 +28,9 @@ its own virtualenv (benches/.venv-compare: numpy, matplotlib), then
 
 The harness is split by concept: config.py (paths, workloads, systems, sizes), systems.py
 (installs, versions), variants.py (what runs for each workload and system), measure.py (one
-run: time, peak PSS, check), report.py (table, chart, docs/benchmarks.md, --merge) and
-reference.py (data and references); this file parses the arguments, prepares the data and
-runs the rounds.
+run: time, peak PSS, check), tables.py (medians, ratios, tables, chart), report.py
+(docs/benchmarks.md, --merge) and reference.py (data and references); this file parses the
+arguments, prepares the data and runs the rounds.
 """
 
 from __future__ import annotations
