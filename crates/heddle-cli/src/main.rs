@@ -52,6 +52,14 @@ struct RunArgs {
     /// Seconds between SIGTERM and SIGKILL when stopping workers.
     #[arg(long, default_value_t = 2.0)]
     kill_grace: f64,
+    /// Seconds between heartbeats of the master and the workers (default 1, or
+    /// HEDDLE_HEARTBEAT_S).
+    #[arg(long)]
+    heartbeat_interval: Option<f64>,
+    /// Seconds of silence after which a worker is declared failed: stopped, hung or cut
+    /// off (default 5, or HEDDLE_HEARTBEAT_TIMEOUT_S).
+    #[arg(long)]
+    heartbeat_timeout: Option<f64>,
     /// The program and its arguments.
     #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true)]
     command: Vec<String>,
@@ -96,6 +104,37 @@ fn run(args: RunArgs) -> i32 {
             eprintln!("heddle run: --init-timeout: {e}");
             return 2;
         }
+    }
+    if let Err(e) = spec.heartbeats_from(|k| std::env::var(k).ok()) {
+        eprintln!("heddle run: {e}");
+        return 2;
+    }
+    for (flag, bounds, value, field) in [
+        (
+            "--heartbeat-interval",
+            heddle_comm::settings::HEARTBEAT_S,
+            args.heartbeat_interval,
+            &mut spec.heartbeat,
+        ),
+        (
+            "--heartbeat-timeout",
+            heddle_comm::settings::HEARTBEAT_TIMEOUT_S,
+            args.heartbeat_timeout,
+            &mut spec.heartbeat_timeout,
+        ),
+    ] {
+        let Some(v) = value else { continue };
+        match heddle_comm::settings::seconds(&bounds, &v.to_string()) {
+            Ok(t) => *field = t,
+            Err(e) => {
+                eprintln!("heddle run: {flag}: {e}");
+                return 2;
+            }
+        }
+    }
+    if let Err(e) = heddle_runtime::check_heartbeat(spec.heartbeat, spec.heartbeat_timeout) {
+        eprintln!("heddle run: {e}");
+        return 2;
     }
     spec.master_bind = args.master_bind;
     spec.kill_grace = Duration::from_secs_f64(args.kill_grace.max(0.0));

@@ -52,6 +52,19 @@ pub const INIT_TIMEOUT_S: Bounds = Bounds {
     max: 86_400.0,
     whole: false,
 };
+/// `HEDDLE_HEARTBEAT_S`: how often workers and the job master tell each other they are
+/// alive (default 1 s).
+pub const HEARTBEAT_S: Bounds =
+    Bounds { name: "HEDDLE_HEARTBEAT_S", unit: "seconds", min: 0.01, max: 3_600.0, whole: false };
+/// `HEDDLE_HEARTBEAT_TIMEOUT_S`: silence after which a worker (or the master) is declared
+/// failed (default 5 s).
+pub const HEARTBEAT_TIMEOUT_S: Bounds = Bounds {
+    name: "HEDDLE_HEARTBEAT_TIMEOUT_S",
+    unit: "seconds",
+    min: 0.05,
+    max: 86_400.0,
+    whole: false,
+};
 /// `HEDDLE_SPIN_POLLS`: idle polls before a waiting thread yields its core.
 pub const SPIN_POLLS: Bounds = Bounds {
     name: "HEDDLE_SPIN_POLLS",
@@ -71,8 +84,16 @@ pub const RANK: Bounds =
     Bounds { name: "HEDDLE_RANK", unit: "rank", min: 0.0, max: 1_048_575.0, whole: true };
 
 /// Every bounded setting, for `heddle run` to check before it starts a worker.
-pub const ALL: &[Bounds] =
-    &[BUFFER_BYTES, WINDOW, TIMEOUT_S, INIT_TIMEOUT_S, SPIN_POLLS, TASK_THREADS];
+pub const ALL: &[Bounds] = &[
+    BUFFER_BYTES,
+    WINDOW,
+    TIMEOUT_S,
+    INIT_TIMEOUT_S,
+    HEARTBEAT_S,
+    HEARTBEAT_TIMEOUT_S,
+    SPIN_POLLS,
+    TASK_THREADS,
+];
 
 /// Parses `value` of the setting `b`.
 ///

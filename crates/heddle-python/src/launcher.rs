@@ -57,7 +57,13 @@ pub(crate) fn run_local(
     )
     .map_err(|e| Kind::Config.err(format!("init_timeout: {e}")))?;
     let mut spec = LaunchSpec::new(workers, command);
-    spec.env = env.unwrap_or_default();
+    // The job's own settings first, then the launcher's environment.
+    let job_env = env.unwrap_or_default();
+    spec.heartbeats_from(|k| {
+        job_env.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.clone()).or(std::env::var(k).ok())
+    })
+    .map_err(errors::runtime)?;
+    spec.env = job_env;
     spec.init_timeout = init_timeout;
     spec.master_bind = master_bind;
     spec.kill_grace = Duration::from_secs_f64(kill_grace.max(0.0));

@@ -112,9 +112,11 @@ pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
     drop(segment); // every peer has mapped it: remove the name from /dev/shm
     let comm = builder.build()?;
     let abort = comm.abort_handle();
-    let report = std::sync::Mutex::new(
+    // One writer at a time on the master connection: failure reports and heartbeats.
+    let to_master = std::sync::Arc::new(std::sync::Mutex::new(
         ms.try_clone().map_err(|e| Error::io("cloning the master connection", e))?,
-    );
+    ));
+    let report = to_master.clone();
     abort.set_reporter(Box::new(move |cause| {
         let mut stream = report.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Err(e) = control::send(&mut stream, &Control::Failed { cause: cause.clone() }) {
@@ -122,7 +124,8 @@ pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
         }
     }));
     abort_on_panic(&abort, env.rank);
-    watch_master(ms, env.rank, abort);
+    send_heartbeats(to_master, env.heartbeat);
+    watch_master(ms, env, abort);
     Ok(comm)
 }
 
@@ -350,17 +353,49 @@ fn abort_on_panic(abort: &std::sync::Arc<heddle_comm::JobAbort>, rank: usize) {
     }));
 }
 
+/// Tells the master every `interval` that this worker is alive, from a thread of its own
+/// (so a worker busy computing, or waiting in Python, still beats; a stopped one does not).
+/// Ends when the master connection fails.
+fn send_heartbeats(to_master: std::sync::Arc<std::sync::Mutex<TcpStream>>, interval: Duration) {
+    let spawned = std::thread::Builder::new().name("heddle-heartbeat".into()).spawn(move || loop {
+        std::thread::sleep(interval);
+        let mut stream = to_master.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if control::send(&mut stream, &Control::Heartbeat).is_err() {
+            return;
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot send heartbeats to the job master: {e}");
+    }
+}
+
 /// Listens to the master for the rest of the job: a failure elsewhere aborts this
-/// worker's calls ([`heddle_comm::JobAbort`]); if the connection closes, the launcher is
-/// gone, so the job is over and this worker exits rather than linger.
-fn watch_master(mut ms: TcpStream, rank: usize, abort: std::sync::Arc<heddle_comm::JobAbort>) {
-    let _ = ms.set_read_timeout(None);
+/// worker's calls ([`heddle_comm::JobAbort`]); if the connection closes, or the master is
+/// silent for the heartbeat timeout, the launcher is gone or cut off, so the job is over
+/// and this worker exits rather than linger.
+fn watch_master(mut ms: TcpStream, env: &WorkerEnv, abort: std::sync::Arc<heddle_comm::JobAbort>) {
+    let (rank, timeout) = (env.rank, env.heartbeat_timeout);
+    let _ = ms.set_read_timeout(Some(timeout));
     let spawned =
         std::thread::Builder::new().name("heddle-master-watch".into()).spawn(move || loop {
             match control::recv(&mut ms) {
                 Ok(Control::Aborted { cause }) => abort.receive(cause),
+                Ok(Control::Heartbeat) => {}
                 Ok(other) => {
                     tracing::warn!("ignored an unexpected message from the job master: {other:?}")
+                }
+                Err(Error::Io { source, .. })
+                    if matches!(
+                        source.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    eprintln!(
+                        "heddle: rank {rank}: no heartbeat from the job master for {:.1} s \
+                         (HEDDLE_HEARTBEAT_TIMEOUT_S); exiting",
+                        timeout.as_secs_f64()
+                    );
+                    std::process::exit(70);
                 }
                 Err(e) => {
                     eprintln!("heddle: rank {rank}: lost the job master ({e}); exiting");

@@ -86,6 +86,8 @@ pub enum Control {
         /// Who failed, where and how.
         cause: AbortCause,
     },
+    /// The sender is alive (both ways, every heartbeat interval, once the job runs).
+    Heartbeat,
 }
 
 const CONTROL_LIMIT: Limits = Limits { max_frame_payload: 4 << 20, max_message: 4 << 20 };

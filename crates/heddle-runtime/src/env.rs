@@ -45,7 +45,18 @@ pub struct WorkerEnv {
     pub token: Option<String>,
     /// How long to wait for every worker to join (`HEDDLE_INIT_TIMEOUT_S`, default 60).
     pub init_timeout: Duration,
+    /// How often to tell the job master this worker is alive (`HEDDLE_HEARTBEAT_S`,
+    /// default 1).
+    pub heartbeat: Duration,
+    /// Silence of the job master after which this worker gives the job up
+    /// (`HEDDLE_HEARTBEAT_TIMEOUT_S`, default 5).
+    pub heartbeat_timeout: Duration,
 }
+
+/// Heartbeat interval when `HEDDLE_HEARTBEAT_S` is not set.
+pub(crate) const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(1);
+/// Heartbeat timeout when `HEDDLE_HEARTBEAT_TIMEOUT_S` is not set.
+pub(crate) const DEFAULT_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Every `HEDDLE_*` variable a worker reads (with [`heddle_comm::CommConfig::ENV_KEYS`]).
 const RUNTIME_KEYS: &[&str] = &[
@@ -54,6 +65,8 @@ const RUNTIME_KEYS: &[&str] = &[
     "HEDDLE_MASTER",
     "HEDDLE_JOB_TOKEN",
     "HEDDLE_INIT_TIMEOUT_S",
+    "HEDDLE_HEARTBEAT_S",
+    "HEDDLE_HEARTBEAT_TIMEOUT_S",
     "HEDDLE_HOST_ID",
     "HEDDLE_LOG",
     // The job directory, where workers register their scratch directories.
@@ -76,6 +89,23 @@ pub fn check_known_keys(keys: impl IntoIterator<Item = String>) -> Result<()> {
                 None => format!("unknown setting {k}; known settings: {}", known.join(", ")),
             }));
         }
+    }
+    Ok(())
+}
+
+/// A heartbeat timeout must leave room for at least two heartbeats.
+///
+/// # Errors
+/// [`Error::Env`] naming both settings.
+pub fn check_heartbeat(interval: Duration, timeout: Duration) -> Result<()> {
+    if timeout < 2 * interval {
+        return Err(Error::Env(format!(
+            "the heartbeat timeout ({:.3} s, HEDDLE_HEARTBEAT_TIMEOUT_S or \
+             --heartbeat-timeout) must be at least twice the heartbeat interval ({:.3} s, \
+             HEDDLE_HEARTBEAT_S or --heartbeat-interval)",
+            timeout.as_secs_f64(),
+            interval.as_secs_f64()
+        )));
     }
     Ok(())
 }
@@ -122,12 +152,25 @@ impl WorkerEnv {
                  `heddle run -n {size} -- PROGRAM`"
             )));
         }
-        let init_timeout = match get(settings::INIT_TIMEOUT_S.name).filter(|v| !v.is_empty()) {
-            Some(v) => settings::seconds(&settings::INIT_TIMEOUT_S, &v)
-                .map_err(|e| Error::Env(setting_message(e)))?,
-            None => Duration::from_secs(60),
+        let seconds = |b: &Bounds, default: Duration| -> Result<Duration> {
+            match get(b.name).filter(|v| !v.is_empty()) {
+                Some(v) => settings::seconds(b, &v).map_err(|e| Error::Env(setting_message(e))),
+                None => Ok(default),
+            }
         };
-        Ok(WorkerEnv { rank, size, master, token: get("HEDDLE_JOB_TOKEN"), init_timeout })
+        let init_timeout = seconds(&settings::INIT_TIMEOUT_S, Duration::from_secs(60))?;
+        let heartbeat = seconds(&settings::HEARTBEAT_S, DEFAULT_HEARTBEAT)?;
+        let heartbeat_timeout = seconds(&settings::HEARTBEAT_TIMEOUT_S, DEFAULT_HEARTBEAT_TIMEOUT)?;
+        check_heartbeat(heartbeat, heartbeat_timeout)?;
+        Ok(WorkerEnv {
+            rank,
+            size,
+            master,
+            token: get("HEDDLE_JOB_TOKEN"),
+            init_timeout,
+            heartbeat,
+            heartbeat_timeout,
+        })
     }
 }
 

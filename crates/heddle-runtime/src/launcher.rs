@@ -34,6 +34,10 @@ pub struct LaunchSpec {
     pub master_bind: SocketAddr,
     /// Grace period between SIGTERM and SIGKILL when stopping workers.
     pub kill_grace: Duration,
+    /// How often master and workers tell each other they are alive (default 1 s).
+    pub heartbeat: Duration,
+    /// Silence after which a worker is declared failed and killed (default 5 s).
+    pub heartbeat_timeout: Duration,
 }
 
 impl LaunchSpec {
@@ -46,7 +50,26 @@ impl LaunchSpec {
             init_timeout: Duration::from_secs(60),
             master_bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             kill_grace: Duration::from_secs(2),
+            heartbeat: crate::env::DEFAULT_HEARTBEAT,
+            heartbeat_timeout: crate::env::DEFAULT_HEARTBEAT_TIMEOUT,
         }
+    }
+
+    /// Takes the heartbeat interval and timeout from `HEDDLE_HEARTBEAT_S` and
+    /// `HEDDLE_HEARTBEAT_TIMEOUT_S` of `get`, where set.
+    ///
+    /// # Errors
+    /// [`Error::Env`] naming a variable whose value is out of range.
+    pub fn heartbeats_from(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<()> {
+        use heddle_comm::settings::{seconds, HEARTBEAT_S, HEARTBEAT_TIMEOUT_S};
+        for (bounds, field) in
+            [(HEARTBEAT_S, &mut self.heartbeat), (HEARTBEAT_TIMEOUT_S, &mut self.heartbeat_timeout)]
+        {
+            if let Some(v) = get(bounds.name).filter(|v| !v.is_empty()) {
+                *field = seconds(&bounds, &v).map_err(|e| Error::Env(e.to_string()))?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -91,6 +114,7 @@ pub fn run_local(spec: &LaunchSpec) -> Result<JobOutcome> {
     if spec.workers == 0 {
         return Err(Error::Env("-n must be at least 1".into()));
     }
+    crate::env::check_heartbeat(spec.heartbeat, spec.heartbeat_timeout)?;
     let program = spec
         .command
         .first()
@@ -118,6 +142,8 @@ pub fn run_local(spec: &LaunchSpec) -> Result<JobOutcome> {
         token: token.clone(),
         init_timeout: spec.init_timeout,
         bind: spec.master_bind,
+        heartbeat: spec.heartbeat,
+        heartbeat_timeout: spec.heartbeat_timeout,
     })?;
     let mut workers: Vec<Worker> = Vec::with_capacity(spec.workers);
     let (out_tx, out_rx) = mpsc::channel::<()>();
@@ -131,6 +157,8 @@ pub fn run_local(spec: &LaunchSpec) -> Result<JobOutcome> {
             .env("HEDDLE_INIT_TIMEOUT_S", spec.init_timeout.as_secs_f64().to_string())
             .env(heddle_comm::scratch::JOB_DIR_VAR, files.dir())
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .env("HEDDLE_HEARTBEAT_S", spec.heartbeat.as_secs_f64().to_string())
+            .env("HEDDLE_HEARTBEAT_TIMEOUT_S", spec.heartbeat_timeout.as_secs_f64().to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -171,7 +199,13 @@ pub fn run_local(spec: &LaunchSpec) -> Result<JobOutcome> {
         }
         master.failure().map(|cause| cause.origin)
     };
-    let mut outcome = supervise(&mut workers, &guardian, &signal, spec.kill_grace, &origin);
+    // A worker the master declared failed for its silence (stopped or hung): it will not
+    // end by itself.
+    let silent = || {
+        master.failure().filter(|cause| cause.kind == crate::master::NO_HEARTBEAT).map(|c| c.origin)
+    };
+    let mut outcome =
+        supervise(&mut workers, &guardian, &signal, spec.kill_grace, &origin, &silent);
     // Processes the workers started and left running die with the job.
     guardian.finish();
     // Output readers end when the last holder of each pipe exits.
@@ -208,6 +242,7 @@ fn supervise(
     signal: &AtomicUsize,
     grace: Duration,
     origin: &dyn Fn(usize) -> Option<usize>,
+    silent: &dyn Fn() -> Option<usize>,
 ) -> JobOutcome {
     loop {
         let sig = signal.load(Ordering::SeqCst);
@@ -215,6 +250,26 @@ fn supervise(
             eprintln!("heddle: interrupted by signal {sig}; stopping {} workers", workers.len());
             stop_all(workers, guardian, grace);
             return JobOutcome::Interrupted { signal: sig as i32 };
+        }
+        if let Some(w) = silent().and_then(|r| workers.iter_mut().find(|w| w.rank == r)) {
+            if w.status.is_none() {
+                // SAFETY: kill(2) on our own child (SIGKILL ends a stopped process too).
+                unsafe { libc::kill(w.child.id() as libc::pid_t, libc::SIGKILL) };
+                w.status = w.child.wait().ok();
+            }
+            let rank = w.rank;
+            let others = workers.iter().filter(|w| w.status.is_none()).count();
+            eprintln!(
+                "heddle: rank {rank} sent no heartbeat in time and was killed; stopping the \
+                 other {others} workers"
+            );
+            let until = Instant::now() + grace;
+            while Instant::now() < until && reap(workers) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            stop_all(workers, guardian, grace);
+            let status = "sent no heartbeat in time (killed)".to_string();
+            return JobOutcome::WorkerFailed { rank, status, code: 1 };
         }
         let mut failed = None;
         for w in workers.iter_mut().filter(|w| w.status.is_none()) {

@@ -18,7 +18,7 @@ mod master;
 mod output;
 
 pub use bootstrap::{init, init_with};
-pub use env::{check_environment, check_known_keys, WorkerEnv};
+pub use env::{check_environment, check_heartbeat, check_known_keys, WorkerEnv};
 pub use error::{Error, Result};
 pub use launcher::{run_local, JobOutcome, LaunchSpec};
 pub use master::{JobMaster, MasterConfig};

@@ -1,8 +1,9 @@
 //! The job master: admits workers that prove they hold the job token, hands out the peer
 //! table once all have joined, releases them together once all are connected, and then
-//! stays off the data path: its open connections tell workers the job is alive, and when a
-//! worker reports a failure it tells every other worker, so the whole job aborts with that
-//! cause (the first one reported is kept for the launcher to print).
+//! stays off the data path: heartbeats both ways tell workers and master that the other is
+//! alive, and when a worker reports a failure — or falls silent for the heartbeat timeout
+//! (stopped, hung or cut off) — it tells every other worker, so the whole job aborts with
+//! that cause (the first one is kept for the launcher to print).
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +28,10 @@ pub struct MasterConfig {
     pub init_timeout: Duration,
     /// Where to listen (`127.0.0.1:0` for a local job).
     pub bind: SocketAddr,
+    /// How often the master tells workers it is alive.
+    pub heartbeat: Duration,
+    /// Silence after which a running worker is declared failed.
+    pub heartbeat_timeout: Duration,
 }
 
 /// A running job master (a thread of the launching process).
@@ -178,6 +183,7 @@ fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, rep
         Ok(())
     })();
     started.store(true, Ordering::SeqCst);
+    let peers: Vec<PeerInfo> = joined.iter().flatten().map(|j| j.peer.clone()).collect();
     let mut streams: Vec<(usize, TcpStream)> =
         joined.into_iter().flatten().map(|j| (j.peer.rank, j.stream)).collect();
     match outcome {
@@ -193,7 +199,7 @@ fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, rep
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        Ok(()) => relay_failures(&mut streams, &stop, reports),
+        Ok(()) => relay_failures(&mut streams, &peers, &config, &stop, reports),
     }
     for (_, s) in &streams {
         let _ = s.shutdown(std::net::Shutdown::Both);
@@ -201,10 +207,17 @@ fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, rep
     let _ = acceptor.join();
 }
 
-/// While the job runs: the first failure a worker reports is kept and sent to every
-/// other worker. The connections stay open until `stop`: workers treat their closing as
-/// the job's end.
-fn relay_failures(streams: &mut [(usize, TcpStream)], stop: &AtomicBool, reports: &Reports) {
+/// While the job runs: the first failure a worker reports, or the first worker silent for
+/// the heartbeat timeout, is kept and sent to every other worker; every heartbeat interval
+/// each worker hears from the master. The connections stay open until `stop`: workers
+/// treat their closing as the job's end.
+fn relay_failures(
+    streams: &mut [(usize, TcpStream)],
+    peers: &[PeerInfo],
+    config: &MasterConfig,
+    stop: &AtomicBool,
+    reports: &Reports,
+) {
     // `None`: the worker's connection closed (after everything it sent).
     let (tx, rx) = mpsc::channel::<(usize, Option<Control>)>();
     let mut readers = Vec::new();
@@ -223,8 +236,28 @@ fn relay_failures(streams: &mut [(usize, TcpStream)], stop: &AtomicBool, reports
         }));
     }
     drop(tx);
+    for (_, s) in streams.iter() {
+        // A worker that stopped reading must not block the master's heartbeats.
+        let _ = s.set_write_timeout(Some(config.heartbeat));
+    }
+    // When each worker was last heard from; `None` once it was declared failed.
+    let mut heard = vec![Some(Instant::now()); config.world_size];
+    let mut next_beat = Instant::now();
     while !stop.load(Ordering::SeqCst) {
-        let (from, msg) = match rx.recv_timeout(Duration::from_millis(20)) {
+        let now = Instant::now();
+        if now >= next_beat {
+            next_beat = now + config.heartbeat;
+            for (_, s) in streams.iter_mut() {
+                let _ = control::send(s, &Control::Heartbeat);
+            }
+        }
+        if let Some((rank, silence)) = silent(&heard, reports, config.heartbeat_timeout) {
+            heard[rank] = None;
+            abort_all(streams, rank, no_heartbeat(rank, peers, silence), reports);
+        }
+        let wait =
+            next_beat.saturating_duration_since(Instant::now()).min(Duration::from_millis(20));
+        let (from, msg) = match rx.recv_timeout(wait) {
             Ok(m) => m,
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
             Err(mpsc::RecvTimeoutError::Disconnected) => {
@@ -232,28 +265,20 @@ fn relay_failures(streams: &mut [(usize, TcpStream)], stop: &AtomicBool, reports
                 continue;
             }
         };
-        let Some(msg) = msg else {
-            if let Some(c) =
-                reports.closed.lock().unwrap_or_else(PoisonError::into_inner).get_mut(from)
-            {
-                *c = true;
-            }
-            continue;
-        };
-        let Control::Failed { cause } = msg else {
-            tracing::warn!("rank {from} sent an unexpected message: {msg:?}");
-            continue;
-        };
-        let mut first = reports.failure.lock().unwrap_or_else(PoisonError::into_inner);
-        if first.is_some() {
-            continue;
+        if let Some(Some(h)) = heard.get_mut(from) {
+            *h = Instant::now();
         }
-        *first = Some(cause.clone());
-        drop(first);
-        for (rank, s) in streams.iter_mut().filter(|(rank, _)| *rank != from) {
-            if let Err(e) = control::send(s, &Control::Aborted { cause: cause.clone() }) {
-                tracing::debug!("could not tell rank {rank} of the abort: {e}");
+        match msg {
+            None => {
+                if let Some(c) =
+                    reports.closed.lock().unwrap_or_else(PoisonError::into_inner).get_mut(from)
+                {
+                    *c = true;
+                }
             }
+            Some(Control::Heartbeat) => {}
+            Some(Control::Failed { cause }) => abort_all(streams, from, cause, reports),
+            Some(other) => tracing::warn!("rank {from} sent an unexpected message: {other:?}"),
         }
     }
     for (_, s) in streams.iter() {
@@ -261,6 +286,60 @@ fn relay_failures(streams: &mut [(usize, TcpStream)], stop: &AtomicBool, reports
     }
     for r in readers {
         let _ = r.join();
+    }
+}
+
+/// The first running worker not heard from for longer than `timeout`, and for how long.
+fn silent(
+    heard: &[Option<Instant>],
+    reports: &Reports,
+    timeout: Duration,
+) -> Option<(usize, Duration)> {
+    let closed = reports.closed.lock().unwrap_or_else(PoisonError::into_inner);
+    heard.iter().enumerate().find_map(|(rank, last)| {
+        let silence = (*last)?.elapsed();
+        (silence > timeout && !closed.get(rank).copied().unwrap_or(true)).then_some((rank, silence))
+    })
+}
+
+/// The cause of a job whose worker `rank` fell silent for `silence`.
+fn no_heartbeat(rank: usize, peers: &[PeerInfo], silence: Duration) -> AbortCause {
+    let whereabouts = peers
+        .iter()
+        .find(|p| p.rank == rank)
+        .map(|p| format!(" on host {} (pid {})", p.host, p.pid))
+        .unwrap_or_default();
+    AbortCause::new(
+        rank,
+        NO_HEARTBEAT,
+        format!(
+            "no heartbeat for {:.1} s from rank {rank}{whereabouts}: the worker is stopped, \
+             hung or cut off (HEDDLE_HEARTBEAT_TIMEOUT_S, --heartbeat-timeout)",
+            silence.as_secs_f64()
+        ),
+    )
+}
+
+/// The [`AbortCause::kind`] of a worker declared failed for its silence.
+pub(crate) const NO_HEARTBEAT: &str = "NoHeartbeat";
+
+/// Keeps `cause` if it is the job's first failure and sends it to every worker but `from`.
+fn abort_all(
+    streams: &mut [(usize, TcpStream)],
+    from: usize,
+    cause: AbortCause,
+    reports: &Reports,
+) {
+    let mut first = reports.failure.lock().unwrap_or_else(PoisonError::into_inner);
+    if first.is_some() {
+        return;
+    }
+    *first = Some(cause.clone());
+    drop(first);
+    for (rank, s) in streams.iter_mut().filter(|(rank, _)| *rank != from) {
+        if let Err(e) = control::send(s, &Control::Aborted { cause: cause.clone() }) {
+            tracing::debug!("could not tell rank {rank} of the abort: {e}");
+        }
     }
 }
 

@@ -26,6 +26,10 @@ struct Args {
     /// Panic after joining the job (the others' barrier is aborted at once).
     #[arg(long)]
     panic: bool,
+    /// Stop itself (SIGSTOP) after joining the job, as a hung worker: only its missing
+    /// heartbeats tell.
+    #[arg(long)]
+    stop: bool,
 }
 
 fn main() {
@@ -52,6 +56,10 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if comm.rank() == args.fail_rank {
         if args.panic {
             panic!("rank {} cannot go on", comm.rank());
+        }
+        if args.stop {
+            // SAFETY: raising a signal in our own process.
+            unsafe { libc_raise(19) }; // SIGSTOP
         }
         if let Some(sig) = args.signal {
             // SAFETY: raising a signal in our own process.
