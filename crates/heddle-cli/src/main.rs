@@ -52,6 +52,10 @@ struct RunArgs {
     /// Seconds between SIGTERM and SIGKILL when stopping workers.
     #[arg(long, default_value_t = 2.0)]
     kill_grace: f64,
+    /// Start a failed job again, all workers with the same ranks, up to this many times
+    /// (each attempt sees HEDDLE_ATTEMPT = 0, 1, ...).
+    #[arg(long, default_value_t = 0)]
+    restarts: u32,
     /// Seconds between heartbeats of the master and the workers (default 1, or
     /// HEDDLE_HEARTBEAT_S).
     #[arg(long)]
@@ -136,6 +140,7 @@ fn run(args: RunArgs) -> i32 {
         eprintln!("heddle run: {e}");
         return 2;
     }
+    spec.restarts = args.restarts;
     spec.master_bind = args.master_bind;
     spec.kill_grace = Duration::from_secs_f64(args.kill_grace.max(0.0));
     if let Some(t) = args.transport {

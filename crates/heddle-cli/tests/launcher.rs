@@ -55,7 +55,10 @@ fn output_lines_carry_the_rank() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     for r in 0..3 {
-        assert!(stdout.lines().any(|l| l == format!("[{r}] rank {r} of 3 joined")), "{stdout}");
+        assert!(
+            stdout.lines().any(|l| l == format!("[{r}] rank {r} of 3 joined (attempt 0)")),
+            "{stdout}"
+        );
     }
 }
 

@@ -26,6 +26,8 @@ pub(crate) struct Shared {
     pub(crate) config: CommConfig,
     /// The engine's job-wide abort, reachable without its lock.
     pub(crate) abort: Arc<JobAbort>,
+    /// Which attempt of the job this is (0 first, 1 after the first restart ...).
+    pub(crate) attempt: u32,
 }
 
 impl Shared {
@@ -79,6 +81,18 @@ impl Communicator {
     /// This process's rank in the communicator, `0..size()`.
     pub fn rank(&self) -> usize {
         self.rank
+    }
+
+    /// Which attempt of the job this is: 0 for the first, 1 after the first restart
+    /// (`heddle run --restarts N` restarts a failed job; `HEDDLE_ATTEMPT` in each worker).
+    ///
+    /// ```
+    /// let comm = heddle_comm::solo(heddle_comm::CommConfig::default())?;
+    /// assert_eq!(comm.attempt(), 0);
+    /// # Ok::<(), heddle_comm::Error>(())
+    /// ```
+    pub fn attempt(&self) -> u32 {
+        self.shared.attempt
     }
 
     /// Number of ranks.

@@ -65,6 +65,9 @@ pub const HEARTBEAT_TIMEOUT_S: Bounds = Bounds {
     max: 86_400.0,
     whole: false,
 };
+/// `HEDDLE_ATTEMPT`: which attempt of a restarted job this is.
+pub const ATTEMPT: Bounds =
+    Bounds { name: "HEDDLE_ATTEMPT", unit: "attempt", min: 0.0, max: 1_000_000.0, whole: true };
 /// `HEDDLE_SPIN_POLLS`: idle polls before a waiting thread yields its core.
 pub const SPIN_POLLS: Bounds = Bounds {
     name: "HEDDLE_SPIN_POLLS",
@@ -91,6 +94,7 @@ pub const ALL: &[Bounds] = &[
     INIT_TIMEOUT_S,
     HEARTBEAT_S,
     HEARTBEAT_TIMEOUT_S,
+    ATTEMPT,
     SPIN_POLLS,
     TASK_THREADS,
 ];

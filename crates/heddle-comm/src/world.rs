@@ -21,6 +21,7 @@ pub struct WorldBuilder {
     local_workers: usize,
     /// Shared by the ranks of a world inside one process.
     abort: Option<Arc<JobAbort>>,
+    attempt: u32,
 }
 
 impl WorldBuilder {
@@ -35,7 +36,13 @@ impl WorldBuilder {
         }
         let mut links: Vec<Option<Link>> = (0..size).map(|_| None).collect();
         links[rank] = Some(transport::loopback(rank, config.window, config.buffer_bytes));
-        Ok(WorldBuilder { rank, links, config, local_workers: size, abort: None })
+        Ok(WorldBuilder { rank, links, config, local_workers: size, abort: None, attempt: 0 })
+    }
+
+    /// Records which attempt of the job this world belongs to
+    /// ([`Communicator::attempt`]; 0 by default).
+    pub fn set_attempt(&mut self, attempt: u32) {
+        self.attempt = attempt;
     }
 
     /// The ring geometry every segment of this job uses.
@@ -103,7 +110,12 @@ impl WorldBuilder {
             spin,
             abort.clone(),
         );
-        let shared = Arc::new(Shared { engine: Mutex::new(engine), config: self.config, abort });
+        let shared = Arc::new(Shared {
+            engine: Mutex::new(engine),
+            config: self.config,
+            abort,
+            attempt: self.attempt,
+        });
         Ok(Communicator::world(shared, self.rank, size))
     }
 }

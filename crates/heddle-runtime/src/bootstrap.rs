@@ -45,6 +45,7 @@ pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
 
     let tcp_only = config.transport == TransportChoice::Tcp;
     let mut builder = WorldBuilder::new(env.rank, env.size, config)?;
+    builder.set_attempt(env.attempt);
     let listener = TcpListener::bind(SocketAddr::new(local_ip, 0))
         .map_err(|e| Error::io(format!("binding a peer listener on {local_ip}"), e))?;
     let tcp_addr =

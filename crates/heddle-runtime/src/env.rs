@@ -51,6 +51,9 @@ pub struct WorkerEnv {
     /// Silence of the job master after which this worker gives the job up
     /// (`HEDDLE_HEARTBEAT_TIMEOUT_S`, default 5).
     pub heartbeat_timeout: Duration,
+    /// Which attempt of the job this is (`HEDDLE_ATTEMPT`, 0 for the first; `heddle run
+    /// --restarts` counts up).
+    pub attempt: u32,
 }
 
 /// Heartbeat interval when `HEDDLE_HEARTBEAT_S` is not set.
@@ -67,6 +70,7 @@ const RUNTIME_KEYS: &[&str] = &[
     "HEDDLE_INIT_TIMEOUT_S",
     "HEDDLE_HEARTBEAT_S",
     "HEDDLE_HEARTBEAT_TIMEOUT_S",
+    "HEDDLE_ATTEMPT",
     "HEDDLE_HOST_ID",
     "HEDDLE_LOG",
     // The job directory, where workers register their scratch directories.
@@ -162,6 +166,7 @@ impl WorkerEnv {
         let heartbeat = seconds(&settings::HEARTBEAT_S, DEFAULT_HEARTBEAT)?;
         let heartbeat_timeout = seconds(&settings::HEARTBEAT_TIMEOUT_S, DEFAULT_HEARTBEAT_TIMEOUT)?;
         check_heartbeat(heartbeat, heartbeat_timeout)?;
+        let attempt = first(&["HEDDLE_ATTEMPT"], settings::ATTEMPT)?.unwrap_or(0) as u32;
         Ok(WorkerEnv {
             rank,
             size,
@@ -170,6 +175,7 @@ impl WorkerEnv {
             init_timeout,
             heartbeat,
             heartbeat_timeout,
+            attempt,
         })
     }
 }

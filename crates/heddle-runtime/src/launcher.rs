@@ -38,6 +38,8 @@ pub struct LaunchSpec {
     pub heartbeat: Duration,
     /// Silence after which a worker is declared failed and killed (default 5 s).
     pub heartbeat_timeout: Duration,
+    /// How many times a failed job is started again (default 0: it fails).
+    pub restarts: u32,
 }
 
 impl LaunchSpec {
@@ -52,6 +54,7 @@ impl LaunchSpec {
             kill_grace: Duration::from_secs(2),
             heartbeat: crate::env::DEFAULT_HEARTBEAT,
             heartbeat_timeout: crate::env::DEFAULT_HEARTBEAT_TIMEOUT,
+            restarts: 0,
         }
     }
 
@@ -105,7 +108,9 @@ impl JobOutcome {
     }
 }
 
-/// Runs a job to completion.
+/// Runs a job to completion. A job whose worker failed is started again, all its workers
+/// with the same ranks, up to `spec.restarts` times; each attempt has its own master, job
+/// token and files, and its workers see `HEDDLE_ATTEMPT` (0, 1, ...).
 ///
 /// # Errors
 /// [`Error::Spawn`] if a worker cannot be started (the others are stopped first);
@@ -132,6 +137,33 @@ pub fn run_local(spec: &LaunchSpec) -> Result<JobOutcome> {
         }
         .map_err(|e| Error::io("installing signal handlers", e))?;
     }
+    let mut attempt = 0;
+    loop {
+        let outcome = run_attempt(spec, program, attempt, &signal)?;
+        if !matches!(outcome, JobOutcome::WorkerFailed { .. }) || attempt >= spec.restarts {
+            return Ok(outcome);
+        }
+        let sig = signal.load(Ordering::SeqCst);
+        if sig != 0 {
+            return Ok(JobOutcome::Interrupted { signal: sig as i32 });
+        }
+        attempt += 1;
+        eprintln!(
+            "heddle: restarting the job: attempt {} of at most {} (--restarts {})",
+            attempt + 1,
+            spec.restarts + 1,
+            spec.restarts
+        );
+    }
+}
+
+/// One attempt of the job: a master, the workers, and what is left once they end.
+fn run_attempt(
+    spec: &LaunchSpec,
+    program: &str,
+    attempt: u32,
+    signal: &Arc<AtomicUsize>,
+) -> Result<JobOutcome> {
     let token = hex::encode(rand::random::<[u8; 32]>());
     // Dropped last: the workers are gone before their files are removed.
     let files = JobFiles::create(&token)?;
@@ -159,6 +191,7 @@ pub fn run_local(spec: &LaunchSpec) -> Result<JobOutcome> {
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .env("HEDDLE_HEARTBEAT_S", spec.heartbeat.as_secs_f64().to_string())
             .env("HEDDLE_HEARTBEAT_TIMEOUT_S", spec.heartbeat_timeout.as_secs_f64().to_string())
+            .env("HEDDLE_ATTEMPT", attempt.to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -185,7 +218,7 @@ pub fn run_local(spec: &LaunchSpec) -> Result<JobOutcome> {
             }
             Err(source) => {
                 stop_all(&mut workers, &guardian, spec.kill_grace);
-                return Err(Error::Spawn { program: program.clone(), source });
+                return Err(Error::Spawn { program: program.to_string(), source });
             }
         }
     }
@@ -204,8 +237,7 @@ pub fn run_local(spec: &LaunchSpec) -> Result<JobOutcome> {
     let silent = || {
         master.failure().filter(|cause| cause.kind == crate::master::NO_HEARTBEAT).map(|c| c.origin)
     };
-    let mut outcome =
-        supervise(&mut workers, &guardian, &signal, spec.kill_grace, &origin, &silent);
+    let mut outcome = supervise(&mut workers, &guardian, signal, spec.kill_grace, &origin, &silent);
     // Processes the workers started and left running die with the job.
     guardian.finish();
     // Output readers end when the last holder of each pipe exits.

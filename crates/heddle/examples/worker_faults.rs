@@ -26,6 +26,10 @@ struct Args {
     /// Panic after joining the job (the others' barrier is aborted at once).
     #[arg(long)]
     panic: bool,
+    /// Misbehave only in the first this many attempts of the job (`heddle run --restarts`);
+    /// later attempts succeed.
+    #[arg(long)]
+    fail_attempts: Option<u32>,
     /// Stop itself (SIGSTOP) after joining the job, as a hung worker: only its missing
     /// heartbeats tell.
     #[arg(long)]
@@ -48,12 +52,13 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let comm = heddle::init()?;
-    println!("rank {} of {} joined", comm.rank(), comm.size());
+    println!("rank {} of {} joined (attempt {})", comm.rank(), comm.size(), comm.attempt());
     if let Some(s) = args.sleep {
         std::thread::sleep(std::time::Duration::from_secs(s));
         return Ok(());
     }
-    if comm.rank() == args.fail_rank {
+    let fails = args.fail_attempts.is_none_or(|n| comm.attempt() < n);
+    if comm.rank() == args.fail_rank && fails {
         if args.panic {
             panic!("rank {} cannot go on", comm.rank());
         }
