@@ -21,6 +21,7 @@
 
 mod actions;
 mod bytes_key;
+mod checkpoint;
 mod chunks;
 mod combine;
 mod dataset;
@@ -62,6 +63,7 @@ impl<T> Locked<T> for std::sync::Mutex<T> {
 }
 
 pub use bytes_key::BytesKey;
+pub use checkpoint::LoopCheckpoints;
 pub use combine::Combiner;
 pub use dataset::DataSet;
 pub use error::{Error, Result};

@@ -6,7 +6,13 @@
 //! ```text
 //! heddle run -n 2 -- target/release/examples/kmeans --generate --seed 1
 //! heddle run -n 4 -- target/release/examples/kmeans --input points.npy --k 16 --output /tmp/km
+//! heddle run -n 2 --restarts 3 -- target/release/examples/kmeans --generate \
+//!     --checkpoint-dir /tmp/km-ckpt --checkpoint-every 5
 //! ```
+//!
+//! With `--checkpoint-dir`, the centers are checkpointed every `--checkpoint-every`
+//! iterations, and a restarted job resumes after the newest checkpoint; the JSON line says
+//! from which iteration (`"resumed_from_iteration"`, 0 for a fresh start).
 
 #[path = "common/points.rs"]
 mod points;
@@ -21,6 +27,16 @@ use heddle::Op;
 struct Args {
     #[command(flatten)]
     data: points::PointsInput,
+    /// Checkpoint the centers in this directory (of rank 0's) and resume from it.
+    #[arg(long)]
+    checkpoint_dir: Option<std::path::PathBuf>,
+    /// Iterations between checkpoints.
+    #[arg(long, default_value_t = 1)]
+    checkpoint_every: u64,
+    /// For the recovery tests: in the job's first attempt, the last rank kills itself
+    /// (SIGKILL) once this many iterations are done.
+    #[arg(long)]
+    kill_at_iteration: Option<u64>,
 }
 
 fn main() {
@@ -51,8 +67,18 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let pts = source.cache()?;
     session.comm().barrier()?;
     let start = Instant::now();
-    let mut centers = first.clone();
-    for _ in 0..d.iterations {
+    let job = format!("kmeans k={} points={n} seed={seed} input={:?}", d.k, d.input);
+    let checkpoints = match &args.checkpoint_dir {
+        Some(dir) => Some(session.loop_checkpoints(dir, args.checkpoint_every, job)?),
+        None => None,
+    };
+    let resumed = match &checkpoints {
+        Some(c) => c.resume()?,
+        None => None,
+    };
+    let (start_at, mut centers) = resumed.unwrap_or((0, first.clone()));
+    let last_rank = session.comm().size() - 1;
+    for i in start_at..d.iterations {
         let c = centers.clone();
         let sums = pts
             .map_partitions(move |part| {
@@ -63,6 +89,14 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             .reduce(|a, b| a.iter().zip(&b).map(|(x, y)| x + y).collect())?
             .ok_or("no points")?;
         points::update(&mut centers, &sums);
+        if let Some(c) = &checkpoints {
+            c.completed(i + 1, &centers)?;
+        }
+        let killed = args.kill_at_iteration == Some(i + 1) && session.comm().attempt() == 0;
+        if killed && session.rank() == last_rank {
+            // SAFETY: kill(2) on this very process.
+            unsafe { libc_kill(std::process::id() as i32, 9) };
+        }
     }
     let mut job_s = [start.elapsed().as_secs_f64()];
     session.comm().allreduce(&mut job_s, Op::Max)?;
@@ -78,7 +112,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "{{\"example\": \"kmeans\", \"api\": \"data\", \"ok\": {ok}, \"points\": {n}, \
              \"k\": {}, \"iterations\": {}, \"max_center_error\": {err:.3e}, \"job_s\": {:.3}, \
-             \"workers\": {}}}",
+             \"workers\": {}, \"resumed_from_iteration\": {start_at}}}",
             d.k,
             d.iterations,
             job_s[0],
@@ -89,4 +123,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Ok(())
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
 }

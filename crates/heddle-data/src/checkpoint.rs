@@ -1,0 +1,287 @@
+//! Checkpoints of an iterative job's loop state ([`LoopCheckpoints`]), so that a job
+//! restarted after a failure (`heddle run --restarts N`) resumes from its last completed
+//! checkpoint instead of from the start.
+//!
+//! The loop state (K-means' centers, a model's weights) is the same on every worker, so
+//! rank 0 alone writes it, and on resume reads it and broadcasts it: the checkpoint
+//! directory need only exist where rank 0 runs. Each checkpoint is one private file
+//! (0600, in a 0700 directory), written whole under a temporary name, synced, then renamed,
+//! so a crash leaves the previous checkpoint intact; the newest two are kept.
+//!
+//! # File format
+//!
+//! ```text
+//! HEDDLE-LOOP-CHECKPOINT 1\n
+//! {"job": "...", "state": "<Rust type>", "iteration": i, "bytes": n, "sha256": "..."}\n
+//! <n bytes: the state, bincode>
+//! ```
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::{Error, Result, Session};
+
+const MAGIC: &str = "HEDDLE-LOOP-CHECKPOINT 1";
+/// Checkpoints kept in the directory; older ones are removed.
+const KEEP: usize = 2;
+
+/// What a checkpoint says about itself.
+#[derive(Debug, Serialize, Deserialize)]
+struct Header {
+    /// The job's description: a checkpoint of another job is refused.
+    job: String,
+    /// The state's Rust type.
+    state: String,
+    /// Iterations completed.
+    iteration: u64,
+    /// Bytes of the encoded state.
+    bytes: u64,
+    /// SHA-256 of the encoded state, hex.
+    sha256: String,
+}
+
+/// Checkpoints of loop state `S` every `every` iterations, in a directory of rank 0's.
+///
+/// ```
+/// use heddle_data::Session;
+/// let dir = std::env::temp_dir().join(format!("heddle-doc-loop-{}", std::process::id()));
+/// let run = |iterations: u64| -> heddle_data::Result<(u64, f64)> {
+///     let session = Session::new(heddle_comm::solo(Default::default())?)?;
+///     let checkpoints = session.loop_checkpoints::<f64>(&dir, 2, "halving from 1000")?;
+///     let (start, mut x) = checkpoints.resume()?.unwrap_or((0, 1000.0));
+///     for i in start..iterations {
+///         x /= 2.0;
+///         checkpoints.completed(i + 1, &x)?;
+///     }
+///     Ok((start, x))
+/// };
+/// assert_eq!(run(5)?, (0, 31.25)); // checkpoints after iterations 2 and 4
+/// assert_eq!(run(6)?, (4, 15.625)); // a second run resumes after iteration 4
+/// std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct LoopCheckpoints<S> {
+    session: Session,
+    dir: PathBuf,
+    every: u64,
+    job: String,
+    _state: PhantomData<fn() -> S>,
+}
+
+impl Session {
+    /// Checkpoints of loop state `S` in `dir` (made private if missing) every `every`
+    /// iterations; `job` describes the job and its parameters, and a checkpoint written
+    /// under another description is refused rather than resumed.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `every == 0`; [`Error::Io`] if rank 0 cannot make or
+    /// use the directory (it must be this user's and not readable by others).
+    pub fn loop_checkpoints<S: Serialize + DeserializeOwned>(
+        &self,
+        dir: impl AsRef<Path>,
+        every: u64,
+        job: impl Into<String>,
+    ) -> Result<LoopCheckpoints<S>> {
+        if every == 0 {
+            return Err(Error::InvalidArgument(
+                "checkpoints every 0 iterations: give at least 1".into(),
+            ));
+        }
+        let dir = dir.as_ref().to_path_buf();
+        if self.rank() == 0 {
+            prepare_dir(&dir)?;
+        }
+        let job = job.into();
+        Ok(LoopCheckpoints { session: self.clone(), dir, every, job, _state: PhantomData })
+    }
+}
+
+impl<S: Serialize + DeserializeOwned> LoopCheckpoints<S> {
+    /// The newest checkpoint, as (iterations completed, state), on every worker; `None`
+    /// if there is none (a fresh start). Collective.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the file and what differs, for a checkpoint of
+    /// another job or state type; [`Error::Io`] naming the file if it is damaged.
+    pub fn resume(&self) -> Result<Option<(u64, S)>> {
+        let comm = self.session.comm();
+        let mut found: Option<(u64, Vec<u8>)> = None;
+        let mut error = String::new();
+        if comm.rank() == 0 {
+            match self.newest() {
+                Ok(f) => found = f,
+                Err(e) => error = e.to_string(),
+            }
+        }
+        // Every worker fails alike when rank 0 could not read the checkpoint.
+        let error: String = comm.broadcast_object((comm.rank() == 0).then_some(&error), 0)?;
+        if !error.is_empty() {
+            return Err(Error::InvalidArgument(error));
+        }
+        let found = comm.broadcast_object((comm.rank() == 0).then_some(&found), 0)?;
+        found
+            .map(|(iteration, bytes)| {
+                let state = bincode::deserialize(&bytes).map_err(|e| {
+                    Error::InvalidArgument(format!("a checkpoint's state does not decode: {e}"))
+                })?;
+                Ok((iteration, state))
+            })
+            .transpose()
+    }
+
+    /// Records that `iteration` iterations are complete with loop state `state`: every
+    /// `every`th iteration rank 0 writes a checkpoint. Returns whether one was written.
+    /// A checkpoint that cannot be written (a full disk) is reported and skipped: the job
+    /// goes on, and a restart resumes from the one before.
+    ///
+    /// # Errors
+    /// Only if `state` cannot be encoded.
+    pub fn completed(&self, iteration: u64, state: &S) -> Result<bool> {
+        if !iteration.is_multiple_of(self.every) || self.session.rank() != 0 {
+            return Ok(false);
+        }
+        let bytes = bincode::serialize(state)
+            .map_err(|e| Error::InvalidArgument(format!("encoding loop state: {e}")))?;
+        match self.write(iteration, &bytes) {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                eprintln!("heddle: checkpoint of iteration {iteration} failed, going on: {e}");
+                Ok(false)
+            }
+        }
+    }
+
+    fn header(&self, iteration: u64, bytes: &[u8]) -> Header {
+        Header {
+            job: self.job.clone(),
+            state: std::any::type_name::<S>().to_string(),
+            iteration,
+            bytes: bytes.len() as u64,
+            sha256: hex(&Sha256::digest(bytes)),
+        }
+    }
+
+    /// Writes one checkpoint under a temporary name, syncs it, renames it into place and
+    /// removes all but the newest [`KEEP`].
+    fn write(&self, iteration: u64, bytes: &[u8]) -> Result<()> {
+        let path = self.dir.join(file_name(iteration));
+        let temp = self.dir.join(format!(".{}.{}.tmp", file_name(iteration), std::process::id()));
+        let _ = std::fs::remove_file(&temp);
+        let written = (|| -> io::Result<()> {
+            let mut file = heddle_comm::private::create_file(&temp)?;
+            let header = serde_json::to_string(&self.header(iteration, bytes))?;
+            file.write_all(format!("{MAGIC}\n{header}\n").as_bytes())?;
+            file.write_all(bytes)?;
+            file.sync_all()?;
+            std::fs::rename(&temp, &path)?;
+            File::open(&self.dir)?.sync_all()
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&temp);
+            return Err(crate::error::io(&path, e));
+        }
+        let mut all = self.list()?;
+        all.sort_unstable();
+        for (_, old) in all.iter().rev().skip(KEEP) {
+            std::fs::remove_file(old).map_err(|e| crate::error::io(old, e))?;
+        }
+        Ok(())
+    }
+
+    /// Every checkpoint file in the directory, with its iteration.
+    fn list(&self) -> Result<Vec<(u64, PathBuf)>> {
+        let entries = std::fs::read_dir(&self.dir).map_err(|e| crate::error::io(&self.dir, e))?;
+        let mut found = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| crate::error::io(&self.dir, e))?;
+            let name = entry.file_name();
+            let Some(i) = name.to_str().and_then(iteration_of) else { continue };
+            found.push((i, entry.path()));
+        }
+        Ok(found)
+    }
+
+    /// The newest checkpoint's iteration and encoded state, checked.
+    fn newest(&self) -> Result<Option<(u64, Vec<u8>)>> {
+        let Some((iteration, path)) = self.list()?.into_iter().max() else { return Ok(None) };
+        let file = heddle_comm::private::open_owned(&path, false)?;
+        let mut input = BufReader::new(file);
+        let damaged = |what: String| {
+            crate::error::io(
+                &path,
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{what}: the checkpoint is damaged; remove it to resume from the one before"),
+                ),
+            )
+        };
+        let mut line = String::new();
+        let mut header = String::new();
+        let read = input.read_line(&mut line).and_then(|_| input.read_line(&mut header));
+        read.map_err(|e| crate::error::io(&path, e))?;
+        if line.trim_end() != MAGIC {
+            return Err(damaged(format!("it does not start with {MAGIC:?}")));
+        }
+        let header: Header = serde_json::from_str(header.trim_end())
+            .map_err(|e| damaged(format!("its header does not parse ({e})")))?;
+        let want = self.header(iteration, &[]);
+        for (what, theirs, ours) in
+            [("job", &header.job, &want.job), ("state type", &header.state, &want.state)]
+        {
+            if theirs != ours {
+                return Err(Error::InvalidArgument(format!(
+                    "{} is a checkpoint of another {what}: {theirs:?}, not {ours:?}; point the \
+                     job at another checkpoint directory or remove this one",
+                    path.display()
+                )));
+            }
+        }
+        if header.iteration != iteration {
+            return Err(damaged(format!("its header says iteration {}", header.iteration)));
+        }
+        let mut bytes = Vec::new();
+        input.read_to_end(&mut bytes).map_err(|e| crate::error::io(&path, e))?;
+        if bytes.len() as u64 != header.bytes || hex(&Sha256::digest(&bytes)) != header.sha256 {
+            return Err(damaged(format!(
+                "{} bytes of state, {} announced, or their checksum differs",
+                bytes.len(),
+                header.bytes
+            )));
+        }
+        Ok(Some((iteration, bytes)))
+    }
+}
+
+/// Makes `dir` private if it is missing; checks it is ours and private if it exists.
+fn prepare_dir(dir: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent).map_err(|e| crate::error::io(parent, e))?;
+            }
+            heddle_comm::private::create_dir(dir).map_err(|e| crate::error::io(dir, e))
+        }
+        Err(e) => Err(crate::error::io(dir, e)),
+        Ok(_) => heddle_comm::private::check_dir(dir)
+            .map_err(|e| Error::InvalidArgument(format!("checkpoint directory: {e}"))),
+    }
+}
+
+fn file_name(iteration: u64) -> String {
+    format!("loop-{iteration:012}.ckpt")
+}
+
+fn iteration_of(name: &str) -> Option<u64> {
+    name.strip_prefix("loop-")?.strip_suffix(".ckpt")?.parse().ok()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
