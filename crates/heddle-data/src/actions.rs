@@ -215,7 +215,8 @@ impl<T: Record> DataSet<T> {
 
     /// Repeats `step` on the data set up to `max` times, until `done(previous, next)` says
     /// so (checked after each step, collectively: every worker must agree), caching each
-    /// result. Returns the last data set and the steps taken.
+    /// result. Returns the last data set and the steps taken. [`DataSet::iterate_with`]
+    /// also checkpoints, so that a restarted job resumes where it was.
     ///
     /// ```
     /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
@@ -234,19 +235,9 @@ impl<T: Record> DataSet<T> {
     pub fn iterate(
         &self,
         max: u64,
-        mut step: impl FnMut(&DataSet<T>) -> Result<DataSet<T>>,
-        mut done: impl FnMut(&DataSet<T>, &DataSet<T>) -> Result<bool>,
+        step: impl FnMut(&DataSet<T>) -> Result<DataSet<T>>,
+        done: impl FnMut(&DataSet<T>, &DataSet<T>) -> Result<bool>,
     ) -> Result<(DataSet<T>, u64)> {
-        let mut current = self.clone();
-        for i in 0..max {
-            let next = step(&current)?.cache()?;
-            let mut stop = [u8::from(done(&current, &next)?)];
-            self.session.comm().allreduce(&mut stop, heddle_comm::Op::Min)?;
-            current = next;
-            if stop[0] == 1 {
-                return Ok((current, i + 1));
-            }
-        }
-        Ok((current, max))
+        self.iterate_with(&crate::IterateOptions { max, checkpoints: None }, step, done)
     }
 }

@@ -72,6 +72,10 @@ pub struct LoopCheckpoints<S> {
     dir: PathBuf,
     every: u64,
     job: String,
+    /// Each worker checkpoints a state of its own (its partitions), rank 0 a commit marker
+    /// once every worker has written; otherwise the state is replicated and rank 0 alone
+    /// writes it.
+    per_worker: bool,
     _state: PhantomData<fn() -> S>,
 }
 
@@ -89,17 +93,59 @@ impl Session {
         every: u64,
         job: impl Into<String>,
     ) -> Result<LoopCheckpoints<S>> {
+        self.checkpoints(dir.as_ref(), every, job.into(), false)
+    }
+
+    /// As [`Session::loop_checkpoints`], for a state of each worker's own (such as the
+    /// partitions of a data set it holds): every worker writes its state to `dir` (shared
+    /// by the workers, or each worker's own disk at the same path), and a checkpoint is
+    /// complete once rank 0 has seen every worker write and committed it. A restarted
+    /// job needs the same number of workers.
+    ///
+    /// # Errors
+    /// As [`Session::loop_checkpoints`], on any worker.
+    pub fn worker_checkpoints<S: Serialize + DeserializeOwned>(
+        &self,
+        dir: impl AsRef<Path>,
+        every: u64,
+        job: impl Into<String>,
+    ) -> Result<LoopCheckpoints<S>> {
+        let job = format!("{} (on {} workers)", job.into(), self.comm().size());
+        self.checkpoints(dir.as_ref(), every, job, true)
+    }
+
+    fn checkpoints<S>(
+        &self,
+        dir: &Path,
+        every: u64,
+        job: String,
+        per_worker: bool,
+    ) -> Result<LoopCheckpoints<S>> {
         if every == 0 {
             return Err(Error::InvalidArgument(
                 "checkpoints every 0 iterations: give at least 1".into(),
             ));
         }
-        let dir = dir.as_ref().to_path_buf();
-        if self.rank() == 0 {
-            prepare_dir(&dir)?;
-        }
-        let job = job.into();
-        Ok(LoopCheckpoints { session: self.clone(), dir, every, job, _state: PhantomData })
+        let dir = dir.to_path_buf();
+        let made = if per_worker || self.rank() == 0 { prepare_dir(&dir) } else { Ok(()) };
+        agree(self, made)?;
+        let session = self.clone();
+        Ok(LoopCheckpoints { session, dir, every, job, per_worker, _state: PhantomData })
+    }
+}
+
+/// `mine` on this worker, or an error on every worker if any worker failed (its own
+/// error where it failed, a pointer to the others elsewhere). Collective.
+fn agree<T>(session: &Session, mine: Result<T>) -> Result<T> {
+    let comm = session.comm();
+    let mut ok = [u8::from(mine.is_ok())];
+    comm.allreduce(&mut ok, heddle_comm::Op::Min)?;
+    match mine {
+        Err(e) => Err(e),
+        Ok(_) if ok[0] == 0 => Err(Error::InvalidArgument(
+            "another worker could not use the checkpoint directory (its error says why)".into(),
+        )),
+        Ok(v) => Ok(v),
     }
 }
 
@@ -111,6 +157,9 @@ impl<S: Serialize + DeserializeOwned> LoopCheckpoints<S> {
     /// [`Error::InvalidArgument`] naming the file and what differs, for a checkpoint of
     /// another job or state type; [`Error::Io`] naming the file if it is damaged.
     pub fn resume(&self) -> Result<Option<(u64, S)>> {
+        if self.per_worker {
+            return self.resume_own();
+        }
         let comm = self.session.comm();
         let mut found: Option<(u64, Vec<u8>)> = None;
         let mut error = String::new();
@@ -126,14 +175,23 @@ impl<S: Serialize + DeserializeOwned> LoopCheckpoints<S> {
             return Err(Error::InvalidArgument(error));
         }
         let found = comm.broadcast_object((comm.rank() == 0).then_some(&found), 0)?;
-        found
-            .map(|(iteration, bytes)| {
-                let state = bincode::deserialize(&bytes).map_err(|e| {
-                    Error::InvalidArgument(format!("a checkpoint's state does not decode: {e}"))
-                })?;
-                Ok((iteration, state))
-            })
-            .transpose()
+        found.map(|(iteration, bytes)| Ok((iteration, decode(&bytes)?))).transpose()
+    }
+
+    /// [`resume`](Self::resume) of a state per worker: rank 0 finds the newest committed
+    /// checkpoint, and every worker reads its own state of that iteration.
+    fn resume_own(&self) -> Result<Option<(u64, S)>> {
+        let comm = self.session.comm();
+        let newest =
+            if comm.rank() == 0 { self.newest().map(|f| f.map(|(i, _)| i)) } else { Ok(None) };
+        let newest = agree(&self.session, newest)?;
+        let Some(iteration) = comm.broadcast_object((comm.rank() == 0).then_some(&newest), 0)?
+        else {
+            return Ok(None);
+        };
+        let path = self.dir.join(rank_file(iteration, comm.rank()));
+        let mine = self.read(&path, iteration).and_then(|bytes| decode(&bytes));
+        Ok(Some((iteration, agree(&self.session, mine)?)))
     }
 
     /// Records that `iteration` iterations are complete with loop state `state`: every
@@ -144,16 +202,36 @@ impl<S: Serialize + DeserializeOwned> LoopCheckpoints<S> {
     /// # Errors
     /// Only if `state` cannot be encoded.
     pub fn completed(&self, iteration: u64, state: &S) -> Result<bool> {
-        if !iteration.is_multiple_of(self.every) || self.session.rank() != 0 {
+        let rank = self.session.rank();
+        if !iteration.is_multiple_of(self.every) || (rank != 0 && !self.per_worker) {
             return Ok(false);
         }
         let bytes = bincode::serialize(state)
             .map_err(|e| Error::InvalidArgument(format!("encoding loop state: {e}")))?;
-        match self.write(iteration, &bytes) {
-            Ok(()) => Ok(true),
+        if !self.per_worker {
+            return Ok(self.report(iteration, self.write(&file_name(iteration), iteration, &bytes)));
+        }
+        // Each worker its own state; rank 0 commits once all have written.
+        let mine = self.write(&rank_file(iteration, rank), iteration, &bytes);
+        let mut ok = [u8::from(self.report(iteration, mine))];
+        self.session.comm().allreduce(&mut ok, heddle_comm::Op::Min)?;
+        if ok[0] == 0 {
+            return Ok(false);
+        }
+        let committed =
+            if rank == 0 { self.write(&file_name(iteration), iteration, &[]) } else { Ok(()) };
+        let mut ok = [u8::from(self.report(iteration, committed))];
+        self.session.comm().broadcast(&mut ok, 0)?;
+        Ok(ok[0] == 1)
+    }
+
+    /// Whether `written` succeeded; a failure is reported, and the job goes on.
+    fn report(&self, iteration: u64, written: Result<()>) -> bool {
+        match written {
+            Ok(()) => true,
             Err(e) => {
                 eprintln!("heddle: checkpoint of iteration {iteration} failed, going on: {e}");
-                Ok(false)
+                false
             }
         }
     }
@@ -168,11 +246,12 @@ impl<S: Serialize + DeserializeOwned> LoopCheckpoints<S> {
         }
     }
 
-    /// Writes one checkpoint under a temporary name, syncs it, renames it into place and
-    /// removes all but the newest [`KEEP`].
-    fn write(&self, iteration: u64, bytes: &[u8]) -> Result<()> {
-        let path = self.dir.join(file_name(iteration));
-        let temp = self.dir.join(format!(".{}.{}.tmp", file_name(iteration), std::process::id()));
+    /// Writes checkpoint file `name` under a temporary name, syncs it, renames it into place
+    /// and removes the older files of its kind: all but the newest [`KEEP`] commits (and
+    /// this worker's states of the iterations before them).
+    fn write(&self, name: &str, iteration: u64, bytes: &[u8]) -> Result<()> {
+        let path = self.dir.join(name);
+        let temp = self.dir.join(format!(".{name}.{}.tmp", std::process::id()));
         let _ = std::fs::remove_file(&temp);
         let written = (|| -> io::Result<()> {
             let mut file = heddle_comm::private::create_file(&temp)?;
@@ -187,35 +266,47 @@ impl<S: Serialize + DeserializeOwned> LoopCheckpoints<S> {
             let _ = std::fs::remove_file(&temp);
             return Err(crate::error::io(&path, e));
         }
-        let mut all = self.list()?;
+        // A worker keeps one state more than the commits: the newest may be uncommitted.
+        let (suffix, keep) = if name == file_name(iteration) {
+            (None, KEEP)
+        } else {
+            (Some(format!(".rank-{}.ckpt", self.session.rank())), KEEP + 1)
+        };
+        let mut all = self.list(suffix.as_deref())?;
         all.sort_unstable();
-        for (_, old) in all.iter().rev().skip(KEEP) {
+        for (_, old) in all.iter().rev().skip(keep) {
             std::fs::remove_file(old).map_err(|e| crate::error::io(old, e))?;
         }
         Ok(())
     }
 
-    /// Every checkpoint file in the directory, with its iteration.
-    fn list(&self) -> Result<Vec<(u64, PathBuf)>> {
+    /// Every commit (`suffix` `None`) or every state file ending in `suffix` of the
+    /// directory, with its iteration.
+    fn list(&self, suffix: Option<&str>) -> Result<Vec<(u64, PathBuf)>> {
         let entries = std::fs::read_dir(&self.dir).map_err(|e| crate::error::io(&self.dir, e))?;
         let mut found = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| crate::error::io(&self.dir, e))?;
             let name = entry.file_name();
-            let Some(i) = name.to_str().and_then(iteration_of) else { continue };
+            let Some(i) = name.to_str().and_then(|n| iteration_of(n, suffix)) else { continue };
             found.push((i, entry.path()));
         }
         Ok(found)
     }
 
-    /// The newest checkpoint's iteration and encoded state, checked.
+    /// The newest commit's iteration and encoded state, checked.
     fn newest(&self) -> Result<Option<(u64, Vec<u8>)>> {
-        let Some((iteration, path)) = self.list()?.into_iter().max() else { return Ok(None) };
-        let file = heddle_comm::private::open_owned(&path, false)?;
+        let Some((iteration, path)) = self.list(None)?.into_iter().max() else { return Ok(None) };
+        Ok(Some((iteration, self.read(&path, iteration)?)))
+    }
+
+    /// The encoded state in checkpoint file `path` of `iteration`, checked.
+    fn read(&self, path: &Path, iteration: u64) -> Result<Vec<u8>> {
+        let file = heddle_comm::private::open_owned(path, false)?;
         let mut input = BufReader::new(file);
         let damaged = |what: String| {
             crate::error::io(
-                &path,
+                path,
                 io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!("{what}: the checkpoint is damaged; remove it to resume from the one before"),
@@ -225,7 +316,7 @@ impl<S: Serialize + DeserializeOwned> LoopCheckpoints<S> {
         let mut line = String::new();
         let mut header = String::new();
         let read = input.read_line(&mut line).and_then(|_| input.read_line(&mut header));
-        read.map_err(|e| crate::error::io(&path, e))?;
+        read.map_err(|e| crate::error::io(path, e))?;
         if line.trim_end() != MAGIC {
             return Err(damaged(format!("it does not start with {MAGIC:?}")));
         }
@@ -247,7 +338,7 @@ impl<S: Serialize + DeserializeOwned> LoopCheckpoints<S> {
             return Err(damaged(format!("its header says iteration {}", header.iteration)));
         }
         let mut bytes = Vec::new();
-        input.read_to_end(&mut bytes).map_err(|e| crate::error::io(&path, e))?;
+        input.read_to_end(&mut bytes).map_err(|e| crate::error::io(path, e))?;
         if bytes.len() as u64 != header.bytes || hex(&Sha256::digest(&bytes)) != header.sha256 {
             return Err(damaged(format!(
                 "{} bytes of state, {} announced, or their checksum differs",
@@ -255,7 +346,7 @@ impl<S: Serialize + DeserializeOwned> LoopCheckpoints<S> {
                 header.bytes
             )));
         }
-        Ok(Some((iteration, bytes)))
+        Ok(bytes)
     }
 }
 
@@ -266,7 +357,11 @@ fn prepare_dir(dir: &Path) -> Result<()> {
             if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
                 std::fs::create_dir_all(parent).map_err(|e| crate::error::io(parent, e))?;
             }
-            heddle_comm::private::create_dir(dir).map_err(|e| crate::error::io(dir, e))
+            match heddle_comm::private::create_dir(dir) {
+                // Another worker of this host made it meanwhile: check it as any other.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => prepare_dir(dir),
+                other => other.map_err(|e| crate::error::io(dir, e)),
+            }
         }
         Err(e) => Err(crate::error::io(dir, e)),
         Ok(_) => heddle_comm::private::check_dir(dir)
@@ -278,8 +373,19 @@ fn file_name(iteration: u64) -> String {
     format!("loop-{iteration:012}.ckpt")
 }
 
-fn iteration_of(name: &str) -> Option<u64> {
-    name.strip_prefix("loop-")?.strip_suffix(".ckpt")?.parse().ok()
+fn rank_file(iteration: u64, rank: usize) -> String {
+    format!("loop-{iteration:012}.rank-{rank}.ckpt")
+}
+
+/// The iteration of a commit file's name (`suffix` `None`), or of a state file's name
+/// ending in `suffix`.
+fn iteration_of(name: &str, suffix: Option<&str>) -> Option<u64> {
+    name.strip_prefix("loop-")?.strip_suffix(suffix.unwrap_or(".ckpt"))?.parse().ok()
+}
+
+fn decode<S: DeserializeOwned>(bytes: &[u8]) -> Result<S> {
+    bincode::deserialize(bytes)
+        .map_err(|e| Error::InvalidArgument(format!("a checkpoint's state does not decode: {e}")))
 }
 
 fn hex(bytes: &[u8]) -> String {
