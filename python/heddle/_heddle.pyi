@@ -154,6 +154,9 @@ def run_local(
     init_timeout: float = 60.0,
     master_bind: str = "127.0.0.1:0",
     kill_grace: float = 2.0,
+    restarts: int = 0,
+    heartbeat_interval: float | None = None,
+    heartbeat_timeout: float | None = None,
 ) -> int:
     """Runs ``command`` as ``workers`` local processes (``heddle run``); returns the exit code."""
 

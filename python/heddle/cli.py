@@ -18,7 +18,8 @@ from heddle.errors import ConfigError, HeddleError
 
 USAGE = """\
 usage: heddle run [-n N] [--init-timeout S] [--transport auto|shm|tcp]
-                  [--master-bind ADDR] [--kill-grace S] [--] PROGRAM [ARGS...]
+                  [--master-bind ADDR] [--kill-grace S] [--restarts N]
+                  [--heartbeat-interval S] [--heartbeat-timeout S] [--] PROGRAM [ARGS...]
 
 Run PROGRAM as N workers on this machine. A PROGRAM ending in .py (or -m MODULE, -c CODE)
 runs under this Python interpreter.
@@ -30,6 +31,14 @@ options:
                        (sets HEDDLE_TRANSPORT)
   --master-bind ADDR   address the job master listens on (default 127.0.0.1:0)
   --kill-grace S       seconds between SIGTERM and SIGKILL when stopping workers (default 2)
+  --restarts N         start a failed job again, every worker with its old rank, up to N
+                       times (default 0); workers see HEDDLE_ATTEMPT = 0, 1, ...
+  --heartbeat-interval S
+                       seconds between heartbeats of master and workers (default 1, or
+                       HEDDLE_HEARTBEAT_S)
+  --heartbeat-timeout S
+                       silence after which a worker is declared failed and killed
+                       (default 5, or HEDDLE_HEARTBEAT_TIMEOUT_S)
   -h, --help           show this help
 
 Each worker gets HEDDLE_RANK, HEDDLE_WORLD_SIZE, HEDDLE_MASTER and HEDDLE_JOB_TOKEN; its
@@ -58,6 +67,9 @@ _VALUE_OPTIONS = {
     "--transport": "transport",
     "--master-bind": "master_bind",
     "--kill-grace": "kill_grace",
+    "--restarts": "restarts",
+    "--heartbeat-interval": "heartbeat_interval",
+    "--heartbeat-timeout": "heartbeat_timeout",
 }
 
 
@@ -72,6 +84,9 @@ def _parse_run(args: Sequence[str]) -> dict[str, Any]:
         "transport": None,
         "master_bind": "127.0.0.1:0",
         "kill_grace": "2",
+        "restarts": "0",
+        "heartbeat_interval": None,
+        "heartbeat_timeout": None,
     }
     i = 0
     while i < len(args):
@@ -130,6 +145,14 @@ def run(args: Sequence[str]) -> int:
         workers = _number(opts["workers"], "-n", int)
         init_timeout = _number(opts["init_timeout"], "--init-timeout")
         kill_grace = _number(opts["kill_grace"], "--kill-grace")
+        restarts = _number(opts["restarts"], "--restarts", int)
+        if restarts < 0:
+            raise _UsageError(f"--restarts {restarts} must be 0 or more")
+        beats = {
+            name: _number(opts[name], "--" + name.replace("_", "-"))
+            for name in ("heartbeat_interval", "heartbeat_timeout")
+            if opts[name] is not None
+        }
     except _UsageError as e:
         print(f"heddle run: {e}\n\n{USAGE}", end="", file=sys.stderr)
         return 2
@@ -155,6 +178,8 @@ def run(args: Sequence[str]) -> int:
             init_timeout=init_timeout,
             master_bind=opts["master_bind"],
             kill_grace=kill_grace,
+            restarts=restarts,
+            **beats,
         )
     except ConfigError as e:
         print(f"heddle run: {e}", file=sys.stderr)

@@ -13,8 +13,11 @@ use crate::errors::{self, Kind};
 /// Runs ``command`` as ``workers`` processes on this machine and waits for the job: the
 /// job master runs in this process, workers get ``HEDDLE_RANK``, ``HEDDLE_WORLD_SIZE``,
 /// ``HEDDLE_MASTER`` and ``HEDDLE_JOB_TOKEN`` plus ``env``, their output is prefixed with
-/// ``[rank]``; when one fails or on Ctrl-C/SIGTERM the others are stopped. Returns the exit
-/// code ``heddle run`` exits with (0, the failed worker's code, or 128 + signal).
+/// ``[rank]``; when one fails or on Ctrl-C/SIGTERM the others are stopped; a failed job is
+/// started again up to ``restarts`` times. ``heartbeat_interval`` and ``heartbeat_timeout``
+/// (seconds; default ``HEDDLE_HEARTBEAT_S`` and ``HEDDLE_HEARTBEAT_TIMEOUT_S``, else 1 and 5)
+/// decide when a silent worker is declared failed. Returns the exit code ``heddle run``
+/// exits with (0, the failed worker's code, or 128 + signal).
 ///
 /// Installs process-wide SIGINT/SIGTERM/SIGHUP handlers: meant for a launching process
 /// such as the ``heddle`` command, not for a process that is itself a worker.
@@ -25,8 +28,12 @@ use crate::errors::{self, Kind};
     env = None,
     init_timeout = 60.0,
     master_bind = "127.0.0.1:0",
-    kill_grace = 2.0
+    kill_grace = 2.0,
+    restarts = 0,
+    heartbeat_interval = None,
+    heartbeat_timeout = None
 ))]
+#[allow(clippy::too_many_arguments)] // Python keyword arguments, all with defaults
 pub(crate) fn run_local(
     py: Python<'_>,
     workers: usize,
@@ -35,6 +42,9 @@ pub(crate) fn run_local(
     init_timeout: f64,
     master_bind: &str,
     kill_grace: f64,
+    restarts: u32,
+    heartbeat_interval: Option<f64>,
+    heartbeat_timeout: Option<f64>,
 ) -> PyResult<i32> {
     // Every worker would refuse a bad setting: refuse it once, before starting any.
     let mut vars: Vec<(String, String)> = std::env::vars_os()
@@ -63,6 +73,28 @@ pub(crate) fn run_local(
         job_env.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.clone()).or(std::env::var(k).ok())
     })
     .map_err(errors::runtime)?;
+    for (name, bounds, value, field) in [
+        (
+            "heartbeat_interval",
+            heddle_comm::settings::HEARTBEAT_S,
+            heartbeat_interval,
+            &mut spec.heartbeat,
+        ),
+        (
+            "heartbeat_timeout",
+            heddle_comm::settings::HEARTBEAT_TIMEOUT_S,
+            heartbeat_timeout,
+            &mut spec.heartbeat_timeout,
+        ),
+    ] {
+        if let Some(v) = value {
+            *field = heddle_comm::settings::seconds(&bounds, &v.to_string())
+                .map_err(|e| Kind::Config.err(format!("{name}: {e}")))?;
+        }
+    }
+    heddle_runtime::check_heartbeat(spec.heartbeat, spec.heartbeat_timeout)
+        .map_err(errors::runtime)?;
+    spec.restarts = restarts;
     spec.env = job_env;
     spec.init_timeout = init_timeout;
     spec.master_bind = master_bind;
