@@ -64,7 +64,7 @@ impl<T> Locked<T> for std::sync::Mutex<T> {
 pub use bytes_key::BytesKey;
 pub use combine::Combiner;
 pub use dataset::DataSet;
-pub use error::{Error, Result};
+pub use error::{Error, ErrorVariant, Result};
 pub use input_files::list_files;
 pub use output::{Commit, Output, Veto, WriteMode, SUCCESS};
 pub use redis_io::RedisEntry;
