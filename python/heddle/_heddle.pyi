@@ -3,6 +3,7 @@
 Use the public names from ``heddle`` / ``heddle.comm``; this module is their implementation.
 """
 
+import builtins
 from collections.abc import Sequence
 from typing import Any, Final, final
 
@@ -11,6 +12,19 @@ from typing_extensions import Buffer, Self, TypeAlias, disjoint_base
 # The module's own `__all__` (pyo3 lists every name it adds).
 __all__ = [
     "__version__",
+    "HeddleError",
+    "ConfigError",
+    "ArgumentError",
+    "CommError",
+    "TimeoutError",
+    "WorkerFailed",
+    "LaunchError",
+    "GraphError",
+    "PlanError",
+    "TaskError",
+    "DataError",
+    "JobAborted",
+    "_error_mapping",
     "Op",
     "SUM",
     "PROD",
@@ -44,6 +58,31 @@ __all__ = [
 ]
 
 __version__: Final[str]
+
+# The exception classes of `heddle.errors` (documented there), made by this module.
+class HeddleError(Exception): ...
+class ConfigError(HeddleError, ValueError): ...
+class ArgumentError(HeddleError, ValueError, TypeError): ...
+class CommError(HeddleError): ...
+class TimeoutError(CommError, builtins.TimeoutError): ...
+
+class WorkerFailed(CommError):
+    rank: int | None
+
+class LaunchError(HeddleError): ...
+class GraphError(HeddleError, ValueError): ...
+class PlanError(HeddleError): ...
+class TaskError(HeddleError): ...
+class DataError(HeddleError): ...
+
+class JobAborted(HeddleError):
+    origin: int | None
+    task: str | None
+    kind: str | None
+
+def _error_mapping() -> list[tuple[str, str, type[BaseException] | None]]:
+    """``(layer, variant, class)`` for a sample of every variant of every layer's Rust
+    error: the class it is raised as (``None``: the variant has no sample)."""
 
 # Buffers (typing_extensions.Buffer): anything exporting a contiguous buffer, e.g. numpy
 # arrays, bytearray, memoryview, array.array.

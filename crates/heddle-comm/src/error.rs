@@ -3,8 +3,15 @@
 use std::time::Duration;
 
 /// Everything that can go wrong while communicating.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
+///
+/// Not `#[non_exhaustive]`: the Python bindings map every variant to an exception class,
+/// so a new variant must not compile until it is mapped.
+#[derive(Debug, thiserror::Error, strum::EnumDiscriminants)]
+#[strum_discriminants(
+    name(ErrorVariant),
+    derive(strum::EnumIter, strum::IntoStaticStr),
+    doc = "The variants of [`Error`], without their fields."
+)]
 pub enum Error {
     /// An operating-system call failed.
     #[error("{context}: {source}")]

@@ -49,6 +49,6 @@ pub use comm::Communicator;
 pub use config::{closest, CommConfig, TransportChoice};
 pub use edge::{EdgeChannels, EdgeIo, EdgeLink};
 pub use element::{CustomOp, Element, Op};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorVariant, Result};
 pub use heddle_wire::{Dtype, Kind};
 pub use world::{local_world, solo, WorldBuilder};

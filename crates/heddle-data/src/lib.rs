@@ -67,7 +67,7 @@ pub use bytes_key::BytesKey;
 pub use checkpoint::LoopCheckpoints;
 pub use combine::Combiner;
 pub use dataset::DataSet;
-pub use error::{Error, Result};
+pub use error::{Error, ErrorVariant, Result};
 pub use input_files::list_files;
 pub use iterate::{Checkpointing, IterateOptions};
 pub use output::{Commit, Output, Veto, WriteMode, SUCCESS};

@@ -307,6 +307,11 @@ fn malformed_csv_and_json_rows_name_file_and_line_or_are_counted() {
             s.read_csv::<Row>(&csv_path, true, OnMalformed::Fail).unwrap().count().unwrap_err();
         let json_err =
             s.read_json_lines::<Row>(&json_path, OnMalformed::Fail).unwrap().count().unwrap_err();
+        // Raised inside a source task, each comes out of the job as itself.
+        for e in [&csv_err, &json_err] {
+            assert!(matches!(e, heddle_data::Error::Parse { .. }), "{e:?}");
+            assert!(e.to_string().starts_with(&format!("{}", dir.display())), "{e}");
+        }
         (csv_err.to_string(), json_err.to_string())
     })
     .remove(0);

@@ -1,8 +1,15 @@
 //! The one error type of the dataflow operations.
 
 /// What can go wrong in a dataflow operation.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
+///
+/// Not `#[non_exhaustive]`: the Python bindings map every variant to an exception class,
+/// so a new variant must not compile until it is mapped.
+#[derive(Debug, thiserror::Error, strum::EnumDiscriminants)]
+#[strum_discriminants(
+    name(ErrorVariant),
+    derive(strum::EnumIter, strum::IntoStaticStr),
+    doc = "The variants of [`Error`], without their fields."
+)]
 pub enum Error {
     /// Communication failed: a lost peer, a timeout, a job-wide abort.
     #[error(transparent)]

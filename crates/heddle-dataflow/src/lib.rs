@@ -59,7 +59,7 @@ mod tree;
 pub use alignment::Incoming;
 pub use drive::drive;
 pub use edge_core::EdgeCore;
-pub use error::{Error, Result};
+pub use error::{Error, ErrorVariant, Result};
 pub use gather::Gather;
 pub use join::{Join, JoinAlgorithm, JoinKind, JoinOn, Joined, Side};
 pub use keyed_gather::KeyedGather;

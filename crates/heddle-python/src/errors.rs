@@ -1,9 +1,13 @@
-//! Rust errors as Python exceptions: each error variant becomes an instance of one class of
-//! `heddle.errors` (all rooted at `heddle.HeddleError`), with the Rust message as its text.
+//! Rust errors as Python exceptions: each variant of each layer's error becomes an
+//! instance of one class of `heddle.errors` (made in `exceptions`, all rooted at
+//! `heddle.HeddleError`), with the Rust message as its text. The matches name every
+//! variant, so a new one does not compile until it is mapped (and `error_samples` checks,
+//! through `_heddle._error_mapping`, that each one has a sample).
 
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
+
+use crate::exceptions::{self as x, ARGUMENT_ERROR, CONFIG_ERROR, GRAPH_ERROR, TIMEOUT_ERROR};
 
 /// The exception classes of `heddle.errors` this module raises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,56 +37,42 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    fn class_name(self) -> &'static str {
-        match self {
-            Kind::Config => "ConfigError",
-            Kind::Argument => "ArgumentError",
-            Kind::Comm => "CommError",
-            Kind::Timeout => "TimeoutError",
-            Kind::WorkerFailed => "WorkerFailed",
-            Kind::Launch => "LaunchError",
-            Kind::Graph => "GraphError",
-            Kind::Plan => "PlanError",
-            Kind::Task => "TaskError",
-            Kind::Data => "DataError",
-            Kind::JobAborted => "JobAborted",
-        }
-    }
-
-    fn cell(self) -> &'static PyOnceLock<Py<PyType>> {
-        static CELLS: [PyOnceLock<Py<PyType>>; 11] = [const { PyOnceLock::new() }; 11];
-        &CELLS[self as usize]
+    /// The class of this kind.
+    fn class(self, py: Python<'_>) -> PyResult<Bound<'_, PyType>> {
+        Ok(match self {
+            Kind::Config => CONFIG_ERROR.get(py)?,
+            Kind::Argument => ARGUMENT_ERROR.get(py)?,
+            Kind::Comm => py.get_type::<x::CommError>(),
+            Kind::Timeout => TIMEOUT_ERROR.get(py)?,
+            Kind::WorkerFailed => py.get_type::<x::WorkerFailed>(),
+            Kind::Launch => py.get_type::<x::LaunchError>(),
+            Kind::Graph => GRAPH_ERROR.get(py)?,
+            Kind::Plan => py.get_type::<x::PlanError>(),
+            Kind::Task => py.get_type::<x::TaskError>(),
+            Kind::Data => py.get_type::<x::DataError>(),
+            Kind::JobAborted => py.get_type::<x::JobAborted>(),
+        })
     }
 
     /// An exception of this kind carrying `message`.
     pub(crate) fn err(self, message: impl Into<String>) -> PyErr {
-        self.err_with_rank(message.into(), None)
-    }
-
-    fn err_with_rank(self, message: String, rank: Option<usize>) -> PyErr {
-        self.err_with(message, rank.map(|r| vec![("rank", Attr::Int(r))]).unwrap_or_default())
+        self.err_with(message.into(), Vec::new())
     }
 
     fn err_with(self, message: String, attributes: Vec<(&'static str, Attr)>) -> PyErr {
         Python::attach(|py| {
-            let class = match self.cell().import(py, "heddle.errors", self.class_name()) {
-                Ok(class) => class,
-                // The package is broken: still say what went wrong.
-                Err(_) => return pyo3::exceptions::PyRuntimeError::new_err(message),
-            };
-            match class.call1((message,)) {
-                Ok(value) => {
-                    for (name, attr) in attributes {
-                        let set = match attr {
-                            Attr::Int(i) => value.setattr(name, i),
-                            Attr::Str(s) => value.setattr(name, s),
-                        };
-                        if let Err(e) = set {
-                            return e;
-                        }
+            let made = self.class(py).and_then(|class| {
+                let value = class.call1((message,))?;
+                for (name, attr) in attributes {
+                    match attr {
+                        Attr::Int(i) => value.setattr(name, i)?,
+                        Attr::Str(s) => value.setattr(name, s)?,
                     }
-                    PyErr::from_value(value)
                 }
+                Ok(value)
+            });
+            match made {
+                Ok(value) => PyErr::from_value(value),
                 Err(e) => e,
             }
         })
@@ -119,13 +109,19 @@ pub(crate) fn comm(e: heddle_comm::Error) -> PyErr {
     let message = e.to_string();
     match e {
         E::Aborted(cause) => job_aborted(message, cause),
-        E::PeerLost { rank, .. } => Kind::WorkerFailed.err_with_rank(message, Some(rank)),
+        E::PeerLost { rank, .. } => {
+            Kind::WorkerFailed.err_with(message, vec![("rank", Attr::Int(rank))])
+        }
         E::Timeout { .. } => Kind::Timeout.err(message),
         E::InvalidArgument(_) | E::TypeMismatch { .. } | E::CollectiveMismatch { .. } => {
             Kind::Argument.err(message)
         }
         E::Config(_) => Kind::Config.err(message),
-        _ => Kind::Comm.err(message),
+        E::Io { .. }
+        | E::Wire { .. }
+        | E::Truncated { .. }
+        | E::NotPrivate { .. }
+        | E::Serialization(_) => Kind::Comm.err(message),
     }
 }
 
@@ -137,7 +133,7 @@ pub(crate) fn runtime(e: heddle_runtime::Error) -> PyErr {
         E::Env(_) => Kind::Config.err(e.to_string()),
         E::Timeout(_) => Kind::Timeout.err(e.to_string()),
         E::Spawn { .. } => Kind::Launch.err(e.to_string()),
-        _ => Kind::Comm.err(e.to_string()),
+        E::Io { .. } | E::Auth(_) | E::Refused(_) | E::Protocol(_) => Kind::Comm.err(e.to_string()),
     }
 }
 
@@ -150,7 +146,13 @@ pub(crate) fn task(e: heddle_task::Error) -> PyErr {
         E::Plan(_) => Kind::Plan.err(e.to_string()),
         E::Aborted(reason) => interrupted(reason),
         E::Dataflow(inner) => dataflow(inner),
-        _ => Kind::Task.err(e.to_string()),
+        E::Task { .. } => Kind::Task.err(e.to_string()),
+        // A data-API error raised in a task is itself again; any other layer's is a
+        // task failure.
+        E::Raised { task: name, kind, source } => match source.downcast::<heddle_data::Error>() {
+            Ok(own) => data(*own),
+            Err(source) => Kind::Task.err(E::Raised { task: name, kind, source }.to_string()),
+        },
     }
 }
 
@@ -160,7 +162,8 @@ pub(crate) fn dataflow(e: heddle_dataflow::Error) -> PyErr {
     match e {
         E::Comm(inner) => comm(inner),
         E::InvalidArgument(_) => Kind::Argument.err(e.to_string()),
-        _ => Kind::Comm.err(e.to_string()),
+        // A record that cannot be encoded, a spill file that cannot be used.
+        E::Serialization(_) | E::Io { .. } => Kind::Comm.err(e.to_string()),
     }
 }
 
@@ -178,15 +181,10 @@ fn interrupted(reason: String) -> PyErr {
 pub(crate) fn data(e: heddle_data::Error) -> PyErr {
     use heddle_data::Error as E;
     match e {
-        // heddle-data reports failures of its own sources and sinks (unreadable or
-        // malformed input, unwritable output) as task errors without a task name.
-        E::Task(heddle_task::Error::Task { task: name, message }) if name.is_empty() => {
-            Kind::Data.err(message)
-        }
         E::Task(inner) => task(inner),
         E::Comm(inner) => comm(inner),
         E::InvalidArgument(_) => Kind::Argument.err(e.to_string()),
-        _ => Kind::Data.err(e.to_string()),
+        E::Io { .. } | E::Parse { .. } | E::Changed { .. } => Kind::Data.err(e.to_string()),
     }
 }
 

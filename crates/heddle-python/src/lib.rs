@@ -8,7 +8,8 @@
 //! (`data_session`, `data_set`, `data_stream`), whose records are Python objects
 //! (`record`). Every call that may wait releases the GIL through
 //! [`interrupt::blocking`] (Python callbacks inside native runs take it back as they need
-//! it), Rust errors become the exception classes of `heddle.errors` (`errors`), and a
+//! it), Rust errors become the exception classes of `heddle.errors` (made in `exceptions`,
+//! mapped by variant in `errors`, each variant's mapping listed by `error_samples`), and a
 //! Python exception raised inside a native run is raised as itself when the run returns
 //! (`failure`).
 
@@ -23,7 +24,9 @@ mod data_session;
 mod data_set;
 mod data_stream;
 mod data_text;
+mod error_samples;
 mod errors;
+mod exceptions;
 mod failure;
 mod interrupt;
 mod json;
@@ -55,6 +58,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[pymodule]
 fn _heddle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    exceptions::register(m)?;
+    error_samples::register(m)?;
     op::register(m)?;
     record::register(m)?;
     comm::register(m)?;

@@ -1,8 +1,15 @@
 //! The one error type of `heddle-runtime`.
 
 /// What can go wrong while bootstrapping or launching a job.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
+///
+/// Not `#[non_exhaustive]`: the Python bindings map every variant to an exception class,
+/// so a new variant must not compile until it is mapped.
+#[derive(Debug, thiserror::Error, strum::EnumDiscriminants)]
+#[strum_discriminants(
+    name(ErrorVariant),
+    derive(strum::EnumIter, strum::IntoStaticStr),
+    doc = "The variants of [`Error`], without their fields."
+)]
 pub enum Error {
     /// An operating-system call failed.
     #[error("{context}: {source}")]

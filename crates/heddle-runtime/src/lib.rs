@@ -19,6 +19,6 @@ mod output;
 
 pub use bootstrap::{init, init_with};
 pub use env::{check_environment, check_heartbeat, check_known_keys, WorkerEnv};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorVariant, Result};
 pub use launcher::{run_local, JobOutcome, LaunchSpec};
 pub use master::{JobMaster, MasterConfig};

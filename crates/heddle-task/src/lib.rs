@@ -59,7 +59,7 @@ mod task;
 
 pub use context::{Context, TaskInfo};
 pub use edge::{Edge, EdgeKind, Record};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorVariant, Result};
 pub use exec::{AbortHandle, Job, Report, StopHandle, TaskStats, THREADS_ENV};
 pub use graph::{TaskGraph, Vertex, VertexKind};
 pub use plan::{Plan, PlannedEdge};

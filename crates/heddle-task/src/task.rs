@@ -23,7 +23,8 @@ pub trait Source: Send + 'static {
     /// Called once, before anything else.
     ///
     /// # Errors
-    /// Any failure ends the job with [`crate::Error::Task`].
+    /// Any failure ends the job with [`crate::Error::Task`] (one made by
+    /// [`crate::Error::raised`] with [`crate::Error::Raised`]).
     fn prepare(&mut self, _ctx: &mut Context<'_, Self::Out>) -> Result<()> {
         Ok(())
     }
@@ -53,7 +54,8 @@ pub trait Compute: Send + 'static {
     /// Called once, before anything else.
     ///
     /// # Errors
-    /// Any failure ends the job with [`crate::Error::Task`].
+    /// Any failure ends the job with [`crate::Error::Task`] (one made by
+    /// [`crate::Error::raised`] with [`crate::Error::Raised`]).
     fn prepare(&mut self, _ctx: &mut Context<'_, Self::Out>) -> Result<()> {
         Ok(())
     }

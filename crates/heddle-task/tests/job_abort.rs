@@ -114,3 +114,52 @@ fn an_abort_is_local_in_a_world_of_one() {
     assert!(comm.check_aborted().is_ok());
     comm.barrier().expect("the communicator is still usable");
 }
+
+/// Instance 1 fails at once with an error of a layer above the task system; the others
+/// produce nothing.
+struct RaisesOnInstanceOne;
+
+impl Source for RaisesOnInstanceOne {
+    type Out = u64;
+    fn next(&mut self, ctx: &mut Context<'_, u64>) -> Result<Produced> {
+        if ctx.index() == 1 {
+            return Err(Error::raised("Io", std::io::Error::other("rows.csv: disk on fire")));
+        }
+        Ok(Produced::Done)
+    }
+}
+
+#[test]
+fn an_error_raised_in_a_task_keeps_its_value_kind_and_task() {
+    let results = on_workers(2, |comm| {
+        let mut g = TaskGraph::new();
+        let src = g.source("read", 2, |_| RaisesOnInstanceOne);
+        let total = Arc::new(AtomicU64::new(0));
+        let check = g.compute("check", 2, move |_| FailsOnOneInstance {
+            bad: 9,
+            seen: 0,
+            total: total.clone(),
+        });
+        g.connect(&src, &check, Edge::hash());
+        let plan = Plan::new(&g, &WorkerSpec::discover(comm)?, &RoundRobin)?;
+        Job::new(comm, &g, &plan, heddle_dataflow::Options::batch())?.run().map(|_| ())
+    });
+    match &results[1] {
+        Err(Error::Raised { task, kind, source }) => {
+            assert_eq!((task.as_str(), *kind), ("read[1]", "Io"));
+            let io = source.downcast_ref::<std::io::Error>().expect("the raised value");
+            assert_eq!(io.to_string(), "rows.csv: disk on fire");
+        }
+        other => panic!("the failing worker returned {other:?}"),
+    }
+    match &results[0] {
+        Err(Error::Comm(heddle_comm::Error::Aborted(cause))) => {
+            assert_eq!(
+                (cause.origin, cause.task.as_deref(), cause.kind.as_str()),
+                (1, Some("read[1]"), "Io")
+            );
+            assert_eq!(cause.message, "rows.csv: disk on fire");
+        }
+        other => panic!("rank 0 must be aborted by rank 1, got {other:?}"),
+    }
+}

@@ -411,9 +411,14 @@ impl<'c> Job<'c> {
             Error::Task { task, message } => {
                 AbortCause::new(rank, "TaskFailed", message.clone()).in_task(task.clone())
             }
+            Error::Raised { task, kind, source } => {
+                AbortCause::new(rank, *kind, source.to_string()).in_task(task.clone())
+            }
             // Ctrl-C on this worker ([`AbortHandle`]): local, the launcher stops the job.
             Error::Aborted(_) => return,
-            other => AbortCause::new(rank, "TaskError", other.to_string()),
+            other @ (Error::Graph(_) | Error::Plan(_) | Error::Dataflow(_)) => {
+                AbortCause::new(rank, "TaskError", other.to_string())
+            }
         };
         self.comm.abort(cause);
     }

@@ -105,6 +105,9 @@ impl<O: Clone> Common<O> {
         };
         let r = f(&mut ctx).map_err(|e| match e {
             Error::Task { .. } => e,
+            Error::Raised { kind, source, .. } => {
+                Error::Raised { task: self.info.to_string(), kind, source }
+            }
             other => Error::Task { task: self.info.to_string(), message: other.to_string() },
         })?;
         if self.strategy.period() != before.period() {
