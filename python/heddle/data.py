@@ -47,8 +47,6 @@ action releases the GIL while it waits for other workers.
 from __future__ import annotations
 
 import contextlib
-import csv
-import io
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any, Callable, Union
@@ -56,7 +54,6 @@ from typing import Any, Callable, Union
 from heddle import _heddle
 from heddle._batches import from_batch, to_batch
 from heddle.comm import Comm, init
-from heddle.errors import ArgumentError, DataError
 from heddle.stream import Address, StopHandle, Stream, Window, Windowed, _address
 
 __all__ = ["Session", "DataSet", "Stream", "Window", "Windowed", "StopHandle"]
@@ -172,13 +169,7 @@ class Session:
         :class:`heddle.DataError` naming its file and line, or with ``on_malformed="skip"``
         is skipped and counted (:meth:`skipped_rows`)."""
         skip = _on_malformed(on_malformed)
-        rows = self._wrap(self._native.read_csv(os.fspath(path), bool(header), skip))
-        if not header:
-            return rows
-        first = _heddle.list_input_files(os.fspath(path))[0]
-        with open(first, newline="", encoding="utf-8") as f:
-            names = next(csv.reader(io.StringIO(f.readline())), [])
-        return rows.map(lambda row: dict(zip(names, row)))
+        return self._wrap(self._native.read_csv(os.fspath(path), bool(header), skip))
 
     def read_json_lines(self, path: PathLike, on_malformed: str = "fail") -> DataSet:
         """Records of JSON-lines files (one JSON value per line, blank lines ignored):
@@ -188,33 +179,19 @@ class Session:
         )
 
     def read_parquet(self, path: PathLike, columns: Sequence[str] | None = None) -> DataSet:
-        """Rows of Parquet files (found as :meth:`text_file` finds them) as dicts of column
-        values — only ``columns`` if given — read with ``pyarrow``; the files' row groups are
-        dealt to the partitions in order. A file of one column named ``item`` (how
-        :meth:`write_parquet` and the Rust API store records that are not dicts) gives its
-        values instead of dicts."""
-        _, pq = _pyarrow("read_parquet")
+        """Rows of Parquet files (found as :meth:`text_file` finds them; in a directory,
+        names starting with ``_`` are skipped) as dicts of column values — only ``columns``,
+        in that order, if given; every file must have them — read natively, by the Parquet
+        source of the Rust API: the row groups of all files, in file order, are dealt to the
+        partitions round robin (partition i of p reads groups i, i + p, ...). A file of one
+        column named ``item`` (how :meth:`DataSet.write_parquet` and the Rust API store
+        records that are not dicts) gives its values instead of dicts.
+
+        Values are Python ``int``, ``float``, ``str``, ``bytes``, ``bool``, ``None``, lists
+        (Arrow lists) and dicts (structs and maps); timestamps and dates come as their
+        integer counts (Arrow's storage: units since the epoch, days), decimals as ``str``."""
         cols = None if columns is None else [str(c) for c in columns]
-        groups = []
-        for f in _heddle.list_input_files(os.fspath(path)):
-            try:
-                meta = pq.ParquetFile(f)
-            except Exception as e:  # pyarrow raises several kinds for a file that is not Parquet
-                raise DataError(f"{f}: not a readable Parquet file ({e})") from e
-            names = meta.schema_arrow.names
-            missing = [c for c in cols or [] if c not in names]
-            if missing:
-                raise ArgumentError(f"{f} has no column {missing[0]!r}; its columns are {names}")
-            groups += [(os.fspath(f), g) for g in range(meta.num_row_groups)]
-
-        def rows(group: tuple[str, int]) -> list[Any]:
-            table = pq.ParquetFile(group[0]).read_row_group(group[1], columns=cols)
-            records: list[Any] = (
-                table.column(0).to_pylist() if table.column_names == ["item"] else table.to_pylist()
-            )
-            return records
-
-        return self.from_list(groups).flat_map(rows)
+        return self._wrap(self._native.read_parquet(os.fspath(path), cols))
 
     def skipped_rows(self) -> int:
         """Malformed rows skipped so far on all workers (collective)."""

@@ -50,6 +50,9 @@ RENAMED: dict[str, dict[str, tuple[str, ...]]] = {
         "with_options": ("__init__(memory_budget)", "__init__(spill_dirs)"),
         "from_vec": ("from_list",),
         "stream_from_vec": ("stream_from_list",),
+        # Helpers the binding's read_csv and read_parquet are built on.
+        "csv_header": ("read_csv(header)",),
+        "read_parquet_columns": ("read_parquet(columns)",),
     },
     # mpi4py's names: buffer ops are capitalized, their lowercase forms take objects (the
     # Rust `*_object` ops). Python's object `reduce`, `allreduce` and `sendrecv` have no
