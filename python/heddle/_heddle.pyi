@@ -114,6 +114,15 @@ class Comm:
         """Element-wise reduction into ``recvbuf`` at ``root`` (``None`` elsewhere)."""
     def Reduce_scatter_block(self, sendbuf: Buffer, recvbuf: Buffer, op: Op | None = None) -> None:
         """Reduction of ``size`` equal blocks; rank i receives block i."""
+    def Reduce_scatter(
+        self,
+        sendbuf: Buffer,
+        recvbuf: Buffer,
+        recvcounts: Sequence[int] | None = None,
+        op: Op | None = None,
+    ) -> None:
+        """Reduction of ``size`` blocks of ``recvcounts[i]`` elements; rank i receives
+        block i (without ``recvcounts``, each rank's block is its ``recvbuf``'s size)."""
     def Bcast(self, buf: Buffer, root: int = 0) -> None:
         """Copies ``buf`` at ``root`` into ``buf`` on every rank."""
     def Gather(self, sendbuf: Buffer | InPlace, recvbuf: Buffer | None, root: int = 0) -> None:
@@ -480,6 +489,15 @@ class Stream:
     def write_lines(
         self,
         dir: str,
+        stop: StopHandle | None = None,
+        timeout: float | None = None,
+        max_records: int | None = None,
+        mode: str = "errorifexists",
+    ) -> None: ...
+    def write_parts(
+        self,
+        dir: str,
+        f: Any,
         stop: StopHandle | None = None,
         timeout: float | None = None,
         max_records: int | None = None,
