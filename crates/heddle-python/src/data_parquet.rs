@@ -96,8 +96,10 @@ impl<'de> Deserialize<'de> for Cell {
     }
 }
 
-/// Rows never cross workers as cells (they become Python records where they are read),
-/// but records of data sets must be serializable.
+/// Rows never cross workers as cells: they become Python records where they are read (the
+/// map in [`read`] chains to the source in memory), and could not be decoded elsewhere
+/// (a cell deserializes any value, which bincode cannot describe). Records of data sets
+/// must be serializable all the same.
 impl Serialize for Cell {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::{SerializeMap, SerializeSeq};

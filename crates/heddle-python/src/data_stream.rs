@@ -414,7 +414,9 @@ impl PyStream {
 
     /// Writes ``f(record)`` (``bytes``, ``str`` as UTF-8, or ``None``: nothing) for each
     /// record to ``dir/part-NNNNN``, committed as ``write_lines`` commits.
-    #[pyo3(signature = (dir, f, stop = None, timeout = None, max_records = None, mode = "errorifexists"))]
+    #[pyo3(signature = (
+        dir, f, stop = None, timeout = None, max_records = None, mode = "errorifexists"
+    ))]
     #[allow(clippy::too_many_arguments)]
     fn write_parts(
         &self,
