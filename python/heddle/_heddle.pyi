@@ -4,7 +4,7 @@ Use the public names from ``heddle`` / ``heddle.comm``; this module is their imp
 """
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, final
 
 from typing_extensions import Buffer, Self, TypeAlias, disjoint_base
@@ -42,8 +42,16 @@ __all__ = [
     "init",
     "is_initialized",
     "abort_job_with",
+    "pack_objects",
+    "unpack_objects",
+    "object_head",
+    "parse_object_head",
+    "bcast_head",
+    "parse_bcast_head",
     "run_local",
     "Context",
+    "Strategy",
+    "Edge",
     "TaskGraph",
     "Plan",
     "Job",
@@ -145,6 +153,15 @@ class Comm:
         """Element-wise reduction into ``recvbuf`` at ``root`` (``None`` elsewhere)."""
     def Reduce_scatter_block(self, sendbuf: Buffer, recvbuf: Buffer, op: Op | None = None) -> None:
         """Reduction of ``size`` equal blocks; rank i receives block i."""
+    def Reduce_scatter(
+        self,
+        sendbuf: Buffer,
+        recvbuf: Buffer,
+        recvcounts: Sequence[int] | None = None,
+        op: Op | None = None,
+    ) -> None:
+        """Reduction of ``size`` blocks of ``recvcounts[i]`` elements; rank i receives
+        block i (without ``recvcounts``, each rank's block is its ``recvbuf``'s size)."""
     def Bcast(self, buf: Buffer, root: int = 0) -> None:
         """Copies ``buf`` at ``root`` into ``buf`` on every rank."""
     def Gather(self, sendbuf: Buffer | InPlace, recvbuf: Buffer | None, root: int = 0) -> None:
@@ -185,6 +202,31 @@ def init() -> Comm:
 
 def is_initialized() -> bool:
     """Whether ``init`` has joined the job in this process."""
+
+# --- the framing of pickled objects (heddle.comm's lowercase calls; comm_objects.rs) -----
+
+def pack_objects(
+    pickled: Sequence[tuple[Buffer, Sequence[Buffer]]],
+) -> tuple[bytearray, list[int]]:
+    """Packs ``(pickle, out-of-band buffers)`` pairs into one bytearray of self-describing
+    blocks; returns it and each block's size."""
+
+def unpack_objects(
+    blocks: Buffer, sizes: Sequence[int]
+) -> list[tuple[memoryview, list[memoryview]]]:
+    """The ``(pickle, [buffers])`` of each block, as memoryviews of ``blocks``."""
+
+def object_head(pickle: Buffer, buffers: Sequence[Buffer]) -> bytes:
+    """The head of an object sent point to point (its buffers follow it)."""
+
+def parse_object_head(head: Buffer) -> tuple[memoryview, list[int]]:
+    """The pickle of a received head and the lengths of the buffers that follow it."""
+
+def bcast_head(pickle: Buffer, buffers: Sequence[Buffer]) -> bytearray:
+    """The head a root broadcasts: the buffers' lengths, then the pickle."""
+
+def parse_bcast_head(head: Buffer, n: int) -> tuple[memoryview, list[int]]:
+    """The pickle of a received broadcast head of ``n`` buffers, and their lengths."""
 
 def run_local(
     workers: int,
@@ -234,12 +276,83 @@ class Context:
     def iteration(self) -> tuple[int, ...]:
         """The iteration counters, outermost first (empty outside iterations)."""
     @property
-    def strategy(self) -> Any:
+    def strategy(self) -> Strategy:
         """The current ``heddle.task.Strategy``."""
-    def set_strategy(self, strategy: Any) -> None:
+    def set_strategy(self, strategy: Strategy) -> None:
         """Changes when the task runs from now on."""
     def comm(self) -> Any:
         """The vertex's communicator (a ``heddle.Comm``); vertices marked collective only."""
+
+@final
+class Strategy:
+    """When a task runs (see ``heddle.task.Strategy``)."""
+
+    def __new__(
+        cls, runs_on_data: bool = True, period_ms: float | None = None, max_runs: int | None = None
+    ) -> Self: ...
+    @staticmethod
+    def on_data() -> Strategy:
+        """Runs whenever input is waiting (the default)."""
+    @staticmethod
+    def periodic(period_ms: float) -> Strategy:
+        """Runs every ``period_ms`` milliseconds only: input waits in the task's queue until
+        the next run, which executes all of it and then calls ``tick``."""
+    def every(self, period_ms: float) -> Strategy:
+        """Also runs every ``period_ms`` milliseconds (``tick`` with no input waiting)."""
+    def at_most(self, runs: int) -> Strategy:
+        """Retires the task after ``runs`` activations."""
+    @property
+    def runs_on_data(self) -> bool:
+        """Whether the task runs when input arrives."""
+    @property
+    def period_ms(self) -> float | None:
+        """The period in milliseconds, if the task also runs on a timer."""
+    @property
+    def max_runs(self) -> int | None:
+        """Activations after which the task retires, if limited."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __getnewargs__(self) -> tuple[bool, float | None, int | None]: ...
+
+@final
+class Edge:
+    """How records move between the instances of two vertices (see ``heddle.task.Edge``)."""
+
+    @staticmethod
+    def direct() -> Edge:
+        """Instance i to instance i (equal parallelism). Between instances on one worker
+        the records pass in memory, as Python objects (chaining)."""
+    @staticmethod
+    def hash() -> Edge:
+        """Each record to the instance a hash of its canonical encoding picks (equal
+        records, equal instance, on every worker)."""
+    @staticmethod
+    def partition(partitioner: Callable[[Any], int]) -> Edge:
+        """Each record to instance ``partitioner(record) % parallelism``."""
+    @staticmethod
+    def broadcast() -> Edge:
+        """Every record to every downstream instance."""
+    @staticmethod
+    def reduce(reducer: Callable[[Any, Any], Any]) -> Edge:
+        """All records combined with ``reducer`` (associative, commutative) into one value
+        per downstream instance (in streaming mode: running values)."""
+    @staticmethod
+    def gather() -> Edge:
+        """Every record to every downstream instance as ``(task, record)``, ``task`` being
+        the sending instance's task id."""
+    @staticmethod
+    def keyed_reduce(reducer: Callable[[Any, Any], Any]) -> Edge:
+        """``(key, value)`` records grouped by key, values combined with ``reducer``
+        (combined on the sending worker first in batch mode)."""
+    @staticmethod
+    def keyed_gather() -> Edge:
+        """``(key, value)`` records grouped by key: ``(key, [values])`` per key."""
+    @property
+    def kind(self) -> str:
+        """The operation's name: ``"direct"``, ``"hash"``, ``"keyed_reduce"`` ..."""
+    @property
+    def func(self) -> Callable[..., Any] | None:
+        """The partitioner or reducer, for the edges that take one."""
 
 @final
 class TaskGraph:
@@ -247,11 +360,9 @@ class TaskGraph:
 
     def __new__(cls) -> Self: ...
     def add_vertex(self, name: str, source: bool, parallelism: int, factory: Any) -> int: ...
-    def connect(self, from_: int, to: int, kind: str, func: Any | None = None) -> None: ...
-    def set_strategy(
-        self, v: int, on_data: bool, period_ms: float | None = None, max_runs: int | None = None
-    ) -> None: ...
-    def get_strategy(self, v: int) -> tuple[bool, float | None, int | None]: ...
+    def connect(self, from_: int, to: int, edge: Edge) -> None: ...
+    def set_strategy(self, v: int, strategy: Strategy) -> None: ...
+    def get_strategy(self, v: int) -> Strategy: ...
     def set_resources(self, v: int, cpu: float, memory: int, hosts: list[str]) -> None: ...
     def set_collective(self, v: int) -> None: ...
     def validate(self) -> None: ...
@@ -338,6 +449,7 @@ class Session:
     def text_blocks(self, path: str, block_bytes: int, binary: bool = False) -> DataSet: ...
     def read_csv(self, path: str, header: bool, skip_malformed: bool = False) -> DataSet: ...
     def read_json_lines(self, path: str, skip_malformed: bool = False) -> DataSet: ...
+    def read_parquet(self, path: str, columns: list[str] | None = None) -> DataSet: ...
     def skipped_rows(self) -> int: ...
 
 @final
@@ -419,6 +531,15 @@ class Stream:
     def write_lines(
         self,
         dir: str,
+        stop: StopHandle | None = None,
+        timeout: float | None = None,
+        max_records: int | None = None,
+        mode: str = "errorifexists",
+    ) -> None: ...
+    def write_parts(
+        self,
+        dir: str,
+        f: Any,
         stop: StopHandle | None = None,
         timeout: float | None = None,
         max_records: int | None = None,

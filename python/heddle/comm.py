@@ -30,7 +30,6 @@ import functools
 import operator
 import os
 import pickle
-import struct
 import sys
 import threading
 from array import array
@@ -64,7 +63,6 @@ UNDEFINED = -32766
 
 #: Buffers inside pickled objects smaller than this travel inside the pickle stream.
 _OUT_OF_BAND_MIN = 4096
-_ALIGN = 16
 
 OpLike = Union[Op, Callable[[Any, Any], Any]]
 
@@ -129,6 +127,8 @@ def _object_op(op: OpLike | None) -> Callable[[Any, Any], Any]:
 
 
 # --- pickle protocol 5 with out-of-band buffers ----------------------------------------
+# Python pickles and unpickles; the framing around the pickles (headers, buffer offsets,
+# alignment) is native: heddle._heddle.pack_objects and friends (comm_objects.rs).
 
 
 def _dumps(obj: Any) -> tuple[bytes, list[memoryview]]:
@@ -149,67 +149,15 @@ def _dumps(obj: Any) -> tuple[bytes, list[memoryview]]:
     return pickle.dumps(obj, protocol=5, buffer_callback=out_of_band), buffers
 
 
-def _aligned(n: int) -> int:
-    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
-
-
-class _Packed:
-    """One object as a self-describing block: ``<Q nbufs><Q len(pickle)><Q len(buf)>*``, the
-    pickle stream, then each out-of-band buffer at a 16-byte boundary."""
-
-    __slots__ = ("data", "buffers", "size")
-
-    def __init__(self, obj: Any) -> None:
-        self.data, self.buffers = _dumps(obj)
-        size = _aligned(16 + 8 * len(self.buffers) + len(self.data))
-        for b in self.buffers:
-            size = _aligned(size + b.nbytes)
-        self.size = size
-
-    def write(self, out: memoryview) -> None:
-        n = len(self.buffers)
-        struct.pack_into(f"<QQ{n}Q", out, 0, n, len(self.data), *(b.nbytes for b in self.buffers))
-        off = 16 + 8 * n
-        out[off : off + len(self.data)] = self.data
-        off = _aligned(off + len(self.data))
-        for b in self.buffers:
-            out[off : off + b.nbytes] = b
-            off = _aligned(off + b.nbytes)
-
-
 def _pack_all(objs: Sequence[Any]) -> tuple[bytearray, list[int]]:
-    packed = [_Packed(o) for o in objs]
-    sizes = [p.size for p in packed]
-    out = bytearray(sum(sizes))
-    view = memoryview(out)
-    off = 0
-    for p in packed:
-        p.write(view[off : off + p.size])
-        off += p.size
-    return out, sizes
-
-
-def _unpack(block: memoryview) -> Any:
-    n, length = struct.unpack_from("<QQ", block, 0)
-    lens = struct.unpack_from(f"<{n}Q", block, 16)
-    off = 16 + 8 * n
-    data = block[off : off + length]
-    off = _aligned(off + length)
-    buffers = []
-    for size in lens:
-        buffers.append(block[off : off + size])
-        off = _aligned(off + size)
-    return pickle.loads(data, buffers=buffers)
+    """Every object as a self-describing block (see comm_objects.rs), in one bytearray."""
+    return _heddle.pack_objects([_dumps(o) for o in objs])
 
 
 def _unpack_all(buf: bytearray, sizes: Sequence[int]) -> list[Any]:
-    view = memoryview(buf)
-    out = []
-    off = 0
-    for size in sizes:
-        out.append(_unpack(view[off : off + size]))
-        off += size
-    return out
+    return [
+        pickle.loads(data, buffers=buffers) for data, buffers in _heddle.unpack_objects(buf, sizes)
+    ]
 
 
 def _u64(values: Sequence[int]) -> array[int]:
@@ -256,9 +204,7 @@ class Comm(_heddle.Comm):
         """Sends a picklable object to rank ``dest`` with ``tag``. Large buffers inside it
         are sent from their own memory, after the pickle stream, with the same tag."""
         data, buffers = _dumps(obj)
-        n = len(buffers)
-        head = struct.pack(f"<QQ{n}Q", n, len(data), *(b.nbytes for b in buffers))
-        self.Send(head + data, dest, tag)
+        self.Send(_heddle.object_head(data, buffers), dest, tag)
         for b in buffers:
             self.Send(b, dest, tag)
 
@@ -270,16 +216,13 @@ class Comm(_heddle.Comm):
             raise ArgumentError("recv: buf is not supported; objects are received into new memory")
         if source is None:
             raise ArgumentError("recv: pass source= (heddle has no ANY_SOURCE)")
-        msg = memoryview(self._recv_bytes(source, tag))
-        n, length = struct.unpack_from("<QQ", msg, 0)
-        lens = struct.unpack_from(f"<{n}Q", msg, 16)
+        data, lens = _heddle.parse_object_head(self._recv_bytes(source, tag))
         buffers = []
         for size in lens:
             b = bytearray(size)
             self.Recv(b, source, tag)
             buffers.append(b)
-        start = 16 + 8 * n
-        return pickle.loads(msg[start : start + length], buffers=buffers)
+        return pickle.loads(data, buffers=buffers)
 
     def sendrecv(
         self,
@@ -304,7 +247,7 @@ class Comm(_heddle.Comm):
         self.Sendrecv(_u64([size]), dest, sendtag, their, source, tag)
         out = bytearray(their[0])
         self.Sendrecv(blob, dest, sendtag, out, source, tag)
-        return _unpack(memoryview(out))
+        return _unpack_all(out, their)[0]
 
     # -- objects: collectives -----------------------------------------------------------
 
@@ -314,10 +257,7 @@ class Comm(_heddle.Comm):
         if self.rank == root:
             data, buffers = _dumps(obj)
             self.Bcast(_u64([len(data), len(buffers)]), root)
-            head = bytearray(8 * len(buffers) + len(data))
-            struct.pack_into(f"<{len(buffers)}Q", head, 0, *(b.nbytes for b in buffers))
-            head[8 * len(buffers) :] = data
-            self.Bcast(head, root)
+            self.Bcast(_heddle.bcast_head(data, buffers), root)
             for b in buffers:
                 self.Bcast(b, root)
             return obj
@@ -326,12 +266,13 @@ class Comm(_heddle.Comm):
         length, n = sizes
         head = bytearray(8 * n + length)
         self.Bcast(head, root)
+        pickled, lens = _heddle.parse_bcast_head(head, n)
         received: list[bytearray] = []
-        for size in struct.unpack_from(f"<{n}Q", head, 0):
+        for size in lens:
             incoming = bytearray(size)
             self.Bcast(incoming, root)
             received.append(incoming)
-        return pickle.loads(memoryview(head)[8 * n :], buffers=received)
+        return pickle.loads(pickled, buffers=received)
 
     def gather(self, sendobj: Any, root: int = 0) -> list[Any] | None:
         """Returns the list of every rank's ``sendobj`` (in rank order) at ``root``, and
@@ -373,7 +314,7 @@ class Comm(_heddle.Comm):
             self.Scatter(None, mine, root)
             out = bytearray(mine[0])
             self.Scatterv(None, out, root)
-        return _unpack(memoryview(out))
+        return _unpack_all(out, mine)[0]
 
     def alltoall(self, sendobj: Sequence[Any]) -> list[Any]:
         """Every rank passes one object per rank; rank j receives ``sendobj[j]`` of every

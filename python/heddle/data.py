@@ -46,38 +46,16 @@ action releases the GIL while it waits for other workers.
 
 from __future__ import annotations
 
-import contextlib
-import csv
-import io
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any, Callable, Union
+from typing import Any, Callable
 
 from heddle import _heddle
-from heddle._batches import from_batch, to_batch
 from heddle.comm import Comm, init
-from heddle.errors import ArgumentError, DataError
+from heddle.dataset import DataSet, PathLike
 from heddle.stream import Address, StopHandle, Stream, Window, Windowed, _address
 
 __all__ = ["Session", "DataSet", "Stream", "Window", "Windowed", "StopHandle"]
-
-PathLike = Union[str, "os.PathLike[str]"]
-
-
-def _pyarrow(what: str) -> tuple[Any, Any]:
-    """``pyarrow`` and ``pyarrow.parquet``, or an ImportError saying how to get them."""
-    try:
-        import pyarrow
-        import pyarrow.parquet
-    except ImportError:
-        raise ImportError(f"{what} needs pyarrow: pip install pyarrow (or heddle[arrow])") from None
-    return pyarrow, pyarrow.parquet
-
-
-def _mode(mode: str) -> str:
-    if mode in ("errorifexists", "error", "overwrite", "append"):
-        return mode
-    raise ValueError(f"mode must be 'errorifexists', 'overwrite' or 'append', not {mode!r}")
 
 
 def _on_malformed(on_malformed: str) -> bool:
@@ -172,13 +150,7 @@ class Session:
         :class:`heddle.DataError` naming its file and line, or with ``on_malformed="skip"``
         is skipped and counted (:meth:`skipped_rows`)."""
         skip = _on_malformed(on_malformed)
-        rows = self._wrap(self._native.read_csv(os.fspath(path), bool(header), skip))
-        if not header:
-            return rows
-        first = _heddle.list_input_files(os.fspath(path))[0]
-        with open(first, newline="", encoding="utf-8") as f:
-            names = next(csv.reader(io.StringIO(f.readline())), [])
-        return rows.map(lambda row: dict(zip(names, row)))
+        return self._wrap(self._native.read_csv(os.fspath(path), bool(header), skip))
 
     def read_json_lines(self, path: PathLike, on_malformed: str = "fail") -> DataSet:
         """Records of JSON-lines files (one JSON value per line, blank lines ignored):
@@ -188,33 +160,19 @@ class Session:
         )
 
     def read_parquet(self, path: PathLike, columns: Sequence[str] | None = None) -> DataSet:
-        """Rows of Parquet files (found as :meth:`text_file` finds them) as dicts of column
-        values — only ``columns`` if given — read with ``pyarrow``; the files' row groups are
-        dealt to the partitions in order. A file of one column named ``item`` (how
-        :meth:`write_parquet` and the Rust API store records that are not dicts) gives its
-        values instead of dicts."""
-        _, pq = _pyarrow("read_parquet")
+        """Rows of Parquet files (found as :meth:`text_file` finds them; in a directory,
+        names starting with ``_`` are skipped) as dicts of column values — only ``columns``,
+        in that order, if given; every file must have them — read natively, by the Parquet
+        source of the Rust API: the row groups of all files, in file order, are dealt to the
+        partitions round robin (partition i of p reads groups i, i + p, ...). A file of one
+        column named ``item`` (how :meth:`DataSet.write_parquet` and the Rust API store
+        records that are not dicts) gives its values instead of dicts.
+
+        Values are Python ``int``, ``float``, ``str``, ``bytes``, ``bool``, ``None``, lists
+        (Arrow lists) and dicts (structs and maps); timestamps and dates come as their
+        integer counts (Arrow's storage: units since the epoch, days), decimals as ``str``."""
         cols = None if columns is None else [str(c) for c in columns]
-        groups = []
-        for f in _heddle.list_input_files(os.fspath(path)):
-            try:
-                meta = pq.ParquetFile(f)
-            except Exception as e:  # pyarrow raises several kinds for a file that is not Parquet
-                raise DataError(f"{f}: not a readable Parquet file ({e})") from e
-            names = meta.schema_arrow.names
-            missing = [c for c in cols or [] if c not in names]
-            if missing:
-                raise ArgumentError(f"{f} has no column {missing[0]!r}; its columns are {names}")
-            groups += [(os.fspath(f), g) for g in range(meta.num_row_groups)]
-
-        def rows(group: tuple[str, int]) -> list[Any]:
-            table = pq.ParquetFile(group[0]).read_row_group(group[1], columns=cols)
-            records: list[Any] = (
-                table.column(0).to_pylist() if table.column_names == ["item"] else table.to_pylist()
-            )
-            return records
-
-        return self.from_list(groups).flat_map(rows)
+        return self._wrap(self._native.read_parquet(os.fspath(path), cols))
 
     def skipped_rows(self) -> int:
         """Malformed rows skipped so far on all workers (collective)."""
@@ -276,264 +234,3 @@ class Session:
             f"<heddle.data.Session rank={self.rank} workers={self.size} "
             f"partitions={self.partitions}>"
         )
-
-
-class DataSet:
-    """A lazy distributed collection of Python objects, in :attr:`Session.partitions`
-    partitions. Transformations return new data sets; actions run them (collectively)."""
-
-    def __init__(self, native: _heddle.DataSet, session: Session) -> None:
-        self._native = native
-        self.session = session
-
-    def _wrap(self, native: _heddle.DataSet) -> DataSet:
-        return DataSet(native, self.session)
-
-    # --- record-wise ---------------------------------------------------------------
-
-    def map(self, f: Callable[[Any], Any]) -> DataSet:
-        """Each record through ``f``."""
-        return self._wrap(self._native.map(f))
-
-    def flat_map(self, f: Callable[[Any], Iterable[Any]]) -> DataSet:
-        """Each record to the records of the iterable ``f`` returns (``None``: none)."""
-        return self._wrap(self._native.flat_map(f))
-
-    def filter(self, f: Callable[[Any], Any]) -> DataSet:
-        """The records for which ``f`` is true."""
-        return self._wrap(self._native.filter(f))
-
-    def key_by(self, f: Callable[[Any], Any]) -> DataSet:
-        """``(f(record), record)`` for each record."""
-        return self._wrap(self._native.key_by(f))
-
-    def map_partitions(self, f: Callable[[list[Any]], Iterable[Any]]) -> DataSet:
-        """Each whole partition (a list) through ``f``, which returns an iterable of records."""
-        return self._wrap(self._native.map_partitions(f))
-
-    def map_batches(
-        self, f: Callable[[Any], Any], batch_size: int | None = 4096, batch_format: str = "numpy"
-    ) -> DataSet:
-        """Vectorized map: ``f`` gets batches of up to ``batch_size`` consecutive records of a
-        partition (``None``: the whole partition) and returns a batch.
-
-        ``batch_format`` says what a batch is: ``"numpy"`` — ``numpy.asarray(records)`` (a
-        1-D array of numbers, a 2-D array of tuples of numbers), or for dict records a dict
-        of column arrays; ``"pyarrow"`` — a ``pyarrow.RecordBatch`` (dict records give its
-        columns; other records one column ``value``); ``"list"`` — the list of records.
-
-        ``f`` may return a numpy array (1-D: one record per element; 2-D: a tuple per row),
-        a dict of equal-length columns (a dict record per row), a ``pyarrow.RecordBatch`` or
-        ``Table`` (a dict per row, or the values of a lone ``value`` column), or any iterable
-        of records.
-        """
-        convert = to_batch(batch_format)
-        size = None if batch_size is None else max(1, int(batch_size))
-
-        def run(part: list[Any]) -> list[Any]:
-            out: list[Any] = []
-            step = size or max(1, len(part))
-            for i in range(0, len(part), step):
-                out.extend(from_batch(f(convert(part[i : i + step]))))
-            return out
-
-        return self.map_partitions(run)
-
-    def union(self, other: DataSet) -> DataSet:
-        """The records of both data sets."""
-        return self._wrap(self._native.union(other._native))
-
-    def repartition(self) -> DataSet:
-        """The same records dealt round-robin over the partitions (evens out skew)."""
-        return self._wrap(self._native.repartition())
-
-    def distinct(self) -> DataSet:
-        """Every distinct record once (records compared as keys are)."""
-        return self._wrap(self._native.distinct())
-
-    def words(self) -> DataSet:
-        """The words of ``str`` (or ``bytes``) records: the runs of characters between
-        ASCII whitespace (space, ``\\t``, ``\\n``, ``\\r``, ``\\v``, ``\\f``), as ``bytes.split()``
-        splits; other Unicode spaces stay inside words. Other records raise ``TypeError``.
-
-        On text read by :meth:`Session.text_file` or :meth:`Session.text_blocks` the split
-        is native, and ``words().value_counts()`` counts the words without making a
-        Python object per word — the word count of PySpark's
-        ``explode(split(...)).groupBy().count()``::
-
-            counts = s.text_file("books/").words().value_counts()   # (word, count)
-        """
-        return self._wrap(self._native.words())
-
-    def value_counts(self) -> DataSet:
-        """``(record, count)`` for every distinct record (records compared as keys are),
-        counted natively within each partition first; the order is unspecified."""
-        return self._wrap(self._native.value_counts())
-
-    # --- keyed: records are (key, value) tuples ---------------------------------------
-
-    def reduce_by_key(self, f: Callable[[Any, Any], Any]) -> DataSet:
-        """Values combined per key with ``f`` (associative, commutative): within each
-        partition first, then across them. Gives ``(key, value)`` per key."""
-        return self._wrap(self._native.reduce_by_key(f))
-
-    def aggregate_by_key(
-        self, zero: Any, seq: Callable[[Any, Any], Any], comb: Callable[[Any, Any], Any]
-    ) -> DataSet:
-        """Values folded per key into an accumulator: ``seq(acc, value)`` starting from a
-        deep copy of ``zero``; accumulators merged with ``comb`` (associative, commutative)."""
-        return self._wrap(self._native.aggregate_by_key(zero, seq, comb))
-
-    def group_by_key(self) -> DataSet:
-        """Every key once with the list of its values: ``(key, [values])``."""
-        return self._wrap(self._native.group_by_key())
-
-    def join(self, other: DataSet) -> DataSet:
-        """Inner join: ``(key, (v, w))`` for every pair of values with equal keys."""
-        return self._wrap(self._native.join(other._native))
-
-    def left_join(self, other: DataSet) -> DataSet:
-        """Left outer join: every left pair ``(key, (v, w))``, ``w`` ``None`` where no right
-        value has the key."""
-        return self._wrap(self._native.left_join(other._native))
-
-    def full_outer_join(self, other: DataSet) -> DataSet:
-        """Full outer join: matched pairs, and unmatched values of either side with ``None``
-        on the other."""
-        return self._wrap(self._native.full_outer_join(other._native))
-
-    def sort_by_key(self) -> DataSet:
-        """Sorted by key across partitions: partition i holds keys no greater than partition
-        i + 1's, each sorted (stable). Samples the keys now (an action)."""
-        return self._wrap(self._native.sort_by_key())
-
-    def sort(self, key_bytes: int | None = None) -> DataSet:
-        """The records sorted across partitions (partition i's before partition i + 1's;
-        the order of equal keys is unspecified). Samples the keys now (an action).
-
-        The key is the record itself, compared as keys are (see the module notes), or with
-        ``key_bytes`` the first ``key_bytes`` bytes of a ``str`` (its UTF-8, whose byte
-        order is code point order) or ``bytes`` record. Lines of :meth:`Session.text_file`
-        are sorted natively (an external sort that spills beyond the memory budget), and
-        ``write_text`` of the result writes them natively: PySpark's
-        ``spark.read.text(p).sort(...).write.text(d)``::
-
-            s.text_file("records.txt").sort(key_bytes=10).write_text("sorted/")
-        """
-        if key_bytes is not None and (
-            isinstance(key_bytes, bool) or not isinstance(key_bytes, int) or key_bytes < 0
-        ):
-            raise ValueError(
-                f"key_bytes must be a whole number of bytes (0 or more), or None, not {key_bytes!r}"
-            )
-        return self._wrap(self._native.sort(key_bytes))
-
-    # --- in memory and in loops --------------------------------------------------------
-
-    def cache(self) -> DataSet:
-        """Computes the data set now (an action) and keeps every partition in memory, as
-        Python objects, so later actions start from there."""
-        return self._wrap(self._native.cache())
-
-    def iterate(
-        self,
-        max_steps: int,
-        step: Callable[[DataSet], DataSet],
-        done: Callable[[DataSet, DataSet], bool],
-    ) -> tuple[DataSet, int]:
-        """Repeats ``step`` on the data set up to ``max_steps`` times, caching each result,
-        until ``done(previous, next)`` holds (checked after each step, collectively: the
-        loop ends when every worker says so). Returns the last data set and the steps
-        taken."""
-        s = self.session
-        last, steps = self._native.iterate(
-            int(max_steps),
-            lambda nd: step(DataSet(nd, s))._native,
-            lambda a, b: bool(done(DataSet(a, s), DataSet(b, s))),
-        )
-        return DataSet(last, s), steps
-
-    # --- actions -----------------------------------------------------------------------
-
-    def collect(self) -> list[Any] | None:
-        """Every record, in partition order, on rank 0 (``None`` on the other workers)."""
-        return self._native.collect()
-
-    def collect_all(self) -> list[Any]:
-        """Every record, in partition order, on every worker."""
-        return self._native.collect_all()
-
-    def count(self) -> int:
-        """The number of records, on every worker."""
-        return self._native.count()
-
-    def reduce(self, f: Callable[[Any, Any], Any]) -> Any:
-        """All records combined with ``f`` (associative, commutative), on every worker;
-        ``None`` for an empty data set."""
-        return self._native.reduce(f)
-
-    def for_each(self, f: Callable[[Any], Any]) -> None:
-        """Calls ``f(record)`` for every record, on the worker holding it."""
-        self._native.for_each(f)
-
-    def write_text(self, directory: PathLike, mode: str = "errorifexists") -> None:
-        """Writes each record's ``str`` as a line, one part file per partition
-        (``directory/part-00000`` ...), where the partition is. As Spark's writer modes:
-        ``"errorifexists"`` refuses a directory holding files, ``"overwrite"`` replaces its
-        parts and ``_SUCCESS`` (other files stay), ``"append"`` adds parts under new names.
-        Parts move into place, then ``_SUCCESS``, once every worker wrote its own."""
-        self._native.write_text(os.fspath(directory), _mode(mode))
-
-    def write_json_lines(self, directory: PathLike, mode: str = "errorifexists") -> None:
-        """Writes each record as one line of JSON (dicts, lists, tuples, str, int, float,
-        bool, None), one part file per partition (``mode`` as for :meth:`write_text`)."""
-        self._native.write_json_lines(os.fspath(directory), _mode(mode))
-
-    def for_each_partition(self, f: Callable[[int, list[Any]], Any]) -> None:
-        """Calls ``f(index, records)`` with every whole partition (a list), on the worker
-        holding it."""
-        self._native.for_each_partition(f)
-
-    def write_parquet(self, directory: PathLike, mode: str = "errorifexists") -> None:
-        """Writes each partition as ``directory/part-00000.parquet`` ... with ``pyarrow``:
-        dict records as columns (the schema inferred from the records), other records as one
-        column ``item`` (as the Rust API does). An empty partition writes no file. Returns
-        when every worker has written its files (``mode`` and the commit as for
-        :meth:`write_text`)."""
-        pa, pq = _pyarrow("write_parquet")
-        commit = _heddle.OutputCommit(
-            self.session._native, os.fspath(directory), _mode(mode), ".parquet"
-        )
-        written: list[int] = []
-
-        def write(index: int, records: list[Any]) -> None:
-            if not records:
-                return
-            table = (
-                pa.Table.from_pylist(records)
-                if isinstance(records[0], dict)
-                else pa.table({"item": records})
-            )
-            pq.write_table(table, os.fspath(commit.temp_path(index)))
-            written.append(index)
-
-        try:
-            self._native.for_each_partition(write)
-        except BaseException:
-            with contextlib.suppress(Exception):  # the temporary files go; the cause is raised
-                commit.finish([], True)
-            raise
-        commit.finish(written, False)
-
-    def write_csv(self, directory: PathLike, mode: str = "errorifexists") -> None:
-        """Writes each record as a CSV row (a tuple or list of fields, or one field; fields
-        written with ``str``, ``None`` as empty), one part file per partition, no header
-        (``mode`` as for :meth:`write_text`)."""
-        self._native.write_csv(os.fspath(directory), _mode(mode))
-
-    def explain(self) -> str:
-        """The task graph and plan an action on this data set would run."""
-        return self._native.explain()
-
-    def __repr__(self) -> str:
-        return repr(self._native)

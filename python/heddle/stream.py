@@ -338,6 +338,25 @@ class Stream:
         ``"overwrite"`` or ``"append"``."""
         self._native.write_lines(os.fspath(directory), stop, timeout, max_records, mode)
 
+    def write_parts(
+        self,
+        directory: str | os.PathLike[str],
+        f: Callable[[Any], bytes | str | None],
+        stop: StopHandle | None = None,
+        timeout: float | None = None,
+        max_records: int | None = None,
+        mode: str = "errorifexists",
+    ) -> None:
+        """Writes what ``f(record)`` returns for each record — ``bytes`` as they are, a
+        ``str`` as UTF-8, ``None`` nothing — to ``directory/part-NNNNN`` (one file per
+        partition), committed as :meth:`write_lines` commits: the parts, then
+        ``_SUCCESS``, appear when the run ends. ``f`` chooses the format (no newline is
+        added)::
+
+            events.write_parts("out/", lambda e: f"{e['id']}\t{e['value']}\n")
+        """
+        self._native.write_parts(os.fspath(directory), f, stop, timeout, max_records, mode)
+
     def write_socket(
         self,
         address: Address,

@@ -141,95 +141,26 @@ class Compute(abc.ABC):
         """Called once, after the last pass (or when the task retires)."""
 
 
-@dataclass(frozen=True)
-class Strategy:
-    """When a task runs (Granules' scheduling strategies): when data arrives, every
-    ``period_ms`` milliseconds, at most ``max_runs`` times, or a combination::
+#: When a task runs (Granules' scheduling strategies): when data arrives, every
+#: ``period_ms`` milliseconds, at most ``max_runs`` times, or a combination::
+#:
+#:     Strategy.on_data()                        # every arriving record (the default)
+#:     Strategy.periodic(20)                     # every 20 ms: the waiting input, then tick()
+#:     Strategy.on_data().every(50).at_most(10)  # on data, also every 50 ms, 10 activations
+#:
+#: ``Strategy(runs_on_data=True, period_ms=None, max_runs=None)`` builds one from its parts
+#: (checked: a period is a positive number of milliseconds; a strategy that does not run
+#: on data needs one). A task may change its strategy while it runs
+#: (``ctx.set_strategy``). A task that reaches ``max_runs`` retires: it closes, its outputs
+#: end, and input arriving later is counted as discarded. Native (heddle-task's
+#: ``Strategy``), so Rust and Python share one definition.
+Strategy = _heddle.Strategy
 
-        Strategy.on_data()                        # every arriving record (the default)
-        Strategy.periodic(20)                     # every 20 ms: the waiting input, then tick()
-        Strategy.on_data().every(50).at_most(10)  # on data, also every 50 ms, 10 activations in all
-
-    A task may change its strategy while it runs (``ctx.set_strategy``). A task that
-    reaches ``max_runs`` retires: it closes, its outputs end, and input arriving later is
-    counted as discarded.
-    """
-
-    runs_on_data: bool = True
-    period_ms: float | None = None
-    max_runs: int | None = None
-
-    @staticmethod
-    def on_data() -> Strategy:
-        """Runs whenever input is waiting."""
-        return Strategy(True, None, None)
-
-    @staticmethod
-    def periodic(period_ms: float) -> Strategy:
-        """Runs every ``period_ms`` milliseconds only: input waits in the task's queue until
-        the next run, which executes all of it and then calls ``tick``."""
-        return Strategy(False, float(period_ms), None)
-
-    def every(self, period_ms: float) -> Strategy:
-        """Also runs every ``period_ms`` milliseconds (``tick`` with no input waiting)."""
-        return Strategy(self.runs_on_data, float(period_ms), self.max_runs)
-
-    def at_most(self, runs: int) -> Strategy:
-        """Retires the task after ``runs`` activations."""
-        return Strategy(self.runs_on_data, self.period_ms, int(runs))
-
-
-@dataclass(frozen=True)
-class Edge:
-    """How records move between the instances of two vertices (a dataflow operation)."""
-
-    kind: str
-    func: Callable[..., Any] | None = None
-
-    @staticmethod
-    def direct() -> Edge:
-        """Instance i to instance i (equal parallelism). Between instances on one worker
-        the records pass in memory, as Python objects (chaining)."""
-        return Edge("direct")
-
-    @staticmethod
-    def hash() -> Edge:
-        """Each record to the instance a hash of its canonical encoding picks (equal
-        records, equal instance, on every worker)."""
-        return Edge("hash")
-
-    @staticmethod
-    def partition(partitioner: Callable[[Any], int]) -> Edge:
-        """Each record to instance ``partitioner(record) % parallelism``."""
-        return Edge("partition", partitioner)
-
-    @staticmethod
-    def broadcast() -> Edge:
-        """Every record to every downstream instance."""
-        return Edge("broadcast")
-
-    @staticmethod
-    def reduce(reducer: Callable[[Any, Any], Any]) -> Edge:
-        """All records combined with ``reducer`` (associative, commutative) into one value
-        per downstream instance (in streaming mode: running values)."""
-        return Edge("reduce", reducer)
-
-    @staticmethod
-    def gather() -> Edge:
-        """Every record to every downstream instance as ``(task, record)``, ``task`` being
-        the sending instance's task id."""
-        return Edge("gather")
-
-    @staticmethod
-    def keyed_reduce(reducer: Callable[[Any, Any], Any]) -> Edge:
-        """``(key, value)`` records grouped by key, values combined with ``reducer``
-        (combined on the sending worker first in batch mode)."""
-        return Edge("keyed_reduce", reducer)
-
-    @staticmethod
-    def keyed_gather() -> Edge:
-        """``(key, value)`` records grouped by key: ``(key, [values])`` per key."""
-        return Edge("keyed_gather")
+#: How records move between the instances of two vertices (a dataflow operation):
+#: ``Edge.direct()``, ``hash()``, ``partition(f)``, ``broadcast()``, ``reduce(f)``,
+#: ``gather()``, ``keyed_reduce(f)``, ``keyed_gather()`` (see each method). Native
+#: (heddle-task's ``Edge``), so Rust and Python share one set of operations.
+Edge = _heddle.Edge
 
 
 @dataclass(frozen=True)
@@ -325,14 +256,12 @@ class TaskGraph:
 
     def connect(self, from_: Vertex, to: Vertex, edge: Edge) -> TaskGraph:
         """Connects ``from_``'s output to ``to``'s input through ``edge``."""
-        self._native.connect(from_.id, to.id, edge.kind, edge.func)
+        self._native.connect(from_.id, to.id, edge)
         return self
 
     def strategy(self, vertex: Vertex, strategy: Strategy) -> TaskGraph:
         """Sets the strategy the instances of ``vertex`` start with."""
-        self._native.set_strategy(
-            vertex.id, strategy.runs_on_data, strategy.period_ms, strategy.max_runs
-        )
+        self._native.set_strategy(vertex.id, strategy)
         return self
 
     def resources(self, vertex: Vertex, resources: Resources) -> TaskGraph:

@@ -50,6 +50,9 @@ RENAMED: dict[str, dict[str, tuple[str, ...]]] = {
         "with_options": ("__init__(memory_budget)", "__init__(spill_dirs)"),
         "from_vec": ("from_list",),
         "stream_from_vec": ("stream_from_list",),
+        # Helpers the binding's read_csv and read_parquet are built on.
+        "csv_header": ("read_csv(header)",),
+        "read_parquet_columns": ("read_parquet(columns)",),
     },
     # mpi4py's names: buffer ops are capitalized, their lowercase forms take objects (the
     # Rust `*_object` ops). Python's object `reduce`, `allreduce` and `sendrecv` have no
@@ -81,6 +84,7 @@ RENAMED: dict[str, dict[str, tuple[str, ...]]] = {
         "alltoallv": ("Alltoallv",),
         "reduce": ("Reduce",),
         "allreduce": ("Allreduce",),
+        "reduce_scatter": ("Reduce_scatter",),
         "reduce_scatter_block": ("Reduce_scatter_block",),
     },
 }
@@ -111,6 +115,15 @@ INTENTIONALLY_ABSENT: dict[str, dict[str, str]] = {
         "config": "the Rust settings struct; Python sets HEDDLE_* variables, reads timeout",
         "abort_handle": "runtime plumbing (the launcher's reporter); Python has Abort",
         "open_edge": "dataflow edge channels of the task runtime, not a user op",
+        "world_rank": (
+            "rank translation for the runtime's abort reports; Python keeps heddle.init()'s "
+            "world communicator for world ranks"
+        ),
+        "check_aborted": (
+            "every waiting Python call raises heddle.JobAborted, and the abort watcher "
+            "(heddle._abort) ends an idle worker; there is nothing left to poll"
+        ),
+        "tcp_peers": "a transport diagnostic of the Rust tests and benchmarks, not a user op",
         **{
             f"{op}_with": _CALL_OPTIONS
             for op in (
@@ -136,16 +149,9 @@ INTENTIONALLY_ABSENT: dict[str, dict[str, str]] = {
 #: User-facing Rust ops Python lacks so far (reported, not failed).
 MISSING_IN_PYTHON: dict[str, dict[str, str]] = {
     "DataSet": {},
-    "Stream": {
-        "write_parts": "not yet exposed (a per-record writer into committed part files)",
-    },
+    "Stream": {},
     "Session": {},
-    "Comm": {
-        "reduce_scatter": "not yet exposed (mpi4py's Reduce_scatter, per-rank counts)",
-        "world_rank": "not yet exposed (world rank of a sub-communicator's rank)",
-        "check_aborted": "not yet exposed (poll for a job abort between calls)",
-        "tcp_peers": "not yet exposed (how many peers are reached over TCP)",
-    },
+    "Comm": {},
 }
 
 

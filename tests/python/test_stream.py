@@ -506,3 +506,24 @@ def test_an_exception_in_an_unbounded_stream_fails_its_worker_and_stops_the_othe
     assert "ValueError: boom: cannot take 15002" in job.stdout + job.stderr
     assert "heddle: rank 2 exited with status 1; stopping the other" in job.stderr
     assert_gone([int(f.read_text()) for f in piddir.glob("*.pid")])
+
+
+def test_write_parts_writes_what_f_returns(s, tmp_path):
+    records = [{"id": i, "v": f"x{i}"} for i in range(20)]
+    out = tmp_path / "parts"
+
+    def row(r: dict) -> bytes | str | None:
+        if r["id"] % 5 == 4:
+            return None  # nothing for this record
+        return f"{r['id']}\t{r['v']}\n" if r["id"] % 2 else f"{r['id']}\t{r['v']}\n".encode()
+
+    s.stream_from_list(records).write_parts(out, row)
+    got = b"".join(f.read_bytes() for f in sorted(out.glob("part-*")))
+    want = "".join(f"{r['id']}\t{r['v']}\n" for r in records if r["id"] % 5 != 4).encode()
+    assert sorted(got.splitlines()) == sorted(want.splitlines())
+    assert (out / "_SUCCESS").exists()
+    with pytest.raises(TypeError, match="bytes, str or None, not int"):
+        s.stream_from_list([1]).write_parts(out, lambda r: r, mode="overwrite")
+    assert sorted(b"".join(f.read_bytes() for f in out.glob("part-*")).splitlines()) == sorted(
+        want.splitlines()
+    )

@@ -2,7 +2,9 @@
 errors, the GIL) and in jobs of 2, 3 and 4 workers (tests/python/jobs/task_graphs.py
 checks every result against a plain computation)."""
 
+import operator
 import os
+import pickle
 import signal
 import threading
 import time
@@ -346,3 +348,48 @@ def test_ctrl_c_in_a_worker_blocked_in_a_job_ends_the_job(what, piddir):
     assert "[0] KeyboardInterrupt" in err, err
     assert "heddle: rank 0 was killed by signal 2 (SIGINT)" in err, err
     assert_gone(list(pids.values()))
+
+
+def test_strategy_and_edge_are_the_native_declarations():
+    # One definition, in Rust: heddle.task's classes are the extension's.
+    assert Strategy is heddle._heddle.Strategy and Edge is heddle._heddle.Edge
+    s = Strategy.on_data().every(50).at_most(10)
+    assert (s.runs_on_data, s.period_ms, s.max_runs) == (True, 50.0, 10)
+    assert s == Strategy(True, 50, 10) and hash(s) == hash(Strategy(True, 50, 10))
+    assert Strategy.periodic(20) == Strategy(runs_on_data=False, period_ms=20)
+    assert pickle.loads(pickle.dumps(s)) == s
+    assert repr(Strategy.periodic(2.5)) == (
+        "Strategy(runs_on_data=False, period_ms=2.5, max_runs=None)"
+    )
+    for bad in (lambda: Strategy.periodic(0), lambda: Strategy.on_data().every(float("nan"))):
+        with pytest.raises(heddle.ArgumentError, match="positive number of milliseconds"):
+            bad()
+    add = operator.add
+    kinds = [
+        (Edge.direct(), "direct", None),
+        (Edge.hash(), "hash", None),
+        (Edge.partition(abs), "partition", abs),
+        (Edge.broadcast(), "broadcast", None),
+        (Edge.reduce(add), "reduce", add),
+        (Edge.gather(), "gather", None),
+        (Edge.keyed_reduce(add), "keyed_reduce", add),
+        (Edge.keyed_gather(), "keyed_gather", None),
+    ]
+    assert [(e.kind, e.func) for e, _, _ in kinds] == [(k, f) for _, k, f in kinds]
+    with pytest.raises(heddle.ArgumentError, match=r"Edge\.reduce takes a function, not int"):
+        Edge.reduce(3)
+
+
+def test_a_task_sees_the_strategy_it_was_given(comm):
+    seen = []
+
+    class Look(Compute):
+        def execute(self, ctx, x):
+            seen.append(ctx.strategy)
+
+    g = TaskGraph()
+    look = g.compute("look", 1, lambda i: Look())
+    g.connect(g.source("src", 1, lambda i: Numbers(0, 1)), look, Edge.direct())
+    g.strategy(look, Strategy.on_data().at_most(3))
+    Job(comm, g).run()
+    assert seen == [Strategy(True, None, 3)]

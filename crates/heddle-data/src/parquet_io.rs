@@ -140,6 +140,20 @@ impl ParquetFile {
         });
         Ok(ParquetFile { path: path.to_path_buf(), meta, projection, group_starts })
     }
+
+    /// Whether the file has a top-level column of each of `names`.
+    fn check_columns(&self, names: &[String]) -> Result<()> {
+        let schema = self.meta.metadata().file_metadata().schema_descr();
+        let have: Vec<&str> = schema.root_schema().get_fields().iter().map(|c| c.name()).collect();
+        match names.iter().find(|n| !have.contains(&n.as_str())) {
+            Some(missing) => Err(Error::InvalidArgument(format!(
+                "{} has no column '{missing}'; its columns are {}",
+                self.path.display(),
+                have.join(", ")
+            ))),
+            None => Ok(()),
+        }
+    }
 }
 
 impl Session {
@@ -174,7 +188,54 @@ impl Session {
         &self,
         path: impl AsRef<Path>,
     ) -> Result<DataSet<T>> {
-        let path = path.as_ref();
+        let layout = layout_of::<T>().ok();
+        let columns: Option<Vec<String>> =
+            layout.as_ref().map(|l| l.fields.iter().map(|f| f.name().clone()).collect());
+        let item = layout.is_some_and(|l| l.item);
+        self.parquet_rows(path.as_ref(), columns.as_deref(), item, false)
+    }
+
+    /// Rows of Parquet files as [`Session::read_parquet`] reads them, but of the named
+    /// `columns` only (`None`: every column), each row deserialized into `T` as a map of
+    /// those columns — for records whose form only the data shows (a type that
+    /// deserializes any value, such as `serde_json::Value`), whose columns cannot be
+    /// traced from the type. Such a type cannot cross workers (their encoding does not
+    /// describe itself): map the rows to records first, as record-wise steps chain in
+    /// memory.
+    ///
+    /// ```
+    /// use serde_json::Value;
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let dir = std::env::temp_dir().join(format!("heddle-doc-pqcols-{}", std::process::id()));
+    /// s.from_vec(vec![(1u32, "a".to_string()), (2, "b".to_string())]).write_parquet(&dir)?;
+    /// let rows = s.read_parquet_columns::<Value>(&dir, Some(&["1".into()]))?;
+    /// let rows = rows.map(|row: Value| row.to_string());
+    /// assert_eq!(rows.collect()?.unwrap(), [r#"{"1":"a"}"#, r#"{"1":"b"}"#]);
+    /// assert!(s.read_parquet_columns::<Value>(&dir, Some(&["2".into()])).is_err());
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Session::read_parquet`]; a file that lacks one of `columns`
+    /// ([`Error::InvalidArgument`] naming the file and the columns it has).
+    pub fn read_parquet_columns<T: Record + DeserializeOwned>(
+        &self,
+        path: impl AsRef<Path>,
+        columns: Option<&[String]>,
+    ) -> Result<DataSet<T>> {
+        self.parquet_rows(path.as_ref(), columns, false, true)
+    }
+
+    /// The rows of the Parquet files `path` names: of `columns` (with `strict`, every one
+    /// of them must be in every file), records being the column `item` if `item`.
+    fn parquet_rows<T: Record + DeserializeOwned>(
+        &self,
+        path: &Path,
+        columns: Option<&[String]>,
+        item: bool,
+        strict: bool,
+    ) -> Result<DataSet<T>> {
         let mut listed = list_files(path)?;
         if path.is_dir() {
             listed.retain(|(f, _)| {
@@ -187,14 +248,15 @@ impl Session {
                 )));
             }
         }
-        let layout = layout_of::<T>().ok();
-        let columns: Option<Vec<String>> =
-            layout.as_ref().map(|l| l.fields.iter().map(|f| f.name().clone()).collect());
-        let item = layout.is_some_and(|l| l.item);
         let files = listed
             .iter()
-            .map(|(f, _)| ParquetFile::open(f, columns.as_deref()))
+            .map(|(f, _)| ParquetFile::open(f, columns))
             .collect::<Result<Vec<_>>>()?;
+        if strict {
+            for pf in &files {
+                pf.check_columns(columns.unwrap_or_default())?;
+            }
+        }
         let files = Arc::new(files);
         Ok(from_iter_fn(
             self,

@@ -181,29 +181,7 @@ impl Session {
         let files = Arc::new(planned_files(path.as_ref())?);
         // The first line of the first file: the header, or the row that sets the width.
         let first = match files.first() {
-            Some(Planned { path: f, .. }) => {
-                // At most the line limit (and its newline), as the rows are read.
-                let at_line_1 = |message: String| Error::Parse {
-                    path: f.display().to_string(),
-                    line: 1,
-                    message,
-                };
-                let mut first = Vec::new();
-                let n = BufReader::new(open(f)?)
-                    .take(MAX_LINE_BYTES + 1)
-                    .read_until(b'\n', &mut first)
-                    .map_err(|e| io(f, e))?;
-                if n as u64 > MAX_LINE_BYTES && first.last() != Some(&b'\n') {
-                    return Err(at_line_1(format!(
-                        "the line is longer than the {MAX_LINE_BYTES}-byte line limit; \
-                         split it into lines"
-                    )));
-                }
-                let first =
-                    String::from_utf8(first).map_err(|_| at_line_1("not UTF-8 text".into()))?;
-                let parsed = csv_record(first.trim_end_matches(['\n', '\r'])).map_err(at_line_1)?;
-                Some((f.display().to_string(), parsed))
-            }
+            Some(Planned { path: f, .. }) => Some((f.display().to_string(), first_record(f)?)),
             None => None,
         };
         let width = first.as_ref().map(|(f, r)| {
@@ -241,6 +219,31 @@ impl Session {
                 Box::new(rows)
             }),
         ))
+    }
+
+    /// The header [`Session::read_csv`] reads when `headers` is set: the fields of the
+    /// first line of the first file `path` names (as [`Session::text_file`] finds them),
+    /// parsed as the rows are — for a caller that keys rows by name itself.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let dir = std::env::temp_dir().join(format!("heddle-doc-csv-head-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// std::fs::write(dir.join("a.csv"), "id,\"full, name\"\n1,ann\n")?;
+    /// assert_eq!(s.csv_header(&dir)?, ["id", "full, name"]);
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Session::text_file`]; a first line that is not UTF-8, not CSV or longer than
+    /// [`MAX_LINE_BYTES`] ([`Error::Parse`] at line 1).
+    pub fn csv_header(&self, path: impl AsRef<Path>) -> Result<Vec<String>> {
+        let files = planned_files(path.as_ref())?;
+        Ok(match files.first() {
+            Some(Planned { path: f, .. }) => first_record(f)?.iter().map(str::to_owned).collect(),
+            None => Vec::new(),
+        })
     }
 
     /// Records of JSON-lines files (one JSON value per line; blank lines ignored).
@@ -290,6 +293,25 @@ impl Session {
             }),
         ))
     }
+}
+
+/// The first line of `f` as a CSV record (the header, or the row that sets the width).
+fn first_record(f: &Path) -> Result<csv::StringRecord> {
+    // At most the line limit (and its newline), as the rows are read.
+    let at_line_1 =
+        |message: String| Error::Parse { path: f.display().to_string(), line: 1, message };
+    let mut first = Vec::new();
+    let n = BufReader::new(open(f)?)
+        .take(MAX_LINE_BYTES + 1)
+        .read_until(b'\n', &mut first)
+        .map_err(|e| io(f, e))?;
+    if n as u64 > MAX_LINE_BYTES && first.last() != Some(&b'\n') {
+        return Err(at_line_1(format!(
+            "the line is longer than the {MAX_LINE_BYTES}-byte line limit; split it into lines"
+        )));
+    }
+    let first = String::from_utf8(first).map_err(|_| at_line_1("not UTF-8 text".into()))?;
+    csv_record(first.trim_end_matches(['\n', '\r'])).map_err(at_line_1)
 }
 
 fn csv_record(line: &str) -> std::result::Result<csv::StringRecord, String> {

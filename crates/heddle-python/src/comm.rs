@@ -221,6 +221,21 @@ impl PyComm {
         self.reduce_scatter_block(py, sendbuf, recvbuf, op)
     }
 
+    /// Combines ``sendbuf`` (``size`` blocks of ``recvcounts[i]`` elements) across ranks
+    /// with ``op``; rank i receives reduced block i (``recvcounts[i]`` elements) in
+    /// ``recvbuf``. Without ``recvcounts`` each rank's block is its ``recvbuf``'s size.
+    #[pyo3(name = "Reduce_scatter", signature = (sendbuf, recvbuf, recvcounts = None, op = None))]
+    fn reduce_scatter_buf(
+        &self,
+        py: Python<'_>,
+        sendbuf: &Bound<'_, PyAny>,
+        recvbuf: &Bound<'_, PyAny>,
+        recvcounts: Option<Vec<usize>>,
+        op: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        self.reduce_scatter(py, sendbuf, recvbuf, recvcounts, op)
+    }
+
     /// Copies ``buf`` at ``root`` into ``buf`` on every rank (every rank passes a buffer of
     /// the same size and type).
     #[pyo3(name = "Bcast", signature = (buf, root = 0))]

@@ -142,6 +142,56 @@ impl PyComm {
         .map_err(errors::comm)
     }
 
+    /// `Comm.Reduce_scatter` (documented on the Python method in `comm.rs`).
+    pub(crate) fn reduce_scatter(
+        &self,
+        py: Python<'_>,
+        sendbuf: &Bound<'_, PyAny>,
+        recvbuf: &Bound<'_, PyAny>,
+        recvcounts: Option<Vec<usize>>,
+        op: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let what = "Reduce_scatter";
+        let code = op_code(op)?;
+        if in_place(sendbuf) {
+            return Err(argument(format!(
+                "{what}: heddle.IN_PLACE is not supported; pass sendbuf"
+            )));
+        }
+        let send = Buffer::get(sendbuf, false, "sendbuf")?;
+        let recv = Buffer::get(recvbuf, true, "recvbuf")?;
+        check_pair(what, &send, "sendbuf", &recv, "recvbuf")?;
+        code.check(recv.dtype, what)?;
+        let comm = self.comm();
+        let counts = match recvcounts {
+            Some(c) => {
+                self.counts_arg(&c, what, 1)?;
+                c
+            }
+            None => {
+                // Every rank's recvbuf size, as mpi4py derives them.
+                let mut all = vec![0u64; comm.size()];
+                let mine = [recv.elements() as u64];
+                blocking(py, || comm.allgather(&mine, &mut all)).map_err(errors::comm)?;
+                all.into_iter().map(|c| c as usize).collect()
+            }
+        };
+        let (send_region, recv_region) = (aligned(&send, "sendbuf")?, aligned(&recv, "recvbuf")?);
+        // SAFETY: sendbuf is exported.
+        let (send_region, _temp) = unsafe { send_region.apart_from(recv_region) };
+        let dtype = recv.dtype;
+        // SAFETY: as in `Reduce`.
+        blocking(py, || {
+            with_element!(dtype, T => comm.reduce_scatter(
+                unsafe { send_region.typed::<T>() },
+                unsafe { recv_region.typed_mut::<T>() },
+                &counts,
+                typed::<T>(code)
+            ))
+        })
+        .map_err(errors::comm)
+    }
+
     /// `Comm.Bcast` (documented on the Python method in `comm.rs`).
     pub(crate) fn bcast(&self, py: Python<'_>, buf: &Bound<'_, PyAny>, root: i64) -> PyResult<()> {
         let root = self.rank_arg(root, "root")?;

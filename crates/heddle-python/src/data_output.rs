@@ -1,14 +1,18 @@
 //! `heddle._heddle.OutputCommit`: the commit of a data set's output directory
 //! ([`heddle_data::Commit`]) for writers written in Python (`DataSet.write_parquet`), and
-//! the parsing of the `mode=` argument of every writer.
+//! the parsing of the `mode=` argument of every writer, and what a Python writer function
+//! makes of a record (`part_bytes`).
 
 use std::path::PathBuf;
 
 use heddle_data::{Commit, Output, Session, WriteMode};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
 
 use crate::data_session::PySession;
 use crate::errors;
+use crate::record::PyObj;
 
 /// The `Output` of `dir` with the writer's `mode` (``"errorifexists"``, ``"overwrite"``,
 /// ``"append"``).
@@ -16,6 +20,23 @@ pub(crate) fn output(dir: PathBuf, mode: &str) -> PyResult<Output> {
     let mode: WriteMode = mode.parse().map_err(errors::data)?;
     // A Python function that raised (kept aside by `failure`) abandons the write.
     Ok(Output::new(dir).mode(mode).veto(std::sync::Arc::new(crate::failure::failed)))
+}
+
+/// What `f` makes of `x` for a part file: its bytes, a `str`'s UTF-8, or nothing.
+pub(crate) fn part_bytes(f: &Py<PyAny>, py: Python<'_>, x: &PyObj) -> PyResult<Vec<u8>> {
+    let r = f.bind(py).call1((x.bind(py),))?;
+    if r.is_none() {
+        Ok(Vec::new())
+    } else if let Ok(b) = r.cast::<PyBytes>() {
+        Ok(b.as_bytes().to_vec())
+    } else if let Ok(text) = r.cast::<PyString>() {
+        Ok(text.to_str()?.as_bytes().to_vec())
+    } else {
+        let type_name = r.get_type().name()?.to_string();
+        Err(PyTypeError::new_err(format!(
+            "write_parts: f must return bytes, str or None, not {type_name}"
+        )))
+    }
 }
 
 /// A write of one output directory in progress (collective: every worker makes one, writes

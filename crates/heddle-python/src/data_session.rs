@@ -3,11 +3,12 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use heddle_data::{OnMalformed, Session};
 use heddle_dataflow::Options;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyDict, PyList};
 
 use crate::comm::PyComm;
 use crate::data_set::PyDataSet;
@@ -181,16 +182,31 @@ impl PySession {
         })
     }
 
-    /// Rows of CSV files as lists of str (a header line, if ``header``, is skipped in
-    /// every file); malformed rows fail with file and line, or are skipped and counted.
+    /// Rows of CSV files: with ``header``, dicts of str keyed by the first file's header
+    /// (each file's first line, its header, is skipped), else lists of str; malformed rows
+    /// fail with file and line, or are skipped and counted.
     #[pyo3(signature = (path, header, skip_malformed = false))]
     fn read_csv(&self, path: PathBuf, header: bool, skip_malformed: bool) -> PyResult<PyDataSet> {
         let rows = self
             .s
             .read_csv::<Vec<String>>(&path, header, on_malformed(skip_malformed))
             .map_err(errors::data)?;
-        Ok(self.wrap(rows.map(|row: Vec<String>| {
-            Python::attach(|py| PyObj::new(PyList::new(py, row).expect("a list of str").into_any()))
+        if !header {
+            return Ok(self.wrap(rows.map(|row: Vec<String>| {
+                Python::attach(|py| {
+                    PyObj::new(PyList::new(py, row).expect("a list of str").into_any())
+                })
+            })));
+        }
+        let names = Arc::new(self.s.csv_header(&path).map_err(errors::data)?);
+        Ok(self.wrap(rows.map(move |row: Vec<String>| {
+            Python::attach(|py| {
+                let d = PyDict::new(py);
+                for (k, v) in names.iter().zip(row) {
+                    d.set_item(k, v).expect("str keys");
+                }
+                PyObj::new(d.into_any())
+            })
         })))
     }
 
@@ -210,6 +226,13 @@ impl PySession {
                 }
             })
         })))
+    }
+
+    /// Rows of Parquet files (only ``columns``, if given, each of which every file must
+    /// have): dicts of the columns, or the values of a lone column ``item``.
+    #[pyo3(signature = (path, columns = None))]
+    fn read_parquet(&self, path: PathBuf, columns: Option<Vec<String>>) -> PyResult<PyDataSet> {
+        Ok(self.wrap(crate::data_parquet::read(&self.s, &path, columns)?))
     }
 
     /// Malformed rows skipped so far on all workers (collective).

@@ -23,6 +23,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
+use crate::data_output::part_bytes;
 use crate::data_session::{call_or_none, PySession};
 use crate::data_set::{filter_step, flat_map_step, guarded, key_by_step, map_step};
 use crate::errors::{self, argument, Kind};
@@ -407,6 +408,33 @@ impl PyStream {
             st.write_parts(out, Some(stop), |w, x| match line_of(&x) {
                 Some(line) => w.write_all(line.as_bytes()),
                 None => Ok(()),
+            })
+        })
+    }
+
+    /// Writes ``f(record)`` (``bytes``, ``str`` as UTF-8, or ``None``: nothing) for each
+    /// record to ``dir/part-NNNNN``, committed as ``write_lines`` commits.
+    #[pyo3(signature = (
+        dir, f, stop = None, timeout = None, max_records = None, mode = "errorifexists"
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn write_parts(
+        &self,
+        py: Python<'_>,
+        dir: PathBuf,
+        f: Py<PyAny>,
+        stop: Option<PyRef<'_, PyStopHandle>>,
+        timeout: Option<f64>,
+        max_records: Option<u64>,
+        mode: &str,
+    ) -> PyResult<()> {
+        let out = crate::data_output::output(dir, mode)?;
+        self.run_sink(py, stop.as_deref(), timeout, max_records, move |st, stop| {
+            st.write_parts(out, Some(stop), move |w, x| {
+                match guarded(|py| part_bytes(&f, py, &x)) {
+                    Some(bytes) => w.write_all(&bytes),
+                    None => Ok(()),
+                }
             })
         })
     }

@@ -1,12 +1,13 @@
 //! `heddle._heddle`: the native core of the Python package `heddle` (built by maturin from
 //! the repository's `pyproject.toml`; the Python layer lives in `python/heddle`).
 //!
-//! Each area registers its classes and functions in [`_heddle`]: the communicator
-//! (`comm`, `comm_*`), reduction operators (`op`), the launcher (`launcher`), task graphs
-//! of Python tasks (`task_graph`, `task_context`, `task_job`, with `task_adapters`,
-//! `task_records`, `task_strategy`), data sets and streams of Python records
-//! (`data_session`, `data_set`, `data_stream`), whose records are Python objects
-//! (`record`). Every call that may wait releases the GIL through
+//! Each area registers its classes and functions in [`_heddle`]: the communicator (`comm`,
+//! `comm_*`; `comm_objects` frames the pickled objects of its lowercase calls), reduction
+//! operators (`op`), the launcher (`launcher`), task graphs of Python tasks (`task_graph`,
+//! `task_context`, `task_job`, with `task_adapters`, `task_records`, and the declarations
+//! `task_edge` and `task_strategy`), data sets and streams of Python records
+//! (`data_session`, `data_set`, `data_stream`; Parquet rows in `data_parquet`), whose
+//! records are Python objects (`record`). Every call that may wait releases the GIL through
 //! [`interrupt::blocking`] (Python callbacks inside native runs take it back as they need
 //! it), Rust errors become the exception classes of `heddle.errors` (made in `exceptions`,
 //! mapped by variant in `errors`, each variant's mapping listed by `error_samples`), and a
@@ -17,9 +18,11 @@ mod buffer;
 mod comm;
 mod comm_args;
 mod comm_collectives;
+mod comm_objects;
 mod comm_p2p;
 mod comm_vector;
 mod data_output;
+mod data_parquet;
 mod data_session;
 mod data_set;
 mod data_stream;
@@ -35,6 +38,7 @@ mod op;
 mod record;
 mod task_adapters;
 mod task_context;
+mod task_edge;
 mod task_graph;
 mod task_job;
 mod task_records;
@@ -63,8 +67,11 @@ fn _heddle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     op::register(m)?;
     record::register(m)?;
     comm::register(m)?;
+    comm_objects::register(m)?;
     launcher::register(m)?;
     task_context::register(m)?;
+    task_strategy::register(m)?;
+    task_edge::register(m)?;
     task_graph::register(m)?;
     task_job::register(m)?;
     data_session::register(m)?;

@@ -11,7 +11,7 @@ use pyo3::types::PyTuple;
 
 use crate::errors::{argument, Kind};
 use crate::task_records::OutRec;
-use crate::task_strategy::{strategy_from, strategy_parts};
+use crate::task_strategy::{strategy_from, PyStrategy};
 
 /// A native task context with its output type erased.
 pub(crate) trait CtxOps {
@@ -179,13 +179,8 @@ impl PyContext {
 
     /// The current strategy (a ``heddle.task.Strategy``).
     #[getter]
-    fn strategy(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let (on_data, period_ms, max_runs) = self.with(|c| Ok(strategy_parts(c.strategy())))?;
-        Ok(py
-            .import("heddle.task")?
-            .getattr("Strategy")?
-            .call1((on_data, period_ms, max_runs))?
-            .unbind())
+    fn strategy(&self) -> PyResult<PyStrategy> {
+        self.with(|c| Ok(PyStrategy(c.strategy())))
     }
 
     /// Changes when the task runs from now on (a ``heddle.task.Strategy``).

@@ -17,57 +17,9 @@ use crate::errors::{argument, Kind};
 use crate::failure;
 use crate::record::{key_bytes, stable_hash, PyKey, PyObj};
 use crate::task_adapters::{PyCompute, PySource, PyTask};
+use crate::task_edge::{Link, PyEdge};
 use crate::task_records::{InRec, InTag, OutRec, OutTag};
-use crate::task_strategy::{strategy, strategy_parts};
-
-/// How an edge connects instances.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Link {
-    Direct,
-    Hash,
-    Partition,
-    Broadcast,
-    Reduce,
-    Gather,
-    KeyedReduce,
-    KeyedGather,
-}
-
-impl Link {
-    fn parse(name: &str) -> PyResult<Link> {
-        Ok(match name {
-            "direct" => Link::Direct,
-            "hash" => Link::Hash,
-            "partition" => Link::Partition,
-            "broadcast" => Link::Broadcast,
-            "reduce" => Link::Reduce,
-            "gather" => Link::Gather,
-            "keyed_reduce" => Link::KeyedReduce,
-            "keyed_gather" => Link::KeyedGather,
-            _ => return Err(argument(format!("unknown edge kind {name:?}"))),
-        })
-    }
-
-    fn needs_function(self) -> bool {
-        matches!(self, Link::Partition | Link::Reduce | Link::KeyedReduce)
-    }
-
-    fn delivers(self) -> InTag {
-        match self {
-            Link::Gather => InTag::Tagged,
-            Link::KeyedReduce => InTag::Pair,
-            Link::KeyedGather => InTag::Group,
-            _ => InTag::Obj,
-        }
-    }
-
-    fn takes(self) -> OutTag {
-        match self {
-            Link::KeyedReduce | Link::KeyedGather => OutTag::Pair,
-            _ => OutTag::Obj,
-        }
-    }
-}
+use crate::task_strategy::PyStrategy;
 
 fn in_shape(t: InTag) -> &'static str {
     match t {
@@ -368,42 +320,25 @@ impl PyTaskGraph {
         Ok(self.vertices.len() - 1)
     }
 
-    /// Connects vertex ``from_`` to vertex ``to`` with an edge of ``kind``.
-    #[pyo3(signature = (from_, to, kind, func = None))]
-    fn connect(
-        &mut self,
-        from_: usize,
-        to: usize,
-        kind: &str,
-        func: Option<Py<PyAny>>,
-    ) -> PyResult<()> {
+    /// Connects vertex ``from_`` to vertex ``to`` with ``edge``.
+    fn connect(&mut self, py: Python<'_>, from_: usize, to: usize, edge: &PyEdge) -> PyResult<()> {
         self.vertex(from_)?;
         self.vertex(to)?;
-        let kind = Link::parse(kind)?;
-        if kind.needs_function() && func.is_none() {
-            return Err(argument("this edge needs a function"));
-        }
-        self.edges.push(EdgeDesc { from: from_, to, kind, func });
+        let func = edge.func.as_ref().map(|f| f.clone_ref(py));
+        self.edges.push(EdgeDesc { from: from_, to, kind: edge.link, func });
         Ok(())
     }
 
     /// Sets the strategy the instances of vertex ``v`` start with.
-    #[pyo3(signature = (v, on_data, period_ms = None, max_runs = None))]
-    fn set_strategy(
-        &mut self,
-        v: usize,
-        on_data: bool,
-        period_ms: Option<f64>,
-        max_runs: Option<u64>,
-    ) -> PyResult<()> {
+    fn set_strategy(&mut self, v: usize, strategy: &PyStrategy) -> PyResult<()> {
         self.vertex(v)?;
-        self.vertices[v].strategy = strategy(on_data, period_ms, max_runs)?;
+        self.vertices[v].strategy = strategy.0;
         Ok(())
     }
 
-    /// ``(on_data, period_ms, max_runs)`` of vertex ``v``'s strategy.
-    fn get_strategy(&self, v: usize) -> PyResult<(bool, Option<f64>, Option<u64>)> {
-        Ok(strategy_parts(self.vertex(v)?.strategy))
+    /// Vertex ``v``'s strategy.
+    fn get_strategy(&self, v: usize) -> PyResult<PyStrategy> {
+        Ok(PyStrategy(self.vertex(v)?.strategy))
     }
 
     /// Sets what each instance of vertex ``v`` requests.

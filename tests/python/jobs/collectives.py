@@ -148,6 +148,19 @@ for dt in (np.float64, np.int32):
     comm.Reduce_scatter_block(inputs(r, dt, 3 * p, "rsb"), out, op=heddle.SUM)
     check("Reduce_scatter_block", out, np.add.reduce(stack, axis=0, dtype=dt)[3 * r : 3 * r + 3])
 
+# Reduce_scatter: rank i's block has i + 1 elements (numpy's reduction is the reference)
+counts = [q + 1 for q in range(p)]
+starts = np.cumsum([0, *counts])
+for dt in (np.float64, np.int64):
+    stack = np.stack([inputs(q, dt, sum(counts), "rs") for q in range(p)])
+    want = np.maximum.reduce(stack, axis=0)[starts[r] : starts[r + 1]]
+    out = np.empty(counts[r], dtype=dt)
+    comm.Reduce_scatter(inputs(r, dt, sum(counts), "rs"), out, counts, op=heddle.MAX)
+    check("Reduce_scatter", out, want)
+    out = np.empty(counts[r], dtype=dt)  # counts from each rank's recvbuf
+    comm.Reduce_scatter(inputs(r, dt, sum(counts), "rs"), out, op=heddle.MAX)
+    check("Reduce_scatter without counts", out, want)
+
 # --- data movement (any dtype) ---------------------------------------------------------
 for dt in MOVABLE:
     for n in (1, 5, 40_000):
