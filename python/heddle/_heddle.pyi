@@ -12,6 +12,7 @@ from typing_extensions import Buffer, Self, TypeAlias, disjoint_base
 # The module's own `__all__` (pyo3 lists every name it adds).
 __all__ = [
     "__version__",
+    "LoopCheckpoints",
     "HeddleError",
     "ConfigError",
     "ArgumentError",
@@ -133,6 +134,9 @@ class Comm:
     @property
     def size(self) -> int:
         """Number of ranks."""
+    @property
+    def attempt(self) -> int:
+        """Which attempt of the job this is: 0, then 1, 2 ... after restarts."""
     @property
     def timeout(self) -> float:
         """Seconds a blocking call waits without progress (``HEDDLE_TIMEOUT_S``)."""
@@ -426,6 +430,14 @@ def make_plan(graph: TaskGraph, workers: list[_WorkerTuple], scheduler: str) -> 
 # --- data sets (heddle.data is the public API) -----------------------------------------
 
 @final
+class LoopCheckpoints:
+    """Checkpoints of pickled loop state (see ``heddle.data.LoopCheckpoints``)."""
+
+    def __new__(cls, session: Session, dir: str, every: int, job: str) -> Self: ...
+    def resume(self) -> tuple[int, bytes] | None: ...
+    def completed(self, iteration: int, state: bytes) -> bool: ...
+
+@final
 class Session:
     """The native data session (see ``heddle.data.Session``)."""
 
@@ -475,7 +487,15 @@ class DataSet:
     def value_counts(self) -> DataSet: ...
     def sort_by_key(self) -> DataSet: ...
     def cache(self) -> DataSet: ...
-    def iterate(self, max: int, step: Any, done: Any) -> tuple[DataSet, int]: ...
+    def iterate(
+        self,
+        max: int,
+        step: Any,
+        done: Any,
+        checkpoint_dir: str | None = None,
+        checkpoint_every: int = 1,
+        job: str | None = None,
+    ) -> tuple[DataSet, int]: ...
     def explain(self) -> str: ...
     def collect(self) -> list[Any] | None: ...
     def collect_all(self) -> list[Any]: ...

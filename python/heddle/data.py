@@ -47,6 +47,8 @@ action releases the GIL while it waits for other workers.
 from __future__ import annotations
 
 import os
+import pickle
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, Callable
 
@@ -55,13 +57,45 @@ from heddle.comm import Comm, init
 from heddle.dataset import DataSet, PathLike
 from heddle.stream import Address, StopHandle, Stream, Window, Windowed, _address
 
-__all__ = ["Session", "DataSet", "Stream", "Window", "Windowed", "StopHandle"]
+__all__ = ["Session", "DataSet", "LoopCheckpoints", "Stream", "Window", "Windowed", "StopHandle"]
 
 
 def _on_malformed(on_malformed: str) -> bool:
     if on_malformed not in ("fail", "skip"):
         raise ValueError(f"on_malformed must be 'fail' or 'skip', not {on_malformed!r}")
     return on_malformed == "skip"
+
+
+class LoopCheckpoints:
+    """Checkpoints of loop state, so that a job restarted by ``heddle run --restarts``
+    resumes after its newest checkpoint. Rank 0 pickles the state into a private file
+    (written whole, then renamed; the newest two kept) and, on resume, unpickles its own
+    file and hands the state to every worker::
+
+        checkpoints = session.loop_checkpoints("/tmp/km", every=5)
+        start, centers = checkpoints.resume() or (0, first_centers)
+        for i in range(start, iterations):
+            centers = step(centers)
+            checkpoints.completed(i + 1, centers)
+    """
+
+    def __init__(self, native: _heddle.LoopCheckpoints) -> None:
+        self._native = native
+
+    def resume(self) -> tuple[int, Any] | None:
+        """``(iterations done, state)`` of the newest checkpoint, or ``None``. Collective."""
+        found = self._native.resume()
+        if found is None:
+            return None
+        iteration, state = found
+        # Our own private file (owner and mode checked before it was read).
+        return iteration, pickle.loads(state)
+
+    def completed(self, iteration: int, state: Any) -> bool:
+        """Records ``iteration`` iterations done with loop ``state``; every ``every``th,
+        rank 0 writes a checkpoint. Returns whether one was written (a failed write is
+        reported and the job goes on)."""
+        return self._native.completed(iteration, pickle.dumps(state, protocol=5))
 
 
 class Session:
@@ -103,6 +137,16 @@ class Session:
 
     def _wrap(self, native: _heddle.DataSet) -> DataSet:
         return DataSet(native, self)
+
+    def loop_checkpoints(
+        self, dir: PathLike, every: int = 1, job: str | None = None
+    ) -> LoopCheckpoints:
+        """Checkpoints of an iterative job's loop state (the same on every worker, such as
+        K-means' centers) in ``dir``, every ``every`` iterations: see
+        :class:`LoopCheckpoints`. ``job`` describes the job (default: its command line);
+        checkpoints of another job are refused. Collective."""
+        job = " ".join(sys.argv) if job is None else job
+        return LoopCheckpoints(_heddle.LoopCheckpoints(self._native, os.fspath(dir), every, job))
 
     def range(self, start: int, end: int | None = None) -> DataSet:
         """The integers ``start .. end - 1`` (``range(n)``: ``0 .. n - 1``), split evenly."""

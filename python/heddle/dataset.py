@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Callable, Union
 
@@ -198,16 +199,29 @@ class DataSet:
         max_steps: int,
         step: Callable[[DataSet], DataSet],
         done: Callable[[DataSet, DataSet], bool],
+        *,
+        checkpoint_dir: PathLike | None = None,
+        checkpoint_every: int = 1,
+        job: str | None = None,
     ) -> tuple[DataSet, int]:
         """Repeats ``step`` on the data set up to ``max_steps`` times, caching each result,
         until ``done(previous, next)`` holds (checked after each step, collectively: the
         loop ends when every worker says so). Returns the last data set and the steps
-        taken."""
+        taken.
+
+        With ``checkpoint_dir``, every ``checkpoint_every`` steps each worker writes its
+        partitions there, and a job restarted by ``heddle run --restarts`` resumes after
+        the newest complete checkpoint (the steps returned count those before the
+        restart). ``job`` describes the job (default: its command line); checkpoints of
+        another job, or of another number of workers, are refused."""
         s = self.session
         last, steps = self._native.iterate(
             int(max_steps),
             lambda nd: step(DataSet(nd, s))._native,
             lambda a, b: bool(done(DataSet(a, s), DataSet(b, s))),
+            None if checkpoint_dir is None else os.fspath(checkpoint_dir),
+            int(checkpoint_every),
+            " ".join(sys.argv) if job is None else job,
         )
         return DataSet(last, s), steps
 

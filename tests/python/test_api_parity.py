@@ -40,7 +40,9 @@ RUST_SOURCES: dict[str, tuple[str, str]] = {
 
 #: Rust op -> the Python names that offer it, where they are not the Rust name.
 RENAMED: dict[str, dict[str, tuple[str, ...]]] = {
-    "DataSet": {},
+    "DataSet": {
+        "iterate_with": ("iterate(checkpoint_dir)",),
+    },
     "Stream": {
         "map_chunks": ("map_batches",),
     },
@@ -104,6 +106,8 @@ INTENTIONALLY_ABSENT: dict[str, dict[str, str]] = {
     },
     "Stream": {},
     "Session": {
+        "worker_checkpoints": "the per-worker checkpoints behind "
+        "DataSet.iterate(checkpoint_dir=...), which Python reaches through that",
         "with_threads": "Python sessions run one executor thread (Python code holds the GIL)",
         "abort_handle": "the binding wires it to Ctrl-C (KeyboardInterrupt) in every run",
     },

@@ -144,6 +144,12 @@ impl PyComm {
         self.inner.size()
     }
 
+    /// Which attempt of the job this is: 0, then 1, 2 ... after restarts.
+    #[getter]
+    fn attempt(&self) -> u32 {
+        self.inner.attempt()
+    }
+
     /// This process's rank (mpi4py spelling).
     #[pyo3(name = "Get_rank")]
     fn get_rank(&self) -> usize {

@@ -263,8 +263,39 @@ pub(crate) fn list_input_files(path: PathBuf) -> PyResult<Vec<PathBuf>> {
 }
 
 /// Adds the session class to the module.
+/// Checkpoints of a job's loop state, pickled by the Python side
+/// (``heddle.data.LoopCheckpoints``): rank 0 writes them to a private directory and reads
+/// back only files it owns.
+#[pyclass(unsendable, module = "heddle._heddle", name = "LoopCheckpoints")]
+pub(crate) struct PyLoopCheckpoints(heddle_data::LoopCheckpoints<Vec<u8>>);
+
+#[pymethods]
+impl PyLoopCheckpoints {
+    #[new]
+    fn new(session: &PySession, dir: PathBuf, every: u64, job: String) -> PyResult<Self> {
+        let c = session.s.loop_checkpoints(dir, every, job).map_err(errors::data)?;
+        Ok(PyLoopCheckpoints(c))
+    }
+
+    /// The newest checkpoint as (iterations done, pickled state), or ``None``.
+    fn resume<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Option<(u64, Bound<'py, pyo3::types::PyBytes>)>> {
+        let found = py.detach(|| self.0.resume()).map_err(errors::data)?;
+        Ok(found.map(|(i, bytes)| (i, pyo3::types::PyBytes::new(py, &bytes))))
+    }
+
+    /// Records ``iteration`` done with the pickled ``state``; whether a checkpoint was
+    /// written.
+    fn completed(&self, py: Python<'_>, iteration: u64, state: Vec<u8>) -> PyResult<bool> {
+        py.detach(|| self.0.completed(iteration, &state)).map_err(errors::data)
+    }
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySession>()?;
+    m.add_class::<PyLoopCheckpoints>()?;
     m.add_function(pyo3::wrap_pyfunction!(list_input_files, m)?)?;
     Ok(())
 }

@@ -315,21 +315,31 @@ impl PyDataSet {
     }
 
     /// Repeats ``step`` (native data set -> native data set) up to ``max`` times, until
-    /// ``done(previous, next)``; returns the last data set and the steps taken.
+    /// ``done(previous, next)``; returns the last data set and the steps taken. With
+    /// ``checkpoint_dir``, checkpoints every ``checkpoint_every`` steps and resumes there.
+    #[pyo3(signature = (max, step, done, checkpoint_dir = None, checkpoint_every = 1, job = None))]
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments, with defaults
     fn iterate(
         &self,
         py: Python<'_>,
         max: u64,
         step: Py<PyAny>,
         done: Py<PyAny>,
+        checkpoint_dir: Option<std::path::PathBuf>,
+        checkpoint_every: u64,
+        job: Option<String>,
     ) -> PyResult<(PyDataSet, u64)> {
+        let job = job.unwrap_or_default();
+        let checkpoints = checkpoint_dir
+            .map(|dir| heddle_data::Checkpointing { dir, every: checkpoint_every, job });
+        let opts = heddle_data::IterateOptions { max, checkpoints };
         let session = self.session;
         let ds = &self.ds;
         let failed =
             || heddle_data::Error::InvalidArgument("a Python function of iterate failed".into());
         let (last, steps) = action(py, ds, || {
-            ds.iterate(
-                max,
+            ds.iterate_with(
+                &opts,
                 |d| {
                     let r = guarded(|py| {
                         let out = step.bind(py).call1((PyDataSet {
