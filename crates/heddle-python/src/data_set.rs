@@ -330,8 +330,11 @@ impl PyDataSet {
         job: Option<String>,
     ) -> PyResult<(PyDataSet, u64)> {
         let job = job.unwrap_or_default();
-        let checkpoints = checkpoint_dir
-            .map(|dir| heddle_data::Checkpointing { dir, every: checkpoint_every, job });
+        let checkpoints = checkpoint_dir.map(|dir| heddle_data::Checkpointing {
+            dir,
+            every: checkpoint_every,
+            job,
+        });
         let opts = heddle_data::IterateOptions { max, checkpoints };
         let session = self.session;
         let ds = &self.ds;
