@@ -55,6 +55,7 @@ from typing import Any, Callable
 from heddle import _heddle
 from heddle.comm import Comm, init
 from heddle.dataset import DataSet, PathLike
+from heddle.errors import ArgumentError
 from heddle.stream import Address, StopHandle, Stream, Window, Windowed, _address
 
 __all__ = ["Session", "DataSet", "LoopCheckpoints", "Stream", "Window", "Windowed", "StopHandle"]
@@ -79,8 +80,9 @@ class LoopCheckpoints:
             checkpoints.completed(i + 1, centers)
     """
 
-    def __init__(self, native: _heddle.LoopCheckpoints) -> None:
+    def __init__(self, native: _heddle.LoopCheckpoints, every: int) -> None:
         self._native = native
+        self._every = every
 
     def resume(self) -> tuple[int, Any] | None:
         """``(iterations done, state)`` of the newest checkpoint, or ``None``. Collective."""
@@ -95,6 +97,8 @@ class LoopCheckpoints:
         """Records ``iteration`` iterations done with loop ``state``; every ``every``th,
         rank 0 writes a checkpoint. Returns whether one was written (a failed write is
         reported and the job goes on)."""
+        if iteration % self._every != 0:
+            return False  # not a checkpoint: no need to pickle the state
         return self._native.completed(iteration, pickle.dumps(state, protocol=5))
 
 
@@ -146,7 +150,10 @@ class Session:
         :class:`LoopCheckpoints`. ``job`` describes the job (default: its command line);
         checkpoints of another job are refused. Collective."""
         job = " ".join(sys.argv) if job is None else job
-        return LoopCheckpoints(_heddle.LoopCheckpoints(self._native, os.fspath(dir), every, job))
+        if every < 1:
+            raise ArgumentError(f"loop_checkpoints: every={every} must be 1 or more")
+        native = _heddle.LoopCheckpoints(self._native, os.fspath(dir), every, job)
+        return LoopCheckpoints(native, every)
 
     def range(self, start: int, end: int | None = None) -> DataSet:
         """The integers ``start .. end - 1`` (``range(n)``: ``0 .. n - 1``), split evenly."""

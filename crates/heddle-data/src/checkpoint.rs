@@ -29,7 +29,7 @@ use crate::{Error, Result, Session};
 
 const MAGIC: &str = "HEDDLE-LOOP-CHECKPOINT 1";
 /// Checkpoints kept in the directory; older ones are removed.
-const KEEP: usize = 2;
+const KEEP: u64 = 2;
 
 /// What a checkpoint says about itself.
 #[derive(Debug, Serialize, Deserialize)]
@@ -128,24 +128,43 @@ impl Session {
         }
         let dir = dir.to_path_buf();
         let made = if per_worker || self.rank() == 0 { prepare_dir(&dir) } else { Ok(()) };
-        agree(self, made)?;
+        agree(self, &dir, made)?;
         let session = self.clone();
         Ok(LoopCheckpoints { session, dir, every, job, per_worker, _state: PhantomData })
     }
 }
 
-/// `mine` on this worker, or an error on every worker if any worker failed (its own
-/// error where it failed, a pointer to the others elsewhere). Collective.
-fn agree<T>(session: &Session, mine: Result<T>) -> Result<T> {
-    let comm = session.comm();
-    let mut ok = [u8::from(mine.is_ok())];
-    comm.allreduce(&mut ok, heddle_comm::Op::Min)?;
+/// `mine` on this worker, or an error on every worker if any worker failed: its own error
+/// where it failed, elsewhere one of the same kind saying another worker failed (its
+/// message says why). Collective.
+fn agree<T>(session: &Session, dir: &Path, mine: Result<T>) -> Result<T> {
+    let mut worst = [mine.as_ref().err().map_or(0, kind_code)];
+    session.comm().allreduce(&mut worst, heddle_comm::Op::Max)?;
     match mine {
         Err(e) => Err(e),
-        Ok(_) if ok[0] == 0 => Err(Error::InvalidArgument(
-            "another worker could not use the checkpoint directory (its error says why)".into(),
+        Ok(_) if worst[0] != 0 => Err(of_kind(
+            worst[0],
+            dir,
+            "another worker could not use its checkpoint (its error says why)".into(),
         )),
         Ok(v) => Ok(v),
+    }
+}
+
+/// 1 for a refusal ([`Error::InvalidArgument`]), 2 for anything else (a damaged or
+/// unreadable file).
+fn kind_code(e: &Error) -> u8 {
+    match e {
+        Error::InvalidArgument(_) => 1,
+        _ => 2,
+    }
+}
+
+/// An error of the kind `code` (of [`kind_code`]) about `dir`.
+fn of_kind(code: u8, dir: &Path, message: String) -> Error {
+    match code {
+        1 => Error::InvalidArgument(message),
+        _ => crate::error::io(dir, io::Error::new(io::ErrorKind::InvalidData, message)),
     }
 }
 
@@ -162,17 +181,25 @@ impl<S: Serialize + DeserializeOwned> LoopCheckpoints<S> {
         }
         let comm = self.session.comm();
         let mut found: Option<(u64, Vec<u8>)> = None;
-        let mut error = String::new();
+        let mut error = (0u8, String::new());
+        let mut own_error = None;
         if comm.rank() == 0 {
             match self.newest() {
                 Ok(f) => found = f,
-                Err(e) => error = e.to_string(),
+                Err(e) => {
+                    error = (kind_code(&e), e.to_string());
+                    own_error = Some(e);
+                }
             }
         }
-        // Every worker fails alike when rank 0 could not read the checkpoint.
-        let error: String = comm.broadcast_object((comm.rank() == 0).then_some(&error), 0)?;
-        if !error.is_empty() {
-            return Err(Error::InvalidArgument(error));
+        // Every worker fails alike, with an error of the same kind, when rank 0 could not
+        // read the checkpoint.
+        let (code, message) = comm.broadcast_object((comm.rank() == 0).then_some(&error), 0)?;
+        if let Some(e) = own_error {
+            return Err(e);
+        }
+        if code != 0 {
+            return Err(of_kind(code, &self.dir, format!("rank 0: {message}")));
         }
         let found = comm.broadcast_object((comm.rank() == 0).then_some(&found), 0)?;
         found.map(|(iteration, bytes)| Ok((iteration, decode(&bytes)?))).transpose()
@@ -184,44 +211,71 @@ impl<S: Serialize + DeserializeOwned> LoopCheckpoints<S> {
         let comm = self.session.comm();
         let newest =
             if comm.rank() == 0 { self.newest().map(|f| f.map(|(i, _)| i)) } else { Ok(None) };
-        let newest = agree(&self.session, newest)?;
+        let newest = agree(&self.session, &self.dir, newest)?;
         let Some(iteration) = comm.broadcast_object((comm.rank() == 0).then_some(&newest), 0)?
         else {
             return Ok(None);
         };
         let path = self.dir.join(rank_file(iteration, comm.rank()));
         let mine = self.read(&path, iteration).and_then(|bytes| decode(&bytes));
-        Ok(Some((iteration, agree(&self.session, mine)?)))
+        Ok(Some((iteration, agree(&self.session, &self.dir, mine)?)))
+    }
+
+    /// Whether iteration `iteration` is one this worker checkpoints (so a caller need make
+    /// the state only then).
+    pub fn due(&self, iteration: u64) -> bool {
+        iteration.is_multiple_of(self.every) && (self.per_worker || self.session.rank() == 0)
     }
 
     /// Records that `iteration` iterations are complete with loop state `state`: every
-    /// `every`th iteration rank 0 writes a checkpoint. Returns whether one was written.
-    /// A checkpoint that cannot be written (a full disk) is reported and skipped: the job
-    /// goes on, and a restart resumes from the one before.
+    /// `every`th iteration, rank 0 writes a checkpoint (of a replicated state), or every
+    /// worker writes its own and rank 0 commits them once all have (collective then).
+    /// Returns whether a checkpoint was completed. One that cannot be written (a full disk)
+    /// is reported and skipped: the job goes on, and a restart resumes from the one
+    /// before.
     ///
     /// # Errors
-    /// Only if `state` cannot be encoded.
+    /// A replicated state that cannot be encoded; with a state per worker, a communication
+    /// failure.
     pub fn completed(&self, iteration: u64, state: &S) -> Result<bool> {
-        let rank = self.session.rank();
-        if !iteration.is_multiple_of(self.every) || (rank != 0 && !self.per_worker) {
+        if !self.due(iteration) {
             return Ok(false);
         }
-        let bytes = bincode::serialize(state)
-            .map_err(|e| Error::InvalidArgument(format!("encoding loop state: {e}")))?;
+        let encoded = bincode::serialize(state)
+            .map_err(|e| Error::InvalidArgument(format!("encoding loop state: {e}")));
         if !self.per_worker {
-            return Ok(self.report(iteration, self.write(&file_name(iteration), iteration, &bytes)));
+            let name = file_name(iteration);
+            let done = self.report(iteration, self.write(&name, iteration, &encoded?));
+            if done {
+                self.prune(None, KEEP);
+            }
+            return Ok(done);
         }
         // Each worker its own state; rank 0 commits once all have written.
-        let mine = self.write(&rank_file(iteration, rank), iteration, &bytes);
+        let rank = self.session.rank();
+        let mine = encoded.and_then(|b| self.write(&rank_file(iteration, rank), iteration, &b));
         let mut ok = [u8::from(self.report(iteration, mine))];
         self.session.comm().allreduce(&mut ok, heddle_comm::Op::Min)?;
         if ok[0] == 0 {
             return Ok(false);
         }
-        let committed =
-            if rank == 0 { self.write(&file_name(iteration), iteration, &[]) } else { Ok(()) };
-        let mut ok = [u8::from(self.report(iteration, committed))];
+        let mut oldest_kept = [0u64];
+        let committed = if rank == 0 {
+            let done = self.report(iteration, self.write(&file_name(iteration), iteration, &[]));
+            if done {
+                oldest_kept[0] = self.prune(None, KEEP);
+            }
+            done
+        } else {
+            true
+        };
+        let mut ok = [u8::from(committed)];
         self.session.comm().broadcast(&mut ok, 0)?;
+        self.session.comm().broadcast(&mut oldest_kept, 0)?;
+        if ok[0] == 1 {
+            // This worker's states of iterations before every kept commit.
+            self.prune(Some(&format!(".rank-{rank}.ckpt")), oldest_kept[0]);
+        }
         Ok(ok[0] == 1)
     }
 
@@ -230,7 +284,10 @@ impl<S: Serialize + DeserializeOwned> LoopCheckpoints<S> {
         match written {
             Ok(()) => true,
             Err(e) => {
-                eprintln!("heddle: checkpoint of iteration {iteration} failed, going on: {e}");
+                eprintln!(
+                    "heddle: rank {}: checkpoint of iteration {iteration} failed, going on: {e}",
+                    self.session.rank()
+                );
                 false
             }
         }
@@ -246,9 +303,8 @@ impl<S: Serialize + DeserializeOwned> LoopCheckpoints<S> {
         }
     }
 
-    /// Writes checkpoint file `name` under a temporary name, syncs it, renames it into place
-    /// and removes the older files of its kind: all but the newest [`KEEP`] commits (and
-    /// this worker's states of the iterations before them).
+    /// Writes checkpoint file `name` under a temporary name, syncs it and renames it into
+    /// place.
     fn write(&self, name: &str, iteration: u64, bytes: &[u8]) -> Result<()> {
         let path = self.dir.join(name);
         let temp = self.dir.join(format!(".{name}.{}.tmp", std::process::id()));
@@ -266,18 +322,33 @@ impl<S: Serialize + DeserializeOwned> LoopCheckpoints<S> {
             let _ = std::fs::remove_file(&temp);
             return Err(crate::error::io(&path, e));
         }
-        // A worker keeps one state more than the commits: the newest may be uncommitted.
-        let (suffix, keep) = if name == file_name(iteration) {
-            (None, KEEP)
-        } else {
-            (Some(format!(".rank-{}.ckpt", self.session.rank())), KEEP + 1)
-        };
-        let mut all = self.list(suffix.as_deref())?;
-        all.sort_unstable();
-        for (_, old) in all.iter().rev().skip(keep) {
-            std::fs::remove_file(old).map_err(|e| crate::error::io(old, e))?;
-        }
         Ok(())
+    }
+
+    /// Removes old checkpoint files; a failure to is reported, not fatal. Commits
+    /// (`suffix` `None`): all but the newest `arg`, returning the oldest iteration kept.
+    /// This worker's states (file names ending in `suffix`): those of iterations before
+    /// `arg`.
+    fn prune(&self, suffix: Option<&str>, arg: u64) -> u64 {
+        let mut all = match self.list(suffix) {
+            Ok(all) => all,
+            Err(e) => {
+                eprintln!("heddle: could not list old checkpoints to remove: {e}");
+                return 0;
+            }
+        };
+        all.sort_unstable();
+        let old: Vec<&(u64, PathBuf)> = match suffix {
+            None => all.iter().rev().skip(arg as usize).collect(),
+            Some(_) => all.iter().filter(|(i, _)| *i < arg).collect(),
+        };
+        for (_, path) in &old {
+            if let Err(e) = std::fs::remove_file(path) {
+                eprintln!("heddle: could not remove old checkpoint {}: {e}", path.display());
+            }
+        }
+        let kept = all.iter().rev().take(arg as usize).map(|(i, _)| *i);
+        kept.min().unwrap_or(0)
     }
 
     /// Every commit (`suffix` `None`) or every state file ending in `suffix` of the
@@ -309,7 +380,10 @@ impl<S: Serialize + DeserializeOwned> LoopCheckpoints<S> {
                 path,
                 io::Error::new(
                     io::ErrorKind::InvalidData,
-                    format!("{what}: the checkpoint is damaged; remove it to resume from the one before"),
+                    format!(
+                        "{what}: the checkpoint is damaged; remove it to resume from the one \
+                         before"
+                    ),
                 ),
             )
         };
@@ -355,7 +429,10 @@ fn prepare_dir(dir: &Path) -> Result<()> {
     match std::fs::symlink_metadata(dir) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(parent).map_err(|e| crate::error::io(parent, e))?;
+                // Missing parents too are this user's alone (0700, less by the umask).
+                let mut parents = std::fs::DirBuilder::new();
+                std::os::unix::fs::DirBuilderExt::mode(parents.recursive(true), 0o700);
+                parents.create(parent).map_err(|e| crate::error::io(parent, e))?;
             }
             match heddle_comm::private::create_dir(dir) {
                 // Another worker of this host made it meanwhile: check it as any other.

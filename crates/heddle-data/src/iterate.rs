@@ -1,6 +1,6 @@
 //! [`DataSet::iterate_with`]: iterations that checkpoint the data set they carry, so a
-//! restarted job resumes after its newest complete checkpoint ([`LoopCheckpoints`](crate::LoopCheckpoints) of each
-//! worker's partitions).
+//! restarted job resumes after its newest complete checkpoint
+//! ([`LoopCheckpoints`](crate::LoopCheckpoints) of each worker's partitions).
 
 use std::path::PathBuf;
 
@@ -56,7 +56,8 @@ impl<T: Record> DataSet<T> {
     /// ```
     ///
     /// # Errors
-    /// As [`DataSet::iterate`], and as [`LoopCheckpoints::resume`](crate::LoopCheckpoints::resume) for checkpoints of
+    /// As [`DataSet::iterate`], and as
+    /// [`LoopCheckpoints::resume`](crate::LoopCheckpoints::resume) for checkpoints of
     /// another job or a different number of workers or partitions.
     pub fn iterate_with(
         &self,
@@ -90,8 +91,10 @@ impl<T: Record> DataSet<T> {
             let mut stop = [u8::from(done(&current, &next)?)];
             session.comm().allreduce(&mut stop, heddle_comm::Op::Min)?;
             if let (Some(c), Some(parts)) = (&checkpoints, &next.cached) {
-                let parts = parts.locked().clone();
-                c.completed(i + 1, &parts)?;
+                if c.due(i + 1) {
+                    let parts = parts.locked().clone();
+                    c.completed(i + 1, &parts)?;
+                }
             }
             current = next;
             if stop[0] == 1 {

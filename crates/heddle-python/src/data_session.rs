@@ -262,7 +262,6 @@ pub(crate) fn list_input_files(path: PathBuf) -> PyResult<Vec<PathBuf>> {
         .collect())
 }
 
-/// Adds the session class to the module.
 /// Checkpoints of a job's loop state, pickled by the Python side
 /// (``heddle.data.LoopCheckpoints``): rank 0 writes them to a private directory and reads
 /// back only files it owns.
@@ -293,6 +292,7 @@ impl PyLoopCheckpoints {
     }
 }
 
+/// Adds the session and loop-checkpoint classes to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySession>()?;
     m.add_class::<PyLoopCheckpoints>()?;

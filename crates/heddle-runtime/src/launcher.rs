@@ -234,9 +234,7 @@ fn run_attempt(
     };
     // A worker the master declared failed for its silence (stopped or hung): it will not
     // end by itself.
-    let silent = || {
-        master.failure().filter(|cause| cause.kind == crate::master::NO_HEARTBEAT).map(|c| c.origin)
-    };
+    let silent = || master.silent();
     let mut outcome = supervise(&mut workers, &guardian, signal, spec.kill_grace, &origin, &silent);
     // Processes the workers started and left running die with the job.
     guardian.finish();
@@ -283,6 +281,17 @@ fn supervise(
             stop_all(workers, guardian, grace);
             return JobOutcome::Interrupted { signal: sig as i32 };
         }
+        let mut failed = None;
+        for w in workers.iter_mut().filter(|w| w.status.is_none()) {
+            if let Ok(Some(st)) = w.child.try_wait() {
+                w.status = Some(st);
+                if !st.success() && failed.is_none() {
+                    failed = Some((w.rank, st));
+                }
+            }
+        }
+        // Checked after the exits: a peer that exited because the silent worker was
+        // declared failed is not the failure to report.
         if let Some(w) = silent().and_then(|r| workers.iter_mut().find(|w| w.rank == r)) {
             if w.status.is_none() {
                 // SAFETY: kill(2) on our own child (SIGKILL ends a stopped process too).
@@ -302,15 +311,6 @@ fn supervise(
             stop_all(workers, guardian, grace);
             let status = "sent no heartbeat in time (killed)".to_string();
             return JobOutcome::WorkerFailed { rank, status, code: 1 };
-        }
-        let mut failed = None;
-        for w in workers.iter_mut().filter(|w| w.status.is_none()) {
-            if let Ok(Some(st)) = w.child.try_wait() {
-                w.status = Some(st);
-                if !st.success() && failed.is_none() {
-                    failed = Some((w.rank, st));
-                }
-            }
         }
         if let Some((rank, st)) = failed {
             let origin = origin(rank);

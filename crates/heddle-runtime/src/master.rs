@@ -42,6 +42,7 @@ pub struct JobMaster {
     failure: Arc<Mutex<Option<AbortCause>>>,
     /// Per rank: its connection closed and everything it sent was handled.
     closed: Arc<Mutex<Vec<bool>>>,
+    silent: Arc<Mutex<Option<usize>>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -57,14 +58,15 @@ impl JobMaster {
         let stop = Arc::new(AtomicBool::new(false));
         let failure = Arc::new(Mutex::new(None));
         let closed = Arc::new(Mutex::new(vec![false; config.world_size]));
-        let (stop2, failure2, closed2) = (stop.clone(), failure.clone(), closed.clone());
+        let silent = Arc::new(Mutex::new(None));
+        let reports =
+            Reports { failure: failure.clone(), closed: closed.clone(), silent: silent.clone() };
+        let stop2 = stop.clone();
         let thread = std::thread::Builder::new()
             .name("heddle-master".into())
-            .spawn(move || {
-                serve(listener, config, stop2, &Reports { failure: failure2, closed: closed2 })
-            })
+            .spawn(move || serve(listener, config, stop2, &reports))
             .map_err(|e| Error::io("starting the job master thread", e))?;
-        Ok(JobMaster { addr, stop, failure, closed, thread: Some(thread) })
+        Ok(JobMaster { addr, stop, failure, closed, silent, thread: Some(thread) })
     }
 
     /// Whether rank `rank`'s connection has closed and all it reported was handled (so
@@ -76,6 +78,12 @@ impl JobMaster {
             .get(rank)
             .copied()
             .unwrap_or(true)
+    }
+
+    /// The rank declared failed because it sent no heartbeat for the timeout (stopped,
+    /// hung or cut off), if one was: it will not end by itself.
+    pub fn silent(&self) -> Option<usize> {
+        *self.silent.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The first failure a worker reported, once one did (the job was then aborted).
@@ -116,6 +124,8 @@ struct Joined {
 struct Reports {
     failure: Arc<Mutex<Option<AbortCause>>>,
     closed: Arc<Mutex<Vec<bool>>>,
+    /// The rank declared failed for its silence, if one was.
+    silent: Arc<Mutex<Option<usize>>>,
 }
 
 fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, reports: &Reports) {
@@ -242,43 +252,45 @@ fn relay_failures(
     }
     // When each worker was last heard from; `None` once it was declared failed.
     let mut heard = vec![Some(Instant::now()); config.world_size];
+    // Ranks whose connection failed a write: a frame may be half-written, so nothing more
+    // is written there.
+    let mut broken = vec![false; config.world_size];
     let mut next_beat = Instant::now();
+    let mut last_pass = Instant::now();
     while !stop.load(Ordering::SeqCst) {
         let now = Instant::now();
+        if now - last_pass > config.heartbeat_timeout {
+            // The master itself stalled (the launcher was suspended, say): the silence
+            // was its own, so nobody is blamed for it.
+            heard.iter_mut().flatten().for_each(|h| *h = now);
+        }
+        last_pass = now;
         if now >= next_beat {
             next_beat = now + config.heartbeat;
-            for (_, s) in streams.iter_mut() {
-                let _ = control::send(s, &Control::Heartbeat);
+            for (rank, s) in streams.iter_mut() {
+                if !broken[*rank] && control::send(s, &Control::Heartbeat).is_err() {
+                    broken[*rank] = true;
+                }
             }
+        }
+        // Everything already received counts before anyone is found silent.
+        while let Ok((from, msg)) = rx.try_recv() {
+            handle(streams, &mut broken, &mut heard, from, msg, reports);
         }
         if let Some((rank, silence)) = silent(&heard, reports, config.heartbeat_timeout) {
             heard[rank] = None;
-            abort_all(streams, rank, no_heartbeat(rank, peers, silence), reports);
+            *reports.silent.lock().unwrap_or_else(PoisonError::into_inner) = Some(rank);
+            let cause = no_heartbeat(rank, peers, silence);
+            abort_all(streams, &mut broken, rank, cause, reports);
         }
         let wait =
             next_beat.saturating_duration_since(Instant::now()).min(Duration::from_millis(20));
-        let (from, msg) = match rx.recv_timeout(wait) {
-            Ok(m) => m,
-            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+        match rx.recv_timeout(wait) {
+            Ok((from, msg)) => handle(streams, &mut broken, &mut heard, from, msg, reports),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                std::thread::sleep(Duration::from_millis(20));
-                continue;
+                std::thread::sleep(Duration::from_millis(20))
             }
-        };
-        if let Some(Some(h)) = heard.get_mut(from) {
-            *h = Instant::now();
-        }
-        match msg {
-            None => {
-                if let Some(c) =
-                    reports.closed.lock().unwrap_or_else(PoisonError::into_inner).get_mut(from)
-                {
-                    *c = true;
-                }
-            }
-            Some(Control::Heartbeat) => {}
-            Some(Control::Failed { cause }) => abort_all(streams, from, cause, reports),
-            Some(other) => tracing::warn!("rank {from} sent an unexpected message: {other:?}"),
         }
     }
     for (_, s) in streams.iter() {
@@ -286,6 +298,32 @@ fn relay_failures(
     }
     for r in readers {
         let _ = r.join();
+    }
+}
+
+/// One message from worker `from` (`None`: its connection closed).
+fn handle(
+    streams: &mut [(usize, TcpStream)],
+    broken: &mut [bool],
+    heard: &mut [Option<Instant>],
+    from: usize,
+    msg: Option<Control>,
+    reports: &Reports,
+) {
+    if let Some(Some(h)) = heard.get_mut(from) {
+        *h = Instant::now();
+    }
+    match msg {
+        None => {
+            if let Some(c) =
+                reports.closed.lock().unwrap_or_else(PoisonError::into_inner).get_mut(from)
+            {
+                *c = true;
+            }
+        }
+        Some(Control::Heartbeat) => {}
+        Some(Control::Failed { cause }) => abort_all(streams, broken, from, cause, reports),
+        Some(other) => tracing::warn!("rank {from} sent an unexpected message: {other:?}"),
     }
 }
 
@@ -321,11 +359,12 @@ fn no_heartbeat(rank: usize, peers: &[PeerInfo], silence: Duration) -> AbortCaus
 }
 
 /// The [`AbortCause::kind`] of a worker declared failed for its silence.
-pub(crate) const NO_HEARTBEAT: &str = "NoHeartbeat";
+const NO_HEARTBEAT: &str = "NoHeartbeat";
 
 /// Keeps `cause` if it is the job's first failure and sends it to every worker but `from`.
 fn abort_all(
     streams: &mut [(usize, TcpStream)],
+    broken: &mut [bool],
     from: usize,
     cause: AbortCause,
     reports: &Reports,
@@ -337,8 +376,12 @@ fn abort_all(
     *first = Some(cause.clone());
     drop(first);
     for (rank, s) in streams.iter_mut().filter(|(rank, _)| *rank != from) {
+        if broken[*rank] {
+            continue;
+        }
         if let Err(e) = control::send(s, &Control::Aborted { cause: cause.clone() }) {
             tracing::debug!("could not tell rank {rank} of the abort: {e}");
+            broken[*rank] = true;
         }
     }
 }

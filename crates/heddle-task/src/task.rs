@@ -23,8 +23,9 @@ pub trait Source: Send + 'static {
     /// Called once, before anything else.
     ///
     /// # Errors
-    /// Any failure ends the job with [`crate::Error::Task`] (one made by
-    /// [`crate::Error::raised`] with [`crate::Error::Raised`]).
+    /// Any failure ends the job: a task's own error as [`crate::Error::Task`], or a lower
+    /// layer's error carried whole as [`crate::Error::Raised`] (made by
+    /// [`crate::Error::raised`]).
     fn prepare(&mut self, _ctx: &mut Context<'_, Self::Out>) -> Result<()> {
         Ok(())
     }
@@ -54,8 +55,9 @@ pub trait Compute: Send + 'static {
     /// Called once, before anything else.
     ///
     /// # Errors
-    /// Any failure ends the job with [`crate::Error::Task`] (one made by
-    /// [`crate::Error::raised`] with [`crate::Error::Raised`]).
+    /// Any failure ends the job: a task's own error as [`crate::Error::Task`], or a lower
+    /// layer's error carried whole as [`crate::Error::Raised`] (made by
+    /// [`crate::Error::raised`]).
     fn prepare(&mut self, _ctx: &mut Context<'_, Self::Out>) -> Result<()> {
         Ok(())
     }
