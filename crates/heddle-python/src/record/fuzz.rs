@@ -38,6 +38,8 @@ import os, sys, types
 package = types.ModuleType('heddle')
 package.__path__ = [heddle_dir]
 sys.modules['heddle'] = package
+sys.modules['heddle._heddle'] = native
+package._heddle = native
 import heddle.errors
 
 import pickle
@@ -67,6 +69,11 @@ pub fn init() {
             // Its own globals, which the tripwire's `os` and `sys` are then looked up in.
             let globals = PyDict::new(py);
             globals.set_item("heddle_dir", heddle_dir).expect("a dict item");
+            // `heddle.errors` re-exports the exception classes of the extension module,
+            // which a fuzzing build is not: a module holding just those classes stands in.
+            let native = PyModule::new(py, "heddle._heddle").expect("a module");
+            crate::exceptions::register(&native).expect("the exception classes");
+            globals.set_item("native", native).expect("a dict item");
             if let Err(e) = py.run(SETUP, Some(&globals), None) {
                 e.print(py);
                 panic!("cannot set up the interpreter for fuzzing");
