@@ -102,3 +102,34 @@ fn a_second_run_resumes_after_the_newest_checkpoint() {
     assert!(third[0].clone().unwrap_err().contains("another worker"), "{:?}", third[0]);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Checkpoints that fail on one worker (here: something in the way of its temporary file)
+/// are skipped on every worker, and never cost the states of the newest complete one: with
+/// iterations 6, 9 and 12 failing on rank 1, a second run resumes after 3.
+#[test]
+fn failed_checkpoints_keep_the_newest_complete_one() {
+    let d = dir("failing");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::set_permissions(&d, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    for i in [6u64, 9, 12] {
+        let temp = format!(".loop-{i:012}.rank-1.ckpt.{}.tmp", std::process::id());
+        std::fs::create_dir(d.join(temp)).unwrap();
+    }
+    let written = on_workers(3, |s| {
+        let c = s.worker_checkpoints::<Vec<u64>>(&d, 3, "failing").unwrap();
+        assert_eq!(c.resume().unwrap(), None);
+        (1..=12u64).map(|i| c.completed(i, &vec![i; s.rank() + 1]).unwrap()).collect::<Vec<_>>()
+    });
+    for (rank, done) in written.iter().enumerate() {
+        let at: Vec<usize> = (0..12).filter(|&i| done[i]).map(|i| i + 1).collect();
+        assert_eq!(at, [3], "rank {rank}: checkpoints completed");
+    }
+    let resumed = on_workers(3, |s| {
+        let c = s.worker_checkpoints::<Vec<u64>>(&d, 3, "failing").unwrap();
+        c.resume().unwrap()
+    });
+    for (rank, got) in resumed.into_iter().enumerate() {
+        assert_eq!(got, Some((3, vec![3; rank + 1])), "rank {rank}");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
