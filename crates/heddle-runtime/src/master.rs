@@ -277,10 +277,12 @@ fn relay_failures(
         while let Ok((from, msg)) = rx.try_recv() {
             handle(streams, &mut broken, &mut heard, from, msg, reports);
         }
-        if let Some((rank, silence)) = silent(&heard, reports, config.heartbeat_timeout) {
+        if let Some(rank) = silent(&heard, reports, config.heartbeat_timeout) {
             heard[rank] = None;
             *reports.silent.lock().unwrap_or_else(PoisonError::into_inner) = Some(rank);
-            let cause = no_heartbeat(rank, peers, silence);
+            // The timeout, not the silence measured, so the message is the same however
+            // late this pass came.
+            let cause = no_heartbeat(rank, peers, config.heartbeat_timeout);
             abort_all(streams, &mut broken, rank, cause, reports);
         }
         let wait =
@@ -327,21 +329,17 @@ fn handle(
     }
 }
 
-/// The first running worker not heard from for longer than `timeout`, and for how long.
-fn silent(
-    heard: &[Option<Instant>],
-    reports: &Reports,
-    timeout: Duration,
-) -> Option<(usize, Duration)> {
+/// The first running worker not heard from for longer than `timeout`.
+fn silent(heard: &[Option<Instant>], reports: &Reports, timeout: Duration) -> Option<usize> {
     let closed = reports.closed.lock().unwrap_or_else(PoisonError::into_inner);
     heard.iter().enumerate().find_map(|(rank, last)| {
         let silence = (*last)?.elapsed();
-        (silence > timeout && !closed.get(rank).copied().unwrap_or(true)).then_some((rank, silence))
+        (silence > timeout && !closed.get(rank).copied().unwrap_or(true)).then_some(rank)
     })
 }
 
-/// The cause of a job whose worker `rank` fell silent for `silence`.
-fn no_heartbeat(rank: usize, peers: &[PeerInfo], silence: Duration) -> AbortCause {
+/// The cause of a job whose worker `rank` fell silent for longer than `timeout`.
+fn no_heartbeat(rank: usize, peers: &[PeerInfo], timeout: Duration) -> AbortCause {
     let whereabouts = peers
         .iter()
         .find(|p| p.rank == rank)
@@ -353,7 +351,7 @@ fn no_heartbeat(rank: usize, peers: &[PeerInfo], silence: Duration) -> AbortCaus
         format!(
             "no heartbeat for {:.1} s from rank {rank}{whereabouts}: the worker is stopped, \
              hung or cut off (HEDDLE_HEARTBEAT_TIMEOUT_S, --heartbeat-timeout)",
-            silence.as_secs_f64()
+            timeout.as_secs_f64()
         ),
     )
 }
