@@ -70,8 +70,8 @@ def test_a_stopped_worker_is_named_by_its_missing_heartbeats():
         "    os.kill(os.getpid(), signal.SIGSTOP)\n"
         "c.barrier()\n"
     )
-    flags = ["--heartbeat-interval", "0.1", "--heartbeat-timeout", "1"]
+    flags = ["--heartbeat-interval", "0.2", "--heartbeat-timeout", "2"]
     p = heddle_run("-n", "3", *flags, "-c", code, timeout=60)
     assert p.returncode == 1, p.stdout + p.stderr
-    assert "rank 1 failed: NoHeartbeat: no heartbeat for 1.0 s from rank 1 on host" in p.stderr
+    assert "rank 1 failed: NoHeartbeat: no heartbeat for 2.0 s from rank 1 on host" in p.stderr
     assert "heddle: rank 1 sent no heartbeat in time and was killed" in p.stderr, p.stderr
