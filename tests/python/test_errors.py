@@ -43,6 +43,7 @@ EXPECTED = {
     ("task", "Task"): errors.TaskError,
     ("task", "Raised"): errors.DataError,  # a data source's malformed row, itself again
     ("task", "Aborted"): KeyboardInterrupt,
+    ("task", "Checkpoint"): errors.DataError,  # a checkpoint that cannot be resumed from
     ("task", "Comm"): errors.TimeoutError,  # a timeout
     ("task", "Dataflow"): errors.ArgumentError,  # bad input to an operation
     ("data", "InvalidArgument"): errors.ArgumentError,

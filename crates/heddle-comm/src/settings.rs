@@ -65,6 +65,15 @@ pub const HEARTBEAT_TIMEOUT_S: Bounds = Bounds {
     max: 86_400.0,
     whole: false,
 };
+/// `HEDDLE_CHECKPOINT_INTERVAL_S`: time between two checkpoints of a stream (unset:
+/// streams do not checkpoint).
+pub const CHECKPOINT_INTERVAL_S: Bounds = Bounds {
+    name: "HEDDLE_CHECKPOINT_INTERVAL_S",
+    unit: "seconds",
+    min: 0.001,
+    max: 86_400.0,
+    whole: false,
+};
 /// `HEDDLE_ATTEMPT`: which attempt of a restarted job this is.
 pub const ATTEMPT: Bounds =
     Bounds { name: "HEDDLE_ATTEMPT", unit: "attempt", min: 0.0, max: 1_000_000.0, whole: true };
@@ -94,6 +103,7 @@ pub const ALL: &[Bounds] = &[
     INIT_TIMEOUT_S,
     HEARTBEAT_S,
     HEARTBEAT_TIMEOUT_S,
+    CHECKPOINT_INTERVAL_S,
     ATTEMPT,
     SPIN_POLLS,
     TASK_THREADS,

@@ -78,6 +78,11 @@ impl Output {
         Output { dir: dir.as_ref().to_path_buf(), mode: WriteMode::default(), veto: None }
     }
 
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The same directory with `mode`.
     pub fn mode(mut self, mode: WriteMode) -> Output {
         self.mode = mode;

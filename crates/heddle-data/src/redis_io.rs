@@ -7,8 +7,8 @@ use redis::streams::{StreamReadOptions, StreamReadReply};
 use redis::Commands;
 use serde::{Deserialize, Serialize};
 
+use crate::pull::Pulled;
 use crate::stream::Stream;
-use crate::tasks::Pulled;
 use crate::Locked;
 use crate::{Error, Result, Session};
 

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use heddle_comm::Communicator;
 use heddle_dataflow::Options;
-use heddle_task::{AbortHandle, Job, Plan, Report, RoundRobin, TaskGraph, Vertex, WorkerSpec};
+use heddle_task::{
+    AbortHandle, Checkpointing, Job, Plan, Report, RoundRobin, TaskGraph, Vertex, WorkerSpec,
+};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -19,12 +21,14 @@ pub(crate) struct Inner {
     pub(crate) parallelism: u32,
     pub(crate) opts: Options,
     /// Executor threads per worker (`None`: heddle-task's default).
-    threads: Option<usize>,
-    next_id: AtomicUsize,
+    pub(crate) threads: Option<usize>,
+    pub(crate) next_id: AtomicUsize,
     /// Malformed rows skipped on this worker (when asked to skip them).
     pub(crate) skipped: Arc<AtomicU64>,
     /// Aborts the job an action of this session is running on this worker.
-    abort: AbortHandle,
+    pub(crate) abort: AbortHandle,
+    /// Where and how often streams checkpoint (`None`: they do not).
+    pub(crate) checkpoints: Option<Checkpointing>,
 }
 
 /// Entry point of the data API on every worker: every worker runs the same program, and
@@ -73,6 +77,7 @@ impl Session {
             next_id: AtomicUsize::new(0),
             skipped: Arc::default(),
             abort: AbortHandle::default(),
+            checkpoints: crate::stream_checkpoints::from_env()?,
         })))
     }
 

@@ -16,6 +16,7 @@ use crate::error::io;
 use crate::output::{Commit, Output};
 use crate::stream::Stream;
 use crate::tasks::SinkTask;
+use crate::txn_sink::{TxnSink, WriteFn};
 use crate::Locked;
 use crate::Result;
 
@@ -200,7 +201,17 @@ impl<T: Record> Stream<T> {
         write: impl Fn(&mut PartWriter, T) -> std::io::Result<()> + Send + Sync + 'static,
     ) -> Result<()> {
         let comm = self.data.session.comm();
-        let parts = Parts::new(Arc::new(Commit::begin(comm, &out.into())?));
+        let out = out.into();
+        if self.data.session.0.checkpoints.is_some() {
+            // Checkpointed: a two-phase sink, committing at each checkpoint.
+            let dir = out.dir().to_path_buf();
+            crate::txn_sink::prepare_output(&dir)?;
+            comm.barrier()?;
+            let write: WriteFn<T> = Arc::new(write);
+            let attempt = comm.attempt();
+            return self.run_into(move |_| TxnSink::new(&dir, write.clone(), attempt), stop);
+        }
+        let parts = Parts::new(Arc::new(Commit::begin(comm, &out)?));
         let (each, end) = parts.sink(write);
         let ran = self.run_sink(each, end, stop);
         parts.finish(comm, ran)

@@ -29,6 +29,7 @@ pub(crate) fn from_iter_fn<T: Record>(
     DataSet::new(session, name, move |b, vname| {
         let m = make.clone();
         let v: Vertex<(), T> = b.graph.source(vname, p, move |i| IterSource {
+            emitted: 0,
             make: m.clone(),
             index: i,
             parallelism: p,

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use heddle_dataflow::Options;
-use heddle_task::{Edge, Plan, Record, RoundRobin, StopHandle, Strategy};
+use heddle_task::{Compute, Edge, Plan, Record, RoundRobin, StopHandle, Strategy};
 
 use crate::dataset::DataSet;
 use crate::session::Build;
@@ -163,19 +163,29 @@ impl<T: Record> Stream<T> {
         end: Arc<dyn Fn(u32) -> Result<()> + Send + Sync>,
         stop: Option<StopHandle>,
     ) -> Result<()> {
+        self.run_into(move |_| SinkTask { each: each.clone(), end: end.clone() }, stop)
+    }
+
+    /// Runs the stream into sink tasks `sink` makes (collective), with the session's
+    /// checkpoints if it takes them.
+    pub(crate) fn run_into<C: Compute<In = T, Out = ()>>(
+        &self,
+        sink: impl Fn(u32) -> C + Send + Sync + 'static,
+        stop: Option<StopHandle>,
+    ) -> Result<()> {
         let session = &self.data.session;
         let mut b = Build::default();
         let v = self.data.vertex(&mut b)?;
-        let sink = b.graph.compute("sink", self.data.parallelism(), move |_| SinkTask {
-            each: each.clone(),
-            end: end.clone(),
-        });
+        let sink = b.graph.compute("sink", self.data.parallelism(), sink);
         b.graph.connect(&v, &sink, Edge::direct());
         let plan = Plan::new(&b.graph, &session.0.workers, &RoundRobin)?;
         let opts = Options { mode: heddle_dataflow::Mode::Streaming, ..session.0.opts.clone() };
         let mut job = session.job(&b, &plan, opts)?;
         if let Some(stop) = stop {
             job = job.stop_with(stop);
+        }
+        if let Some(c) = &session.0.checkpoints {
+            job = job.checkpoint(c.clone());
         }
         job.run()?;
         Ok(())

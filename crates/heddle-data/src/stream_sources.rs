@@ -1,30 +1,35 @@
-//! Where streams come from: a replayed vector, a generator, a TCP socket, a growing file
-//! (Redis Streams: `redis_io`).
+//! Where streams come from: a replayed vector, a generator, the files of a directory, a
+//! growing file, a TCP socket (Redis Streams: `redis_io`). All but the socket replay: a
+//! checkpoint keeps each partition's position.
 
 use std::io::Read;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use heddle_task::Record;
 
 use crate::dataset::DataSet;
+use crate::pull::{MakePull, PullSource, Pulled};
+use crate::pullers::{pull_line, Follow, Generate, Pace, TextFiles};
 use crate::session::Session;
 use crate::stream::Stream;
-use crate::tasks::{MakePull, PullSource, Pulled};
 use crate::{Error, Result};
 
 impl Session {
-    pub(crate) fn stream_of<T: Record>(&self, name: &str, make: MakePull<T>) -> Stream<T> {
+    pub(crate) fn stream_of<T: Record>(&self, name: &'static str, make: MakePull<T>) -> Stream<T> {
         let p = self.partitions();
+        let warned: Arc<std::sync::atomic::AtomicBool> = Arc::default();
         let data = DataSet::new(self, name, move |b, vname| {
-            let m = make.clone();
+            let (m, warned) = (make.clone(), Arc::clone(&warned));
             Ok(b.graph.source(vname, p, move |i| PullSource {
+                name,
                 make: m.clone(),
                 index: i,
                 parallelism: p,
                 pull: None,
+                ended: false,
+                warned: warned.clone(),
             }))
         });
         Stream { data, late: Arc::default() }
@@ -63,27 +68,16 @@ impl Session {
         limit: Option<u64>,
         f: impl Fn(u64) -> T + Send + Sync + 'static,
     ) -> Stream<T> {
-        let f = Arc::new(f);
+        let f: Arc<dyn Fn(u64) -> T + Send + Sync> = Arc::new(f);
         self.stream_of(
             "stream_generate",
             Arc::new(move |i, p| {
-                let f = f.clone();
-                let start = Instant::now();
-                let mut seq = u64::from(i);
-                let mut made = 0u64;
-                Box::new(move || {
-                    if limit.is_some_and(|l| seq >= l) {
-                        return Ok(Pulled::End);
-                    }
-                    if let Some(r) = rate {
-                        if start.elapsed() < Duration::from_secs_f64(made as f64 / r as f64) {
-                            return Ok(Pulled::Pending); // not due yet
-                        }
-                    }
-                    let x = f(seq);
-                    seq += u64::from(p);
-                    made += 1;
-                    Ok(Pulled::Item(x))
+                Box::new(Generate {
+                    f: f.clone(),
+                    seq: u64::from(i),
+                    step: u64::from(p),
+                    limit,
+                    pace: Pace::new(rate.map(|r| r as f64)),
                 })
             }),
         )
@@ -122,7 +116,11 @@ impl Session {
                         conn = Some((s, Vec::new()));
                     }
                     let (s, pending) = conn.as_mut().expect("connected above");
-                    pull_line(pending, |buf| s.read(buf), &io)
+                    Ok(match pull_line(pending, |buf| s.read(buf), &io)? {
+                        Pulled::Item((line, _)) => Pulled::Item(line),
+                        Pulled::Pending => Pulled::Pending,
+                        Pulled::End => Pulled::End,
+                    })
                 })
             }),
         )
@@ -150,72 +148,57 @@ impl Session {
         self.stream_of(
             "follow_file",
             Arc::new(move |i, _| {
-                let (path, end_marker) = (path.clone(), end_marker.clone());
-                let mut file: Option<std::fs::File> = None;
-                let mut pending = Vec::new();
-                let mut ended = i != 0;
-                Box::new(move || {
-                    if ended {
-                        return Ok(Pulled::End);
-                    }
-                    let io = |e: std::io::Error| Error::Io {
-                        path: path.display().to_string(),
-                        source: e,
-                    };
-                    if file.is_none() {
-                        match std::fs::File::open(&path) {
-                            Ok(f) => file = Some(f),
-                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                                return Ok(Pulled::Pending)
-                            }
-                            Err(e) => return Err(io(e)),
-                        }
-                    }
-                    let f = file.as_mut().expect("opened above");
-                    match pull_line(&mut pending, |buf| f.read(buf), &io)? {
-                        // A file at its current end is not finished: wait for more.
-                        Pulled::End => Ok(Pulled::Pending),
-                        Pulled::Item(line) if end_marker.as_deref() == Some(line.as_str()) => {
-                            ended = true;
-                            Ok(Pulled::End)
-                        }
-                        other => Ok(other),
-                    }
+                Box::new(Follow {
+                    path: path.clone(),
+                    end_marker: end_marker.clone(),
+                    file: None,
+                    pending: Vec::new(),
+                    offset: 0,
+                    ended: i != 0,
                 })
             }),
         )
     }
-}
 
-/// The next complete line from `pending` and whatever `read` has now: an item, pending
-/// (no complete line yet, or the read would block), or the end (the reader is exhausted).
-fn pull_line(
-    pending: &mut Vec<u8>,
-    mut read: impl FnMut(&mut [u8]) -> std::io::Result<usize>,
-    io: &dyn Fn(std::io::Error) -> Error,
-) -> Result<Pulled<String>> {
-    loop {
-        if let Some(nl) = pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=nl).collect();
-            let text =
-                String::from_utf8_lossy(&line[..line.len() - 1]).trim_end_matches('\r').to_string();
-            return Ok(Pulled::Item(text));
-        }
-        let mut buf = [0u8; 64 << 10];
-        match read(&mut buf) {
-            Ok(0) => {
-                if pending.is_empty() {
-                    return Ok(Pulled::End);
-                }
-                // A last line without a newline.
-                let text = String::from_utf8_lossy(pending).trim_end_matches('\r').to_string();
-                pending.clear();
-                return Ok(Pulled::Item(text));
-            }
-            Ok(n) => pending.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(Pulled::Pending),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(io(e)),
-        }
+    /// The lines of every file of `path` (a file, a directory's files but hidden ones, or
+    /// a glob: as [`Session::read_text`]), as a stream that ends after the last line:
+    /// partition `i` of `p` reads files `i`, `i + p`, ... in name order, at most `rate`
+    /// lines per second over all partitions if given. With checkpoints it replays from
+    /// the byte offset of each partition's last checkpoint.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let dir = std::env::temp_dir().join(format!("heddle-doc-stext-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// std::fs::write(dir.join("a.txt"), "1 x\r\n2 y")?; // CRLF, no final newline
+    /// std::fs::write(dir.join("b.txt"), "3 x\n")?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// s.stream_text(&dir, None)?.run(move |_, l| Ok(tx.send(l).expect("receiver open")), None)?;
+    /// assert_eq!(rx.try_iter().collect::<Vec<_>>(), vec!["1 x", "2 y", "3 x"]);
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `path` names no readable file; [`Error::Io`] for
+    /// a directory that cannot be listed.
+    pub fn stream_text(&self, path: impl AsRef<Path>, rate: Option<f64>) -> Result<Stream<String>> {
+        let files: Vec<PathBuf> =
+            crate::list_files(path.as_ref())?.into_iter().map(|(f, _)| f).collect();
+        let per_partition = rate.map(|r| r / f64::from(self.partitions().max(1)));
+        Ok(self.stream_of(
+            "stream_text",
+            Arc::new(move |i, p| {
+                let mine = files.iter().skip(i as usize).step_by(p.max(1) as usize).cloned();
+                Box::new(TextFiles {
+                    files: mine.collect(),
+                    file: 0,
+                    offset: 0,
+                    reader: None,
+                    line: Vec::new(),
+                    pace: Pace::new(per_partition),
+                })
+            }),
+        ))
     }
 }

@@ -25,6 +25,8 @@ pub(crate) struct IterSource<T> {
     pub(crate) index: u32,
     pub(crate) parallelism: u32,
     pub(crate) iter: Option<Box<dyn Iterator<Item = crate::Result<T>> + Send>>,
+    /// Records emitted this pass (a checkpoint's position: a restored source skips them).
+    pub(crate) emitted: u64,
 }
 
 impl<T: Send + 'static> Source for IterSource<T> {
@@ -32,10 +34,16 @@ impl<T: Send + 'static> Source for IterSource<T> {
 
     fn next(&mut self, ctx: &mut Context<'_, T>) -> Result<Produced> {
         let (make, index, p) = (&self.make, self.index, self.parallelism);
+        if self.iter.is_none() {
+            self.emitted = 0;
+        }
         let iter = self.iter.get_or_insert_with(|| make(index, p));
         for _ in 0..PER_CALL {
             match iter.next() {
-                Some(Ok(x)) => ctx.emit(x),
+                Some(Ok(x)) => {
+                    self.emitted += 1;
+                    ctx.emit(x);
+                }
                 Some(Err(e)) => return Err(e.into_task()),
                 None => {
                     self.iter = None;
@@ -44,6 +52,25 @@ impl<T: Send + 'static> Source for IterSource<T> {
             }
         }
         Ok(Produced::More)
+    }
+
+    fn snapshot(&mut self, _: &mut Context<'_, T>, _: u64) -> Result<Option<Vec<u8>>> {
+        Ok(Some(self.emitted.to_le_bytes().to_vec()))
+    }
+
+    fn restore(&mut self, _: &mut Context<'_, T>, state: &[u8]) -> Result<()> {
+        let n = state.try_into().map(u64::from_le_bytes).map_err(|_| {
+            heddle_task::Error::Graph("a replayed source's checkpoint is not a count".into())
+        })?;
+        let mut iter = (self.make)(self.index, self.parallelism);
+        for _ in 0..n {
+            if let Some(Err(e)) = iter.next() {
+                return Err(e.into_task());
+            }
+        }
+        self.iter = Some(iter);
+        self.emitted = n;
+        Ok(())
     }
 }
 
@@ -262,49 +289,5 @@ impl<T: Send + 'static, A: Send + 'static> Compute for FoldTask<T, A> {
             None => {}
         }
         Ok(())
-    }
-}
-
-/// What a stream source has for the executor right now.
-#[derive(Debug)]
-pub(crate) enum Pulled<T> {
-    /// A record.
-    Item(T),
-    /// Nothing yet (waiting on a socket, a file, a rate limit).
-    Pending,
-    /// The stream has ended.
-    End,
-}
-
-/// Makes partition `i` of `p`'s puller (afresh for every pass).
-pub(crate) type MakePull<T> = Arc<
-    dyn Fn(u32, u32) -> Box<dyn FnMut() -> crate::Result<Pulled<T>> + Send + Sync> + Send + Sync,
->;
-
-/// A source that pulls records as they become available, never blocking the executor.
-pub(crate) struct PullSource<T> {
-    pub(crate) make: MakePull<T>,
-    pub(crate) index: u32,
-    pub(crate) parallelism: u32,
-    pub(crate) pull: Option<Box<dyn FnMut() -> crate::Result<Pulled<T>> + Send + Sync>>,
-}
-
-impl<T: Send + 'static> Source for PullSource<T> {
-    type Out = T;
-
-    fn next(&mut self, ctx: &mut Context<'_, T>) -> Result<Produced> {
-        let (make, index, p) = (&self.make, self.index, self.parallelism);
-        let pull = self.pull.get_or_insert_with(|| make(index, p));
-        for _ in 0..PER_CALL {
-            match pull().map_err(crate::Error::into_task)? {
-                Pulled::Item(x) => ctx.emit(x),
-                Pulled::Pending => break,
-                Pulled::End => {
-                    self.pull = None;
-                    return Ok(Produced::Done);
-                }
-            }
-        }
-        Ok(Produced::More)
     }
 }

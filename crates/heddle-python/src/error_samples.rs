@@ -72,6 +72,7 @@ fn task() -> Vec<heddle_task::Error> {
         // A data source's error carried out of the job: itself again.
         E::Raised { task: "read[0]".into(), kind: "Parse", source: Box::new(parse_error()) },
         E::Aborted("interrupted (Ctrl-C)".into()),
+        E::Checkpoint { path: "/ckpt/stream-000000000004.ckpt".into(), message: "damaged".into() },
         E::Comm(heddle_comm::Error::Timeout {
             op: "barrier",
             waited: Duration::from_secs(3),

@@ -147,6 +147,8 @@ pub(crate) fn task(e: heddle_task::Error) -> PyErr {
         E::Aborted(reason) => interrupted(reason),
         E::Dataflow(inner) => dataflow(inner),
         E::Task { .. } => Kind::Task.err(e.to_string()),
+        // A checkpoint the job cannot resume from: data it cannot read.
+        E::Checkpoint { .. } => Kind::Data.err(e.to_string()),
         // A data-API error raised in a task is itself again; any other layer's is a
         // task failure.
         E::Raised { task: name, kind, source } => match source.downcast::<heddle_data::Error>() {

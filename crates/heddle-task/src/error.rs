@@ -40,6 +40,14 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// A checkpoint cannot be used: corrupt, of another job or graph, or unreadable.
+    #[error("checkpoint {path}: {message}")]
+    Checkpoint {
+        /// The checkpoint file or directory.
+        path: String,
+        /// What is wrong, and what to do.
+        message: String,
+    },
     /// The job was aborted on this worker ([`crate::AbortHandle`]); says why.
     #[error("the job was aborted: {0}")]
     Aborted(String),
@@ -83,6 +91,7 @@ impl Error {
             Error::Plan(_) => "Plan",
             Error::Task { .. } => "Task",
             Error::Raised { kind, .. } => kind,
+            Error::Checkpoint { .. } => "Checkpoint",
             Error::Aborted(_) => "Aborted",
             Error::Comm(e) => e.kind(),
             Error::Dataflow(e) => e.kind(),

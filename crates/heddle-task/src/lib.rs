@@ -45,6 +45,7 @@
 //! assert_eq!(sum.load(std::sync::atomic::Ordering::Relaxed), (0..100).sum::<u64>());
 //! ```
 
+pub mod checkpoint;
 mod context;
 mod edge;
 mod error;
@@ -57,6 +58,7 @@ mod schedule;
 mod strategy;
 mod task;
 
+pub use checkpoint::{CheckpointStats, Checkpointing};
 pub use context::{Context, TaskInfo};
 pub use edge::{Edge, EdgeKind, Record};
 pub use error::{Error, ErrorVariant, Result};

@@ -36,6 +36,39 @@ pub trait Source: Send + 'static {
     /// As [`Source::prepare`].
     fn next(&mut self, ctx: &mut Context<'_, Self::Out>) -> Result<Produced>;
 
+    /// Checkpoint `checkpoint`: this task's state now, as bytes (`None`, the default: it
+    /// keeps none). Called at the task's checkpoint barrier, between two calls of
+    /// `next`, on streaming jobs with checkpointing on; the bytes are written
+    /// asynchronously while the job goes on. A source's state is its position (a byte
+    /// offset, a sequence number), so that a restored job replays what followed it.
+    ///
+    /// # Errors
+    /// As [`Source::prepare`].
+    fn snapshot(
+        &mut self,
+        _ctx: &mut Context<'_, Self::Out>,
+        _checkpoint: u64,
+    ) -> Result<Option<Vec<u8>>> {
+        Ok(None)
+    }
+
+    /// Restores the state [`Source::snapshot`] made, before [`Source::prepare`], when a
+    /// job resumes from a completed checkpoint.
+    ///
+    /// # Errors
+    /// As [`Source::prepare`].
+    fn restore(&mut self, _ctx: &mut Context<'_, Self::Out>, _state: &[u8]) -> Result<()> {
+        Ok(())
+    }
+
+    /// Checkpoint `checkpoint` completed on every task of the job.
+    ///
+    /// # Errors
+    /// As [`Source::prepare`].
+    fn committed(&mut self, _ctx: &mut Context<'_, Self::Out>, _checkpoint: u64) -> Result<()> {
+        Ok(())
+    }
+
     /// Called once, after the last iteration.
     ///
     /// # Errors
@@ -94,6 +127,42 @@ pub trait Compute: Send + 'static {
     /// As [`Compute::prepare`].
     fn drain(&mut self, _ctx: &mut Context<'_, Self::Out>) -> Result<Produced> {
         Ok(Produced::Done)
+    }
+
+    /// Checkpoint `checkpoint`: this task's state now, as bytes (`None`, the default: it
+    /// keeps none). Called once the checkpoint's barrier has arrived on every input and
+    /// every record before it was executed (aligned), on streaming jobs with
+    /// checkpointing on; the bytes are written asynchronously while the job goes on. A
+    /// two-phase sink makes its pending output durable here (pre-commit) and publishes it
+    /// in [`Compute::committed`].
+    ///
+    /// # Errors
+    /// As [`Compute::prepare`].
+    fn snapshot(
+        &mut self,
+        _ctx: &mut Context<'_, Self::Out>,
+        _checkpoint: u64,
+    ) -> Result<Option<Vec<u8>>> {
+        Ok(None)
+    }
+
+    /// Restores the state [`Compute::snapshot`] made, before [`Compute::prepare`], when a
+    /// job resumes from a completed checkpoint. A two-phase sink commits here what the
+    /// restored checkpoint pre-committed (its completion may not have reached it).
+    ///
+    /// # Errors
+    /// As [`Compute::prepare`].
+    fn restore(&mut self, _ctx: &mut Context<'_, Self::Out>, _state: &[u8]) -> Result<()> {
+        Ok(())
+    }
+
+    /// Checkpoint `checkpoint` completed on every task of the job: publish what it covers
+    /// (the commit of a two-phase sink). Every later restore starts at or after it.
+    ///
+    /// # Errors
+    /// As [`Compute::prepare`].
+    fn committed(&mut self, _ctx: &mut Context<'_, Self::Out>, _checkpoint: u64) -> Result<()> {
+        Ok(())
     }
 
     /// Called once, after the last iteration (or when the task retires).

@@ -50,16 +50,16 @@ impl<T: Send + 'static, U: Send + 'static> EdgeFactory for Edge<T, U> {
         targets: Vec<(TaskId, &dyn Any)>,
         chained: bool,
     ) -> Result<(Box<dyn EdgeRun>, Vec<TargetInbox>)> {
-        let inboxes: Vec<(TaskId, SharedInbox<U>)> = targets
+        let inboxes: Vec<Target<U>> = targets
             .into_iter()
             .map(|(t, any)| {
-                any.downcast_ref::<SharedInbox<U>>().cloned().map(|inbox| (t, inbox)).ok_or_else(
-                    || {
-                        Error::Graph(format!(
-                            "task {t}: its input type does not match the edge's output type"
-                        ))
-                    },
-                )
+                let inbox = any.downcast_ref::<SharedInbox<U>>().cloned().ok_or_else(|| {
+                    Error::Graph(format!(
+                        "task {t}: its input type does not match the edge's output type"
+                    ))
+                })?;
+                let slot = lock(&inbox).add_slot();
+                Ok((t, inbox, slot))
             })
             .collect::<Result<_>>()?;
         if chained {
@@ -75,9 +75,9 @@ impl<T: Send + 'static, U: Send + 'static> EdgeFactory for Edge<T, U> {
             let outputs = sources
                 .iter()
                 .zip(&inboxes)
-                .map(|(&s, (_, inbox))| {
+                .map(|(&s, (_, inbox, slot))| {
                     let port: Arc<dyn TaskOutput<T>> =
-                        Arc::new(ChainedOutput { inbox: inbox.clone(), map });
+                        Arc::new(ChainedOutput { inbox: inbox.clone(), slot: *slot, map });
                     (s, Box::new(port) as Box<dyn Any>)
                 })
                 .collect();
@@ -98,6 +98,9 @@ impl<T: Send + 'static, U: Send + 'static> EdgeFactory for Edge<T, U> {
         Ok((Box::new(run), outputs))
     }
 }
+
+/// A target task of an edge on this worker: its id, its inbox, and the edge's slot in it.
+type Target<U> = (TaskId, SharedInbox<U>, usize);
 
 /// A chained edge: its outputs write into the inboxes directly.
 struct Chained;
@@ -127,7 +130,7 @@ struct OpEdge<T, U> {
     make: MakeOp<T, U>,
     op: Option<BoxedOp<T, U>>,
     outboxes: Vec<(TaskId, Arc<Mutex<Outbox<T>>>)>,
-    inboxes: Vec<(TaskId, SharedInbox<U>)>,
+    inboxes: Vec<Target<U>>,
     /// A record the operation handed back (edge full), per source (as `outboxes`).
     held: Vec<Option<T>>,
     /// Positions in `outboxes` of the sources whose end the operation has not been told
@@ -156,7 +159,15 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
             let at = self.open[k];
             let (s, outbox) = &self.outboxes[at];
             loop {
-                let next = self.held[at].take().or_else(|| lock(outbox).items.pop_front());
+                if self.held[at].is_none() {
+                    let due = lock(outbox).due_barrier();
+                    if let Some(id) = due {
+                        op.barrier(*s, id)?;
+                        moved = true;
+                        continue;
+                    }
+                }
+                let next = self.held[at].take().or_else(|| lock(outbox).pop());
                 let Some(record) = next else { break };
                 match op.offer(*s, record)? {
                     Offer::Accepted => moved = true,
@@ -166,10 +177,7 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
                     }
                 }
             }
-            let ended = {
-                let o = lock(outbox);
-                o.finished && o.items.is_empty()
-            };
+            let ended = lock(outbox).drained();
             if ended && self.held[at].is_none() {
                 op.finish(*s)?;
                 self.open.swap_remove(k);
@@ -179,13 +187,14 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
             }
         }
         moved |= op.progress()?;
-        for (t, inbox) in &self.inboxes {
+        for (t, inbox, slot) in &self.inboxes {
             let mut inbox = lock(inbox);
-            while inbox.items.len() < QUEUE_CAP {
+            // Past a barrier, the target's other inputs catch up before this one goes on.
+            while inbox.items.len() < QUEUE_CAP && !inbox.blocked(*slot) {
                 match op.poll(*t) {
                     Some(Event::Data(u)) => inbox.items.push_back(u),
-                    Some(Event::End) => inbox.ended += 1,
-                    Some(Event::Barrier(_)) => {}
+                    Some(Event::End) => inbox.end(*slot),
+                    Some(Event::Barrier(id)) => inbox.barrier(*slot, id),
                     None => break,
                 }
                 moved = true;

@@ -4,25 +4,26 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use heddle_comm::{AbortCause, Communicator};
 use heddle_dataflow::{EdgeSpec, Mode, Options, TaskId};
 
 use super::edge_run::EdgeRun;
+pub use super::handles::{AbortHandle, StopHandle};
 use super::pool;
 use super::task_run::{TaskRun, TaskStats};
+use crate::checkpoint::{self, CheckpointStats, Checkpointing, Checkpoints};
 use crate::{Error, Plan, Result, TaskGraph, TaskInfo};
 
 /// Dataflow edge ids the task system uses, away from the small ids programs pick for
 /// operations of their own: each job takes a block of them (chosen by rank 0 and
 /// broadcast, so workers agree even when they share a process), and its passes cycle
-/// through the block.
+/// through the block but its last id, the control edge of its checkpoints.
 static NEXT_BLOCK: AtomicU32 = AtomicU32::new(0);
 const EDGE_IDS_START: u32 = 0x2000_0000;
-const BLOCK_IDS: u32 = 1 << 20;
+pub(crate) const BLOCK_IDS: u32 = 1 << 20;
 const BLOCKS: u32 = (0x3fff_0000 - EDGE_IDS_START) / BLOCK_IDS;
 
 /// The first edge id of a new job's block (collective).
@@ -38,69 +39,6 @@ fn job_block(comm: &Communicator) -> Result<u32> {
 /// How long the job sleeps when nothing moved and nothing else tells it how long to wait.
 const IDLE_SLEEP: Duration = Duration::from_micros(100);
 
-/// Asks a streaming job to end: its sources end their output, and the job drains.
-#[derive(Debug, Clone, Default)]
-pub struct StopHandle(Arc<AtomicBool>);
-
-impl StopHandle {
-    /// Requests the end.
-    pub fn stop(&self) {
-        self.0.store(true, Ordering::Release);
-    }
-
-    pub(crate) fn requested(&self) -> bool {
-        self.0.load(Ordering::Acquire)
-    }
-}
-
-/// Ends a job on this worker at once, with [`Error::Aborted`]: for Ctrl-C, or a failure
-/// outside the job. Unlike [`StopHandle`] nothing drains; records in flight are dropped,
-/// and peers still in the job find this worker gone (or time out), so a program should
-/// end (or at least not reuse the communicator's pending operations) after an abort.
-#[derive(Debug, Clone, Default)]
-pub struct AbortHandle(Arc<AbortState>);
-
-#[derive(Debug, Default)]
-struct AbortState {
-    requested: AtomicBool,
-    reason: Mutex<String>,
-}
-
-impl AbortHandle {
-    /// Requests the abort, saying why (the first reason is kept).
-    pub fn abort(&self, reason: impl Into<String>) {
-        let mut r = self.0.reason.lock().unwrap_or_else(PoisonError::into_inner);
-        if !self.0.requested.load(Ordering::Acquire) {
-            *r = reason.into();
-            self.0.requested.store(true, Ordering::Release);
-        }
-    }
-
-    /// Whether an abort was requested.
-    pub fn requested(&self) -> bool {
-        self.0.requested.load(Ordering::Acquire)
-    }
-
-    /// Whether `other` is this handle (or a clone of it).
-    pub fn same(&self, other: &AbortHandle) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-
-    /// Clears a request, so the handle can serve a new job.
-    pub fn reset(&self) {
-        let _r = self.0.reason.lock().unwrap_or_else(PoisonError::into_inner);
-        self.0.requested.store(false, Ordering::Release);
-    }
-
-    /// The error of a requested abort.
-    pub(crate) fn check(&self) -> Result<()> {
-        if !self.requested() {
-            return Ok(());
-        }
-        Err(Error::Aborted(self.0.reason.lock().unwrap_or_else(PoisonError::into_inner).clone()))
-    }
-}
-
 /// What a job did on this worker.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Report {
@@ -110,26 +48,32 @@ pub struct Report {
     pub job_s: f64,
     /// Counters of the task instances on this worker.
     pub tasks: Vec<TaskStats>,
+    /// The checkpoints completed (on rank 0; empty elsewhere and without checkpoints).
+    pub checkpoints: Vec<CheckpointStats>,
 }
 
 /// The task instances of a plan on this worker, and their edges.
 pub struct Job<'c> {
-    comm: &'c Communicator,
-    plan: Plan,
-    tasks: Vec<Box<dyn TaskRun>>,
-    edges: Vec<Box<dyn EdgeRun>>,
-    opts: Options,
-    stop: StopHandle,
-    abort: AbortHandle,
-    prepared: bool,
-    passes: u64,
-    elapsed: Duration,
+    pub(super) comm: &'c Communicator,
+    pub(super) plan: Plan,
+    pub(super) tasks: Vec<Box<dyn TaskRun>>,
+    pub(super) edges: Vec<Box<dyn EdgeRun>>,
+    pub(super) opts: Options,
+    pub(super) stop: StopHandle,
+    pub(super) abort: AbortHandle,
+    pub(super) prepared: bool,
+    pub(super) passes: u64,
+    pub(super) elapsed: Duration,
     /// First edge id of the job's block.
-    edge_block: u32,
+    pub(super) edge_block: u32,
     /// Task ids of `tasks`.
-    task_ids: Vec<TaskId>,
+    pub(super) task_ids: Vec<TaskId>,
     /// Executor threads per worker (1: the calling thread runs everything).
-    threads: usize,
+    pub(super) threads: usize,
+    /// Where and how often it checkpoints, if it does, and the graph's description.
+    pub(super) checkpointing: Option<Checkpointing>,
+    pub(super) graph: String,
+    pub(super) checkpoints: Option<Checkpoints>,
 }
 
 /// The environment variable that sets the default number of executor threads per worker.
@@ -269,7 +213,17 @@ impl<'c> Job<'c> {
             edge_block,
             task_ids,
             threads: default_threads()?,
+            checkpointing: None,
+            graph: checkpoint::describe(graph, plan),
+            checkpoints: None,
         })
+    }
+
+    /// Takes checkpoints as `config` says, and resumes from the newest complete one in
+    /// its directory (a streaming job run once, [`Job::run`]): see [`crate::checkpoint`].
+    pub fn checkpoint(mut self, config: Checkpointing) -> Self {
+        self.checkpointing = Some(config);
+        self
     }
 
     /// Runs this worker's task instances on `n` executor threads (at least 1): chains of
@@ -304,6 +258,13 @@ impl<'c> Job<'c> {
     /// The first task error ([`Error::Task`]), or a communication error.
     pub fn run(mut self) -> Result<Report> {
         self.pass(&[])?;
+        if self.checkpoints.is_some() {
+            let finished = self.finish_checkpoints();
+            if let Err(e) = &finished {
+                self.abort_job(e);
+            }
+            finished?;
+        }
         self.close()
     }
 
@@ -343,6 +304,13 @@ impl<'c> Job<'c> {
     /// As [`Job::run`].
     pub fn pass(&mut self, iteration: &[u64]) -> Result<()> {
         if !self.prepared {
+            if let Some(config) = self.checkpointing.clone() {
+                let started = self.start_checkpoints(&config);
+                if let Err(e) = &started {
+                    self.abort_job(e);
+                }
+                started?;
+            }
             for t in &mut self.tasks {
                 t.prepare(iteration)?;
             }
@@ -350,7 +318,8 @@ impl<'c> Job<'c> {
         }
         let started = Instant::now();
         let per_pass = (self.edges.len() as u32).max(1);
-        let base = self.edge_block + (self.passes as u32 % (BLOCK_IDS / per_pass)) * per_pass;
+        let cycle = (BLOCK_IDS - 1) / per_pass;
+        let base = self.edge_block + (self.passes as u32 % cycle) * per_pass;
         let placement = self.plan.placement();
         let mode_opts = Options { mode: self.opts.mode, ..self.opts.clone() };
         for (k, edge) in self.edges.iter_mut().enumerate() {
@@ -372,6 +341,7 @@ impl<'c> Job<'c> {
             Vec::new()
         };
         let result = if groups.len() > 1 {
+            let ck = &mut self.checkpoints;
             pool::drive(
                 &mut self.tasks,
                 &groups,
@@ -380,6 +350,7 @@ impl<'c> Job<'c> {
                 &self.abort,
                 &self.comm.abort_handle(),
                 iteration,
+                &mut || ck.as_mut().map_or(Ok(false), Checkpoints::poll),
             )
         } else {
             self.drive(iteration)
@@ -400,7 +371,7 @@ impl<'c> Job<'c> {
 
     /// A failure on this worker aborts the whole job (a no-op in a world of one), so no
     /// other worker finishes without this one's records.
-    fn abort_job(&self, e: &Error) {
+    pub(super) fn abort_job(&self, e: &Error) {
         let rank = self.comm.world_rank(self.comm.rank());
         let cause = match e {
             // Already the job's abort; a lost peer is the launcher's to report.
@@ -416,6 +387,7 @@ impl<'c> Job<'c> {
             }
             // Ctrl-C on this worker ([`AbortHandle`]): local, the launcher stops the job.
             Error::Aborted(_) => return,
+            Error::Checkpoint { .. } => AbortCause::new(rank, "Checkpoint", e.to_string()),
             other @ (Error::Graph(_) | Error::Plan(_) | Error::Dataflow(_)) => {
                 AbortCause::new(rank, "TaskError", other.to_string())
             }
@@ -440,6 +412,9 @@ impl<'c> Job<'c> {
             }
             for e in &mut self.edges {
                 moved |= e.pump()?;
+            }
+            if let Some(ck) = &mut self.checkpoints {
+                moved |= ck.poll()?;
             }
             if self.tasks.iter().all(|t| t.pass_done()) && self.edges.iter().all(|e| e.is_done()) {
                 return Ok(());
@@ -477,6 +452,7 @@ impl<'c> Job<'c> {
             passes: self.passes,
             job_s: self.elapsed.as_secs_f64(),
             tasks: self.tasks.iter().map(|t| t.stats()).collect(),
+            checkpoints: self.checkpoints.as_ref().map(Checkpoints::stats).unwrap_or_default(),
         })
     }
 

@@ -1,10 +1,14 @@
 //! Running a planned graph on a worker: the task instances, the edges between them, and
 //! the loop that activates tasks when their input arrives.
 
+pub(crate) mod barriers;
 pub(crate) mod edge_run;
+mod handles;
 mod job;
+mod job_checkpoints;
 mod pool;
 pub(crate) mod queues;
+mod task_common;
 pub(crate) mod task_run;
 
 pub use job::{AbortHandle, Job, Report, StopHandle, THREADS_ENV};

@@ -82,6 +82,7 @@ struct Shared {
 
 /// Runs one pass with `groups` of `tasks` on their own threads while this thread drives
 /// `edges`; returns when every task ended the pass and every edge delivered everything.
+#[allow(clippy::too_many_arguments)] // the job's parts, lent for one pass
 pub(crate) fn drive(
     tasks: &mut [Box<dyn TaskRun>],
     groups: &[Vec<usize>],
@@ -90,6 +91,7 @@ pub(crate) fn drive(
     abort: &AbortHandle,
     job_abort: &JobAbort,
     iteration: &[u64],
+    control: &mut dyn FnMut() -> Result<bool>,
 ) -> Result<()> {
     let mut slots: Vec<Option<&mut Box<dyn TaskRun>>> = tasks.iter_mut().map(Some).collect();
     let parts: Vec<Vec<&mut Box<dyn TaskRun>>> =
@@ -116,7 +118,7 @@ pub(crate) fn drive(
         let threads: Vec<Thread> =
             handles.iter().filter_map(|h| h.as_ref().ok()).map(|h| h.thread().clone()).collect();
         let driven = if threads.len() == n {
-            drive_edges(edges, &shared, &threads, n, abort, job_abort)
+            drive_edges(edges, &shared, &threads, n, abort, job_abort, control)
         } else {
             Ok(())
         };
@@ -202,6 +204,7 @@ fn run_group(
 /// The driver: moves records through the edges, wakes the executor threads when it
 /// delivered something, and waits on the engine (with its liveness checks and timeout)
 /// only while every executor thread is idle too.
+#[allow(clippy::too_many_arguments)] // as `drive`
 fn drive_edges(
     edges: &mut [Box<dyn EdgeRun>],
     shared: &Shared,
@@ -209,6 +212,7 @@ fn drive_edges(
     n: usize,
     abort: &AbortHandle,
     job_abort: &JobAbort,
+    control: &mut dyn FnMut() -> Result<bool>,
 ) -> Result<()> {
     let mut idle = 0u32;
     let mut seen = shared.activity.load(Ordering::Acquire);
@@ -218,7 +222,7 @@ fn drive_edges(
         }
         abort.check()?;
         job_abort.check()?;
-        let mut moved = false;
+        let mut moved = control()?;
         for e in edges.iter_mut() {
             moved |= e.pump()?;
         }

@@ -7,17 +7,76 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// executor stops running its producer (back-pressure inside the worker).
 pub(crate) const QUEUE_CAP: usize = 8192;
 
-/// A task's input queue, fed by every incoming edge.
+/// A task's input queue, fed by every incoming edge (each through a slot of its own).
+///
+/// Checkpoint barriers align here: an input that has delivered barrier `id` delivers
+/// nothing more until the task has taken its snapshot ([`Inbox::blocked`]), so every
+/// record in the queue comes before the barrier on its input. Once every input has
+/// delivered it (or ended) and the queue is empty, the task snapshots
+/// ([`Inbox::aligned`]).
 #[derive(Debug)]
 pub(crate) struct Inbox<U> {
     pub(crate) items: VecDeque<U>,
     /// Incoming edges that ended this pass.
     pub(crate) ended: usize,
+    /// Whether each input slot ended this pass.
+    ended_slots: Vec<bool>,
+    /// The barrier being aligned, and the slots that have delivered it.
+    barrier: Option<(u64, Vec<bool>)>,
 }
 
 impl<U> Default for Inbox<U> {
     fn default() -> Self {
-        Inbox { items: VecDeque::new(), ended: 0 }
+        Inbox { items: VecDeque::new(), ended: 0, ended_slots: Vec::new(), barrier: None }
+    }
+}
+
+impl<U> Inbox<U> {
+    /// A new input: its slot.
+    pub(crate) fn add_slot(&mut self) -> usize {
+        self.ended_slots.push(false);
+        self.ended_slots.len() - 1
+    }
+
+    /// A new pass: no input has ended.
+    pub(crate) fn begin_pass(&mut self) {
+        self.ended = 0;
+        self.ended_slots.iter_mut().for_each(|e| *e = false);
+    }
+
+    /// Input `slot` ended this pass.
+    pub(crate) fn end(&mut self, slot: usize) {
+        self.ended += 1;
+        if let Some(e) = self.ended_slots.get_mut(slot) {
+            *e = true;
+        }
+    }
+
+    /// Input `slot` delivered checkpoint barrier `id`.
+    pub(crate) fn barrier(&mut self, slot: usize, id: u64) {
+        let slots = self.ended_slots.len();
+        let (_, arrived) = self.barrier.get_or_insert_with(|| (id, vec![false; slots]));
+        if let Some(a) = arrived.get_mut(slot) {
+            *a = true;
+        }
+    }
+
+    /// Whether input `slot` has delivered the barrier being aligned (it waits).
+    pub(crate) fn blocked(&self, slot: usize) -> bool {
+        self.barrier.as_ref().is_some_and(|(_, a)| a.get(slot).copied().unwrap_or(false))
+    }
+
+    /// The barrier every input has delivered (or ended before), once the records before
+    /// it are all executed.
+    pub(crate) fn aligned(&self) -> Option<u64> {
+        let (id, arrived) = self.barrier.as_ref()?;
+        let all = arrived.iter().zip(&self.ended_slots).all(|(a, e)| *a || *e);
+        (all && self.items.is_empty()).then_some(*id)
+    }
+
+    /// The task took its snapshot: the inputs go on.
+    pub(crate) fn release(&mut self) {
+        self.barrier = None;
     }
 }
 
@@ -38,6 +97,8 @@ pub(crate) trait TaskOutput<T>: Send + Sync {
     fn backlog(&self) -> usize;
     /// The task has ended its output for this pass.
     fn finish(&self);
+    /// Checkpoint barrier `id`, after every record pushed so far.
+    fn barrier(&self, id: u64);
 }
 
 /// A port into an operation: records wait here until the operation accepts them.
@@ -45,11 +106,50 @@ pub(crate) trait TaskOutput<T>: Send + Sync {
 pub(crate) struct Outbox<T> {
     pub(crate) items: VecDeque<T>,
     pub(crate) finished: bool,
+    /// Records pushed and taken so far.
+    pub(crate) pushed: u64,
+    pub(crate) taken: u64,
+    /// Checkpoint barriers: (records pushed before it, id), oldest first.
+    pub(crate) barriers: VecDeque<(u64, u64)>,
 }
 
 impl<T> Default for Outbox<T> {
     fn default() -> Self {
-        Outbox { items: VecDeque::new(), finished: false }
+        Outbox {
+            items: VecDeque::new(),
+            finished: false,
+            pushed: 0,
+            taken: 0,
+            barriers: VecDeque::new(),
+        }
+    }
+}
+
+impl<T> Outbox<T> {
+    /// The next record, unless a barrier comes first.
+    pub(crate) fn pop(&mut self) -> Option<T> {
+        if self.barriers.front().is_some_and(|&(at, _)| at == self.taken) {
+            return None;
+        }
+        let x = self.items.pop_front()?;
+        self.taken += 1;
+        Some(x)
+    }
+
+    /// The barrier due now (every record before it taken), if any.
+    pub(crate) fn due_barrier(&mut self) -> Option<u64> {
+        match self.barriers.front() {
+            Some(&(at, id)) if at == self.taken => {
+                self.barriers.pop_front();
+                Some(id)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the task has ended and every record and barrier is taken.
+    pub(crate) fn drained(&self) -> bool {
+        self.finished && self.items.is_empty() && self.barriers.is_empty()
     }
 }
 
@@ -58,7 +158,9 @@ pub(crate) struct EdgeOutput<T>(pub(crate) Arc<Mutex<Outbox<T>>>);
 
 impl<T: Send> TaskOutput<T> for EdgeOutput<T> {
     fn push(&self, items: &mut Vec<T>) {
-        lock(&self.0).items.extend(items.drain(..));
+        let mut o = lock(&self.0);
+        o.pushed += items.len() as u64;
+        o.items.extend(items.drain(..));
     }
 
     fn backlog(&self) -> usize {
@@ -68,12 +170,20 @@ impl<T: Send> TaskOutput<T> for EdgeOutput<T> {
     fn finish(&self) {
         lock(&self.0).finished = true;
     }
+
+    fn barrier(&self, id: u64) {
+        let mut o = lock(&self.0);
+        let at = o.pushed;
+        o.barriers.push_back((at, id));
+    }
 }
 
 /// A chained port: records go straight into the downstream task's inbox on this worker,
 /// never serialized.
 pub(crate) struct ChainedOutput<T, U> {
     pub(crate) inbox: SharedInbox<U>,
+    /// This output's input slot in the inbox.
+    pub(crate) slot: usize,
     pub(crate) map: fn(T) -> U,
 }
 
@@ -84,10 +194,19 @@ impl<T, U: Send> TaskOutput<T> for ChainedOutput<T, U> {
     }
 
     fn backlog(&self) -> usize {
-        lock(&self.inbox).items.len()
+        let inbox = lock(&self.inbox);
+        // Past a barrier the downstream task has not aligned yet, the upstream waits.
+        if inbox.blocked(self.slot) {
+            return QUEUE_CAP;
+        }
+        inbox.items.len()
     }
 
     fn finish(&self) {
-        lock(&self.inbox).ended += 1;
+        lock(&self.inbox).end(self.slot);
+    }
+
+    fn barrier(&self, id: u64) {
+        lock(&self.inbox).barrier(self.slot, id);
     }
 }

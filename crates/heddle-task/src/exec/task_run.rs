@@ -6,8 +6,10 @@ use std::time::Instant;
 
 use heddle_comm::Communicator;
 
-use super::queues::{lock, SharedInbox, TaskOutput, QUEUE_CAP};
-use crate::{Compute, Context, Error, Produced, Result, Source, Strategy, TaskInfo};
+use super::barriers::Barriers;
+use super::queues::{lock, SharedInbox, TaskOutput};
+use super::task_common::Common;
+use crate::{Compute, Produced, Result, Source, Strategy, TaskInfo};
 
 /// Records a compute task executes per activation of the executor loop before the loop
 /// moves data again.
@@ -52,122 +54,15 @@ pub(crate) trait TaskRun: Send {
     fn stop(&mut self) {}
     /// The pass is over (everything delivered).
     fn end_pass(&mut self) {}
-}
-
-/// What source and compute runs share: identity, outputs, strategy, counters.
-struct Common<O> {
-    info: TaskInfo,
-    outs: Vec<Arc<dyn TaskOutput<O>>>,
-    emitted: Vec<O>,
-    strategy: Strategy,
-    comm: Option<Communicator>,
-    next_tick: Option<Instant>,
-    runs: u64,
-    stats: TaskStats,
-    done: bool,
-}
-
-impl<O: Clone> Common<O> {
-    fn new(
-        info: TaskInfo,
-        outs: Vec<Arc<dyn TaskOutput<O>>>,
-        strategy: Strategy,
-        comm: Option<Communicator>,
-    ) -> Self {
-        let stats =
-            TaskStats { task: info.to_string(), worker: info.worker, ..TaskStats::default() };
-        Common {
-            info,
-            outs,
-            emitted: Vec::new(),
-            strategy,
-            comm,
-            next_tick: None,
-            runs: 0,
-            stats,
-            done: false,
-        }
-    }
-
-    /// Calls `f` with a context, then moves what it emitted to every output.
-    fn call<R>(
-        &mut self,
-        iteration: &[u64],
-        f: impl FnOnce(&mut Context<'_, O>) -> Result<R>,
-    ) -> Result<R> {
-        let before = self.strategy;
-        let mut ctx = Context {
-            out: &mut self.emitted,
-            info: &self.info,
-            comm: self.comm.as_ref(),
-            strategy: &mut self.strategy,
-            iteration,
-        };
-        let r = f(&mut ctx).map_err(|e| match e {
-            Error::Task { .. } => e,
-            Error::Raised { kind, source, .. } => {
-                Error::Raised { task: self.info.to_string(), kind, source }
-            }
-            other => Error::Task { task: self.info.to_string(), message: other.to_string() },
-        })?;
-        if self.strategy.period() != before.period() {
-            self.next_tick = None;
-        }
-        self.flush();
-        Ok(r)
-    }
-
-    fn flush(&mut self) {
-        if self.emitted.is_empty() {
-            return;
-        }
-        self.stats.emitted += self.emitted.len() as u64;
-        if let Some((last, rest)) = self.outs.split_last() {
-            for out in rest {
-                let mut copy = self.emitted.clone();
-                out.push(&mut copy);
-            }
-            last.push(&mut self.emitted);
-        }
-        self.emitted.clear();
-    }
-
-    fn outputs_have_room(&self) -> bool {
-        self.outs.iter().all(|o| o.backlog() < QUEUE_CAP)
-    }
-
-    fn finish_outputs(&mut self) {
-        if !self.done {
-            self.done = true;
-            for o in &self.outs {
-                o.finish();
-            }
-        }
-    }
-
-    fn next_wake(&self) -> Option<Instant> {
-        self.next_tick.filter(|_| !self.done)
-    }
-
-    fn retired(&self) -> bool {
-        self.strategy.max_runs().is_some_and(|k| self.runs >= k)
-    }
-
-    /// Whether a timed activation is due (arming the timer on first sight).
-    fn tick_due(&mut self, now: Instant) -> bool {
-        let Some(period) = self.strategy.period() else { return false };
-        match self.next_tick {
-            None => {
-                self.next_tick = Some(now + period);
-                false
-            }
-            Some(t) if now >= t => {
-                self.next_tick = Some(t + period).filter(|n| *n > now).or(Some(now + period));
-                true
-            }
-            Some(_) => false,
-        }
-    }
+    /// Takes part in the job's checkpoints from now on; `restored` is the checkpoint the
+    /// job resumed from (0: none).
+    fn checkpoints(&mut self, barriers: Arc<Barriers>, restored: u64);
+    /// Restores the state of a completed checkpoint (before `prepare`).
+    fn restore(&mut self, state: &[u8]) -> Result<()>;
+    /// Snapshots the checkpoint triggered last if the task has not, and tells it of the
+    /// last completed one (a task that ended its pass still takes part). Returns whether
+    /// it did anything.
+    fn checkpoint_ended(&mut self, iteration: &[u64]) -> Result<bool>;
 }
 
 /// A source instance.
@@ -206,6 +101,9 @@ where
     }
 
     fn step(&mut self, now: Instant, iteration: &[u64]) -> Result<Step> {
+        if self.common.barriers.is_some() && self.checkpoint_ended(iteration)? {
+            return Ok(Step { moved: true });
+        }
         let c = &mut self.common;
         if c.done || !c.outputs_have_room() {
             return Ok(Step::default());
@@ -249,6 +147,28 @@ where
 
     fn stop(&mut self) {
         self.common.finish_outputs();
+    }
+
+    fn checkpoints(&mut self, barriers: Arc<Barriers>, restored: u64) {
+        self.common.barriers = Some(barriers);
+        self.common.snapshotted = restored;
+        self.common.notified = restored;
+    }
+
+    fn restore(&mut self, state: &[u8]) -> Result<()> {
+        let task = &mut self.task;
+        self.common.call(&[], |ctx| task.restore(ctx, state))
+    }
+
+    fn checkpoint_ended(&mut self, iteration: &[u64]) -> Result<bool> {
+        let task = &mut self.task;
+        let mut moved = false;
+        if let Some(id) = self.common.due_checkpoint() {
+            self.common.snapshot(id, iteration, &mut |ctx, id| task.snapshot(ctx, id))?;
+            moved = true;
+        }
+        moved |= self.common.notify(iteration, &mut |ctx, id| task.committed(ctx, id))?;
+        Ok(moved)
     }
 }
 
@@ -352,11 +272,14 @@ where
         self.common.done = false;
         self.draining = false;
         self.common.next_tick = None;
-        lock(&self.inbox).ended = 0;
+        lock(&self.inbox).begin_pass();
     }
 
     fn step(&mut self, now: Instant, iteration: &[u64]) -> Result<Step> {
         let mut moved = false;
+        if self.common.barriers.is_some() {
+            moved |= self.checkpoint_ended(iteration)?;
+        }
         if self.common.retired() {
             return Ok(Step { moved: self.retire() });
         }
@@ -365,6 +288,9 @@ where
         }
         if self.common.strategy.runs_on_data() {
             moved |= self.execute_waiting(iteration, STEP_RECORDS)?;
+            if self.common.barriers.is_some() {
+                moved |= self.checkpoint_ended(iteration)?;
+            }
         }
         if self.common.tick_due(now) && !self.common.retired() {
             if !self.common.strategy.runs_on_data() {
@@ -421,5 +347,35 @@ where
 
     fn stats(&self) -> TaskStats {
         self.common.stats.clone()
+    }
+
+    fn checkpoints(&mut self, barriers: Arc<Barriers>, restored: u64) {
+        self.common.barriers = Some(barriers);
+        self.common.snapshotted = restored;
+        self.common.notified = restored;
+    }
+
+    fn restore(&mut self, state: &[u8]) -> Result<()> {
+        let task = &mut self.task;
+        self.common.call(&[], |ctx| task.restore(ctx, state))
+    }
+
+    /// A running task snapshots once its inputs have aligned on the barrier; one that
+    /// ended its pass (its inputs all ended) as soon as a checkpoint is triggered.
+    fn checkpoint_ended(&mut self, iteration: &[u64]) -> Result<bool> {
+        let task = &mut self.task;
+        let mut moved = false;
+        let due = if self.common.done {
+            self.common.due_checkpoint()
+        } else {
+            lock(&self.inbox).aligned()
+        };
+        if let Some(id) = due {
+            self.common.snapshot(id, iteration, &mut |ctx, id| task.snapshot(ctx, id))?;
+            lock(&self.inbox).release();
+            moved = true;
+        }
+        moved |= self.common.notify(iteration, &mut |ctx, id| task.committed(ctx, id))?;
+        Ok(moved)
     }
 }

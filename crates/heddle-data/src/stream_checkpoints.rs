@@ -1,0 +1,98 @@
+//! Which streams checkpoint, where and how often: set on the session
+//! ([`Session::with_checkpoints`]) or by `heddle run --checkpoint-interval S
+//! [--checkpoint-dir DIR]` (`HEDDLE_CHECKPOINT_INTERVAL_S`, `HEDDLE_CHECKPOINT_DIR`).
+//!
+//! With checkpoints a stream's sources replay from their positions, its keyed state and
+//! windows are restored, and its file sinks commit at each checkpoint (two phases), so a
+//! job restarted after a failure (`--restarts N`) delivers every record exactly once.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use heddle_comm::settings;
+use heddle_task::Checkpointing;
+
+use crate::{Error, Result, Session};
+
+/// The variable naming the checkpoint directory.
+pub const CHECKPOINT_DIR_ENV: &str = "HEDDLE_CHECKPOINT_DIR";
+
+/// The checkpoints the environment asks for: on when `HEDDLE_CHECKPOINT_INTERVAL_S` is
+/// set, in `HEDDLE_CHECKPOINT_DIR` (default: [`default_dir`]).
+pub(crate) fn from_env() -> Result<Option<Checkpointing>> {
+    let Some(v) =
+        std::env::var(settings::CHECKPOINT_INTERVAL_S.name).ok().filter(|v| !v.is_empty())
+    else {
+        return Ok(None);
+    };
+    let interval = settings::seconds(&settings::CHECKPOINT_INTERVAL_S, &v)?;
+    let job = program_name();
+    let dir = std::env::var_os(CHECKPOINT_DIR_ENV)
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| default_dir(&job), PathBuf::from);
+    Ok(Some(Checkpointing { dir, job, interval: Some(interval) }))
+}
+
+/// The program's file name: the job's name unless given.
+fn program_name() -> String {
+    std::env::args_os()
+        .next()
+        .map(PathBuf::from)
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().to_string()))
+        .unwrap_or_else(|| "heddle-job".into())
+}
+
+/// Where checkpoints go unless told: `heddle-checkpoints-<uid>/<job>` in the temporary
+/// directory (private to this user).
+pub fn default_dir(job: &str) -> PathBuf {
+    let uid = heddle_comm::private::effective_uid();
+    std::env::temp_dir().join(format!("heddle-checkpoints-{uid}")).join(job)
+}
+
+impl Session {
+    /// Checkpoints every stream this session runs every `interval` into `dir` (a local
+    /// directory, or one every host shares), as job `job`; a stream finds the newest
+    /// complete checkpoint there and resumes from it. `interval` `None`: only the last
+    /// checkpoint, when the sources have all ended, which commits the sinks' output.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let dir = std::env::temp_dir().join(format!("heddle-doc-ckpt-{}", std::process::id()));
+    /// let out = dir.join("out");
+    /// let s = s.with_checkpoints(dir.join("ckpt"), Some(Duration::from_millis(50)), "evens")?;
+    /// let evens = s.stream_generate(None, Some(1000), |i| i * 2);
+    /// evens.write_lines(&out, None)?; // part files appear as checkpoints complete
+    /// let mut lines = 0;
+    /// for f in std::fs::read_dir(&out)? {
+    ///     lines += std::fs::read_to_string(f?.path())?.lines().count();
+    /// }
+    /// assert_eq!(lines, 1000);
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] once data sets exist, or for a zero interval.
+    pub fn with_checkpoints(
+        self,
+        dir: impl Into<PathBuf>,
+        interval: Option<Duration>,
+        job: &str,
+    ) -> Result<Session> {
+        if interval.is_some_and(|i| i.is_zero()) {
+            return Err(Error::InvalidArgument("a checkpoint interval must be above zero".into()));
+        }
+        let inner = Arc::try_unwrap(self.0).map_err(|_| {
+            Error::InvalidArgument("set checkpoints before making data sets".into())
+        })?;
+        let checkpoints = Some(Checkpointing { dir: dir.into(), job: job.to_string(), interval });
+        Ok(Session(Arc::new(crate::session::Inner { checkpoints, ..inner })))
+    }
+
+    /// The checkpoints streams take, if they do.
+    pub fn stream_checkpoints(&self) -> Option<&Checkpointing> {
+        self.0.checkpoints.as_ref()
+    }
+}

@@ -1,0 +1,429 @@
+//! One worker's side of a job's checkpoints, and on rank 0 the coordinator: triggers at
+//! the interval, collects acknowledgements, commits, tells every worker.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use heddle_comm::{Communicator, EdgeChannels, Envelope, Kind};
+use heddle_dataflow::TaskId;
+
+use super::protocol::Message;
+use super::store::{Commit, Store};
+use super::writer::Writer;
+use super::{CheckpointStats, Checkpointing};
+use crate::exec::barriers::Barriers;
+use crate::{Error, Result};
+
+/// Complete checkpoints kept; older ones are removed.
+const KEEP: usize = 2;
+/// Bytes of control messages in flight from each worker.
+const WINDOW: u64 = 1 << 20;
+
+/// A checkpoint's progress on this worker.
+#[derive(Debug, Default)]
+struct Local {
+    written: usize,
+    bytes: u64,
+    states: Vec<TaskId>,
+    error: Option<String>,
+}
+
+/// A checkpoint's progress at the coordinator.
+#[derive(Debug)]
+struct InFlight {
+    id: u64,
+    last: bool,
+    started: Instant,
+    acks: HashSet<usize>,
+    bytes: u64,
+    states: Vec<TaskId>,
+    declined: Option<String>,
+}
+
+/// What only rank 0 keeps.
+#[derive(Debug)]
+struct Coordinator {
+    interval: Option<Duration>,
+    next_due: Instant,
+    next_id: u64,
+    in_flight: Option<InFlight>,
+    finished: HashSet<usize>,
+    last_triggered: bool,
+    stats: Vec<CheckpointStats>,
+}
+
+/// A job's checkpoints on this worker.
+pub(crate) struct Checkpoints {
+    rank: usize,
+    /// The world rank of each rank of the job's communicator.
+    world: Vec<usize>,
+    edge: EdgeChannels,
+    outgoing: VecDeque<(usize, Message)>,
+    sequence: u64,
+    store: Store,
+    graph: String,
+    job: String,
+    barriers: Arc<Barriers>,
+    tasks: Vec<TaskId>,
+    writer: Writer,
+    local: BTreeMap<u64, Local>,
+    /// The last checkpoint's id once it was triggered, and whether it completed.
+    last: Option<(u64, bool)>,
+    /// The checkpoint completed before the newest one (states older go).
+    previous: u64,
+    coordinator: Option<Coordinator>,
+}
+
+impl Checkpoints {
+    /// Opens the store and the control edge `edge`, and finds the checkpoint to resume
+    /// from (collective: rank 0 reads it and tells every worker).
+    ///
+    /// # Errors
+    /// [`Error::Checkpoint`]: a directory that cannot be used, a damaged checkpoint or
+    /// one of another job or graph.
+    pub(crate) fn start(
+        comm: &Communicator,
+        config: &Checkpointing,
+        graph: String,
+        edge: u32,
+        tasks: Vec<TaskId>,
+        barriers: Arc<Barriers>,
+    ) -> Result<(Checkpoints, Option<Commit>)> {
+        let opened = Store::open(&config.dir, &config.job, &graph);
+        // Rank 0 reads the newest checkpoint and sends it (or its error) to every worker.
+        let mut found: std::result::Result<Option<Commit>, String> = Err(String::new());
+        if comm.rank() == 0 {
+            found = opened
+                .as_ref()
+                .map_err(ToString::to_string)
+                .and_then(|s| s.latest().map_err(|e| e.to_string()));
+        }
+        let mut bytes = serde_json::to_vec(&found).unwrap_or_default();
+        let mut len = [bytes.len() as u64];
+        comm.broadcast(&mut len, 0)?;
+        bytes.resize(len[0] as usize, 0);
+        comm.broadcast(&mut bytes, 0)?;
+        let found: std::result::Result<Option<Commit>, String> = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("rank 0 sent an unreadable checkpoint description: {e}"))
+            .and_then(|r| r);
+        let store = opened?;
+        let restored = found.map_err(|message| Error::Checkpoint {
+            path: config.dir.display().to_string(),
+            message: format!("on rank 0: {message}"),
+        })?;
+        let from = restored.as_ref().map_or(0, |c| c.checkpoint);
+        // States of checkpoints after it never completed: an earlier attempt's.
+        store.prune(&tasks, &|id| id > from, None);
+        let writer = Writer::start(store.clone()).map_err(|e| Error::Checkpoint {
+            path: config.dir.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let coordinator = (comm.rank() == 0).then(|| Coordinator {
+            interval: config.interval,
+            next_due: Instant::now() + config.interval.unwrap_or(Duration::ZERO),
+            next_id: from + 1,
+            in_flight: None,
+            finished: HashSet::new(),
+            last_triggered: false,
+            stats: Vec::new(),
+        });
+        let checkpoints = Checkpoints {
+            rank: comm.rank(),
+            world: (0..comm.size()).map(|r| comm.world_rank(r)).collect(),
+            edge: comm.open_edge(edge, WINDOW)?,
+            outgoing: VecDeque::new(),
+            sequence: 0,
+            store,
+            graph,
+            job: config.job.clone(),
+            barriers,
+            tasks,
+            writer,
+            local: BTreeMap::new(),
+            last: None,
+            previous: from,
+            coordinator,
+        };
+        Ok((checkpoints, restored))
+    }
+
+    /// Task `task`'s state in checkpoint `commit`, if it kept one.
+    ///
+    /// # Errors
+    /// [`Error::Checkpoint`]: a missing or damaged state file.
+    pub(crate) fn state(&self, commit: &Commit, task: TaskId) -> Result<Option<Vec<u8>>> {
+        if !commit.states.contains(&task) {
+            return Ok(None);
+        }
+        self.store.read_state(commit.checkpoint, task).map(Some)
+    }
+
+    /// This worker's tasks have all ended: the coordinator takes the last checkpoint once
+    /// every worker's have.
+    pub(crate) fn finished(&mut self) {
+        self.send(0, Message::Finished);
+    }
+
+    /// Whether the last checkpoint completed (the job may end).
+    pub(crate) fn all_done(&self) -> bool {
+        self.last.is_some_and(|(_, done)| done)
+    }
+
+    /// What the completed checkpoints took (rank 0; empty elsewhere).
+    pub(crate) fn stats(&self) -> Vec<CheckpointStats> {
+        self.coordinator.as_ref().map(|c| c.stats.clone()).unwrap_or_default()
+    }
+
+    /// Waits a little after a poll that moved nothing.
+    ///
+    /// # Errors
+    /// A lost peer, an abort, or nothing moving for the communicator's timeout.
+    pub(crate) fn wait(&mut self) -> Result<()> {
+        let last = self.last;
+        Ok(self.edge.wait(&self.world, &|| match last {
+            Some((id, _)) => format!("the job's last checkpoint ({id}) to complete"),
+            None => "the job's last checkpoint to start".into(),
+        })?)
+    }
+
+    /// Moves checkpoints along: hands new snapshots to the writer, acknowledges, takes
+    /// the coordinator's messages, and on rank 0 triggers and completes. Returns whether
+    /// anything moved.
+    ///
+    /// # Errors
+    /// A lost peer, or the last checkpoint failing (the job's output is not committed).
+    pub(crate) fn poll(&mut self) -> Result<bool> {
+        let mut moved = false;
+        for taken in self.barriers.take() {
+            moved = true;
+            match taken.state {
+                Some(state) => self.writer.write(taken.checkpoint, taken.task, state),
+                None => self.note(taken.checkpoint, taken.task, Ok(None)),
+            }
+        }
+        for w in self.writer.written() {
+            moved = true;
+            self.note(w.checkpoint, w.task, w.result.map(Some));
+        }
+        let ready: Vec<u64> = self
+            .local
+            .iter()
+            .filter(|(_, l)| l.written >= self.tasks.len())
+            .map(|(&id, _)| id)
+            .collect();
+        for id in ready {
+            let l = self.local.remove(&id).unwrap_or_default();
+            let reply = match l.error {
+                Some(reason) => Message::Decline { id, reason },
+                None => Message::Ack { id, bytes: l.bytes, states: l.states },
+            };
+            self.send(0, reply);
+            moved = true;
+        }
+        let mut arrived = Vec::new();
+        {
+            let mut io = self.edge.lock();
+            moved |= io.poll()?;
+            while let Some(d) = io.recv() {
+                let from = self.world.iter().position(|&w| w == d.from).unwrap_or(d.from);
+                arrived.push((from, d.payload));
+            }
+        }
+        for (from, payload) in arrived {
+            moved = true;
+            let Some(m) = Message::decode(&payload) else {
+                eprintln!(
+                    "heddle: warning: an unreadable checkpoint control message from rank {from}"
+                );
+                continue;
+            };
+            self.handle(from, m)?;
+        }
+        moved |= self.coordinate()?;
+        moved |= self.flush()?;
+        if moved {
+            self.edge.moved();
+        }
+        Ok(moved)
+    }
+
+    /// A task's state of `id` written (with its size), skipped, or failed.
+    fn note(&mut self, id: u64, task: TaskId, result: std::result::Result<Option<u64>, String>) {
+        let l = self.local.entry(id).or_default();
+        l.written += 1;
+        match result {
+            Ok(Some(bytes)) => {
+                l.bytes += bytes;
+                l.states.push(task);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                l.error.get_or_insert(format!("task {task}'s state: {e}"));
+            }
+        }
+    }
+
+    fn handle(&mut self, from: usize, m: Message) -> Result<()> {
+        match m {
+            Message::Trigger { id, last } => {
+                self.barriers.trigger(id);
+                self.local.entry(id).or_default();
+                if last {
+                    self.last = Some((id, false));
+                }
+            }
+            Message::Complete { id } => {
+                self.barriers.complete(id);
+                let previous = std::mem::replace(&mut self.previous, id);
+                self.store.prune(&self.tasks, &|c| c < previous, None);
+                if let Some((last, done)) = &mut self.last {
+                    *done |= *last == id;
+                }
+            }
+            Message::Abort { id, reason } => {
+                self.store.prune(&self.tasks, &|c| c == id, None);
+                if self.last.is_some_and(|(last, _)| last == id) {
+                    return Err(Error::Checkpoint {
+                        path: self.store.dir().display().to_string(),
+                        message: format!(
+                            "the job's last checkpoint ({id}) failed, so its output is not \
+                             committed: {reason}"
+                        ),
+                    });
+                }
+                eprintln!("heddle: warning: checkpoint {id} failed, the job goes on: {reason}");
+            }
+            Message::Ack { id, bytes, states } => {
+                if let Some(f) = self.in_flight(id) {
+                    f.acks.insert(from);
+                    f.bytes += bytes;
+                    f.states.extend(states);
+                }
+            }
+            Message::Decline { id, reason } => {
+                if let Some(f) = self.in_flight(id) {
+                    f.acks.insert(from);
+                    f.declined.get_or_insert(format!("on rank {from}: {reason}"));
+                }
+            }
+            Message::Finished => {
+                if let Some(c) = &mut self.coordinator {
+                    c.finished.insert(from);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn in_flight(&mut self, id: u64) -> Option<&mut InFlight> {
+        self.coordinator.as_mut()?.in_flight.as_mut().filter(|f| f.id == id)
+    }
+
+    /// Rank 0: completes the checkpoint in flight once every worker answered, and
+    /// triggers the next one when due.
+    fn coordinate(&mut self) -> Result<bool> {
+        let workers = self.world.len();
+        let Some(c) = &mut self.coordinator else { return Ok(false) };
+        let mut to_all = Vec::new();
+        if c.in_flight.as_ref().is_some_and(|f| f.acks.len() >= workers) {
+            let f = c.in_flight.take().expect("checked");
+            let duration_ms = f.started.elapsed().as_secs_f64() * 1e3;
+            let mut states = f.states;
+            states.sort_unstable();
+            let commit = Commit {
+                job: self.job.clone(),
+                graph: self.graph.clone(),
+                checkpoint: f.id,
+                last: f.last,
+                states,
+                bytes: f.bytes,
+                duration_ms,
+            };
+            let outcome = match f.declined {
+                Some(reason) => Err(reason),
+                None => self.store.commit(&commit).map_err(|e| e.to_string()),
+            };
+            match outcome {
+                Ok(()) => {
+                    self.store.prune(&[], &|_| false, Some(KEEP));
+                    c.stats.push(CheckpointStats {
+                        checkpoint: f.id,
+                        duration_ms,
+                        bytes: f.bytes,
+                        last: f.last,
+                    });
+                    to_all.push(Message::Complete { id: f.id });
+                }
+                Err(reason) => to_all.push(Message::Abort { id: f.id, reason }),
+            }
+        }
+        if c.in_flight.is_none() {
+            let now = Instant::now();
+            let all_finished = c.finished.len() >= workers;
+            let due = c.interval.is_some() && now >= c.next_due && c.finished.is_empty();
+            if (all_finished && !c.last_triggered) || due {
+                let id = c.next_id;
+                c.next_id += 1;
+                c.last_triggered |= all_finished;
+                if let Some(i) = c.interval {
+                    c.next_due = now + i;
+                }
+                c.in_flight = Some(InFlight {
+                    id,
+                    last: all_finished,
+                    started: now,
+                    acks: HashSet::new(),
+                    bytes: 0,
+                    states: Vec::new(),
+                    declined: None,
+                });
+                to_all.push(Message::Trigger { id, last: all_finished });
+            }
+        }
+        let moved = !to_all.is_empty();
+        for m in to_all {
+            for r in 0..workers {
+                self.send(r, m.clone());
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Queues `m` for rank `to` (handled at once when it is this worker).
+    fn send(&mut self, to: usize, m: Message) {
+        self.outgoing.push_back((to, m));
+    }
+
+    /// Sends what credit allows; messages to this worker are handled here.
+    fn flush(&mut self) -> Result<bool> {
+        let mut moved = false;
+        let me = self.rank;
+        let mut own = Vec::new();
+        let mut io = self.edge.lock();
+        while let Some((to, m)) = self.outgoing.pop_front() {
+            if to == me {
+                own.push(m);
+                continue;
+            }
+            self.sequence += 1;
+            let env = Envelope {
+                kind: Kind::Data,
+                source: me as u32,
+                target: to as u32,
+                sequence: self.sequence,
+            };
+            if io.try_send(self.world[to], env, m.encode()).is_err() {
+                self.outgoing.push_front((to, m));
+                break;
+            }
+            moved = true;
+        }
+        drop(io);
+        for m in own {
+            moved = true;
+            self.handle(me, m)?;
+        }
+        Ok(moved)
+    }
+}

@@ -1,0 +1,340 @@
+//! The state backend: a directory (local, or shared by the hosts) holding, per
+//! checkpoint, one state file per task that keeps state and, once every task has
+//! acknowledged, the commit file that makes the checkpoint complete.
+//!
+//! ```text
+//! stream-000000000012.task-3.state   a task's state (written by its worker)
+//! stream-000000000012.ckpt           the commit (written by rank 0, last)
+//! ```
+//!
+//! Each file is private (0600, in a 0700 directory), written under a temporary name,
+//! synced and renamed, so a crash never leaves a half-written one: a checkpoint without
+//! its commit file is not complete, and is ignored and removed on resume. Both kinds start
+//! with a magic line and a JSON header naming the job and its graph, so a checkpoint of
+//! another job or graph is refused, naming what differs.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+use heddle_dataflow::TaskId;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::{Error, Result};
+
+const STATE_MAGIC: &str = "HEDDLE-TASK-STATE 1";
+const COMMIT_MAGIC: &str = "HEDDLE-STREAM-CHECKPOINT 1";
+
+/// A state file's header.
+#[derive(Debug, Serialize, Deserialize)]
+struct StateHeader {
+    job: String,
+    checkpoint: u64,
+    task: TaskId,
+    bytes: u64,
+    sha256: String,
+}
+
+/// What a complete checkpoint holds (its commit file).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Commit {
+    /// The job's name.
+    pub(crate) job: String,
+    /// The job's graph, one line per vertex and edge ([`super::describe`]).
+    pub(crate) graph: String,
+    /// The checkpoint's id.
+    pub(crate) checkpoint: u64,
+    /// Taken when every source had ended (the job had finished).
+    pub(crate) last: bool,
+    /// The tasks that have a state file.
+    pub(crate) states: Vec<TaskId>,
+    /// Bytes of state over all tasks.
+    pub(crate) bytes: u64,
+    /// Milliseconds from the trigger to the last acknowledgement.
+    pub(crate) duration_ms: f64,
+}
+
+/// A checkpoint directory, as one job sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct Store {
+    dir: PathBuf,
+    job: String,
+    graph: String,
+}
+
+impl Store {
+    /// The store of job `job` with graph `graph` in `dir` (made private if missing).
+    ///
+    /// # Errors
+    /// A directory that cannot be made, or that is not ours and private.
+    pub(crate) fn open(dir: &Path, job: &str, graph: &str) -> Result<Store> {
+        prepare_dir(dir)?;
+        Ok(Store { dir: dir.to_path_buf(), job: job.to_string(), graph: graph.to_string() })
+    }
+
+    fn state_path(&self, checkpoint: u64, task: TaskId) -> PathBuf {
+        self.dir.join(format!("stream-{checkpoint:012}.task-{task}.state"))
+    }
+
+    fn commit_path(&self, checkpoint: u64) -> PathBuf {
+        self.dir.join(format!("stream-{checkpoint:012}.ckpt"))
+    }
+
+    /// Writes task `task`'s state at `checkpoint`.
+    ///
+    /// # Errors
+    /// The file system's (a full disk).
+    pub(crate) fn write_state(&self, checkpoint: u64, task: TaskId, state: &[u8]) -> Result<()> {
+        let header = StateHeader {
+            job: self.job.clone(),
+            checkpoint,
+            task,
+            bytes: state.len() as u64,
+            sha256: hex(&Sha256::digest(state)),
+        };
+        let header = serde_json::to_string(&header).map_err(io::Error::other);
+        let path = self.state_path(checkpoint, task);
+        write_atomically(&path, &|f| {
+            f.write_all(
+                format!("{STATE_MAGIC}\n{}\n", header.as_ref().map_err(clone_err)?).as_bytes(),
+            )?;
+            f.write_all(state)
+        })
+    }
+
+    /// Task `task`'s state at `checkpoint`, checked against its header.
+    ///
+    /// # Errors
+    /// [`Error::Checkpoint`]: a missing, damaged or foreign file.
+    pub(crate) fn read_state(&self, checkpoint: u64, task: TaskId) -> Result<Vec<u8>> {
+        let path = self.state_path(checkpoint, task);
+        let (header, bytes) = read_file::<StateHeader>(&path, STATE_MAGIC)?;
+        if header.job != self.job {
+            return Err(foreign(&path, "job", &header.job, &self.job));
+        }
+        if header.checkpoint != checkpoint || header.task != task {
+            return Err(damaged(&path, "its header names another checkpoint or task"));
+        }
+        if bytes.len() as u64 != header.bytes || hex(&Sha256::digest(&bytes)) != header.sha256 {
+            return Err(damaged(&path, "its length or checksum does not match its header"));
+        }
+        Ok(bytes)
+    }
+
+    /// Makes a checkpoint complete: writes its commit file.
+    ///
+    /// # Errors
+    /// The file system's.
+    pub(crate) fn commit(&self, commit: &Commit) -> Result<()> {
+        let json = serde_json::to_string(commit).map_err(io::Error::other);
+        write_atomically(&self.commit_path(commit.checkpoint), &|f| {
+            let json = json.as_ref().map_err(clone_err)?;
+            f.write_all(format!("{COMMIT_MAGIC}\n{json}\n").as_bytes())
+        })
+    }
+
+    /// The newest complete checkpoint, checked to be this job's and of this graph.
+    ///
+    /// # Errors
+    /// [`Error::Checkpoint`]: a damaged commit file, or one of another job or graph.
+    pub(crate) fn latest(&self) -> Result<Option<Commit>> {
+        let Some(&(id, _)) = self.list(".ckpt")?.iter().max() else { return Ok(None) };
+        let path = self.commit_path(id);
+        let (commit, _) = read_file::<Commit>(&path, COMMIT_MAGIC)?;
+        if commit.job != self.job {
+            return Err(foreign(&path, "job", &commit.job, &self.job));
+        }
+        if commit.graph != self.graph {
+            let (theirs, ours) = first_difference(&commit.graph, &self.graph);
+            return Err(Error::Checkpoint {
+                path: path.display().to_string(),
+                message: format!(
+                    "it is a checkpoint of another graph (it has {theirs}, this job has \
+                     {ours}); run the job it was taken of, or use another checkpoint directory"
+                ),
+            });
+        }
+        if commit.checkpoint != id {
+            return Err(damaged(&path, "its header names another checkpoint"));
+        }
+        Ok(Some(commit))
+    }
+
+    /// Removes the state files of `tasks` of checkpoints `remove` says to, and (with
+    /// `commits`) the commit files of all but the newest `keep`. Failures are reported,
+    /// not fatal.
+    pub(crate) fn prune(
+        &self,
+        tasks: &[TaskId],
+        remove: &dyn Fn(u64) -> bool,
+        commits: Option<usize>,
+    ) {
+        let remove_file = |path: &Path| {
+            if let Err(e) = std::fs::remove_file(path) {
+                if e.kind() != io::ErrorKind::NotFound {
+                    eprintln!(
+                        "heddle: warning: could not remove old checkpoint file {}: {e}",
+                        path.display()
+                    );
+                }
+            }
+        };
+        if let Some(keep) = commits {
+            if let Ok(mut all) = self.list(".ckpt") {
+                all.sort_unstable();
+                all.iter().rev().skip(keep).for_each(|(_, p)| remove_file(p));
+            }
+        }
+        let Ok(states) = self.list(".state") else { return };
+        for (id, path) in states {
+            let task = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.split(".task-").nth(1))
+                .and_then(|n| n.strip_suffix(".state"))
+                .and_then(|t| t.parse::<TaskId>().ok());
+            if task.is_some_and(|t| tasks.contains(&t)) && remove(id) {
+                remove_file(&path);
+            }
+        }
+    }
+
+    /// Every file of the directory of kind `suffix` (`.ckpt`, `.state`), with its id.
+    fn list(&self, suffix: &str) -> Result<Vec<(u64, PathBuf)>> {
+        let entries = std::fs::read_dir(&self.dir).map_err(|e| io_err(&self.dir, e))?;
+        let mut found = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| io_err(&self.dir, e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if !name.ends_with(suffix) {
+                continue;
+            }
+            let id =
+                name.strip_prefix("stream-").and_then(|n| n.get(..12)).and_then(|n| n.parse().ok());
+            if let Some(id) = id {
+                found.push((id, entry.path()));
+            }
+        }
+        Ok(found)
+    }
+
+    /// The directory.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// The first line where two graph descriptions differ, quoted, from each.
+fn first_difference(theirs: &str, ours: &str) -> (String, String) {
+    let (mut a, mut b) = (theirs.lines(), ours.lines());
+    loop {
+        match (a.next(), b.next()) {
+            (Some(x), Some(y)) if x == y => continue,
+            (x, y) => {
+                let q =
+                    |l: Option<&str>| l.map_or("nothing more".to_string(), |l| format!("'{l}'"));
+                return (q(x), q(y));
+            }
+        }
+    }
+}
+
+fn clone_err(e: &io::Error) -> io::Error {
+    io::Error::new(e.kind(), e.to_string())
+}
+
+/// Writes `path` under a temporary name, syncs it and renames it into place.
+fn write_atomically(path: &Path, write: &dyn Fn(&mut File) -> io::Result<()>) -> Result<()> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("checkpoint");
+    let temp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&temp);
+    let written = (|| -> io::Result<()> {
+        let mut file = heddle_comm::private::create_file(&temp)?;
+        write(&mut file)?;
+        file.sync_all()?;
+        std::fs::rename(&temp, path)?;
+        match path.parent() {
+            Some(dir) => File::open(dir)?.sync_all(),
+            None => Ok(()),
+        }
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(io_err(path, e));
+    }
+    Ok(())
+}
+
+/// A file's header (after its magic line) and the bytes after it.
+fn read_file<H: serde::de::DeserializeOwned>(path: &Path, magic: &str) -> Result<(H, Vec<u8>)> {
+    let file = heddle_comm::private::open_owned(path, false).map_err(|e| Error::Checkpoint {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let mut input = BufReader::new(file);
+    let (mut line, mut header) = (String::new(), String::new());
+    input
+        .read_line(&mut line)
+        .and_then(|_| input.read_line(&mut header))
+        .map_err(|e| io_err(path, e))?;
+    if line.trim_end() != magic {
+        return Err(damaged(path, &format!("it does not start with {magic:?}")));
+    }
+    let header: H = serde_json::from_str(header.trim_end())
+        .map_err(|e| damaged(path, &format!("its header does not parse ({e})")))?;
+    let mut bytes = Vec::new();
+    input.read_to_end(&mut bytes).map_err(|e| io_err(path, e))?;
+    Ok((header, bytes))
+}
+
+fn damaged(path: &Path, what: &str) -> Error {
+    Error::Checkpoint {
+        path: path.display().to_string(),
+        message: format!(
+            "{what}: the checkpoint is damaged; remove its files to resume from the one before"
+        ),
+    }
+}
+
+fn foreign(path: &Path, what: &str, theirs: &str, ours: &str) -> Error {
+    Error::Checkpoint {
+        path: path.display().to_string(),
+        message: format!(
+            "it is a checkpoint of another {what}: {theirs:?}, not {ours:?}; point the job at \
+             another checkpoint directory or remove this one"
+        ),
+    }
+}
+
+fn io_err(path: &Path, e: io::Error) -> Error {
+    Error::Checkpoint { path: path.display().to_string(), message: e.to_string() }
+}
+
+/// Makes `dir` private if it is missing; checks it is ours and private if it exists.
+fn prepare_dir(dir: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                let mut parents = std::fs::DirBuilder::new();
+                std::os::unix::fs::DirBuilderExt::mode(parents.recursive(true), 0o700);
+                parents.create(parent).map_err(|e| io_err(parent, e))?;
+            }
+            match heddle_comm::private::create_dir(dir) {
+                // Another worker of this host made it meanwhile: check it as any other.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => prepare_dir(dir),
+                other => other.map_err(|e| io_err(dir, e)),
+            }
+        }
+        Err(e) => Err(io_err(dir, e)),
+        Ok(_) => heddle_comm::private::check_dir(dir).map_err(|e| Error::Checkpoint {
+            path: dir.display().to_string(),
+            message: format!("{e}; checkpoints go in a directory of this user's alone"),
+        }),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

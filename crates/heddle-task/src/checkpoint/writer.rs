@@ -1,0 +1,65 @@
+//! Writes task states off the executor threads, so processing goes on while a
+//! checkpoint is written (the asynchronous part of a snapshot).
+
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::thread::JoinHandle;
+
+use heddle_dataflow::TaskId;
+
+use super::store::Store;
+
+/// A state written, or why not.
+pub(crate) struct Written {
+    pub(crate) checkpoint: u64,
+    pub(crate) task: TaskId,
+    pub(crate) result: Result<u64, String>,
+}
+
+/// A thread writing states to the store, in order.
+pub(crate) struct Writer {
+    jobs: Option<Sender<(u64, TaskId, Vec<u8>)>>,
+    done: Receiver<Written>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Writer {
+    pub(crate) fn start(store: Store) -> std::io::Result<Writer> {
+        let (jobs, inbox) = channel::<(u64, TaskId, Vec<u8>)>();
+        let (report, done) = channel();
+        let thread =
+            std::thread::Builder::new().name("heddle-checkpoint".into()).spawn(move || {
+                for (checkpoint, task, state) in inbox {
+                    let result = store
+                        .write_state(checkpoint, task, &state)
+                        .map(|()| state.len() as u64)
+                        .map_err(|e| e.to_string());
+                    if report.send(Written { checkpoint, task, result }).is_err() {
+                        return;
+                    }
+                }
+            })?;
+        Ok(Writer { jobs: Some(jobs), done, thread: Some(thread) })
+    }
+
+    /// Queues task `task`'s state of `checkpoint`.
+    pub(crate) fn write(&self, checkpoint: u64, task: TaskId, state: Vec<u8>) {
+        if let Some(jobs) = &self.jobs {
+            // The thread only ends when `jobs` is dropped.
+            let _ = jobs.send((checkpoint, task, state));
+        }
+    }
+
+    /// The states written since the last call.
+    pub(crate) fn written(&self) -> Vec<Written> {
+        self.done.try_iter().collect()
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! A job's checkpoints: restoring its tasks before the first pass, and the last
+//! checkpoint after it ([`crate::checkpoint`]).
+
+use std::sync::Arc;
+
+use heddle_dataflow::Mode;
+
+use super::barriers::Barriers;
+use super::job::{Job, BLOCK_IDS};
+use crate::checkpoint::{Checkpointing, Checkpoints};
+use crate::{Error, Result};
+
+impl Job<'_> {
+    /// Opens the job's checkpoints and restores every local task from the newest
+    /// complete one (collective; before the tasks are prepared).
+    pub(crate) fn start_checkpoints(&mut self, config: &Checkpointing) -> Result<()> {
+        if self.opts.mode != Mode::Streaming || self.passes > 0 {
+            return Err(Error::Graph(
+                "checkpoints are taken of streaming jobs run once (Job::run)".into(),
+            ));
+        }
+        let barriers = Arc::new(Barriers::default());
+        let (ck, restored) = Checkpoints::start(
+            self.comm,
+            config,
+            self.graph.clone(),
+            self.edge_block + BLOCK_IDS - 1,
+            self.task_ids.clone(),
+            barriers.clone(),
+        )?;
+        let from = restored.as_ref().map_or(0, |c| c.checkpoint);
+        for (t, &id) in self.tasks.iter_mut().zip(&self.task_ids) {
+            if let Some(state) = restored.as_ref().map(|c| ck.state(c, id)).transpose()?.flatten() {
+                t.restore(&state)?;
+            }
+            t.checkpoints(barriers.clone(), from);
+        }
+        if from > 0 {
+            tracing::info!("resumed from checkpoint {from} in {}", config.dir.display());
+        }
+        self.checkpoints = Some(ck);
+        Ok(())
+    }
+
+    /// After the pass: the last checkpoint, once every worker's tasks have ended, and its
+    /// completion told to every task (two-phase sinks commit the rest of their output).
+    pub(crate) fn finish_checkpoints(&mut self) -> Result<()> {
+        let Some(ck) = self.checkpoints.as_mut() else { return Ok(()) };
+        ck.finished();
+        let job_abort = self.comm.abort_handle();
+        loop {
+            self.abort.check()?;
+            job_abort.check()?;
+            let mut moved = false;
+            for t in &mut self.tasks {
+                moved |= t.checkpoint_ended(&[])?;
+            }
+            moved |= ck.poll()?;
+            if ck.all_done() {
+                for t in &mut self.tasks {
+                    t.checkpoint_ended(&[])?;
+                }
+                // No worker leaves (closing its links) before every worker has heard.
+                self.comm.barrier()?;
+                return Ok(());
+            }
+            if !moved {
+                ck.wait()?;
+            }
+        }
+    }
+}

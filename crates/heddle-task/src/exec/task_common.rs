@@ -1,0 +1,180 @@
+//! What source and compute runs share: a task instance's identity, outputs, strategy,
+//! counters, and its part in checkpoints.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use heddle_comm::Communicator;
+
+use super::barriers::{Barriers, Taken};
+use super::queues::{TaskOutput, QUEUE_CAP};
+use super::task_run::TaskStats;
+use crate::{Context, Error, Result, Strategy, TaskInfo};
+
+/// What source and compute runs share: identity, outputs, strategy, counters.
+pub(crate) struct Common<O> {
+    pub(crate) info: TaskInfo,
+    pub(crate) outs: Vec<Arc<dyn TaskOutput<O>>>,
+    pub(crate) emitted: Vec<O>,
+    pub(crate) strategy: Strategy,
+    pub(crate) comm: Option<Communicator>,
+    pub(crate) next_tick: Option<Instant>,
+    pub(crate) runs: u64,
+    pub(crate) stats: TaskStats,
+    pub(crate) done: bool,
+    /// The job's checkpoints, when it takes them.
+    pub(crate) barriers: Option<Arc<Barriers>>,
+    /// The last checkpoint this task snapshotted, and the last it was told completed.
+    pub(crate) snapshotted: u64,
+    pub(crate) notified: u64,
+}
+
+/// A task's snapshot function: its state at checkpoint `id`.
+type SnapshotFn<'t, O> = &'t mut dyn FnMut(&mut Context<'_, O>, u64) -> Result<Option<Vec<u8>>>;
+/// A task's completion function.
+type CommittedFn<'t, O> = &'t mut dyn FnMut(&mut Context<'_, O>, u64) -> Result<()>;
+
+impl<O: Clone> Common<O> {
+    pub(crate) fn new(
+        info: TaskInfo,
+        outs: Vec<Arc<dyn TaskOutput<O>>>,
+        strategy: Strategy,
+        comm: Option<Communicator>,
+    ) -> Self {
+        let stats =
+            TaskStats { task: info.to_string(), worker: info.worker, ..TaskStats::default() };
+        Common {
+            info,
+            outs,
+            emitted: Vec::new(),
+            strategy,
+            comm,
+            next_tick: None,
+            runs: 0,
+            stats,
+            done: false,
+            barriers: None,
+            snapshotted: 0,
+            notified: 0,
+        }
+    }
+
+    /// A checkpoint triggered on this worker that the task has not snapshotted yet.
+    pub(crate) fn due_checkpoint(&self) -> Option<u64> {
+        let b = self.barriers.as_ref()?;
+        Some(b.triggered()).filter(|&t| t > self.snapshotted)
+    }
+
+    /// Snapshots the task at checkpoint `id` and sends its barrier on every output after
+    /// everything emitted before it.
+    pub(crate) fn snapshot(
+        &mut self,
+        id: u64,
+        iteration: &[u64],
+        f: SnapshotFn<'_, O>,
+    ) -> Result<()> {
+        let state = self.call(iteration, |ctx| f(ctx, id))?;
+        if let Some(b) = &self.barriers {
+            b.push(Taken { checkpoint: id, task: self.info.task, state });
+        }
+        self.snapshotted = id;
+        if !self.done {
+            for o in &self.outs {
+                o.barrier(id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Tells the task of a checkpoint completed since it was last told.
+    pub(crate) fn notify(&mut self, iteration: &[u64], f: CommittedFn<'_, O>) -> Result<bool> {
+        let Some(b) = &self.barriers else { return Ok(false) };
+        let completed = b.completed();
+        if completed <= self.notified {
+            return Ok(false);
+        }
+        self.notified = completed;
+        self.call(iteration, |ctx| f(ctx, completed))?;
+        Ok(true)
+    }
+
+    /// Calls `f` with a context, then moves what it emitted to every output.
+    pub(crate) fn call<R>(
+        &mut self,
+        iteration: &[u64],
+        f: impl FnOnce(&mut Context<'_, O>) -> Result<R>,
+    ) -> Result<R> {
+        let before = self.strategy;
+        let mut ctx = Context {
+            out: &mut self.emitted,
+            info: &self.info,
+            comm: self.comm.as_ref(),
+            strategy: &mut self.strategy,
+            iteration,
+        };
+        let r = f(&mut ctx).map_err(|e| match e {
+            Error::Task { .. } => e,
+            Error::Raised { kind, source, .. } => {
+                Error::Raised { task: self.info.to_string(), kind, source }
+            }
+            other => Error::Task { task: self.info.to_string(), message: other.to_string() },
+        })?;
+        if self.strategy.period() != before.period() {
+            self.next_tick = None;
+        }
+        self.flush();
+        Ok(r)
+    }
+
+    pub(crate) fn flush(&mut self) {
+        if self.emitted.is_empty() {
+            return;
+        }
+        self.stats.emitted += self.emitted.len() as u64;
+        if let Some((last, rest)) = self.outs.split_last() {
+            for out in rest {
+                let mut copy = self.emitted.clone();
+                out.push(&mut copy);
+            }
+            last.push(&mut self.emitted);
+        }
+        self.emitted.clear();
+    }
+
+    pub(crate) fn outputs_have_room(&self) -> bool {
+        self.outs.iter().all(|o| o.backlog() < QUEUE_CAP)
+    }
+
+    pub(crate) fn finish_outputs(&mut self) {
+        if !self.done {
+            self.done = true;
+            for o in &self.outs {
+                o.finish();
+            }
+        }
+    }
+
+    pub(crate) fn next_wake(&self) -> Option<Instant> {
+        self.next_tick.filter(|_| !self.done)
+    }
+
+    pub(crate) fn retired(&self) -> bool {
+        self.strategy.max_runs().is_some_and(|k| self.runs >= k)
+    }
+
+    /// Whether a timed activation is due (arming the timer on first sight).
+    pub(crate) fn tick_due(&mut self, now: Instant) -> bool {
+        let Some(period) = self.strategy.period() else { return false };
+        match self.next_tick {
+            None => {
+                self.next_tick = Some(now + period);
+                false
+            }
+            Some(t) if now >= t => {
+                self.next_tick = Some(t + period).filter(|n| *n > now).or(Some(now + period));
+                true
+            }
+            Some(_) => false,
+        }
+    }
+}
