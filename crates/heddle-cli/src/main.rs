@@ -64,6 +64,16 @@ struct RunArgs {
     /// off (default 5, or HEDDLE_HEARTBEAT_TIMEOUT_S).
     #[arg(long)]
     heartbeat_timeout: Option<f64>,
+    /// Seconds between two checkpoints of the job's streams (sets
+    /// HEDDLE_CHECKPOINT_INTERVAL_S; default: streams do not checkpoint). With --restarts,
+    /// a restarted job resumes from its last complete checkpoint, exactly once.
+    #[arg(long)]
+    checkpoint_interval: Option<f64>,
+    /// Where checkpoints go: a directory of this host's, or one every host shares (sets
+    /// HEDDLE_CHECKPOINT_DIR; default: heddle-checkpoints-<uid>/<program> in the
+    /// temporary directory).
+    #[arg(long)]
+    checkpoint_dir: Option<std::path::PathBuf>,
     /// The program and its arguments.
     #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true)]
     command: Vec<String>,
@@ -139,6 +149,19 @@ fn run(args: RunArgs) -> i32 {
     if let Err(e) = heddle_runtime::check_heartbeat(spec.heartbeat, spec.heartbeat_timeout) {
         eprintln!("heddle run: {e}");
         return 2;
+    }
+    if let Some(v) = args.checkpoint_interval {
+        let bounds = heddle_comm::settings::CHECKPOINT_INTERVAL_S;
+        if let Err(e) = heddle_comm::settings::seconds(&bounds, &v.to_string()) {
+            eprintln!("heddle run: --checkpoint-interval: {e}");
+            return 2;
+        }
+        spec.env.push((bounds.name.into(), v.to_string()));
+    }
+    if let Some(dir) = args.checkpoint_dir {
+        // Workers may start elsewhere: name it absolutely.
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
+        spec.env.push((heddle_comm::settings::CHECKPOINT_DIR.into(), dir.display().to_string()));
     }
     spec.restarts = args.restarts;
     spec.master_bind = args.master_bind;

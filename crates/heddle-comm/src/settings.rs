@@ -74,6 +74,8 @@ pub const CHECKPOINT_INTERVAL_S: Bounds = Bounds {
     max: 86_400.0,
     whole: false,
 };
+/// `HEDDLE_CHECKPOINT_DIR`: where streams checkpoint (a path).
+pub const CHECKPOINT_DIR: &str = "HEDDLE_CHECKPOINT_DIR";
 /// `HEDDLE_ATTEMPT`: which attempt of a restarted job this is.
 pub const ATTEMPT: Bounds =
     Bounds { name: "HEDDLE_ATTEMPT", unit: "attempt", min: 0.0, max: 1_000_000.0, whole: true };

@@ -15,9 +15,6 @@ use heddle_task::Checkpointing;
 
 use crate::{Error, Result, Session};
 
-/// The variable naming the checkpoint directory.
-pub const CHECKPOINT_DIR_ENV: &str = "HEDDLE_CHECKPOINT_DIR";
-
 /// The checkpoints the environment asks for: on when `HEDDLE_CHECKPOINT_INTERVAL_S` is
 /// set, in `HEDDLE_CHECKPOINT_DIR` (default: [`default_dir`]).
 pub(crate) fn from_env() -> Result<Option<Checkpointing>> {
@@ -28,7 +25,7 @@ pub(crate) fn from_env() -> Result<Option<Checkpointing>> {
     };
     let interval = settings::seconds(&settings::CHECKPOINT_INTERVAL_S, &v)?;
     let job = program_name();
-    let dir = std::env::var_os(CHECKPOINT_DIR_ENV)
+    let dir = std::env::var_os(settings::CHECKPOINT_DIR)
         .filter(|d| !d.is_empty())
         .map_or_else(|| default_dir(&job), PathBuf::from);
     Ok(Some(Checkpointing { dir, job, interval: Some(interval) }))

@@ -1,0 +1,132 @@
+//! Streams with checkpoints on 3 workers: two generated streams, united, counted per key
+//! in keyed state, written through the two-phase file sink. A run that is stopped, or
+//! that fails part way, and is run again on the same checkpoint directory ends with
+//! every record written exactly once and each key's counts 1..n (a plain count of the
+//! generated records is the reference).
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::on_owned_sessions;
+use heddle_task::StopHandle;
+
+const PER_STREAM: u64 = 6000;
+const KEYS: u64 = 37;
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("heddle-stream-ckpt-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// How a run ends early: stopped after `n` records, or failing at record `n`.
+#[derive(Clone, Copy)]
+enum Early {
+    Stop(u64),
+    Fail(u64),
+    None,
+}
+
+/// Runs the job on 3 workers (4 partitions); returns each worker's result.
+fn run(root: &Path, early: Early) -> Vec<heddle_data::Result<()>> {
+    let seen = Arc::new(AtomicU64::new(0));
+    let stop = StopHandle::default();
+    on_owned_sessions(3, |s| {
+        let s = s.with_partitions(4).expect("partitions");
+        let s = s
+            .with_checkpoints(root.join("ckpt"), Some(Duration::from_millis(15)), "union-count")
+            .expect("checkpoints");
+        let a = s.stream_generate(Some(4000), Some(PER_STREAM), |i| (i % KEYS, i));
+        let b =
+            s.stream_generate(Some(4000), Some(PER_STREAM), |i| ((i * 7) % KEYS, 1_000_000 + i));
+        let (seen, stop2) = (seen.clone(), stop.clone());
+        let united = a.union(&b).map(move |(k, v)| {
+            let n = seen.fetch_add(1, Ordering::Relaxed) + 1;
+            match early {
+                Early::Stop(at) if n == at => stop2.stop(),
+                Early::Fail(at) if n == at => return (k, (v, true)),
+                _ => {}
+            }
+            (k, (v, false))
+        });
+        let counted = united.map_with_state(|k: &u64, (v, fail), n: &mut Option<u64>| {
+            let c = n.unwrap_or(0) + 1;
+            *n = Some(c);
+            (format!("{v} {k} {c}"), fail)
+        });
+        // A line marked to fail cannot be written: an injected failure.
+        counted.write_parts(root.join("out"), Some(stop.clone()), |out, (line, fail)| {
+            if fail {
+                return Err(std::io::Error::other("an injected failure"));
+            }
+            writeln!(out, "{line}")
+        })
+    })
+}
+
+/// Whether a checkpoint completed.
+fn has_commit(root: &Path) -> bool {
+    std::fs::read_dir(root.join("ckpt"))
+        .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().ends_with(".ckpt")))
+        .unwrap_or(false)
+}
+
+/// Every generated record exactly once, each key's counts 1..n.
+fn check(root: &Path) {
+    let mut want: HashMap<u64, u64> = HashMap::new();
+    for i in 0..PER_STREAM {
+        want.insert(i, i % KEYS);
+        want.insert(1_000_000 + i, (i * 7) % KEYS);
+    }
+    let mut seen: HashMap<u64, u32> = HashMap::new();
+    let mut counts: HashMap<u64, Vec<u64>> = HashMap::new();
+    for e in std::fs::read_dir(root.join("out")).expect("output").flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        assert!(!name.ends_with(".inprogress"), "left in progress: {name}");
+        for line in std::fs::read_to_string(e.path()).expect("part").lines() {
+            let f: Vec<u64> = line.split(' ').map(|x| x.parse().expect("a number")).collect();
+            assert_eq!(want.get(&f[0]), Some(&f[1]), "{line}");
+            *seen.entry(f[0]).or_default() += 1;
+            counts.entry(f[1]).or_default().push(f[2]);
+        }
+    }
+    assert_eq!(seen.len(), want.len(), "records missing");
+    assert!(seen.values().all(|&n| n == 1), "records written twice");
+    for (k, mut c) in counts {
+        c.sort_unstable();
+        assert_eq!(c, (1..=c.len() as u64).collect::<Vec<_>>(), "key {k}");
+    }
+}
+
+#[test]
+fn a_stopped_stream_resumes_from_its_checkpoint_exactly_once() {
+    let root = dir("stop");
+    for r in run(&root, Early::Stop(4000)) {
+        r.expect("the stopped run");
+    }
+    assert!(has_commit(&root), "no checkpoint completed before the stop");
+    for r in run(&root, Early::None) {
+        r.expect("the resumed run");
+    }
+    check(&root);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn a_failed_stream_resumes_from_its_last_complete_checkpoint_exactly_once() {
+    let root = dir("fail");
+    let failed = run(&root, Early::Fail(7000));
+    assert!(failed.iter().any(Result::is_err), "the injected failure did not fail the run");
+    assert!(has_commit(&root), "no checkpoint completed before the failure");
+    for r in run(&root, Early::None) {
+        r.expect("the resumed run");
+    }
+    check(&root);
+    std::fs::remove_dir_all(&root).unwrap();
+}
