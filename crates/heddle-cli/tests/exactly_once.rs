@@ -100,7 +100,7 @@ fn exactly_once_args<'a>(input: &'a str, out: &'a str, ckpt: &'a str) -> Vec<&'a
 
 #[test]
 fn ten_random_kills_still_write_every_record_exactly_once() {
-    let seed = std::process::id() as u64 * 0x9e37_79b9 | 1;
+    let seed = (u64::from(std::process::id()) * 0x9e37_79b9) | 1;
     eprintln!("seed {seed}");
     let mut rng = Rng(seed);
     let dir = fresh_dir("chaos");
