@@ -47,6 +47,8 @@ mod tasks;
 mod text_blocks;
 mod txn_sink;
 mod window;
+mod window_stamp;
+mod window_state;
 
 /// Locks shared state of a data set's tasks. Every critical section leaves the state
 /// consistent, so a lock poisoned by a panicking task is still usable.

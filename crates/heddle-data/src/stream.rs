@@ -17,7 +17,8 @@ use heddle_task::{Compute, Edge, Plan, Record, RoundRobin, StopHandle, Strategy}
 use crate::dataset::DataSet;
 use crate::session::Build;
 use crate::tasks::SinkTask;
-use crate::window::{element_partition, Stamp, Window, WindowTask, Windowed};
+use crate::window::{Window, WindowTask, Windowed};
+use crate::window_stamp::{element_partition, Stamp};
 use crate::Locked;
 use crate::{Error, Result};
 

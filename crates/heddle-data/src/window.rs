@@ -16,9 +16,10 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use heddle_task::{Compute, Context, Result};
+use heddle_task::{Compute, Context, Record, Result};
 
 use crate::tasks::Table;
+use crate::window_stamp::Element;
 use serde::{Deserialize, Serialize};
 
 /// Milliseconds since the Unix epoch, now.
@@ -142,67 +143,11 @@ pub struct Windowed<K, V> {
     pub update: bool,
 }
 
-/// What crosses the shuffle in front of a window: records, and watermarks addressed to
-/// one window instance.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) enum Element<K, V> {
-    Record(K, V, u64),
-    Mark { time: u64, from: u32, to: u32 },
-}
-
-/// Before the shuffle: stamps records, and sends watermarks to every window instance.
-pub(crate) struct Stamp<K, V> {
-    pub(crate) time: Arc<dyn Fn(&V) -> u64 + Send + Sync>,
-    pub(crate) event: Option<u64>,
-    pub(crate) targets: u32,
-    pub(crate) max_seen: u64,
-    pub(crate) last_mark: u64,
-    pub(crate) _kv: std::marker::PhantomData<fn(K)>,
-}
-
-impl<K: Send + 'static, V: Send + 'static> Stamp<K, V> {
-    fn marks(&self, ctx: &mut Context<'_, Element<K, V>>, time: u64) {
-        for to in 0..self.targets {
-            ctx.emit(Element::Mark { time, from: ctx.index(), to });
-        }
-    }
-}
-
-impl<K: Send + 'static, V: Send + 'static> Compute for Stamp<K, V> {
-    type In = (K, V);
-    type Out = Element<K, V>;
-
-    fn execute(&mut self, ctx: &mut Context<'_, Element<K, V>>, (k, v): (K, V)) -> Result<()> {
-        let t = match self.event {
-            Some(_) => (self.time)(&v),
-            None => now_ms(),
-        };
-        self.max_seen = self.max_seen.max(t);
-        ctx.emit(Element::Record(k, v, t));
-        // Event time: a watermark follows the record whenever it advances (at most one
-        // per millisecond of event time), in order with the records behind it.
-        if let Some(ooo) = self.event {
-            let mark = self.max_seen.saturating_sub(ooo);
-            if mark > self.last_mark {
-                self.last_mark = mark;
-                self.marks(ctx, mark);
-            }
-        }
-        Ok(())
-    }
-
-    fn end_of_input(&mut self, ctx: &mut Context<'_, Element<K, V>>) -> Result<()> {
-        // The input ended: every window may fire.
-        self.marks(ctx, u64::MAX);
-        Ok(())
-    }
-}
-
 /// One open time window of a key.
 pub(crate) struct Open<V> {
-    value: V,
-    records: u64,
-    fired: bool,
+    pub(crate) value: V,
+    pub(crate) records: u64,
+    pub(crate) fired: bool,
 }
 
 /// After the shuffle: keeps each key's windows and emits their results.
@@ -442,11 +387,17 @@ impl<K: Clone + Ord + Hash + Send + 'static, V: Clone + Send + 'static> WindowTa
     }
 }
 
-impl<K: Clone + Ord + Hash + Send + 'static, V: Clone + Send + 'static> Compute
-    for WindowTask<K, V>
-{
+impl<K: Record + Ord + Hash + Eq, V: Record> Compute for WindowTask<K, V> {
     type In = Element<K, V>;
     type Out = Windowed<K, V>;
+
+    fn snapshot(&mut self, _: &mut Context<'_, Self::Out>, _: u64) -> Result<Option<Vec<u8>>> {
+        self.save().map(Some)
+    }
+
+    fn restore(&mut self, ctx: &mut Context<'_, Self::Out>, state: &[u8]) -> Result<()> {
+        self.load(state).map_err(|e| heddle_task::Error::Graph(format!("{}: {e}", ctx.info())))
+    }
 
     fn execute(&mut self, ctx: &mut Context<'_, Windowed<K, V>>, e: Element<K, V>) -> Result<()> {
         match e {
@@ -483,13 +434,5 @@ impl<K: Clone + Ord + Hash + Send + 'static, V: Clone + Send + 'static> Compute
         self.advance(ctx);
         self.window.time = time;
         Ok(())
-    }
-}
-
-/// The partition of a shuffled element: records by key, watermarks to their address.
-pub(crate) fn element_partition<K: Hash, V>(e: &Element<K, V>, p: usize) -> usize {
-    match e {
-        Element::Record(k, _, _) => crate::keyed::key_partition(k, p),
-        Element::Mark { to, .. } => *to as usize,
     }
 }

@@ -130,3 +130,51 @@ fn a_failed_stream_resumes_from_its_last_complete_checkpoint_exactly_once() {
     check(&root);
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+/// Event-time windows (tumbling, 100 ms) over generated events (key i % 5 at time i ms),
+/// counted, written as `key start count`; `fail_at`: the run fails writing that result.
+fn run_windows(root: &Path, fail_at: Option<u64>) -> Vec<heddle_data::Result<()>> {
+    let written = Arc::new(AtomicU64::new(0));
+    on_owned_sessions(3, |s| {
+        let s = s
+            .with_checkpoints(root.join("ckpt"), Some(Duration::from_millis(15)), "windows")
+            .expect("checkpoints");
+        let events = s.stream_generate(Some(5000), Some(PER_STREAM), |i| (i % 5, (i, 1u64)));
+        let tumbling = heddle_data::Window::tumbling(Duration::from_millis(100));
+        let w = tumbling.event_time(Duration::ZERO, Duration::ZERO);
+        let counts = events.window(w, |(t, _)| *t, |(t, a), (_, b)| (t, a + b));
+        let lines = counts.map(|r| format!("{} {} {}", r.key, r.start, r.value.1));
+        let written = written.clone();
+        lines.write_parts(root.join("out"), None, move |out, line| {
+            if Some(written.fetch_add(1, Ordering::Relaxed) + 1) == fail_at {
+                return Err(std::io::Error::other("an injected failure"));
+            }
+            writeln!(out, "{line}")
+        })
+    })
+}
+
+#[test]
+fn windows_resume_from_their_checkpoint_with_each_result_once() {
+    let root = dir("windows");
+    let failed = run_windows(&root, Some(150));
+    assert!(failed.iter().any(Result::is_err), "the injected failure did not fail the run");
+    assert!(has_commit(&root), "no checkpoint completed before the failure");
+    for r in run_windows(&root, None) {
+        r.expect("the resumed run");
+    }
+    let mut want: HashMap<(u64, u64), u64> = HashMap::new();
+    for i in 0..PER_STREAM {
+        *want.entry((i % 5, i / 100 * 100)).or_default() += 1;
+    }
+    let mut got: HashMap<(u64, u64), u64> = HashMap::new();
+    for e in std::fs::read_dir(root.join("out")).expect("output").flatten() {
+        for line in std::fs::read_to_string(e.path()).expect("part").lines() {
+            let f: Vec<u64> = line.split(' ').map(|x| x.parse().expect("a number")).collect();
+            let before = got.insert((f[0], f[1]), f[2]);
+            assert!(before.is_none(), "window {line} written twice");
+        }
+    }
+    assert_eq!(got, want);
+    std::fs::remove_dir_all(&root).unwrap();
+}
