@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_dataflow;
+mod bench_recovery;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -33,6 +34,9 @@ enum BenchCmd {
     Collectives(bench::BenchCollectivesArgs),
     /// Dataflow operation throughput and streaming latency.
     Dataflow(bench_dataflow::BenchDataflowArgs),
+    /// What checkpoints cost (throughput, duration, size) and how fast a killed job is
+    /// back.
+    Recovery(bench_recovery::BenchRecoveryArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -99,6 +103,11 @@ fn main() {
             })
         }
         Cmd::Bench(BenchCmd::Dataflow(args)) => bench_dataflow::bench_dataflow(&args)
+            .unwrap_or_else(|e| {
+                eprintln!("heddle bench: {e}");
+                1
+            }),
+        Cmd::Bench(BenchCmd::Recovery(args)) => bench_recovery::bench_recovery(&args)
             .unwrap_or_else(|e| {
                 eprintln!("heddle bench: {e}");
                 1

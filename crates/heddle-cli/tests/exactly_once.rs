@@ -94,6 +94,13 @@ fn check_exactly_once(out: &Path, input: &HashMap<String, String>) {
     }
 }
 
+/// Whether process `pid` runs the example (not the launcher or its guardian).
+fn is_worker(pid: u32) -> bool {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let argv0 = cmdline.split(|&b| b == 0).next().unwrap_or_default();
+    argv0.ends_with(b"/exactly_once")
+}
+
 fn exactly_once_args<'a>(input: &'a str, out: &'a str, ckpt: &'a str) -> Vec<&'a str> {
     vec!["--input", input, "--output", out, "--checkpoint-dir", ckpt, "--checkpoint-ms", "100"]
 }
@@ -119,7 +126,8 @@ fn ten_random_kills_still_write_every_record_exactly_once() {
     let until = Instant::now() + Duration::from_secs(60);
     while kills < 10 && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(150 + rng.below(350)));
-        let workers: Vec<u32> = survivors(&mark).into_iter().filter(|&p| p != launcher).collect();
+        let workers: Vec<u32> =
+            survivors(&mark).into_iter().filter(|&p| p != launcher && is_worker(p)).collect();
         if workers.is_empty() {
             continue; // between attempts
         }

@@ -346,6 +346,7 @@ impl Checkpoints {
             };
             match outcome {
                 Ok(()) => {
+                    self.store.append_history(&commit);
                     self.store.prune(&[], &|_| false, Some(KEEP));
                     c.stats.push(CheckpointStats {
                         checkpoint: f.id,

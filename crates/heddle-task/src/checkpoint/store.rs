@@ -134,6 +134,30 @@ impl Store {
         })
     }
 
+    /// Appends a completed checkpoint's figures to `history.jsonl` (one JSON object per
+    /// line: id, duration, bytes, whether last), for `heddle bench recovery` and anyone
+    /// watching. A failure is reported, not fatal.
+    pub(crate) fn append_history(&self, commit: &Commit) {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.dir.join("history.jsonl");
+        let line = serde_json::json!({
+            "checkpoint": commit.checkpoint,
+            "duration_ms": commit.duration_ms,
+            "bytes": commit.bytes,
+            "last": commit.last,
+        });
+        let appended = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(heddle_comm::private::FILE_MODE)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC) // never through a symlink
+            .open(&path)
+            .and_then(|mut f| writeln!(f, "{line}"));
+        if let Err(e) = appended {
+            eprintln!("heddle: warning: could not append to {}: {e}", path.display());
+        }
+    }
+
     /// The newest complete checkpoint, checked to be this job's and of this graph.
     ///
     /// # Errors
