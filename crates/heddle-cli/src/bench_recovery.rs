@@ -208,7 +208,7 @@ fn recoveries(args: &BenchRecoveryArgs, scratch: &Path) -> Result<Vec<f64>, BoxE
 
 /// Runs the measurements and prints the table. Returns the exit code.
 pub(crate) fn bench_recovery(args: &BenchRecoveryArgs) -> Result<i32, BoxError> {
-    if args.workers == 0 || args.repeat == 0 || !(args.interval > 0.0) {
+    if args.workers == 0 || args.repeat == 0 || args.interval.is_nan() || args.interval <= 0.0 {
         return Err("--workers, --repeat and --interval must be above 0".into());
     }
     let scratch = Scratch::new("recovery")?;
