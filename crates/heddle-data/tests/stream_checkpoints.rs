@@ -36,6 +36,7 @@ enum Early {
 /// Runs the job on 3 workers (4 partitions); returns each worker's result.
 fn run(root: &Path, early: Early) -> Vec<heddle_data::Result<()>> {
     let seen = Arc::new(AtomicU64::new(0));
+    let fired = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stop = StopHandle::default();
     on_owned_sessions(3, |s| {
         let s = s.with_partitions(4).expect("partitions");
@@ -45,12 +46,16 @@ fn run(root: &Path, early: Early) -> Vec<heddle_data::Result<()>> {
         let a = s.stream_generate(Some(4000), Some(PER_STREAM), |i| (i % KEYS, i));
         let b =
             s.stream_generate(Some(4000), Some(PER_STREAM), |i| ((i * 7) % KEYS, 1_000_000 + i));
-        let (seen, stop2) = (seen.clone(), stop.clone());
+        let (seen, stop2, fired) = (seen.clone(), stop.clone(), fired.clone());
+        let ckpt_root = root.to_path_buf();
         let united = a.union(&b).map(move |(k, v)| {
             let n = seen.fetch_add(1, Ordering::Relaxed) + 1;
+            // Past `at`, once a checkpoint has completed (so that the run resumes from one).
+            let due =
+                |at| n >= at && has_commit(&ckpt_root) && !fired.swap(true, Ordering::Relaxed);
             match early {
-                Early::Stop(at) if n == at => stop2.stop(),
-                Early::Fail(at) if n == at => return (k, (v, true)),
+                Early::Stop(at) if due(at) => stop2.stop(),
+                Early::Fail(at) if due(at) => return (k, (v, true)),
                 _ => {}
             }
             (k, (v, false))
@@ -135,6 +140,7 @@ fn a_failed_stream_resumes_from_its_last_complete_checkpoint_exactly_once() {
 /// counted, written as `key start count`; `fail_at`: the run fails writing that result.
 fn run_windows(root: &Path, fail_at: Option<u64>) -> Vec<heddle_data::Result<()>> {
     let written = Arc::new(AtomicU64::new(0));
+    let fired = Arc::new(std::sync::atomic::AtomicBool::new(false));
     on_owned_sessions(3, |s| {
         let s = s
             .with_checkpoints(root.join("ckpt"), Some(Duration::from_millis(15)), "windows")
@@ -144,9 +150,14 @@ fn run_windows(root: &Path, fail_at: Option<u64>) -> Vec<heddle_data::Result<()>
         let w = tumbling.event_time(Duration::ZERO, Duration::ZERO);
         let counts = events.window(w, |(t, _)| *t, |(t, a), (_, b)| (t, a + b));
         let lines = counts.map(|r| format!("{} {} {}", r.key, r.start, r.value.1));
-        let written = written.clone();
+        let (written, fired, ckpt_root) = (written.clone(), fired.clone(), root.to_path_buf());
         lines.write_parts(root.join("out"), None, move |out, line| {
-            if Some(written.fetch_add(1, Ordering::Relaxed) + 1) == fail_at {
+            // Past `fail_at`, once a checkpoint has completed (the run resumes from one).
+            let n = written.fetch_add(1, Ordering::Relaxed) + 1;
+            if fail_at.is_some_and(|at| n >= at)
+                && has_commit(&ckpt_root)
+                && !fired.swap(true, Ordering::Relaxed)
+            {
                 return Err(std::io::Error::other("an injected failure"));
             }
             writeln!(out, "{line}")
@@ -176,5 +187,37 @@ fn windows_resume_from_their_checkpoint_with_each_result_once() {
         }
     }
     assert_eq!(got, want);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn a_checkpoint_of_another_graph_is_refused_naming_the_difference() {
+    let root = dir("graph");
+    let job = |partitions: u32| {
+        on_owned_sessions(2, |s| {
+            let s = s.with_partitions(partitions).expect("partitions");
+            let s = s
+                .with_checkpoints(root.join("ckpt"), Some(Duration::from_millis(20)), "graph")
+                .expect("checkpoints");
+            let counted = s.stream_generate(None, Some(500), |i| (i % 3, i)).map_with_state(
+                |_: &u64, v: u64, n: &mut Option<u64>| {
+                    *n = Some(n.unwrap_or(0) + 1);
+                    v
+                },
+            );
+            counted.write_lines(root.join(format!("out-{partitions}")), None)
+        })
+    };
+    for r in job(4) {
+        r.expect("the first run");
+    }
+    for r in job(2) {
+        let e = r.expect_err("another graph must be refused").to_string();
+        assert!(
+            e.contains("another graph") && e.contains("'vertex 0: stream_generate#0 x4'"),
+            "{e}"
+        );
+        assert!(e.contains("this job has 'vertex 0: stream_generate#0 x2'"), "{e}");
+    }
     std::fs::remove_dir_all(&root).unwrap();
 }

@@ -91,27 +91,30 @@ impl Checkpoints {
         barriers: Arc<Barriers>,
     ) -> Result<(Checkpoints, Option<Commit>)> {
         let opened = Store::open(&config.dir, &config.job, &graph);
-        // Rank 0 reads the newest checkpoint and sends it (or its error) to every worker.
-        let mut found: std::result::Result<Option<Commit>, String> = Err(String::new());
+        // Rank 0 reads the newest checkpoint and sends it, or its error (path and message),
+        // to every worker, so that every worker reports the same.
+        type Found = std::result::Result<Option<Commit>, (String, String)>;
+        let as_pair = |e: Error| match e {
+            Error::Checkpoint { path, message } => (path, message),
+            other => (config.dir.display().to_string(), other.to_string()),
+        };
+        let mut found: Found = Ok(None);
         if comm.rank() == 0 {
-            found = opened
-                .as_ref()
-                .map_err(ToString::to_string)
-                .and_then(|s| s.latest().map_err(|e| e.to_string()));
+            found = match &opened {
+                Ok(store) => store.latest().map_err(as_pair),
+                Err(e) => Err((config.dir.display().to_string(), e.to_string())),
+            };
         }
         let mut bytes = serde_json::to_vec(&found).unwrap_or_default();
         let mut len = [bytes.len() as u64];
         comm.broadcast(&mut len, 0)?;
         bytes.resize(len[0] as usize, 0);
         comm.broadcast(&mut bytes, 0)?;
-        let found: std::result::Result<Option<Commit>, String> = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("rank 0 sent an unreadable checkpoint description: {e}"))
-            .and_then(|r| r);
+        let found: Found = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            Err((config.dir.display().to_string(), format!("rank 0's answer does not parse: {e}")))
+        });
         let store = opened?;
-        let restored = found.map_err(|message| Error::Checkpoint {
-            path: config.dir.display().to_string(),
-            message: format!("on rank 0: {message}"),
-        })?;
+        let restored = found.map_err(|(path, message)| Error::Checkpoint { path, message })?;
         let from = restored.as_ref().map_or(0, |c| c.checkpoint);
         // States of checkpoints after it never completed: an earlier attempt's.
         store.prune(&tasks, &|id| id > from, None);

@@ -72,11 +72,11 @@ pub struct CheckpointStats {
 pub(crate) fn describe(graph: &TaskGraph, plan: &Plan) -> String {
     let mut lines = vec![format!("{} workers", plan.world.len())];
     for (i, v) in graph.vertices.iter().enumerate() {
-        lines.push(format!("vertex {i} '{}' x{}", v.name, v.parallelism));
+        lines.push(format!("vertex {i}: {} x{}", v.name, v.parallelism));
     }
     for (i, e) in graph.edges.iter().enumerate() {
         let name = |v: usize| &graph.vertices[v].name;
-        lines.push(format!("edge {i} '{}' -> '{}' ({:?})", name(e.from), name(e.to), e.kind));
+        lines.push(format!("edge {i}: {} -> {} ({:?})", name(e.from), name(e.to), e.kind));
     }
     lines.join("\n")
 }
