@@ -58,7 +58,7 @@ mod schedule;
 mod strategy;
 mod task;
 
-pub use checkpoint::{CheckpointStats, Checkpointing};
+pub use checkpoint::{CheckpointStats, Checkpointing, LoopCheckpointing};
 pub use context::{Context, TaskInfo};
 pub use edge::{Edge, EdgeKind, Record};
 pub use error::{Error, ErrorVariant, Result};

@@ -53,6 +53,45 @@ struct Coordinator {
     stats: Vec<CheckpointStats>,
 }
 
+/// Opens the store of `kind` checkpoints in `dir` and finds the newest complete one
+/// (collective: rank 0 reads it and sends it, or its error, to every worker, so that
+/// every worker resumes from the same one or reports the same error).
+///
+/// # Errors
+/// [`Error::Checkpoint`]: a directory that cannot be used, a damaged checkpoint or one of
+/// another job or graph.
+pub(crate) fn agree_latest(
+    comm: &Communicator,
+    dir: &std::path::Path,
+    job: &str,
+    graph: &str,
+    kind: &'static str,
+) -> Result<(Store, Option<Commit>)> {
+    type Found = std::result::Result<Option<Commit>, (String, String)>;
+    let opened = Store::open(dir, job, graph, kind);
+    let here = || dir.display().to_string();
+    let mut found: Found = Ok(None);
+    if comm.rank() == 0 {
+        found = match &opened {
+            Ok(store) => store.latest().map_err(|e| match e {
+                Error::Checkpoint { path, message } => (path, message),
+                other => (here(), other.to_string()),
+            }),
+            Err(e) => Err((here(), e.to_string())),
+        };
+    }
+    let mut bytes = serde_json::to_vec(&found).unwrap_or_default();
+    let mut len = [bytes.len() as u64];
+    comm.broadcast(&mut len, 0)?;
+    bytes.resize(len[0] as usize, 0);
+    comm.broadcast(&mut bytes, 0)?;
+    let found: Found = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|e| Err((here(), format!("rank 0's answer does not parse: {e}"))));
+    let store = opened?;
+    let restored = found.map_err(|(path, message)| Error::Checkpoint { path, message })?;
+    Ok((store, restored))
+}
+
 /// A job's checkpoints on this worker.
 pub(crate) struct Checkpoints {
     rank: usize,
@@ -90,31 +129,7 @@ impl Checkpoints {
         tasks: Vec<TaskId>,
         barriers: Arc<Barriers>,
     ) -> Result<(Checkpoints, Option<Commit>)> {
-        let opened = Store::open(&config.dir, &config.job, &graph);
-        // Rank 0 reads the newest checkpoint and sends it, or its error (path and message),
-        // to every worker, so that every worker reports the same.
-        type Found = std::result::Result<Option<Commit>, (String, String)>;
-        let as_pair = |e: Error| match e {
-            Error::Checkpoint { path, message } => (path, message),
-            other => (config.dir.display().to_string(), other.to_string()),
-        };
-        let mut found: Found = Ok(None);
-        if comm.rank() == 0 {
-            found = match &opened {
-                Ok(store) => store.latest().map_err(as_pair),
-                Err(e) => Err((config.dir.display().to_string(), e.to_string())),
-            };
-        }
-        let mut bytes = serde_json::to_vec(&found).unwrap_or_default();
-        let mut len = [bytes.len() as u64];
-        comm.broadcast(&mut len, 0)?;
-        bytes.resize(len[0] as usize, 0);
-        comm.broadcast(&mut bytes, 0)?;
-        let found: Found = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-            Err((config.dir.display().to_string(), format!("rank 0's answer does not parse: {e}")))
-        });
-        let store = opened?;
-        let restored = found.map_err(|(path, message)| Error::Checkpoint { path, message })?;
+        let (store, restored) = agree_latest(comm, &config.dir, &config.job, &graph, "stream")?;
         let from = restored.as_ref().map_or(0, |c| c.checkpoint);
         // States of checkpoints after it never completed: an earlier attempt's.
         store.prune(&tasks, &|id| id > from, None);

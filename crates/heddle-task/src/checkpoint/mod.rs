@@ -24,7 +24,8 @@ mod writer;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub(crate) use coordinator::Checkpoints;
+pub(crate) use coordinator::{agree_latest, Checkpoints};
+pub(crate) use store::{Commit, Store};
 
 use crate::graph::TaskGraph;
 use crate::plan::Plan;
@@ -51,6 +52,30 @@ impl Checkpointing {
     /// Checkpoints of job `job` in `dir`, every `interval`.
     pub fn new(dir: impl Into<PathBuf>, job: impl Into<String>, interval: Duration) -> Self {
         Checkpointing { dir: dir.into(), job: job.into(), interval: Some(interval) }
+    }
+}
+
+/// Where and how often a job run in passes ([`crate::Job::iterate_checkpointed`])
+/// checkpoints its tasks' states between passes.
+///
+/// ```
+/// let c = heddle_task::LoopCheckpointing::new("/tmp/ckpt", "pagerank", 5);
+/// assert_eq!(c.every, 5);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoopCheckpointing {
+    /// The directory (rank 0 commits there; each worker writes its tasks' states).
+    pub dir: PathBuf,
+    /// The job's name: a checkpoint of another job is refused.
+    pub job: String,
+    /// Passes between two checkpoints (at least 1).
+    pub every: u64,
+}
+
+impl LoopCheckpointing {
+    /// Checkpoints of job `job` in `dir`, every `every` passes.
+    pub fn new(dir: impl Into<PathBuf>, job: impl Into<String>, every: u64) -> Self {
+        LoopCheckpointing { dir: dir.into(), job: job.into(), every }
     }
 }
 

@@ -5,6 +5,7 @@
 //! ```text
 //! stream-000000000012.task-3.state   a task's state (written by its worker)
 //! stream-000000000012.ckpt           the commit (written by rank 0, last)
+//! loop-000000000006.ckpt             task-graph iterations: after 6 passes
 //! ```
 //!
 //! Each file is private (0600, in a 0700 directory), written under a temporary name,
@@ -61,24 +62,28 @@ pub(crate) struct Store {
     dir: PathBuf,
     job: String,
     graph: String,
+    /// What the checkpoints are of, the files' prefix: `stream` or `loop`.
+    kind: &'static str,
 }
 
 impl Store {
-    /// The store of job `job` with graph `graph` in `dir` (made private if missing).
+    /// The store of `kind` checkpoints (`stream`, `loop`: the files' prefix) of job `job`
+    /// with graph `graph` in `dir` (made private if missing).
     ///
     /// # Errors
     /// A directory that cannot be made, or that is not ours and private.
-    pub(crate) fn open(dir: &Path, job: &str, graph: &str) -> Result<Store> {
+    pub(crate) fn open(dir: &Path, job: &str, graph: &str, kind: &'static str) -> Result<Store> {
         prepare_dir(dir)?;
-        Ok(Store { dir: dir.to_path_buf(), job: job.to_string(), graph: graph.to_string() })
+        let (job, graph) = (job.to_string(), graph.to_string());
+        Ok(Store { dir: dir.to_path_buf(), job, graph, kind })
     }
 
     fn state_path(&self, checkpoint: u64, task: TaskId) -> PathBuf {
-        self.dir.join(format!("stream-{checkpoint:012}.task-{task}.state"))
+        self.dir.join(format!("{}-{checkpoint:012}.task-{task}.state", self.kind))
     }
 
     fn commit_path(&self, checkpoint: u64) -> PathBuf {
-        self.dir.join(format!("stream-{checkpoint:012}.ckpt"))
+        self.dir.join(format!("{}-{checkpoint:012}.ckpt", self.kind))
     }
 
     /// Writes task `task`'s state at `checkpoint`.
@@ -235,13 +240,26 @@ impl Store {
             if !name.ends_with(suffix) {
                 continue;
             }
-            let id =
-                name.strip_prefix("stream-").and_then(|n| n.get(..12)).and_then(|n| n.parse().ok());
+            let id = name
+                .strip_prefix(self.kind)
+                .and_then(|n| n.strip_prefix('-'))
+                .and_then(|n| n.get(..12))
+                .and_then(|n| n.parse().ok());
             if let Some(id) = id {
                 found.push((id, entry.path()));
             }
         }
         Ok(found)
+    }
+
+    /// The job's name and graph description, for a commit.
+    pub(crate) fn names(&self) -> (String, String) {
+        (self.job.clone(), self.graph.clone())
+    }
+
+    /// The id of the oldest commit in the directory (0: none).
+    pub(crate) fn oldest_commit(&self) -> u64 {
+        self.list(".ckpt").ok().and_then(|all| all.iter().map(|(id, _)| *id).min()).unwrap_or(0)
     }
 
     /// The directory.

@@ -6,6 +6,7 @@ pub(crate) mod edge_run;
 mod handles;
 mod job;
 mod job_checkpoints;
+mod job_loops;
 mod pool;
 pub(crate) mod queues;
 mod task_common;

@@ -59,6 +59,8 @@ pub(crate) trait TaskRun: Send {
     fn checkpoints(&mut self, barriers: Arc<Barriers>, restored: u64);
     /// Restores the state of a completed checkpoint (before `prepare`).
     fn restore(&mut self, state: &[u8]) -> Result<()>;
+    /// The task's state for checkpoint `id`, taken now (between passes).
+    fn snapshot_state(&mut self, id: u64) -> Result<Option<Vec<u8>>>;
     /// Snapshots the checkpoint triggered last if the task has not, and tells it of the
     /// last completed one (a task that ended its pass still takes part). Returns whether
     /// it did anything.
@@ -158,6 +160,11 @@ where
     fn restore(&mut self, state: &[u8]) -> Result<()> {
         let task = &mut self.task;
         self.common.call(&[], |ctx| task.restore(ctx, state))
+    }
+
+    fn snapshot_state(&mut self, id: u64) -> Result<Option<Vec<u8>>> {
+        let task = &mut self.task;
+        self.common.call(&[], |ctx| task.snapshot(ctx, id))
     }
 
     fn checkpoint_ended(&mut self, iteration: &[u64]) -> Result<bool> {
@@ -358,6 +365,11 @@ where
     fn restore(&mut self, state: &[u8]) -> Result<()> {
         let task = &mut self.task;
         self.common.call(&[], |ctx| task.restore(ctx, state))
+    }
+
+    fn snapshot_state(&mut self, id: u64) -> Result<Option<Vec<u8>>> {
+        let task = &mut self.task;
+        self.common.call(&[], |ctx| task.snapshot(ctx, id))
     }
 
     /// A running task snapshots once its inputs have aligned on the barrier; one that
