@@ -31,6 +31,7 @@ mod iterate;
 mod keyed;
 mod keyed_state;
 mod lines;
+mod materialize;
 mod output;
 mod parquet_io;
 mod pull;

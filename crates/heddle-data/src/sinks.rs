@@ -90,7 +90,7 @@ impl Parts {
 
 impl<T: Record> DataSet<T> {
     /// Writes partition i with `write(out, record)` into `part-{i:05}` of `out`.
-    fn write_parts(
+    pub(crate) fn write_parts(
         &self,
         out: Output,
         write: impl Fn(&mut PartWriter, T) -> std::io::Result<()> + Send + Sync + 'static,
