@@ -19,6 +19,8 @@ use crate::{Error, Result};
 const KEEP: usize = 2;
 /// Bytes of control messages in flight from each worker.
 const WINDOW: u64 = 1 << 20;
+/// How often the control edge polls the links itself.
+const POLL_EVERY: Duration = Duration::from_micros(200);
 
 /// A checkpoint's progress on this worker.
 #[derive(Debug, Default)]
@@ -112,6 +114,8 @@ pub(crate) struct Checkpoints {
     /// The checkpoint completed before the newest one (states older go).
     previous: u64,
     coordinator: Option<Coordinator>,
+    /// When the control edge next polls the links itself.
+    next_poll: Instant,
 }
 
 impl Checkpoints {
@@ -162,6 +166,7 @@ impl Checkpoints {
             last: None,
             previous: from,
             coordinator,
+            next_poll: Instant::now(),
         };
         Ok((checkpoints, restored))
     }
@@ -242,7 +247,14 @@ impl Checkpoints {
         let mut arrived = Vec::new();
         {
             let mut io = self.edge.lock();
-            moved |= io.poll()?;
+            // The job's edges poll the links all the time (which also brings in this
+            // edge's messages); the control edge polls on its own only now and then, or
+            // when it has something to send.
+            let now = Instant::now();
+            if now >= self.next_poll || !self.outgoing.is_empty() || io.sending() {
+                moved |= io.poll()?;
+                self.next_poll = now + POLL_EVERY;
+            }
             while let Some(d) = io.recv() {
                 let from = self.world.iter().position(|&w| w == d.from).unwrap_or(d.from);
                 arrived.push((from, d.payload));
