@@ -37,6 +37,7 @@ mod parquet_io;
 mod pull;
 mod pullers;
 mod redis_io;
+mod redis_sink;
 mod session;
 mod sinks;
 mod sort_task;

@@ -78,7 +78,7 @@ fn entries_flow_from_one_redis_stream_through_a_window_into_another() {
             s.spawn(move || {
                 let session = Session::new(comm).unwrap();
                 session
-                    .redis_stream(&url, "events", "0", Some("__end__"))
+                    .redis_stream(&url, "events", "0", Some("__end__"), None)
                     .map(|e| (e.fields[0].1.clone(), 1u64))
                     .window(heddle_data::Window::tumbling_count(25), |_| 0, |a, b| a + b)
                     .map(|w| format!("{} {}", w.key, w.value))
@@ -112,4 +112,62 @@ fn entries_flow_from_one_redis_stream_through_a_window_into_another() {
         (0..4).flat_map(|w| std::iter::repeat_n(format!("w{w} 25"), 3)).collect();
     want.sort();
     assert_eq!(lines, want);
+}
+
+/// The `value` fields of the entries of stream `key`, in order.
+fn values(url: &str, key: &str) -> Vec<String> {
+    let entries: Vec<(String, Vec<String>)> =
+        redis::cmd("XRANGE").arg(key).arg("-").arg("+").query(&mut redis_cli(url)).unwrap();
+    entries.into_iter().map(|(_, f)| f[1].clone()).collect()
+}
+
+/// A session of one worker checkpointing every 20 ms into `dir`.
+fn checkpointed(dir: &std::path::Path) -> Session {
+    let session = Session::new(heddle_comm::solo(CommConfig::default()).unwrap()).unwrap();
+    session.with_checkpoints(dir, Some(Duration::from_millis(20)), "redis-copy").unwrap()
+}
+
+#[test]
+fn a_stopped_checkpointed_copy_resumes_and_writes_every_entry_once() {
+    let server = start_redis();
+    let url = server.url.clone();
+    let mut c = redis_cli(&url);
+    let mut pipe = redis::pipe();
+    for i in 0..3000 {
+        pipe.cmd("XADD").arg("in").arg("*").arg("n").arg(i).ignore();
+    }
+    pipe.cmd("XADD").arg("in").arg("*").arg("end").arg("1").ignore();
+    pipe.query::<()>(&mut c).unwrap();
+    let dir = std::env::temp_dir().join(format!("heddle-redis-copy-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let copy = |session: Session, stop: Option<heddle_task::StopHandle>| {
+        let seen = std::sync::atomic::AtomicU64::new(0);
+        let st = stop.clone();
+        session
+            .redis_stream(&url, "in", "0", Some("end"), Some(6000.0))
+            .map(move |e| {
+                let n = seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if let Some(st) = st.as_ref().filter(|_| n == 1000) {
+                    st.stop();
+                }
+                e.fields[0].1.clone()
+            })
+            .write_redis(&url, "out", stop)
+    };
+    // Stopped after about 1000 entries: what its last checkpoint covers is written.
+    copy(checkpointed(&dir), Some(heddle_task::StopHandle::default())).unwrap();
+    let first = values(&url, "out").len();
+    assert!(first < 3000, "{first} entries written before the stop");
+    // Resumed from that checkpoint, to the end.
+    copy(checkpointed(&dir), None).unwrap();
+    let want: Vec<String> = (0..3000).map(|i| i.to_string()).collect();
+    assert_eq!(values(&url, "out"), want);
+    // Resumed again from the last checkpoint: nothing is left to write, nothing twice.
+    copy(checkpointed(&dir), None).unwrap();
+    assert_eq!(values(&url, "out"), want);
+    // A fresh start (another checkpoint directory) must not add to that run's output.
+    let err = copy(checkpointed(&dir.join("fresh")), None).unwrap_err().to_string();
+    assert!(err.contains(&url) && err.contains("an earlier run committed"), "{err}");
+    assert_eq!(values(&url, "out"), want);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -278,8 +278,8 @@ impl PyStream {
         after: &str,
         end_field: Option<&str>,
     ) -> PyStream {
-        let entries =
-            session.s.redis_stream(url, key, after, end_field).map(|e: heddle_data::RedisEntry| {
+        let entries = session.s.redis_stream(url, key, after, end_field, None).map(
+            |e: heddle_data::RedisEntry| {
                 Python::attach(|py| {
                     let fields = PyDict::new(py);
                     for (f, v) in e.fields {
@@ -291,7 +291,8 @@ impl PyStream {
                             .into_any(),
                     )
                 })
-            });
+            },
+        );
         PyStream::of(session, entries)
     }
 
