@@ -61,7 +61,8 @@ pub trait Source: Send + 'static {
         Ok(())
     }
 
-    /// Checkpoint `checkpoint` completed on every task of the job.
+    /// Checkpoint `checkpoint` completed on every task of the job (completions close
+    /// together are told once, with the newest).
     ///
     /// # Errors
     /// As [`Source::prepare`].
@@ -158,6 +159,8 @@ pub trait Compute: Send + 'static {
 
     /// Checkpoint `checkpoint` completed on every task of the job: publish what it covers
     /// (the commit of a two-phase sink). Every later restore starts at or after it.
+    /// Completions that come close together are told once, with the newest: commit
+    /// everything up to `checkpoint`.
     ///
     /// # Errors
     /// As [`Compute::prepare`].

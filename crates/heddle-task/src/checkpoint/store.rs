@@ -221,7 +221,7 @@ impl Store {
                 .file_name()
                 .and_then(|n| n.to_str())
                 .and_then(|n| n.split(".task-").nth(1))
-                .and_then(|n| n.strip_suffix(".state"))
+                .and_then(|n| n.split('.').next())
                 .and_then(|t| t.parse::<TaskId>().ok());
             if task.is_some_and(|t| tasks.contains(&t)) && remove(id) {
                 remove_file(&path);
@@ -230,6 +230,8 @@ impl Store {
     }
 
     /// Every file of the directory of kind `suffix` (`.ckpt`, `.state`), with its id.
+    /// States include the temporary files a writer killed mid-write leaves
+    /// (`.<name>.state.<pid>.tmp`), so that pruning removes those too.
     fn list(&self, suffix: &str) -> Result<Vec<(u64, PathBuf)>> {
         let entries = std::fs::read_dir(&self.dir).map_err(|e| io_err(&self.dir, e))?;
         let mut found = Vec::new();
@@ -237,9 +239,14 @@ impl Store {
             let entry = entry.map_err(|e| io_err(&self.dir, e))?;
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
-            if !name.ends_with(suffix) {
+            let temp = suffix == ".state"
+                && name.ends_with(".tmp")
+                && name.contains(".state.")
+                && name.starts_with('.');
+            if !name.ends_with(suffix) && !temp {
                 continue;
             }
+            let name = if temp { &name[1..] } else { name };
             let id = name
                 .strip_prefix(self.kind)
                 .and_then(|n| n.strip_prefix('-'))
@@ -379,4 +386,54 @@ fn prepare_dir(dir: &Path) -> Result<()> {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(name: &str) -> Store {
+        let dir = std::env::temp_dir().join(format!("heddle-store-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Store::open(&dir, "job", "graph", "stream").expect("a store")
+    }
+
+    #[test]
+    fn pruning_removes_old_states_and_a_killed_writers_temporary_files() {
+        let s = store("prune");
+        for id in [1, 2] {
+            s.write_state(id, 3, b"state").unwrap();
+        }
+        s.write_state(1, 4, b"another worker's").unwrap();
+        let temp = s.dir().join(".stream-000000000001.task-3.state.999.tmp");
+        std::fs::write(&temp, b"half").unwrap();
+        s.prune(&[3], &|id| id < 2, None);
+        assert!(!temp.exists() && !s.state_path(1, 3).exists());
+        assert!(s.state_path(2, 3).exists() && s.state_path(1, 4).exists());
+        assert_eq!(s.read_state(2, 3).unwrap(), b"state");
+        std::fs::remove_dir_all(s.dir()).unwrap();
+    }
+
+    #[test]
+    fn the_newest_commit_is_found_and_a_damaged_one_refused() {
+        let s = store("latest");
+        assert_eq!(s.latest().unwrap(), None);
+        let commit = |id| Commit {
+            job: "job".into(),
+            graph: "graph".into(),
+            checkpoint: id,
+            last: false,
+            states: vec![],
+            bytes: 0,
+            duration_ms: 1.0,
+        };
+        s.commit(&commit(4)).unwrap();
+        s.commit(&commit(5)).unwrap();
+        assert_eq!(s.latest().unwrap(), Some(commit(5)));
+        let mut f = heddle_comm::private::create_file(&s.commit_path(6)).unwrap();
+        f.write_all(b"HEDDLE-STREAM-CHECKPOINT 1\n{not json\n").unwrap();
+        let e = s.latest().unwrap_err().to_string();
+        assert!(e.contains("stream-000000000006.ckpt") && e.contains("damaged"), "{e}");
+        std::fs::remove_dir_all(s.dir()).unwrap();
+    }
 }
