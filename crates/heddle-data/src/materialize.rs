@@ -114,6 +114,7 @@ impl<T: Record> DataSet<T> {
             let mut f = heddle_comm::private::create_file(&temp).map_err(|e| io(&temp, e))?;
             f.write_all(&text).and_then(|()| f.sync_all()).map_err(|e| io(&temp, e))?;
             std::fs::rename(&temp, &path).map_err(|e| io(&path, e))?;
+            File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io(dir, e))?;
         }
         self.session.comm().barrier()?;
         Ok(parts)

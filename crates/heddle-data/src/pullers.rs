@@ -207,16 +207,21 @@ impl Puller<String> for TextFiles {
     }
 
     fn position(&self) -> Option<Vec<u8>> {
-        bincode::serialize(&(self.file as u64, self.offset)).ok()
+        let name = self.files.get(self.file).map(|f| f.display().to_string());
+        bincode::serialize(&(self.file as u64, self.offset, name, self.files.len() as u64)).ok()
     }
 
     fn seek(&mut self, position: &[u8]) -> Result<()> {
-        let (file, offset): (u64, u64) =
+        let (file, offset, name, count): (u64, u64, Option<String>, u64) =
             bincode::deserialize(position).map_err(|e| position_err("stream_text", e))?;
-        if file as usize > self.files.len() {
+        let now = self.files.get(file as usize).map(|f| f.display().to_string());
+        if count != self.files.len() as u64 || name != now {
             return Err(Error::InvalidArgument(format!(
-                "stream_text: the checkpoint is at file {file} of this partition, which has {} \
-                 now; the input directory changed since",
+                "stream_text: the checkpoint was taken at {} (file {file} of {count} of this \
+                 partition), but the input now has {} there ({} files); the input changed \
+                 since the checkpoint: use a fresh checkpoint directory",
+                name.as_deref().unwrap_or("the end"),
+                now.as_deref().unwrap_or("nothing"),
                 self.files.len()
             )));
         }

@@ -29,6 +29,9 @@ pub(crate) struct Inner {
     pub(crate) abort: AbortHandle,
     /// Where and how often streams checkpoint (`None`: they do not).
     pub(crate) checkpoints: Option<Checkpointing>,
+    /// Checkpointed streams run so far (the n-th from the second on checkpoints in a
+    /// subdirectory `stream-<n>` of its own).
+    pub(crate) checkpointed_runs: AtomicUsize,
 }
 
 /// Entry point of the data API on every worker: every worker runs the same program, and
@@ -78,6 +81,7 @@ impl Session {
             skipped: Arc::default(),
             abort: AbortHandle::default(),
             checkpoints: crate::stream_checkpoints::from_env()?,
+            checkpointed_runs: AtomicUsize::new(0),
         })))
     }
 

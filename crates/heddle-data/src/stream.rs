@@ -186,7 +186,12 @@ impl<T: Record> Stream<T> {
             job = job.stop_with(stop);
         }
         if let Some(c) = &session.0.checkpoints {
-            job = job.checkpoint(c.clone());
+            let n = session.0.checkpointed_runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let mut c = c.clone();
+            if n > 0 {
+                c.dir = c.dir.join(format!("stream-{}", n + 1));
+            }
+            job = job.checkpoint(c);
         }
         job.run()?;
         Ok(())

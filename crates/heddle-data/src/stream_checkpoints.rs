@@ -3,8 +3,11 @@
 //! [--checkpoint-dir DIR]` (`HEDDLE_CHECKPOINT_INTERVAL_S`, `HEDDLE_CHECKPOINT_DIR`).
 //!
 //! With checkpoints a stream's sources replay from their positions, its keyed state and
-//! windows are restored, and its file sinks commit at each checkpoint (two phases), so a
-//! job restarted after a failure (`--restarts N`) delivers every record exactly once.
+//! windows are restored, and its file and Redis sinks commit at each checkpoint (two
+//! phases), so a job restarted after a failure (`--restarts N`) writes every record
+//! exactly once through them. Callbacks (`Stream::run`) and sockets see the records after
+//! the last checkpoint again (at least once). The n-th checkpointed stream a session runs
+//! (from the second on) checkpoints in a subdirectory `stream-<n>`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,10 +28,33 @@ pub(crate) fn from_env() -> Result<Option<Checkpointing>> {
     };
     let interval = settings::seconds(&settings::CHECKPOINT_INTERVAL_S, &v)?;
     let job = program_name();
-    let dir = std::env::var_os(settings::CHECKPOINT_DIR)
-        .filter(|d| !d.is_empty())
-        .map_or_else(|| default_dir(&job), PathBuf::from);
+    let dir = match std::env::var_os(settings::CHECKPOINT_DIR).filter(|d| !d.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => {
+            // This run's own (kept across its restarts), so that another run of the program
+            // does not resume from it by accident.
+            let run = std::env::var("HEDDLE_RUN_ID").unwrap_or_default();
+            let dir =
+                default_dir(&if run.is_empty() { job.clone() } else { format!("{job}-{run}") });
+            private_parent(&dir)?;
+            dir
+        }
+    };
     Ok(Some(Checkpointing { dir, job, interval: Some(interval) }))
+}
+
+/// Makes the default directory's parent (`heddle-checkpoints-<uid>`, a name anyone could
+/// take first) ours alone, or checks that it is.
+fn private_parent(dir: &std::path::Path) -> Result<()> {
+    let Some(parent) = dir.parent() else { return Ok(()) };
+    match heddle_comm::private::create_dir(parent) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            return Err(crate::error::io(parent, e))
+        }
+        _ => {}
+    }
+    heddle_comm::private::check_dir(parent)
+        .map_err(|e| Error::InvalidArgument(format!("the default checkpoint directory: {e}")))
 }
 
 /// The program's file name: the job's name unless given.
@@ -41,7 +67,8 @@ fn program_name() -> String {
 }
 
 /// Where checkpoints go unless told: `heddle-checkpoints-<uid>/<job>` in the temporary
-/// directory (private to this user).
+/// directory (private to this user); under `heddle run`, `<job>` is the program's name and
+/// the run's id, and the directory is removed once the job has succeeded.
 pub fn default_dir(job: &str) -> PathBuf {
     let uid = heddle_comm::private::effective_uid();
     std::env::temp_dir().join(format!("heddle-checkpoints-{uid}")).join(job)

@@ -145,6 +145,8 @@ impl<T: Send + 'static> Compute for TxnSink<T> {
         if let Some((temp, out)) = self.current.take() {
             let file = out.into_inner().map_err(|e| self.fail(&temp, e.into_error()))?;
             file.sync_all().map_err(|e| self.fail(&temp, e))?;
+            // Its name too must survive a crash: the checkpoint will point at it.
+            File::open(&self.dir).and_then(|d| d.sync_all()).map_err(|e| self.fail(".", e))?;
             let part = format!("part-{:05}-{checkpoint:012}", ctx.index());
             self.pending.push(Pending { checkpoint, temp, part });
         }

@@ -221,3 +221,41 @@ fn a_checkpoint_of_another_graph_is_refused_naming_the_difference() {
     }
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+#[test]
+fn checkpoints_go_on_after_part_of_the_job_has_ended() {
+    // Worker 0 reads a file of 10 lines and ends at once; worker 1 reads 3000 lines at
+    // 2000 a second. Checkpoints must go on meanwhile (worker 0's ended tasks, and an
+    // executor thread whose tasks have all ended, still take part).
+    let root = dir("uneven");
+    let input = root.join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::write(input.join("a.txt"), (0..10).map(|i| format!("{i}\n")).collect::<String>())
+        .unwrap();
+    let long: String = (10..3010).map(|i| format!("{i}\n")).collect();
+    std::fs::write(input.join("b.txt"), long).unwrap();
+    let results = on_owned_sessions(2, |s| {
+        let s = s
+            .with_threads(2)
+            .expect("threads")
+            .with_checkpoints(root.join("ckpt"), Some(Duration::from_millis(50)), "uneven")
+            .expect("checkpoints");
+        let lines = s.stream_text(&input, Some(4000.0))?;
+        lines.write_lines(root.join("out"), None)
+    });
+    for r in results {
+        r.expect("the run");
+    }
+    let history = std::fs::read_to_string(root.join("ckpt").join("history.jsonl")).unwrap();
+    let periodic = history.lines().filter(|l| l.contains("\"last\":false")).count();
+    assert!(periodic >= 5, "only {periodic} checkpoints completed while worker 1 ran:\n{history}");
+    let mut got: Vec<u64> = Vec::new();
+    for e in std::fs::read_dir(root.join("out")).unwrap().flatten() {
+        for l in std::fs::read_to_string(e.path()).unwrap().lines() {
+            got.push(l.parse().unwrap());
+        }
+    }
+    got.sort_unstable();
+    assert_eq!(got, (0..3010).collect::<Vec<u64>>());
+    std::fs::remove_dir_all(&root).unwrap();
+}

@@ -80,6 +80,8 @@ const RUNTIME_KEYS: &[&str] = &[
     // Streams' checkpoints, read by heddle-data's sessions.
     "HEDDLE_CHECKPOINT_INTERVAL_S",
     "HEDDLE_CHECKPOINT_DIR",
+    // One id per `heddle run`, the same in every attempt (default checkpoint directories).
+    "HEDDLE_RUN_ID",
 ];
 
 /// Rejects a `HEDDLE_*` variable nobody reads: a misspelled setting must not be ignored.

@@ -137,10 +137,13 @@ pub fn run_local(spec: &LaunchSpec) -> Result<JobOutcome> {
         }
         .map_err(|e| Error::io("installing signal handlers", e))?;
     }
+    // One id for every attempt: streams keep their default checkpoints under it.
+    let run = hex::encode(rand::random::<[u8; 8]>());
     let mut attempt = 0;
     loop {
-        let outcome = run_attempt(spec, program, attempt, &signal)?;
+        let outcome = run_attempt(spec, program, attempt, &run, &signal)?;
         if !matches!(outcome, JobOutcome::WorkerFailed { .. }) || attempt >= spec.restarts {
+            default_checkpoints(&run, matches!(outcome, JobOutcome::Success));
             return Ok(outcome);
         }
         let sig = signal.load(Ordering::SeqCst);
@@ -157,11 +160,36 @@ pub fn run_local(spec: &LaunchSpec) -> Result<JobOutcome> {
     }
 }
 
+/// The streams' default checkpoint directories of run `run` on this host
+/// (`heddle-checkpoints-<uid>/<program>-<run>` in the temporary directory): removed once
+/// the job has succeeded; kept, and named, when it failed for good, to resume by hand.
+fn default_checkpoints(run: &str, succeeded: bool) {
+    let uid = heddle_comm::private::effective_uid();
+    let root = std::env::temp_dir().join(format!("heddle-checkpoints-{uid}"));
+    let Ok(entries) = std::fs::read_dir(&root) else { return };
+    for e in entries.flatten() {
+        if !e.file_name().to_string_lossy().ends_with(&format!("-{run}")) {
+            continue;
+        }
+        if succeeded {
+            let _ = std::fs::remove_dir_all(e.path());
+        } else {
+            eprintln!(
+                "heddle: the job's checkpoints are kept in {}: run it again with \
+                 --checkpoint-dir {} to resume from them",
+                e.path().display(),
+                e.path().display()
+            );
+        }
+    }
+}
+
 /// One attempt of the job: a master, the workers, and what is left once they end.
 fn run_attempt(
     spec: &LaunchSpec,
     program: &str,
     attempt: u32,
+    run: &str,
     signal: &Arc<AtomicUsize>,
 ) -> Result<JobOutcome> {
     let token = hex::encode(rand::random::<[u8; 32]>());
@@ -192,6 +220,7 @@ fn run_attempt(
             .env("HEDDLE_HEARTBEAT_S", spec.heartbeat.as_secs_f64().to_string())
             .env("HEDDLE_HEARTBEAT_TIMEOUT_S", spec.heartbeat_timeout.as_secs_f64().to_string())
             .env("HEDDLE_ATTEMPT", attempt.to_string())
+            .env("HEDDLE_RUN_ID", run)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

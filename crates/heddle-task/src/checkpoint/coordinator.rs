@@ -125,6 +125,7 @@ impl Checkpoints {
     /// # Errors
     /// [`Error::Checkpoint`]: a directory that cannot be used, a damaged checkpoint or
     /// one of another job or graph.
+    #[allow(clippy::too_many_arguments)] // the job's parts it works with
     pub(crate) fn start(
         comm: &Communicator,
         config: &Checkpointing,
@@ -132,9 +133,10 @@ impl Checkpoints {
         edge: u32,
         tasks: Vec<TaskId>,
         barriers: Arc<Barriers>,
-    ) -> Result<(Checkpoints, Option<Commit>)> {
-        let (store, restored) = agree_latest(comm, &config.dir, &config.job, &graph, "stream")?;
-        let from = restored.as_ref().map_or(0, |c| c.checkpoint);
+        store: Store,
+        restored: Option<&Commit>,
+    ) -> Result<Checkpoints> {
+        let from = restored.map_or(0, |c| c.checkpoint);
         // States of checkpoints after it never completed: an earlier attempt's.
         store.prune(&tasks, &|id| id > from, None);
         let writer = Writer::start(store.clone()).map_err(|e| Error::Checkpoint {
@@ -168,7 +170,7 @@ impl Checkpoints {
             coordinator,
             next_poll: Instant::now(),
         };
-        Ok((checkpoints, restored))
+        Ok(checkpoints)
     }
 
     /// Task `task`'s state in checkpoint `commit`, if it kept one.
@@ -198,16 +200,11 @@ impl Checkpoints {
         self.coordinator.as_ref().map(|c| c.stats.clone()).unwrap_or_default()
     }
 
-    /// Waits a little after a poll that moved nothing.
-    ///
-    /// # Errors
-    /// A lost peer, an abort, or nothing moving for the communicator's timeout.
-    pub(crate) fn wait(&mut self) -> Result<()> {
-        let last = self.last;
-        Ok(self.edge.wait(&self.world, &|| match last {
-            Some((id, _)) => format!("the job's last checkpoint ({id}) to complete"),
-            None => "the job's last checkpoint to start".into(),
-        })?)
+    /// Waits a little after a poll that moved nothing, while this worker's tasks have
+    /// ended and others' go on (for as long as they take: a stream may run for days; a
+    /// lost peer or an abort ends the wait through the polls).
+    pub(crate) fn wait(&mut self) {
+        std::thread::sleep(POLL_EVERY);
     }
 
     /// Moves checkpoints along: hands new snapshots to the writer, acknowledges, takes
@@ -392,7 +389,9 @@ impl Checkpoints {
         if c.in_flight.is_none() {
             let now = Instant::now();
             let all_finished = c.finished.len() >= workers;
-            let due = c.interval.is_some() && now >= c.next_due && c.finished.is_empty();
+            // Workers whose tasks have ended still take part (their tasks snapshot their
+            // final states at once), so checkpoints go on until every worker has ended.
+            let due = c.interval.is_some() && now >= c.next_due;
             if (all_finished && !c.last_triggered) || due {
                 let id = c.next_id;
                 c.next_id += 1;

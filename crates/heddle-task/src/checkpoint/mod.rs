@@ -92,6 +92,19 @@ pub struct CheckpointStats {
     pub last: bool,
 }
 
+/// The edges whose operations keep state of their own in streaming mode (a reduction, a
+/// keyed reduction or gathering, a sort), which checkpoints cannot cover, described.
+pub(crate) fn stateful_edges(graph: &TaskGraph) -> Vec<String> {
+    use crate::EdgeKind as K;
+    let name = |v: usize| &graph.vertices[v].name;
+    graph
+        .edges
+        .iter()
+        .filter(|e| matches!(e.kind, K::Reduce | K::KeyedReduce | K::KeyedGather | K::Sort))
+        .map(|e| format!("{} -> {} ({:?})", name(e.from), name(e.to), e.kind))
+        .collect()
+}
+
 /// The graph and its placement, one line per item: a checkpoint of another graph is
 /// refused, naming the first line that differs.
 pub(crate) fn describe(graph: &TaskGraph, plan: &Plan) -> String {

@@ -342,7 +342,8 @@ fn damaged(path: &Path, what: &str) -> Error {
     Error::Checkpoint {
         path: path.display().to_string(),
         message: format!(
-            "{what}: the checkpoint is damaged; remove its files to resume from the one before"
+            "{what}: the checkpoint is damaged; remove its files to resume from the one \
+             before (a two-phase sink then writes again what it published for this one)"
         ),
     }
 }

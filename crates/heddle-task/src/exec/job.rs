@@ -73,6 +73,8 @@ pub struct Job<'c> {
     /// Where and how often it checkpoints, if it does, and the graph's description.
     pub(super) checkpointing: Option<Checkpointing>,
     pub(super) graph: String,
+    /// Edges whose operations keep state of their own (checkpoints cannot cover them).
+    pub(super) stateful_edges: Vec<String>,
     pub(super) checkpoints: Option<Checkpoints>,
 }
 
@@ -215,6 +217,7 @@ impl<'c> Job<'c> {
             threads: default_threads()?,
             checkpointing: None,
             graph: checkpoint::describe(graph, plan),
+            stateful_edges: checkpoint::stateful_edges(graph),
             checkpoints: None,
         })
     }
@@ -275,6 +278,13 @@ impl<'c> Job<'c> {
     /// # Errors
     /// As [`Job::run`].
     pub fn iterate(&mut self, counts: &[u64]) -> Result<()> {
+        if self.checkpointing.is_some() {
+            return Err(Error::Graph(
+                "a job with streaming checkpoints runs once (Job::run); iterations checkpoint \
+                 with Job::iterate_checkpointed"
+                    .into(),
+            ));
+        }
         if counts.contains(&0) {
             return Ok(());
         }
@@ -305,7 +315,9 @@ impl<'c> Job<'c> {
     pub fn pass(&mut self, iteration: &[u64]) -> Result<()> {
         if !self.prepared {
             if let Some(config) = self.checkpointing.clone() {
-                let started = self.start_checkpoints(&config);
+                // Every worker gets the same answer or error here: nothing to abort.
+                let (store, restored) = self.agree_checkpoints(&config)?;
+                let started = self.start_checkpoints(&config, store, restored.as_ref());
                 if let Err(e) = &started {
                     self.abort_job(e);
                 }

@@ -7,30 +7,52 @@ use heddle_dataflow::Mode;
 
 use super::barriers::Barriers;
 use super::job::{Job, BLOCK_IDS};
-use crate::checkpoint::{Checkpointing, Checkpoints};
+use crate::checkpoint::{agree_latest, Checkpointing, Checkpoints, Commit, Store};
 use crate::{Error, Result};
 
 impl Job<'_> {
-    /// Opens the job's checkpoints and restores every local task from the newest
-    /// complete one (collective; before the tasks are prepared).
-    pub(crate) fn start_checkpoints(&mut self, config: &Checkpointing) -> Result<()> {
+    /// Checks the job can checkpoint, and finds the checkpoint to resume from
+    /// (collective): every worker gets the same answer, or the same error.
+    pub(crate) fn agree_checkpoints(
+        &self,
+        config: &Checkpointing,
+    ) -> Result<(Store, Option<Commit>)> {
         if self.opts.mode != Mode::Streaming || self.passes > 0 {
             return Err(Error::Graph(
                 "checkpoints are taken of streaming jobs run once (Job::run)".into(),
             ));
         }
+        if let Some(edge) = self.stateful_edges.first() {
+            return Err(Error::Graph(format!(
+                "checkpoints cannot cover edge {edge}: its operation keeps state of its own \
+                 in streaming mode; keep that state in a task instead (keyed state, windows)"
+            )));
+        }
+        agree_latest(self.comm, &config.dir, &config.job, &self.graph, "stream")
+    }
+
+    /// Opens the job's checkpoints and restores every local task from `restored`, the
+    /// newest complete checkpoint (before the tasks are prepared).
+    pub(crate) fn start_checkpoints(
+        &mut self,
+        config: &Checkpointing,
+        store: Store,
+        restored: Option<&Commit>,
+    ) -> Result<()> {
         let barriers = Arc::new(Barriers::default());
-        let (ck, restored) = Checkpoints::start(
+        let ck = Checkpoints::start(
             self.comm,
             config,
             self.graph.clone(),
             self.edge_block + BLOCK_IDS - 1,
             self.task_ids.clone(),
             barriers.clone(),
+            store,
+            restored,
         )?;
-        let from = restored.as_ref().map_or(0, |c| c.checkpoint);
+        let from = restored.map_or(0, |c| c.checkpoint);
         for (t, &id) in self.tasks.iter_mut().zip(&self.task_ids) {
-            if let Some(state) = restored.as_ref().map(|c| ck.state(c, id)).transpose()?.flatten() {
+            if let Some(state) = restored.map(|c| ck.state(c, id)).transpose()?.flatten() {
                 t.restore(&state)?;
             }
             t.checkpoints(barriers.clone(), from);
@@ -65,7 +87,7 @@ impl Job<'_> {
                 return Ok(());
             }
             if !moved {
-                ck.wait()?;
+                ck.wait();
             }
         }
     }

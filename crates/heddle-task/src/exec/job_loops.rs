@@ -42,28 +42,34 @@ impl Job<'_> {
                 "iterate_checkpointed needs a job that has run no pass, and every >= 1".into(),
             ));
         }
-        let started = self.resume_loops(config);
+        // Every worker gets rank 0's answer (or its error) alike: nothing to abort yet.
+        let (store, restored) =
+            agree_latest(self.comm, &config.dir, &config.job, &self.graph, "loop")?;
+        let started = self.resume_loops(&store, restored.as_ref());
         if let Err(e) = &started {
             self.abort_job(e);
         }
-        let (store, from) = started?;
+        let from = started?;
         let total: u64 = counts.iter().product();
         for pass in from..total {
             self.pass(&counters_of(pass, counts))?;
             let done = pass + 1;
             if done % config.every == 0 && done < total {
-                self.loop_checkpoint(&store, done)?;
+                let taken = self.loop_checkpoint(&store, done);
+                if let Err(e) = &taken {
+                    self.abort_job(e);
+                }
+                taken?;
             }
         }
         Ok(from)
     }
 
-    /// Finds the newest loop checkpoint and restores every local task from it.
-    fn resume_loops(&mut self, config: &LoopCheckpointing) -> Result<(Store, u64)> {
-        let (store, restored) =
-            agree_latest(self.comm, &config.dir, &config.job, &self.graph, "loop")?;
-        let from = restored.as_ref().map_or(0, |c| c.checkpoint);
-        if let Some(commit) = &restored {
+    /// Restores every local task from loop checkpoint `restored`, if any; returns the
+    /// passes it was taken after.
+    fn resume_loops(&mut self, store: &Store, restored: Option<&Commit>) -> Result<u64> {
+        let from = restored.map_or(0, |c| c.checkpoint);
+        if let Some(commit) = restored {
             for (t, &id) in self.tasks.iter_mut().zip(&self.task_ids) {
                 if commit.states.contains(&id) {
                     t.restore(&store.read_state(commit.checkpoint, id)?)?;
@@ -72,7 +78,7 @@ impl Job<'_> {
         }
         // States of checkpoints after it never completed: an earlier attempt's.
         store.prune(&self.task_ids, &|id| id > from, None);
-        Ok((store, from))
+        Ok(from)
     }
 
     /// Every worker writes its tasks' states after `passes` passes; rank 0 commits once

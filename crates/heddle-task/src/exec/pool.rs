@@ -77,6 +77,8 @@ struct Shared {
     activity: AtomicU64,
     /// Threads whose tasks all ended the pass.
     finished: AtomicUsize,
+    /// The pass is over: threads whose tasks ended stop serving their checkpoints.
+    over: AtomicBool,
     driver: Thread,
 }
 
@@ -101,6 +103,7 @@ pub(crate) fn drive(
         busy: AtomicUsize::new(0),
         activity: AtomicU64::new(0),
         finished: AtomicUsize::new(0),
+        over: AtomicBool::new(false),
         driver: std::thread::current(),
     };
     let n = parts.len();
@@ -122,6 +125,8 @@ pub(crate) fn drive(
         } else {
             Ok(())
         };
+        shared.over.store(true, Ordering::Release);
+        threads.iter().for_each(Thread::unpark);
         if driven.is_err() {
             shared.abort.store(true, Ordering::Release);
         }
@@ -153,6 +158,7 @@ fn run_group(
     iteration: &[u64],
 ) -> Result<()> {
     let mut idle = 0u32;
+    let mut finished_before = false;
     let outcome = loop {
         if shared.abort.load(Ordering::Acquire) {
             break Ok(());
@@ -179,7 +185,8 @@ fn run_group(
             Ok(false) => {}
         }
         if group.iter().all(|t| t.pass_done()) {
-            break Ok(());
+            finished_before = true;
+            break serve_checkpoints(group, shared, iteration);
         }
         idle += 1;
         if idle < SPIN_ROUNDS {
@@ -196,9 +203,30 @@ fn run_group(
     if outcome.is_err() {
         shared.abort.store(true, Ordering::Release);
     }
+    if !finished_before {
+        shared.finished.fetch_add(1, Ordering::AcqRel);
+        shared.driver.unpark();
+    }
+    outcome
+}
+
+/// A thread whose tasks all ended the pass: until the pass is over, its tasks still take
+/// the checkpoints triggered meanwhile (an ended task snapshots its final state at once),
+/// so that their worker can acknowledge them.
+fn serve_checkpoints(
+    group: &mut [&mut Box<dyn TaskRun>],
+    shared: &Shared,
+    iteration: &[u64],
+) -> Result<()> {
     shared.finished.fetch_add(1, Ordering::AcqRel);
     shared.driver.unpark();
-    outcome
+    while !shared.over.load(Ordering::Acquire) && !shared.abort.load(Ordering::Acquire) {
+        for t in group.iter_mut() {
+            t.checkpoint_ended(iteration)?;
+        }
+        std::thread::park_timeout(PARK);
+    }
+    Ok(())
 }
 
 /// The driver: moves records through the edges, wakes the executor threads when it

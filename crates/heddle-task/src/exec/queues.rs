@@ -23,11 +23,23 @@ pub(crate) struct Inbox<U> {
     ended_slots: Vec<bool>,
     /// The barrier being aligned, and the slots that have delivered it.
     barrier: Option<(u64, Vec<bool>)>,
+    /// What in-memory (chained) inputs handed over past their barrier, and whether they
+    /// ended there: it waits until the task has taken its snapshot.
+    parked: Vec<(usize, VecDeque<U>, bool)>,
+    /// The task has ended: barriers no longer align here.
+    retired: bool,
 }
 
 impl<U> Default for Inbox<U> {
     fn default() -> Self {
-        Inbox { items: VecDeque::new(), ended: 0, ended_slots: Vec::new(), barrier: None }
+        Inbox {
+            items: VecDeque::new(),
+            ended: 0,
+            ended_slots: Vec::new(),
+            barrier: None,
+            parked: Vec::new(),
+            retired: false,
+        }
     }
 }
 
@@ -41,6 +53,7 @@ impl<U> Inbox<U> {
     /// A new pass: no input has ended.
     pub(crate) fn begin_pass(&mut self) {
         self.ended = 0;
+        self.retired = false;
         self.ended_slots.iter_mut().for_each(|e| *e = false);
     }
 
@@ -54,6 +67,9 @@ impl<U> Inbox<U> {
 
     /// Input `slot` delivered checkpoint barrier `id`.
     pub(crate) fn barrier(&mut self, slot: usize, id: u64) {
+        if self.retired {
+            return;
+        }
         let slots = self.ended_slots.len();
         let (_, arrived) = self.barrier.get_or_insert_with(|| (id, vec![false; slots]));
         if let Some(a) = arrived.get_mut(slot) {
@@ -74,9 +90,52 @@ impl<U> Inbox<U> {
         (all && self.items.is_empty()).then_some(*id)
     }
 
-    /// The task took its snapshot: the inputs go on.
+    /// The task took its snapshot: the inputs go on, starting with what they handed over
+    /// past the barrier meanwhile.
     pub(crate) fn release(&mut self) {
         self.barrier = None;
+        for (slot, items, ended) in std::mem::take(&mut self.parked) {
+            self.items.extend(items);
+            if ended {
+                self.end(slot);
+            }
+        }
+    }
+
+    /// The task has ended: later barriers pass by, and nothing waits for it.
+    pub(crate) fn retire(&mut self) {
+        self.retired = true;
+        self.release();
+    }
+
+    /// Records an in-memory input hands over: queued, or parked while its slot is past
+    /// the barrier being aligned.
+    fn take_in(&mut self, slot: usize, items: impl Iterator<Item = U>) {
+        if self.blocked(slot) {
+            self.parked_slot(slot).1.extend(items);
+        } else {
+            self.items.extend(items);
+        }
+    }
+
+    /// An in-memory input ended (parked too while past the barrier).
+    fn end_in(&mut self, slot: usize) {
+        if self.blocked(slot) {
+            self.parked_slot(slot).2 = true;
+        } else {
+            self.end(slot);
+        }
+    }
+
+    fn parked_slot(&mut self, slot: usize) -> &mut (usize, VecDeque<U>, bool) {
+        let at = match self.parked.iter().position(|p| p.0 == slot) {
+            Some(at) => at,
+            None => {
+                self.parked.push((slot, VecDeque::new(), false));
+                self.parked.len() - 1
+            }
+        };
+        &mut self.parked[at]
     }
 }
 
@@ -190,7 +249,7 @@ pub(crate) struct ChainedOutput<T, U> {
 impl<T, U: Send> TaskOutput<T> for ChainedOutput<T, U> {
     fn push(&self, items: &mut Vec<T>) {
         let map = self.map;
-        lock(&self.inbox).items.extend(items.drain(..).map(map));
+        lock(&self.inbox).take_in(self.slot, items.drain(..).map(map));
     }
 
     fn backlog(&self) -> usize {
@@ -203,7 +262,7 @@ impl<T, U: Send> TaskOutput<T> for ChainedOutput<T, U> {
     }
 
     fn finish(&self) {
-        lock(&self.inbox).end(self.slot);
+        lock(&self.inbox).end_in(self.slot);
     }
 
     fn barrier(&self, id: u64) {

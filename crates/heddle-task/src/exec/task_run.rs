@@ -378,6 +378,7 @@ where
         let task = &mut self.task;
         let mut moved = false;
         let due = if self.common.done {
+            lock(&self.inbox).retire();
             self.common.due_checkpoint()
         } else {
             lock(&self.inbox).aligned()
