@@ -77,6 +77,9 @@ const RUNTIME_KEYS: &[&str] = &[
     "HEDDLE_JOB_DIR",
     // Executor threads per worker, read by heddle-task's jobs.
     "HEDDLE_TASK_THREADS",
+    // Checkpoints of streams, read by heddle-data's sessions.
+    "HEDDLE_CHECKPOINT_INTERVAL_S",
+    "HEDDLE_CHECKPOINT_DIR",
 ];
 
 /// Rejects a `HEDDLE_*` variable nobody reads: a misspelled setting must not be ignored.
