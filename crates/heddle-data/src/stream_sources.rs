@@ -161,7 +161,7 @@ impl Session {
     }
 
     /// The lines of every file of `path` (a file, a directory's files but hidden ones, or
-    /// a glob: as [`Session::read_text`]), as a stream that ends after the last line:
+    /// a glob: as [`Session::text_file`]), as a stream that ends after the last line:
     /// partition `i` of `p` reads files `i`, `i + p`, ... in name order, at most `rate`
     /// lines per second over all partitions if given. With checkpoints it replays from
     /// the byte offset of each partition's last checkpoint.

@@ -6,7 +6,7 @@
 //! 3. A task snapshots once barrier `n` has arrived on every input (aligned: an input
 //!    past the barrier waits meanwhile), then forwards it; a task that already ended
 //!    snapshots its final state at once.
-//! 4. The states are written to the state backend ([`store`]) off the executor, and each
+//! 4. The states are written to the state backend (`store`) off the executor, and each
 //!    worker acknowledges once all of its tasks' states are written.
 //! 5. With every acknowledgement in, rank 0 writes the commit file and tells every
 //!    worker: each task's [`crate::Compute::committed`] runs (two-phase sinks publish).
