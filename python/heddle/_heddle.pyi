@@ -50,6 +50,7 @@ __all__ = [
     "bcast_head",
     "parse_bcast_head",
     "run_local",
+    "check_setting",
     "Context",
     "Strategy",
     "Edge",
@@ -245,6 +246,10 @@ def run_local(
 ) -> int:
     """Runs ``command`` as ``workers`` local processes (``heddle run``); returns the exit code."""
 
+def check_setting(name: str, value: str) -> None:
+    """Checks ``value`` of the ``HEDDLE_*`` setting ``name`` as workers would; raises
+    ``ConfigError`` naming the variable, the value and what is valid."""
+
 # --- task graphs (heddle.task is the public API) ---------------------------------------
 
 #: A worker as ``(rank, host, cpu, memory)`` (an alias of the stub only).
@@ -286,6 +291,14 @@ class Context:
         """Changes when the task runs from now on."""
     def comm(self) -> Any:
         """The vertex's communicator (a ``heddle.Comm``); vertices marked collective only."""
+    @property
+    def state(self) -> Any:
+        """The task's own picklable state (``None`` at first), checkpointed in streaming
+        jobs; valid between calls too."""
+    @state.setter
+    def state(self, state: Any) -> None: ...
+    @state.deleter
+    def state(self) -> None: ...
 
 @final
 class Strategy:
@@ -407,6 +420,9 @@ class Job:
         streaming: bool = False,
         budget_bytes: int | None = None,
         batch_bytes: int | None = None,
+        checkpoint_interval: float | None = None,
+        checkpoint_dir: str | None = None,
+        job: str | None = None,
     ) -> Self: ...
     def run(self) -> dict[str, Any]: ...
     def iterate(self, counts: list[int]) -> None: ...
@@ -447,6 +463,9 @@ class Session:
         partitions: int | None = None,
         memory_budget: int | None = None,
         spill_dirs: list[str] | None = None,
+        checkpoint_interval: float | None = None,
+        checkpoint_dir: str | None = None,
+        job: str | None = None,
     ) -> Self: ...
     @property
     def rank(self) -> int: ...
@@ -454,6 +473,9 @@ class Session:
     def size(self) -> int: ...
     @property
     def partitions(self) -> int: ...
+    @property
+    def stream_checkpoints(self) -> tuple[str, str, float | None] | None:
+        """``(dir, job, interval in seconds or None)`` of its streams' checkpoints."""
     def range(self, start: int, end: int) -> DataSet: ...
     def from_list(self, records: Any) -> DataSet: ...
     def generate(self, n: int, f: Any) -> DataSet: ...
@@ -522,6 +544,8 @@ class Stream:
     @staticmethod
     def follow_file(session: Session, path: str, end_marker: str | None = None) -> Stream: ...
     @staticmethod
+    def text_files(session: Session, path: str, rate: float | None = None) -> Stream: ...
+    @staticmethod
     def redis_stream(
         session: Session, url: str, key: str, after: str = "0", end_field: str | None = None
     ) -> Stream: ...
@@ -531,6 +555,7 @@ class Stream:
     def filter(self, f: Any) -> Stream: ...
     def key_by(self, f: Any) -> Stream: ...
     def union(self, other: Stream) -> Stream: ...
+    def map_with_state(self, f: Any) -> Stream: ...
     def window(
         self,
         kind: str,

@@ -19,7 +19,8 @@ from heddle.errors import ConfigError, HeddleError
 USAGE = """\
 usage: heddle run [-n N] [--init-timeout S] [--transport auto|shm|tcp]
                   [--master-bind ADDR] [--kill-grace S] [--restarts N]
-                  [--heartbeat-interval S] [--heartbeat-timeout S] [--] PROGRAM [ARGS...]
+                  [--heartbeat-interval S] [--heartbeat-timeout S]
+                  [--checkpoint-interval S] [--checkpoint-dir DIR] [--] PROGRAM [ARGS...]
 
 Run PROGRAM as N workers on this machine. A PROGRAM ending in .py (or -m MODULE, -c CODE)
 runs under this Python interpreter.
@@ -39,6 +40,12 @@ options:
   --heartbeat-timeout S
                        silence after which a worker is declared failed and killed
                        (default 5, or HEDDLE_HEARTBEAT_TIMEOUT_S)
+  --checkpoint-interval S
+                       streams of the workers' data sessions checkpoint every S seconds
+                       and resume from their last checkpoint after a restart, exactly once
+                       (sets HEDDLE_CHECKPOINT_INTERVAL_S)
+  --checkpoint-dir DIR where those checkpoints go (sets HEDDLE_CHECKPOINT_DIR; default a
+                       private directory per job in the temp directory)
   -h, --help           show this help
 
 Each worker gets HEDDLE_RANK, HEDDLE_WORLD_SIZE, HEDDLE_MASTER and HEDDLE_JOB_TOKEN; its
@@ -70,6 +77,8 @@ _VALUE_OPTIONS = {
     "--restarts": "restarts",
     "--heartbeat-interval": "heartbeat_interval",
     "--heartbeat-timeout": "heartbeat_timeout",
+    "--checkpoint-interval": "checkpoint_interval",
+    "--checkpoint-dir": "checkpoint_dir",
 }
 
 
@@ -87,6 +96,8 @@ def _parse_run(args: Sequence[str]) -> dict[str, Any]:
         "restarts": "0",
         "heartbeat_interval": None,
         "heartbeat_timeout": None,
+        "checkpoint_interval": None,
+        "checkpoint_dir": None,
     }
     i = 0
     while i < len(args):
@@ -127,6 +138,29 @@ def _number(text: str, flag: str, kind: Callable[[str], Any] = float) -> Any:
         ) from None
 
 
+def _checkpoint_env(interval: str | None, directory: str | None) -> list[tuple[str, str]]:
+    """``HEDDLE_CHECKPOINT_INTERVAL_S`` and ``HEDDLE_CHECKPOINT_DIR`` for the workers, from
+    ``--checkpoint-interval`` (checked against the setting's range) and ``--checkpoint-dir``."""
+    env = []
+    if interval is not None:
+        _number(interval, "--checkpoint-interval")
+        try:
+            _heddle.check_setting("HEDDLE_CHECKPOINT_INTERVAL_S", interval)
+        except ConfigError as e:
+            raise _UsageError(f"--checkpoint-interval {interval}: {e}") from None
+        env.append(("HEDDLE_CHECKPOINT_INTERVAL_S", interval))
+    if directory is not None:
+        if not directory.strip():
+            raise _UsageError("--checkpoint-dir needs a directory, got an empty name")
+        if interval is None and not os.environ.get("HEDDLE_CHECKPOINT_INTERVAL_S"):
+            raise _UsageError(
+                "--checkpoint-dir needs --checkpoint-interval S (or HEDDLE_CHECKPOINT_INTERVAL_S): "
+                "streams checkpoint only when an interval is set"
+            )
+        env.append(("HEDDLE_CHECKPOINT_DIR", os.path.abspath(directory)))
+    return env
+
+
 def _program(command: list[str]) -> list[str]:
     if command and (command[0].endswith(".py") or command[0] in ("-m", "-c")):
         return [sys.executable, *command]
@@ -153,10 +187,11 @@ def run(args: Sequence[str]) -> int:
             for name in ("heartbeat_interval", "heartbeat_timeout")
             if opts[name] is not None
         }
+        checkpoints = _checkpoint_env(opts["checkpoint_interval"], opts["checkpoint_dir"])
     except _UsageError as e:
         print(f"heddle run: {e}\n\n{USAGE}", end="", file=sys.stderr)
         return 2
-    env = []
+    env = list(checkpoints)
     if opts["transport"] is not None:
         env.append(("HEDDLE_TRANSPORT", opts["transport"]))
     if "PYTHONUNBUFFERED" not in os.environ:

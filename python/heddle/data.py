@@ -32,11 +32,15 @@ arrays (or dicts of column arrays), Arrow record batches (when ``pyarrow`` is in
 or lists; :meth:`Session.text_blocks` reads text as blocks of many lines; records may
 themselves be numpy blocks (:meth:`Session.from_numpy`).
 
-Streams (:class:`Stream`, from ``Session.stream_generate``, ``socket_text``,
-``follow_file``, ``redis_stream`` or ``stream_from_list``) run the same record-wise steps on
-unbounded input, with keyed windows (:class:`Window`: tumbling, sliding and session
-windows on processing or event time, count windows) and sinks that run until the sources
-end or a :class:`StopHandle`, a timeout or a number of records stops them.
+Streams (:class:`Stream`, from ``Session.stream_generate``, ``stream_text``,
+``socket_text``, ``follow_file``, ``redis_stream`` or ``stream_from_list``) run the same
+record-wise steps on unbounded input, with keyed windows (:class:`Window`: tumbling,
+sliding and session windows on processing or event time, count windows), keyed state
+(:meth:`Stream.map_with_state`) and sinks that run until the sources end or a
+:class:`StopHandle`, a timeout or a number of records stops them. With checkpoints
+(``Session(checkpoint_interval=...)`` or ``heddle run --checkpoint-interval S``) a stream
+restarted after a failure (``heddle run --restarts N``) resumes from its last complete
+checkpoint and its file sinks deliver every record exactly once.
 
 Errors: an exception raised by a function inside an action stops the Python calls of
 that action on its worker (the action still ends on every worker), then is raised as
@@ -53,12 +57,22 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Callable
 
 from heddle import _heddle
+from heddle._checkpoints import Checkpoints, Interval, job_name, seconds
 from heddle.comm import Comm, init
 from heddle.dataset import DataSet, PathLike
 from heddle.errors import ArgumentError
 from heddle.stream import Address, StopHandle, Stream, Window, Windowed, _address
 
-__all__ = ["Session", "DataSet", "LoopCheckpoints", "Stream", "Window", "Windowed", "StopHandle"]
+__all__ = [
+    "Session",
+    "DataSet",
+    "LoopCheckpoints",
+    "Checkpoints",
+    "Stream",
+    "Window",
+    "Windowed",
+    "StopHandle",
+]
 
 
 def _on_malformed(on_malformed: str) -> bool:
@@ -111,6 +125,19 @@ class Session:
     per worker). ``memory_budget`` is how many bytes of records a partition holds in a sort
     or shuffle before it spills sorted runs to files in ``spill_dirs`` (default 64 MiB, and
     the system temp directory).
+
+    Streams checkpoint every ``checkpoint_interval`` seconds into ``checkpoint_dir`` (a
+    private directory, local or shared by the hosts) when either is given, or when ``heddle
+    run --checkpoint-interval S [--checkpoint-dir DIR]`` asks (``HEDDLE_CHECKPOINT_INTERVAL_S``,
+    ``HEDDLE_CHECKPOINT_DIR``; arguments given here win). A checkpoint keeps each source's
+    position, each key's :meth:`Stream.map_with_state` state and window contents, and the
+    file sinks' pending parts; a stream run finds the newest complete checkpoint of job
+    ``job`` (default: the script's name) in the directory and resumes from it, so a job
+    restarted by ``heddle run --restarts N`` delivers every record exactly once. Without an
+    interval (only ``checkpoint_dir``) the only checkpoint is the last one, when the sources
+    end. The default directory is ``heddle-checkpoints-<uid>/<job>`` in the temp directory.
+    A checkpoint of another job or of another stream is refused (:class:`heddle.DataError`
+    naming the file).
     """
 
     def __init__(
@@ -119,10 +146,21 @@ class Session:
         partitions: int | None = None,
         memory_budget: int | None = None,
         spill_dirs: Sequence[PathLike] | None = None,
+        checkpoint_interval: Interval = None,
+        checkpoint_dir: PathLike | None = None,
+        job: str | None = None,
     ) -> None:
         self.comm: Comm = comm if comm is not None else init()
         dirs = None if spill_dirs is None else [os.fspath(d) for d in spill_dirs]
-        self._native = _heddle.Session(self.comm, partitions, memory_budget, dirs)
+        self._native = _heddle.Session(
+            self.comm,
+            partitions,
+            memory_budget,
+            dirs,
+            seconds(checkpoint_interval),
+            None if checkpoint_dir is None else os.fspath(checkpoint_dir),
+            job_name(job),
+        )
 
     @property
     def rank(self) -> int:
@@ -138,6 +176,13 @@ class Session:
     def partitions(self) -> int:
         """Partitions of every data set."""
         return self._native.partitions
+
+    @property
+    def stream_checkpoints(self) -> Checkpoints | None:
+        """Where, as which job and how often streams checkpoint, or ``None`` if they take
+        no checkpoints."""
+        found = self._native.stream_checkpoints
+        return None if found is None else Checkpoints(os.fspath(found[0]), found[1], found[2])
 
     def _wrap(self, native: _heddle.DataSet) -> DataSet:
         return DataSet(native, self)
@@ -256,6 +301,20 @@ class Session:
                 f,
                 None if rate is None else int(rate),
                 None if limit is None else int(limit),
+            )
+        )
+
+    def stream_text(self, path: PathLike, rate: float | None = None) -> Stream:
+        """The lines (``str``, without their ``\\n`` or ``\\r\\n``) of every file of
+        ``path`` — a file, a directory's files (not those whose names start with ``.`` or
+        ``_``) or a glob's, in name order — as a stream that ends after the last line:
+        partition i of p reads files i, i + p, ..., at most ``rate`` lines per second over
+        all partitions (``None``: as fast as possible). It replays: with checkpoints each
+        partition resumes from the byte offset of its last checkpoint (the files must not
+        change meanwhile)."""
+        return self._stream(
+            _heddle.Stream.text_files(
+                self._native, os.fspath(path), None if rate is None else float(rate)
             )
         )
 

@@ -1,7 +1,7 @@
 """Streams of heddle.data: unbounded data sets of Python objects, with keyed windows.
 
-Use them through :mod:`heddle.data` (``Session.stream_generate``, ``socket_text``,
-``follow_file``, ``redis_stream``, ``stream_from_list``); this module holds
+Use them through :mod:`heddle.data` (``Session.stream_generate``, ``stream_text``,
+``socket_text``, ``follow_file``, ``redis_stream``, ``stream_from_list``); this module holds
 :class:`Stream`, :class:`Window`, :class:`Windowed` and :class:`StopHandle`::
 
     import operator, time
@@ -201,7 +201,9 @@ class Stream:
 
     An exception raised by a function of the stream stops the sources on its worker,
     ends the run there (at the next record its sink gets) and is raised as itself; the
-    other workers then see the worker go, as with a failing task.
+    other workers then see the worker go, as with a failing task. A checkpointed run
+    that fails ends at once, without a last checkpoint: a restarted job resumes from the
+    last complete one.
     """
 
     def __init__(self, native: _heddle.Stream, session: Any) -> None:
@@ -252,6 +254,26 @@ class Stream:
     def union(self, other: Stream) -> Stream:
         """The records of both streams, as they come."""
         return self._wrap(self._native.union(other._native))
+
+    # --- keyed state -------------------------------------------------------------------
+
+    def map_with_state(self, f: Callable[[Any, Any, Any], tuple[Any, Any]]) -> Stream:
+        """Keyed state over ``(key, value)`` records (Flink's keyed ``ValueState``,
+        Spark's ``mapGroupsWithState``): ``f(key, value, state)`` runs for each record,
+        on the partition that owns the key, with the key's state — ``None`` before its
+        first record — and returns ``(output, new_state)``; ``output`` is the record
+        emitted, ``new_state`` is kept for the key's next record (``None`` drops the key).
+        States are any picklable objects; with checkpoints they are pickled into each
+        checkpoint and restored when the job resumes, so each record counts once::
+
+            def count(word, _, n):
+                n = (n or 0) + 1
+                return f"{word} {n}", n
+
+            words.map(lambda w: (w, 1)).map_with_state(count).write_lines("out/")
+
+        Keys compare as in keyed operations of data sets."""
+        return self._wrap(self._native.map_with_state(f))
 
     # --- windows -----------------------------------------------------------------------
 
@@ -335,7 +357,15 @@ class Stream:
         partition) until the run ends; the parts, then ``_SUCCESS``, appear only then, and
         a run that fails leaves ``directory`` as it was. ``mode`` is that of the data set
         writers: ``"errorifexists"`` (a directory that holds files is refused),
-        ``"overwrite"`` or ``"append"``."""
+        ``"overwrite"`` or ``"append"``.
+
+        With checkpoints (see :class:`heddle.data.Session`) the sink is transactional
+        instead: each partition writes a hidden ``.part-NNNNN.*.inprogress`` file, which a
+        completed checkpoint renames to ``part-NNNNN-<checkpoint>`` (twelve digits), so
+        the directory holds exactly the records up to the last checkpoint, each once,
+        however often the job was killed and resumed. There is no ``_SUCCESS`` and
+        ``mode`` must be left at its default; a directory holding committed parts with no
+        checkpoint to resume them from is refused."""
         self._native.write_lines(os.fspath(directory), stop, timeout, max_records, mode)
 
     def write_parts(
@@ -350,8 +380,8 @@ class Stream:
         """Writes what ``f(record)`` returns for each record — ``bytes`` as they are, a
         ``str`` as UTF-8, ``None`` nothing — to ``directory/part-NNNNN`` (one file per
         partition), committed as :meth:`write_lines` commits: the parts, then
-        ``_SUCCESS``, appear when the run ends. ``f`` chooses the format (no newline is
-        added)::
+        ``_SUCCESS``, appear when the run ends (with checkpoints, part by part at each
+        checkpoint). ``f`` chooses the format (no newline is added)::
 
             events.write_parts("out/", lambda e: f"{e['id']}\t{e['value']}\n")
         """

@@ -49,6 +49,24 @@ depends on its incoming edges: the record itself; ``(task, record)`` from
 from :meth:`Edge.keyed_gather`. A task whose outgoing edges are keyed emits ``(key,
 value)`` tuples. Keys are compared by a canonical encoding (see :mod:`heddle.data`).
 
+Checkpoints (streaming jobs): ``Job(..., mode="streaming", checkpoint_interval=1.0,
+checkpoint_dir="ckpt/")`` snapshots every task at aligned barriers; a task's state is
+``ctx.state`` (any picklable object, ``None`` at first), which a job resumed from its last
+complete checkpoint (after ``heddle run --restarts N``) finds restored before ``prepare``.
+A source keeps its position there (what it emitted so far) and goes on from it; a task
+with a ``committed(ctx, checkpoint)`` method hears when a checkpoint has completed on
+every task (to publish output it staged, as a two-phase sink does)::
+
+    class Counter(Source):
+        def __init__(self, index):
+            self.index = index
+        def next(self, ctx):
+            start = ctx.state or 0                    # restored after a failure
+            for i in range(start, min(start + 100, 10_000)):
+                ctx.emit(i)
+            ctx.state = min(start + 100, 10_000)
+            return ctx.state < 10_000
+
 Tasks of a vertex marked :meth:`TaskGraph.collective` get a communicator of their own
 (``ctx.comm()``, rank = instance index) for BSP collectives inside the task, e.g. an
 allreduce in ``end_of_input``.
@@ -62,11 +80,13 @@ worker and is raised as itself by the call that ran the job.
 from __future__ import annotations
 
 import abc
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
 from heddle import _heddle
+from heddle._checkpoints import Interval, job_name, seconds
 from heddle.comm import Comm
 
 __all__ = [
@@ -88,6 +108,7 @@ __all__ = [
     "Job",
     "Report",
     "TaskStats",
+    "CheckpointStats",
     "StopHandle",
 ]
 
@@ -98,7 +119,8 @@ DONE = False
 
 #: What task methods receive as ``ctx``: ``emit(record)``, ``emit_all(records)``,
 #: ``emitted``, ``name``, ``index``, ``parallelism``, ``task``, ``worker``, ``iteration``,
-#: ``strategy`` / ``set_strategy(s)``, ``comm()``. Valid only during the call.
+#: ``strategy`` / ``set_strategy(s)``, ``comm()``. Valid only during the call, but for
+#: ``state``: the task's own picklable state, checkpointed in streaming jobs.
 Context = _heddle.Context
 #: Ends a streaming job: ``stop()`` (from a task or another thread).
 StopHandle = _heddle.StopHandle
@@ -115,6 +137,9 @@ class Source(abc.ABC):
         """Emits the next records with ``ctx.emit``; a bounded slice per call (say a few
         thousand), so the executor can move them. Returns :data:`MORE` (``True``) to be
         called again, :data:`DONE` (``False`` or ``None``) when this pass is over."""
+
+    def committed(self, ctx: Context, checkpoint: int) -> None:
+        """Checkpoint ``checkpoint`` completed on every task (checkpointed jobs)."""
 
     def close(self, ctx: Context) -> None:
         """Called once, after the last pass."""
@@ -136,6 +161,10 @@ class Compute(abc.ABC):
 
     def end_of_input(self, ctx: Context) -> None:
         """Every input has ended for this pass: emit results that need all of it."""
+
+    def committed(self, ctx: Context, checkpoint: int) -> None:
+        """Checkpoint ``checkpoint`` completed on every task (checkpointed jobs): output
+        staged up to it may be published."""
 
     def close(self, ctx: Context) -> None:
         """Called once, after the last pass (or when the task retires)."""
@@ -357,24 +386,52 @@ class TaskStats:
 
 
 @dataclass(frozen=True)
+class CheckpointStats:
+    """One completed checkpoint of a streaming job (reported by rank 0)."""
+
+    checkpoint: int
+    #: Milliseconds from its trigger to the last acknowledgement.
+    duration_ms: float
+    #: Bytes of state over all tasks.
+    bytes: int
+    #: Taken when every source had ended.
+    last: bool
+
+
+@dataclass(frozen=True)
 class Report:
     """What a job did on this worker: passes run, seconds from the first pass to the end
-    of the last, and the counters of the task instances on this worker."""
+    of the last, the counters of the task instances on this worker, and (on rank 0 of a
+    checkpointed job) the checkpoints completed."""
 
     passes: int
     job_s: float
     tasks: list[TaskStats]
+    checkpoints: list[CheckpointStats] = field(default_factory=list)
 
     @staticmethod
     def _from(d: dict[str, Any]) -> Report:
-        return Report(d["passes"], d["job_s"], [TaskStats(**t) for t in d["tasks"]])
+        return Report(
+            d["passes"],
+            d["job_s"],
+            [TaskStats(**t) for t in d["tasks"]],
+            [CheckpointStats(*c) for c in d.get("checkpoints", [])],
+        )
 
 
 class Job:
     """This worker's task instances of a plan (collective: every worker creates the job
     with the same graph and plan). ``mode`` is ``"batch"`` (tasks end when their input
     ends) or ``"streaming"`` (long-running, until :meth:`StopHandle.stop`). The plan
-    defaults to ``Plan(graph, comm)``."""
+    defaults to ``Plan(graph, comm)``.
+
+    A streaming job run once (:meth:`run`) checkpoints every ``checkpoint_interval``
+    seconds into ``checkpoint_dir`` when either is given (the directory defaults to
+    ``heddle-checkpoints-<uid>/<job>`` in the temp directory; without an interval only a
+    last checkpoint is taken, when the sources end), and resumes from the newest complete
+    checkpoint of job ``job`` (default: the script's name) that it finds there: see the
+    module's notes on ``ctx.state``. Unlike data sessions it does not read
+    ``HEDDLE_CHECKPOINT_INTERVAL_S``: a task graph's sources replay only if written to."""
 
     def __init__(
         self,
@@ -384,13 +441,24 @@ class Job:
         mode: str = "batch",
         budget_bytes: int | None = None,
         batch_bytes: int | None = None,
+        checkpoint_interval: Interval = None,
+        checkpoint_dir: str | os.PathLike[str] | None = None,
+        job: str | None = None,
     ) -> None:
         if mode not in ("batch", "streaming"):
             raise ValueError(f"mode must be 'batch' or 'streaming', not {mode!r}")
         if plan is None:
             plan = Plan(graph, comm)
         self._native = _heddle.Job(
-            comm, graph._native, plan._native, mode == "streaming", budget_bytes, batch_bytes
+            comm,
+            graph._native,
+            plan._native,
+            mode == "streaming",
+            budget_bytes,
+            batch_bytes,
+            seconds(checkpoint_interval),
+            None if checkpoint_dir is None else os.fspath(checkpoint_dir),
+            job_name(job),
         )
 
     def run(self) -> Report:

@@ -50,6 +50,11 @@ RENAMED: dict[str, dict[str, tuple[str, ...]]] = {
         "new": ("__init__(comm)",),
         "with_partitions": ("__init__(partitions)",),
         "with_options": ("__init__(memory_budget)", "__init__(spill_dirs)"),
+        "with_checkpoints": (
+            "__init__(checkpoint_interval)",
+            "__init__(checkpoint_dir)",
+            "__init__(job)",
+        ),
         "from_vec": ("from_list",),
         "stream_from_vec": ("stream_from_list",),
         # Helpers the binding's read_csv and read_parquet are built on.

@@ -82,3 +82,23 @@ def test_worker_exit_code_is_the_job_exit_code():
         "import os, sys, heddle; c = heddle.init(); sys.exit(7 if c.rank == 2 else 0)",
     )
     assert p.returncode == 7, p.stderr
+
+
+def test_checkpoint_flags_reach_the_workers_sessions(tmp_path):
+    code = (
+        "from heddle.data import Session; c = Session().stream_checkpoints; "
+        "print(c.interval, c.dir, c.job)"
+    )
+    ckpt = tmp_path / "ckpt"
+    flags = ["--checkpoint-interval", "0.25", "--checkpoint-dir", str(ckpt)]
+    p = heddle("run", "-n", "2", *flags, "-c", code)
+    assert p.returncode == 0, p.stderr
+    assert sorted(p.stdout.splitlines()) == [f"[0] 0.25 {ckpt} python", f"[1] 0.25 {ckpt} python"]
+    for bad in ("0", "-1", "nan", "inf", "1e9"):
+        p = heddle("run", "-n", "1", "--checkpoint-interval", bad, "-c", "pass")
+        assert p.returncode == 2 and f"--checkpoint-interval {bad}:" in p.stderr, (bad, p.stderr)
+        assert "HEDDLE_CHECKPOINT_INTERVAL_S" in p.stderr, p.stderr
+    p = heddle("run", "-n", "1", "--checkpoint-interval", "often", "-c", "pass")
+    assert p.returncode == 2 and "--checkpoint-interval 'often' is not a number" in p.stderr
+    p = heddle("run", "-n", "1", "--checkpoint-dir", str(ckpt), "-c", "pass")
+    assert p.returncode == 2 and "--checkpoint-dir needs --checkpoint-interval" in p.stderr

@@ -69,7 +69,7 @@ pub type Veto = Arc<dyn Fn() -> bool + Send + Sync>;
 pub struct Output {
     dir: PathBuf,
     mode: WriteMode,
-    veto: Option<Veto>,
+    pub(crate) veto: Option<Veto>,
 }
 
 impl Output {
@@ -90,7 +90,8 @@ impl Output {
     }
 
     /// Abandons the write, as a failed one, if `veto` says so once the parts are written
-    /// (a front end whose functions report failures aside, as the Python package does).
+    /// (a front end whose functions report failures aside, as the Python package does);
+    /// a checkpointed stream's sink takes no more checkpoints once it says so.
     pub fn veto(mut self, veto: Veto) -> Output {
         self.veto = Some(veto);
         self

@@ -208,8 +208,9 @@ impl<T: Record> Stream<T> {
             crate::txn_sink::prepare_output(&dir)?;
             comm.barrier()?;
             let write: WriteFn<T> = Arc::new(write);
-            let attempt = comm.attempt();
-            return self.run_into(move |_| TxnSink::new(&dir, write.clone(), attempt), stop);
+            let (attempt, veto) = (comm.attempt(), out.veto.clone());
+            return self
+                .run_into(move |_| TxnSink::new(&dir, write.clone(), attempt, veto.clone()), stop);
         }
         let parts = Parts::new(Arc::new(Commit::begin(comm, &out)?));
         let (each, end) = parts.sink(write);

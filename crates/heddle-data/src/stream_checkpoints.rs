@@ -30,17 +30,22 @@ pub(crate) fn from_env() -> Result<Option<Checkpointing>> {
     let job = program_name();
     let dir = match std::env::var_os(settings::CHECKPOINT_DIR).filter(|d| !d.is_empty()) {
         Some(d) => PathBuf::from(d),
-        None => {
-            // This run's own (kept across its restarts), so that another run of the program
-            // does not resume from it by accident.
-            let run = std::env::var("HEDDLE_RUN_ID").unwrap_or_default();
-            let dir =
-                default_dir(&if run.is_empty() { job.clone() } else { format!("{job}-{run}") });
-            private_parent(&dir)?;
-            dir
-        }
+        None => run_dir(&job)?,
     };
     Ok(Some(Checkpointing { dir, job, interval: Some(interval) }))
+}
+
+/// The default checkpoint directory of job `job` in this run: [`default_dir`] of `job` and,
+/// under `heddle run`, the run's id (the same in every attempt, so that a restarted job
+/// finds it and another run of the program does not), its parent made private.
+///
+/// # Errors
+/// A parent directory that cannot be made, or is not this user's alone.
+pub fn run_dir(job: &str) -> Result<PathBuf> {
+    let run = std::env::var("HEDDLE_RUN_ID").unwrap_or_default();
+    let dir = default_dir(&if run.is_empty() { job.to_string() } else { format!("{job}-{run}") });
+    private_parent(&dir)?;
+    Ok(dir)
 }
 
 /// Makes the default directory's parent (`heddle-checkpoints-<uid>`, a name anyone could

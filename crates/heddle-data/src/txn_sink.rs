@@ -3,7 +3,10 @@
 //! (pre-commit) and a new one begins; when the checkpoint completes everywhere, the closed
 //! files are renamed to their final names (commit). A restored job commits what its
 //! checkpoint pre-committed and deletes in-progress files written after it (their
-//! records are replayed), so every record is published exactly once.
+//! records are replayed), so every record is published exactly once. It numbers its new
+//! files after the ones its checkpoint holds, so a run resumed from the same checkpoint
+//! again (the first resumed run failed too) never takes such a run's unfinished file for
+//! one the checkpoint pre-committed, whatever the attempt numbers.
 //!
 //! ```text
 //! .part-00003.a1-7.inprogress   partition 3, attempt 1, its 7th file: being written
@@ -19,6 +22,7 @@ use heddle_task::{Compute, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::error::io;
+use crate::output::Veto;
 use crate::sinks::PartWriter;
 
 /// Writes one record to a part file.
@@ -42,10 +46,17 @@ pub(crate) struct TxnSink<T> {
     pub(crate) current: Option<(String, PartWriter)>,
     pending: Vec<Pending>,
     restored: bool,
+    /// Says the run has failed (records were lost before the sink): no more checkpoints.
+    veto: Option<Veto>,
 }
 
 impl<T> TxnSink<T> {
-    pub(crate) fn new(dir: &Path, write: WriteFn<T>, attempt: u32) -> TxnSink<T> {
+    pub(crate) fn new(
+        dir: &Path,
+        write: WriteFn<T>,
+        attempt: u32,
+        veto: Option<Veto>,
+    ) -> TxnSink<T> {
         TxnSink {
             dir: dir.to_path_buf(),
             write,
@@ -54,6 +65,7 @@ impl<T> TxnSink<T> {
             current: None,
             pending: Vec::new(),
             restored: false,
+            veto,
         }
     }
 
@@ -142,6 +154,13 @@ impl<T: Send + 'static> Compute for TxnSink<T> {
     }
 
     fn snapshot(&mut self, ctx: &mut Context<'_, ()>, checkpoint: u64) -> Result<Option<Vec<u8>>> {
+        if self.veto.as_ref().is_some_and(|v| v()) {
+            // Records before this barrier may be missing: the checkpoint must not complete.
+            return Err(heddle_task::Error::Task {
+                task: ctx.info().to_string(),
+                message: format!("checkpoint {checkpoint} is not taken: the run has failed"),
+            });
+        }
         if let Some((temp, out)) = self.current.take() {
             let file = out.into_inner().map_err(|e| self.fail(&temp, e.into_error()))?;
             file.sync_all().map_err(|e| self.fail(&temp, e))?;
@@ -167,6 +186,10 @@ impl<T: Send + 'static> Compute for TxnSink<T> {
             ))
         })?;
         self.restored = true;
+        // `.part-NNNNN.aA-N.inprogress`: go on after the highest N the checkpoint holds.
+        let number =
+            |temp: &str| temp.strip_suffix(".inprogress")?.rsplit('-').next()?.parse::<u64>().ok();
+        self.files = self.pending.iter().filter_map(|p| number(&p.temp)).max().unwrap_or(0);
         // The checkpoint is complete: what it pre-committed is committed.
         self.commit(u64::MAX)
     }

@@ -10,6 +10,7 @@ use heddle_dataflow::Options;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+use crate::checkpointing;
 use crate::comm::PyComm;
 use crate::data_set::PyDataSet;
 use crate::data_text::{self, Native};
@@ -73,15 +74,29 @@ impl PySession {
 impl PySession {
     /// A session over a copy of ``comm`` (collective), with ``partitions`` partitions per
     /// data set (default: one per worker), holding up to ``memory_budget`` bytes of records
-    /// per partition in sorts and shuffles before spilling to ``spill_dirs``.
+    /// per partition in sorts and shuffles before spilling to ``spill_dirs``; its streams
+    /// checkpoint every ``checkpoint_interval`` seconds into ``checkpoint_dir`` as job
+    /// ``job`` (see `checkpointing`).
     #[new]
-    #[pyo3(signature = (comm, partitions = None, memory_budget = None, spill_dirs = None))]
+    #[pyo3(signature = (
+        comm,
+        partitions = None,
+        memory_budget = None,
+        spill_dirs = None,
+        checkpoint_interval = None,
+        checkpoint_dir = None,
+        job = None
+    ))]
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments, all with defaults
     fn new(
         py: Python<'_>,
         comm: &PyComm,
         partitions: Option<u32>,
         memory_budget: Option<usize>,
         spill_dirs: Option<Vec<PathBuf>>,
+        checkpoint_interval: Option<f64>,
+        checkpoint_dir: Option<PathBuf>,
+        job: Option<String>,
     ) -> PyResult<PySession> {
         let c = comm.shared();
         let own = blocking(py, || c.split(Some(0), c.rank() as i64)).map_err(errors::comm)?;
@@ -111,6 +126,18 @@ impl PySession {
         } else {
             s
         };
+        let env = s.stream_checkpoints().cloned();
+        let job =
+            job.unwrap_or_else(|| env.as_ref().map_or("heddle-job".into(), |c| c.job.clone()));
+        let s = match checkpointing::resolve(
+            checkpoint_interval,
+            checkpoint_dir,
+            &job,
+            env.as_ref(),
+        )? {
+            Some(c) => s.with_checkpoints(c.dir, c.interval, &c.job).map_err(errors::data)?,
+            None => s,
+        };
         Ok(PySession { s, id: SESSIONS.fetch_add(1, Ordering::Relaxed) })
     }
 
@@ -130,6 +157,13 @@ impl PySession {
     #[getter]
     fn partitions(&self) -> u32 {
         self.s.partitions()
+    }
+
+    /// The checkpoints of its streams as ``(dir, job, interval in seconds or None)``, or
+    /// ``None`` if they take none.
+    #[getter]
+    fn stream_checkpoints(&self) -> Option<(PathBuf, String, Option<f64>)> {
+        self.s.stream_checkpoints().map(checkpointing::described)
     }
 
     /// The integers ``start .. end``, split evenly.

@@ -1,7 +1,9 @@
 //! `heddle._heddle.Stream`: a `heddle_data::Stream` of Python records — sources (lists,
 //! paced generators, sockets, growing files, Redis Streams), the record-wise steps of data
 //! sets, keyed windows reduced by a Python function, and sinks that run until the sources
-//! end or the run is stopped (a stop handle, a timeout, a count of records).
+//! end or the run is stopped (a stop handle, a timeout, a count of records). Keyed state
+//! is in `data_stream_state`, windows in `data_window`; a session's checkpoints apply to
+//! every run (its file sinks then commit at each checkpoint).
 //!
 //! Failures: as in a data set, the first Python exception of a run is kept, the run's later
 //! Python calls are skipped and the exception is raised as itself (see `failure`,
@@ -17,19 +19,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use heddle_data::{Error, Stream, Window, Windowed};
+use heddle_data::{Error, Stream};
 use heddle_task::StopHandle;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::data_output::part_bytes;
 use crate::data_session::{call_or_none, PySession};
 use crate::data_set::{filter_step, flat_map_step, guarded, key_by_step, map_step};
+use crate::data_window::{timestamp, window_of, windowed};
 use crate::errors::{self, argument, Kind};
 use crate::failure;
 use crate::interrupt::abortable;
-use crate::record::{pair_from, PyKey, PyObj};
+use crate::record::{pair_from, PyObj};
 use crate::task_graph::combine;
 use crate::task_job::PyStopHandle;
 
@@ -50,59 +52,6 @@ impl std::fmt::Debug for PyStream {
 /// A Python `str` record.
 fn text(line: String) -> PyObj {
     Python::attach(|py| PyObj::new(PyString::new(py, &line).into_any()))
-}
-
-/// An event time from `event_time`'s result: a non-negative int of milliseconds.
-fn timestamp(t: &Bound<'_, PyAny>) -> PyResult<u64> {
-    t.extract::<u64>().map_err(|_| {
-        let shown =
-            t.repr().map(|r| r.to_string()).unwrap_or_else(|_| "an unprintable object".into());
-        argument(format!(
-            "event_time must return a timestamp in milliseconds as a non-negative int \
-             (e.g. int(time.time() * 1000)), got {shown}"
-        ))
-    })
-}
-
-/// A window result as a ``heddle.data.Windowed`` named tuple.
-fn windowed(py: Python<'_>, w: Windowed<PyKey, PyObj>) -> PyResult<PyObj> {
-    static CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-    let class = CLASS.import(py, "heddle.stream", "Windowed")?;
-    Ok(PyObj::new(class.call1((
-        w.key.into_py(py)?,
-        w.start,
-        w.end,
-        w.value.into_bound(py),
-        w.records,
-        w.update,
-    ))?))
-}
-
-/// The window `kind` names, with sizes in ms (count windows: in records).
-fn window_of(kind: &str, size: u64, slide: u64, event: Option<(u64, u64)>) -> PyResult<Window> {
-    if size == 0 || slide == 0 {
-        return Err(argument(format!(
-            "a {kind} window needs a size and slide of at least 1, got {size} and {slide}"
-        )));
-    }
-    let ms = Duration::from_millis;
-    let w = match kind {
-        "tumbling_count" => Window::tumbling_count(size),
-        "sliding_count" => Window::sliding_count(size, slide),
-        "tumbling" => Window::tumbling(ms(size)),
-        "sliding" => Window::sliding(ms(size), ms(slide)),
-        "session" => Window::session(ms(size)),
-        _ => {
-            return Err(argument(format!(
-                "unknown window kind {kind:?}: use tumbling, sliding, session, tumbling_count or \
-                 sliding_count"
-            )))
-        }
-    };
-    Ok(match event {
-        Some((out_of_orderness, lateness)) => w.event_time(ms(out_of_orderness), ms(lateness)),
-        None => w,
-    })
 }
 
 /// When a run ends besides its sources ending: its stop handle (stopped by the caller, a
@@ -183,6 +132,24 @@ impl PyStream {
         PyStream { st, session: session.id, workers: session.s.comm().size() }
     }
 
+    /// Whether runs of the stream take checkpoints.
+    fn checkpointed(&self) -> bool {
+        self.st.session().stream_checkpoints().is_some()
+    }
+
+    /// The output directory of a file sink: with checkpoints it is resumed (committed part
+    /// by part), so only the default ``mode`` applies.
+    fn output(&self, dir: PathBuf, mode: &str) -> PyResult<heddle_data::Output> {
+        if self.checkpointed() && mode != "errorifexists" {
+            return Err(argument(format!(
+                "mode={mode:?}: a checkpointed stream resumes its output directory, committing \
+                 part files at each checkpoint; leave mode out (write to an empty or new \
+                 directory)"
+            )));
+        }
+        crate::data_output::output(dir, mode)
+    }
+
     /// Runs the stream into `each` on every worker until its sources end or `until` (or
     /// `timeout` seconds) stops it; raises the first Python exception of the run, which
     /// also stops it (and on several workers aborts the job).
@@ -211,14 +178,22 @@ impl PyStream {
         let _timer = timeout.map(|t| stop_after(until.stop.clone(), t)).transpose()?;
         let stop = until.stop.clone();
         let stop2 = stop.clone();
-        let on_failure = move |_: &PyErr| stop2.stop();
+        let abort = self.st.session().abort_handle();
+        let abort2 = abort.clone();
+        // A checkpointed run must not drain into a last checkpoint: the records whose
+        // Python calls were skipped would count as done, and a restarted job would never
+        // see them. It ends at once instead, resuming from its last complete checkpoint.
+        let checkpointed = self.checkpointed();
+        let on_failure = move |_: &PyErr| match checkpointed {
+            true => abort2.abort("a Python function of the stream raised"),
+            false => stop2.stop(),
+        };
         let counted = self.st.map(move |x: PyObj| {
             until.arrived();
             x
         });
-        let (r, raised) = abortable(py, &self.st.session().abort_handle(), || {
-            failure::scope_watched(on_failure, || sink(&counted, stop))
-        });
+        let (r, raised) =
+            abortable(py, &abort, || failure::scope_watched(on_failure, || sink(&counted, stop)));
         errors::of_run(r, raised, errors::data)
     }
 }
@@ -266,6 +241,23 @@ impl PyStream {
     #[pyo3(signature = (session, path, end_marker = None))]
     fn follow_file(session: &PySession, path: PathBuf, end_marker: Option<&str>) -> PyStream {
         PyStream::of(session, session.s.follow_file(path, end_marker).map(text))
+    }
+
+    /// The lines (str) of the files of ``path``, each partition its share of the files,
+    /// at most ``rate`` lines per second over all partitions (replayed from byte offsets
+    /// with checkpoints).
+    #[staticmethod]
+    #[pyo3(signature = (session, path, rate = None))]
+    fn text_files(session: &PySession, path: PathBuf, rate: Option<f64>) -> PyResult<PyStream> {
+        if rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
+            return Err(argument(format!(
+                "rate must be a positive number of lines per second (or None: as fast as \
+                 possible), got {}",
+                rate.unwrap_or_default()
+            )));
+        }
+        let lines = session.s.stream_text(&path, rate).map_err(errors::data)?;
+        Ok(PyStream::of(session, lines.map(text)))
     }
 
     /// ``(id, {field: value})`` for the entries of the Redis stream ``key`` at ``url``.
@@ -333,6 +325,12 @@ impl PyStream {
         self.wrap(self.st.flat_map(key_by_step(f)))
     }
 
+    /// Each ``(key, value)`` record through ``f(key, value, state)``, which returns
+    /// ``(output, new_state)``: keyed state, checkpointed with the stream.
+    fn map_with_state(&self, f: Py<PyAny>) -> PyStream {
+        self.wrap(crate::data_stream_state::map_with_state(&self.st, f))
+    }
+
     /// The records of both streams.
     fn union(&self, other: &PyStream) -> PyResult<PyStream> {
         if self.session != other.session {
@@ -391,7 +389,7 @@ impl PyStream {
 
     /// Writes each record's ``str`` as a line to ``dir/part-NNNNN`` (one per partition);
     /// the parts and ``_SUCCESS`` appear when the run ends (``mode`` as the data set
-    /// writers').
+    /// writers'), or with checkpoints as ``part-NNNNN-<checkpoint>`` at each checkpoint.
     #[pyo3(
         signature = (dir, stop = None, timeout = None, max_records = None, mode = "errorifexists")
     )]
@@ -404,7 +402,7 @@ impl PyStream {
         max_records: Option<u64>,
         mode: &str,
     ) -> PyResult<()> {
-        let out = crate::data_output::output(dir, mode)?;
+        let out = self.output(dir, mode)?;
         self.run_sink(py, stop.as_deref(), timeout, max_records, move |st, stop| {
             st.write_parts(out, Some(stop), |w, x| match line_of(&x) {
                 Some(line) => w.write_all(line.as_bytes()),
@@ -429,7 +427,7 @@ impl PyStream {
         max_records: Option<u64>,
         mode: &str,
     ) -> PyResult<()> {
-        let out = crate::data_output::output(dir, mode)?;
+        let out = self.output(dir, mode)?;
         self.run_sink(py, stop.as_deref(), timeout, max_records, move |st, stop| {
             st.write_parts(out, Some(stop), move |w, x| {
                 match guarded(|py| part_bytes(&f, py, &x)) {

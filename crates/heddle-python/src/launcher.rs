@@ -112,8 +112,16 @@ pub(crate) fn run_local(
     Ok(outcome.exit_code())
 }
 
+/// Checks ``value`` of the setting ``name`` (a ``HEDDLE_*`` variable) as every worker
+/// would: raises ``heddle.ConfigError`` naming the variable, the value and what is valid.
+#[pyfunction]
+pub(crate) fn check_setting(name: String, value: String) -> PyResult<()> {
+    heddle_runtime::check_environment(&[(name, value)]).map_err(errors::runtime)
+}
+
 /// Adds the launcher to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(pyo3::wrap_pyfunction!(run_local, m)?)?;
+    m.add_function(pyo3::wrap_pyfunction!(check_setting, m)?)?;
     Ok(())
 }

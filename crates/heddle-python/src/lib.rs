@@ -6,15 +6,17 @@
 //! operators (`op`), the launcher (`launcher`), task graphs of Python tasks (`task_graph`,
 //! `task_context`, `task_job`, with `task_adapters`, `task_records`, and the declarations
 //! `task_edge` and `task_strategy`), data sets and streams of Python records
-//! (`data_session`, `data_set`, `data_stream`; Parquet rows in `data_parquet`), whose
-//! records are Python objects (`record`). Every call that may wait releases the GIL through
-//! [`interrupt::blocking`] (Python callbacks inside native runs take it back as they need
-//! it), Rust errors become the exception classes of `heddle.errors` (made in `exceptions`,
-//! mapped by variant in `errors`, each variant's mapping listed by `error_samples`), and a
-//! Python exception raised inside a native run is raised as itself when the run returns
-//! (`failure`).
+//! (`data_session`, `data_set`, `data_stream` with `data_stream_state` and `data_window`;
+//! Parquet rows in `data_parquet`; checkpoints of streams and streaming task jobs in
+//! `checkpointing`), whose records are Python objects (`record`). Every call that may
+//! wait releases the GIL through [`interrupt::blocking`] (Python callbacks inside native
+//! runs take it back as they need it), Rust errors become the exception classes of
+//! `heddle.errors` (made in `exceptions`, mapped by variant in `errors`, each variant's
+//! mapping listed by `error_samples`), and a Python exception raised inside a native run
+//! is raised as itself when the run returns (`failure`).
 
 mod buffer;
+mod checkpointing;
 mod comm;
 mod comm_args;
 mod comm_collectives;
@@ -26,7 +28,9 @@ mod data_parquet;
 mod data_session;
 mod data_set;
 mod data_stream;
+mod data_stream_state;
 mod data_text;
+mod data_window;
 mod error_samples;
 mod errors;
 mod exceptions;

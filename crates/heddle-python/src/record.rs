@@ -37,15 +37,17 @@ fn pickle<'py>(py: Python<'py>, name: &'static str) -> PyResult<&'py Bound<'py, 
     Ok(f.bind(py))
 }
 
-fn dumps(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+/// `pickle.dumps(obj, 5)`.
+pub(crate) fn dumps(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     let b = pickle(obj.py(), "dumps")?.call1((obj, 5))?;
     Ok(b.cast::<PyBytes>()?.as_bytes().to_vec())
 }
 
-/// Unpickles `bytes`: the only place records and keys are unpickled (tags `V_PICKLE` and
-/// `K_OTHER`, at any depth). Fuzzing builds (feature `fuzzing`) refuse instead: their input
+/// Unpickles `bytes`: the only place records, keys (tags `V_PICKLE` and `K_OTHER`, at any
+/// depth) and task states (`ctx.state`, read back from the user's own private checkpoint
+/// files) are unpickled. Fuzzing builds (feature `fuzzing`) refuse instead: their input
 /// is arbitrary bytes, and unpickling arbitrary bytes can run arbitrary code.
-fn loads<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn loads<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     if cfg!(feature = "fuzzing") {
         return Err(malformed("a pickled object (never unpickled in fuzzing builds)"));
     }
@@ -330,6 +332,14 @@ pub(crate) struct PyKey {
 impl PyKey {
     pub(crate) fn new(obj: &Bound<'_, PyAny>) -> PyResult<PyKey> {
         Ok(PyKey { enc: key_bytes(obj)?.into_boxed_slice(), obj: Some(PyObj::new(obj.clone())) })
+    }
+
+    /// The key as a Python object, borrowed (decoded if it arrived from another worker).
+    pub(crate) fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match &self.obj {
+            Some(o) => Ok(o.bind(py).clone()),
+            None => Ok(decode_key(py, &self.enc, 0)?.0),
+        }
     }
 
     /// The key as a Python object (decoded if it arrived from another worker).

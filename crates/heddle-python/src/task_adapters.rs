@@ -1,6 +1,7 @@
 //! The adapters that run a Python task object as a native source or compute task
 //! ([`PySource`], [`PyCompute`]), calling its methods (`prepare`, `next` / `execute`,
-//! `tick`, `end_of_input`, `close`) through a [`PyTask`].
+//! `tick`, `end_of_input`, `committed`, `close`) through a [`PyTask`]. At a checkpoint the
+//! task's `ctx.state` is pickled; a resumed job unpickles it before `prepare`.
 
 use std::marker::PhantomData;
 
@@ -10,7 +11,7 @@ use pyo3::prelude::*;
 use crate::comm::PyComm;
 use crate::errors::argument;
 use crate::failure;
-use crate::record::PyObj;
+use crate::record::{self, PyObj};
 use crate::task_context::{CtxOps, PyContext};
 use crate::task_records::{InRec, OutRec};
 
@@ -26,6 +27,7 @@ pub(crate) struct PyTask {
     has_tick: bool,
     has_end: bool,
     has_close: bool,
+    has_committed: bool,
 }
 
 /// The task-system error for a Python exception raised by task `info` (the exception is
@@ -58,6 +60,7 @@ impl PyTask {
                         has_tick: has("tick"),
                         has_end: has("end_of_input"),
                         has_close: has("close"),
+                        has_committed: has("committed"),
                         obj: Some(obj.unbind()),
                         main: Some(m.unbind()),
                         ctx,
@@ -75,6 +78,7 @@ impl PyTask {
                         has_tick: false,
                         has_end: false,
                         has_close: false,
+                        has_committed: false,
                     }
                 }
             }
@@ -145,6 +149,56 @@ impl PyTask {
         }
         Ok(())
     }
+
+    /// `ctx.state` pickled (`None`: no state). Refused once the run has failed: the
+    /// records whose calls were skipped must not count as done in a checkpoint.
+    fn snapshot(
+        &self,
+        ctx: &mut dyn CtxOps,
+        checkpoint: u64,
+    ) -> heddle_task::Result<Option<Vec<u8>>> {
+        let info = ctx.info().clone();
+        if failure::failed() {
+            return Err(heddle_task::Error::Task {
+                task: info.to_string(),
+                message: format!(
+                    "checkpoint {checkpoint} is not taken: the job failed (an earlier Python \
+                     exception)"
+                ),
+            });
+        }
+        Python::attach(|py| {
+            let Some(state) = self.ctx.bind(py).borrow().state(py) else { return Ok(None) };
+            record::dumps(state.bind(py)).map(Some).map_err(|e| {
+                let why = format!(
+                    "ctx.state of task {info} does not pickle for checkpoint {checkpoint}: {e}"
+                );
+                task_error(&info, pyo3::exceptions::PyTypeError::new_err(why))
+            })
+        })
+    }
+
+    /// Sets `ctx.state` from a checkpoint (before `prepare`).
+    fn restore(&self, ctx: &mut dyn CtxOps, state: &[u8]) -> heddle_task::Result<()> {
+        let info = ctx.info().clone();
+        Python::attach(|py| {
+            // The user's own file, private and owner-checked when it was read.
+            let s = record::loads(py, state).map_err(|e| task_error(&info, e))?;
+            self.ctx.bind(py).borrow().set_state_object(Some(s.unbind()));
+            Ok(())
+        })
+    }
+
+    /// Calls `committed(ctx, checkpoint)` if the task has it.
+    fn committed(&self, ctx: &mut dyn CtxOps, checkpoint: u64) -> heddle_task::Result<()> {
+        if self.has_committed && self.obj.is_some() {
+            let id = Python::attach(|py| {
+                PyObj::new(checkpoint.into_pyobject(py).expect("an int").into_any())
+            });
+            self.call(ctx, Some("committed"), Some(id))?;
+        }
+        Ok(())
+    }
 }
 
 /// A Python source task emitting `O`.
@@ -166,6 +220,22 @@ impl<O: OutRec> Source for PySource<O> {
         Python::attach(|py| more.bind(py).is_truthy())
             .map(|m| if m { Produced::More } else { Produced::Done })
             .map_err(|e| task_error(&info, e))
+    }
+
+    fn snapshot(
+        &mut self,
+        ctx: &mut Context<'_, O>,
+        id: u64,
+    ) -> heddle_task::Result<Option<Vec<u8>>> {
+        self.task.snapshot(ctx, id)
+    }
+
+    fn restore(&mut self, ctx: &mut Context<'_, O>, state: &[u8]) -> heddle_task::Result<()> {
+        self.task.restore(ctx, state)
+    }
+
+    fn committed(&mut self, ctx: &mut Context<'_, O>, id: u64) -> heddle_task::Result<()> {
+        self.task.committed(ctx, id)
     }
 
     fn close(&mut self, ctx: &mut Context<'_, O>) -> heddle_task::Result<()> {
@@ -203,6 +273,22 @@ impl<I: InRec, O: OutRec> Compute for PyCompute<I, O> {
             self.task.call::<PyObj>(ctx, Some("end_of_input"), None)?;
         }
         Ok(())
+    }
+
+    fn snapshot(
+        &mut self,
+        ctx: &mut Context<'_, O>,
+        id: u64,
+    ) -> heddle_task::Result<Option<Vec<u8>>> {
+        self.task.snapshot(ctx, id)
+    }
+
+    fn restore(&mut self, ctx: &mut Context<'_, O>, state: &[u8]) -> heddle_task::Result<()> {
+        self.task.restore(ctx, state)
+    }
+
+    fn committed(&mut self, ctx: &mut Context<'_, O>, id: u64) -> heddle_task::Result<()> {
+        self.task.committed(ctx, id)
     }
 
     fn close(&mut self, ctx: &mut Context<'_, O>) -> heddle_task::Result<()> {

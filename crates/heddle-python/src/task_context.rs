@@ -52,12 +52,14 @@ impl<O: OutRec> CtxOps for Context<'_, O> {
 
 /// What a Python task method receives as ``ctx``: emit records, see who and where the
 /// task is, its iteration, its vertex's communicator, and change its strategy. Valid only
-/// during the call it was passed to.
+/// during the call it was passed to; its ``state`` is the task's own (checkpointed).
 #[pyclass(unsendable, module = "heddle._heddle", name = "Context")]
 pub(crate) struct PyContext {
     current: Cell<Option<NonNull<dyn CtxOps>>>,
     busy: Cell<bool>,
     comm: RefCell<Option<Py<PyAny>>>,
+    /// The task's state (``ctx.state``): pickled at each checkpoint, restored on resume.
+    state: RefCell<Option<Py<PyAny>>>,
 }
 
 impl std::fmt::Debug for PyContext {
@@ -80,7 +82,22 @@ impl Drop for Installed<'_> {
 impl PyContext {
     /// A context with no task call in progress.
     pub(crate) fn new() -> PyContext {
-        PyContext { current: Cell::new(None), busy: Cell::new(false), comm: RefCell::new(None) }
+        PyContext {
+            current: Cell::new(None),
+            busy: Cell::new(false),
+            comm: RefCell::new(None),
+            state: RefCell::new(None),
+        }
+    }
+
+    /// The task's state (``None``: it keeps none).
+    pub(crate) fn state(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.state.borrow().as_ref().map(|s| s.clone_ref(py))
+    }
+
+    /// Sets the task's state (restored from a checkpoint).
+    pub(crate) fn set_state_object(&self, state: Option<Py<PyAny>>) {
+        *self.state.borrow_mut() = state;
     }
 
     /// Makes `ctx` the context of the task call in progress.
@@ -190,6 +207,20 @@ impl PyContext {
             c.set_strategy(s);
             Ok(())
         })
+    }
+
+    /// The task's own state: any picklable object (``None`` at first), pickled at each
+    /// checkpoint of a checkpointed streaming job and restored when it resumes. Unlike the
+    /// rest of the context it stays valid between calls.
+    #[getter]
+    fn get_state(&self, py: Python<'_>) -> Py<PyAny> {
+        self.state(py).unwrap_or_else(|| py.None())
+    }
+
+    #[setter]
+    fn set_state(&self, state: Option<Bound<'_, PyAny>>) {
+        let state = state.filter(|s| !s.is_none()).map(Bound::unbind);
+        self.set_state_object(state);
     }
 
     /// The communicator of the vertex's instances (rank = instance index), for

@@ -1,6 +1,7 @@
 //! Planning and running task graphs of Python tasks: `heddle._heddle.Plan`, `Job` and
 //! `StopHandle`, and `discover` (the workers of a communicator).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use heddle_comm::Communicator;
@@ -12,6 +13,7 @@ use heddle_task::{
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::checkpointing;
 use crate::comm::PyComm;
 use crate::errors::{self, argument};
 use crate::failure;
@@ -172,6 +174,12 @@ fn report(py: Python<'_>, r: &Report) -> PyResult<Py<PyAny>> {
         })
         .collect::<PyResult<Vec<_>>>()?;
     d.set_item("tasks", tasks)?;
+    let checkpoints = r
+        .checkpoints
+        .iter()
+        .map(|c| (c.checkpoint, c.duration_ms, c.bytes, c.last))
+        .collect::<Vec<_>>();
+    d.set_item("checkpoints", checkpoints)?;
     Ok(d.into_any().unbind())
 }
 
@@ -183,11 +191,22 @@ impl PyJob {
 
 #[pymethods]
 impl PyJob {
-    /// Instantiates this worker's tasks of ``plan`` (collective).
+    /// Instantiates this worker's tasks of ``plan`` (collective); a streaming job
+    /// checkpoints every ``checkpoint_interval`` seconds into ``checkpoint_dir`` as job
+    /// ``job`` if either is given (see `checkpointing`).
     #[new]
-    #[pyo3(
-        signature = (comm, graph, plan, streaming = false, budget_bytes = None, batch_bytes = None)
-    )]
+    #[pyo3(signature = (
+        comm,
+        graph,
+        plan,
+        streaming = false,
+        budget_bytes = None,
+        batch_bytes = None,
+        checkpoint_interval = None,
+        checkpoint_dir = None,
+        job = None
+    ))]
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments, all with defaults
     fn new(
         py: Python<'_>,
         comm: &PyComm,
@@ -196,7 +215,19 @@ impl PyJob {
         streaming: bool,
         budget_bytes: Option<u64>,
         batch_bytes: Option<u64>,
+        checkpoint_interval: Option<f64>,
+        checkpoint_dir: Option<PathBuf>,
+        job: Option<String>,
     ) -> PyResult<PyJob> {
+        let job_name = job.unwrap_or_else(|| "heddle-job".into());
+        let checkpoints =
+            checkpointing::resolve(checkpoint_interval, checkpoint_dir, &job_name, None)?;
+        if checkpoints.is_some() && !streaming {
+            return Err(argument(
+                "checkpoints are taken of streaming jobs: give mode=\"streaming\", or leave \
+                 checkpoint_interval and checkpoint_dir out",
+            ));
+        }
         let shared = comm.shared();
         // SAFETY: the job borrows the communicator, which `PyJob` keeps alive (in `comm`)
         // until after the job is dropped (fields drop in declaration order).
@@ -215,7 +246,13 @@ impl PyJob {
         let abort = AbortHandle::default();
         let (job, raised) = blocking_here(py, || {
             failure::scope(|| {
-                Job::new(c, &g, &p, opts).map(|j| j.threads(1).abort_with(abort.clone()))
+                Job::new(c, &g, &p, opts).map(|j| {
+                    let j = j.threads(1).abort_with(abort.clone());
+                    match checkpoints {
+                        Some(config) => j.checkpoint(config),
+                        None => j,
+                    }
+                })
             })
         });
         let job = errors::of_run(job, raised, errors::task)?;
