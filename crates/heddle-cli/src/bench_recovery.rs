@@ -143,16 +143,23 @@ fn newest_part(out: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-/// Worker processes of a run (children of the launcher `pid`).
+/// Worker processes of a run: children of the launcher `pid` running the example (not
+/// its guardian, nor a worker already dead).
 fn workers_of(pid: u32) -> Vec<u32> {
     let out = Command::new("pgrep").args(["-P", &pid.to_string()]).output();
-    out.map(|o| {
-        String::from_utf8_lossy(&o.stdout)
-            .split_whitespace()
-            .filter_map(|p| p.parse().ok())
-            .collect()
-    })
-    .unwrap_or_default()
+    let children: Vec<u32> = out
+        .map(|o| {
+            let text = String::from_utf8_lossy(&o.stdout).to_string();
+            text.split_whitespace().filter_map(|p| p.parse().ok()).collect()
+        })
+        .unwrap_or_default();
+    children
+        .into_iter()
+        .filter(|p| {
+            let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            cmdline.split(|&b| b == 0).next().unwrap_or_default().ends_with(b"/exactly_once")
+        })
+        .collect()
 }
 
 /// Kills one worker of a running exactly_once job, `kills` times; returns the seconds from
