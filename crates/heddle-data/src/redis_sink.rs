@@ -242,22 +242,36 @@ mod tests {
         }
     }
 
+    /// A redis-server of this test's own: tests run in parallel, and two may be handed the
+    /// same free port, so a server that could not bind it (it exits) is started again on
+    /// another.
     fn server() -> Server {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = std::process::Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("redis-server is not installed: run `apt-get install -y redis-server`");
-        let server = Server(child, format!("redis://127.0.0.1:{port}/"));
-        for _ in 0..500 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return server;
+        for _ in 0..20 {
+            let port =
+                std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let child = std::process::Command::new("redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no"])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("redis-server is not installed: run `apt-get install -y redis-server`");
+            let mut server = Server(child, format!("redis://127.0.0.1:{port}/"));
+            for _ in 0..500 {
+                if server.0.try_wait().ok().flatten().is_some() {
+                    break; // it exited: the port was taken
+                }
+                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    // Listening; and still ours a moment later (not another test's).
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    if server.0.try_wait().ok().flatten().is_none() {
+                        return server;
+                    }
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
             }
-            std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        panic!("redis-server did not start on port {port}");
+        panic!("redis-server did not start on any of 20 ports");
     }
 
     fn sink(url: &str, pending: &[(u64, usize)]) -> RedisTxnSink<String> {

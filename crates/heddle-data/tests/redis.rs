@@ -20,33 +20,39 @@ impl Drop for Server {
     }
 }
 
+/// A redis-server of this test's own. Tests run in parallel and two may be handed the same
+/// free port: a server that could not bind it exits, and is started again on another.
 fn start_redis() -> Server {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect(
-            "redis-server is not installed: run `apt-get install -y redis-server` \
-             (make test does this)",
-        );
-    let url = format!("redis://127.0.0.1:{port}/");
-    let until = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < until, "redis-server did not start on port {port}");
-        std::thread::sleep(Duration::from_millis(20));
+    for _ in 0..20 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect(
+                "redis-server is not installed: run `apt-get install -y redis-server` \
+                 (make test does this)",
+            );
+        let mut server = Server { child, url: format!("redis://127.0.0.1:{port}/") };
+        let until = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < until {
+            if server.child.try_wait().ok().flatten().is_some() {
+                break; // the port was taken
+            }
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                // Listening, and still ours a moment later (not another test's).
+                std::thread::sleep(Duration::from_millis(50));
+                if server.child.try_wait().ok().flatten().is_none() {
+                    return server;
+                }
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
-    Server { child, url }
+    panic!("redis-server did not start on any of 20 ports");
 }
 
 fn redis_cli(url: &str) -> redis::Connection {
