@@ -195,6 +195,24 @@ impl Checkpoints {
         self.last.is_some_and(|(_, done)| done)
     }
 
+    /// Sends every control message still queued (the last checkpoint's completion, to
+    /// every worker) before this worker leaves the job: nothing else moves the links then.
+    ///
+    /// # Errors
+    /// A lost peer.
+    pub(crate) fn drain(&mut self) -> Result<()> {
+        loop {
+            self.flush()?;
+            let mut io = self.edge.lock();
+            io.poll()?;
+            if self.outgoing.is_empty() && !io.sending() {
+                return Ok(());
+            }
+            drop(io);
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+
     /// What the completed checkpoints took (rank 0; empty elsewhere).
     pub(crate) fn stats(&self) -> Vec<CheckpointStats> {
         self.coordinator.as_ref().map(|c| c.stats.clone()).unwrap_or_default()
@@ -296,7 +314,8 @@ impl Checkpoints {
             Message::Trigger { id, last } => {
                 self.barriers.trigger(id);
                 self.local.entry(id).or_default();
-                if last {
+                // The last checkpoint is the last: nothing is triggered after it.
+                if last && self.last.is_none() {
                     self.last = Some((id, false));
                 }
             }
@@ -391,7 +410,7 @@ impl Checkpoints {
             let all_finished = c.finished.len() >= workers;
             // Workers whose tasks have ended still take part (their tasks snapshot their
             // final states at once), so checkpoints go on until every worker has ended.
-            let due = c.interval.is_some() && now >= c.next_due;
+            let due = c.interval.is_some() && now >= c.next_due && !c.last_triggered;
             if (all_finished && !c.last_triggered) || due {
                 let id = c.next_id;
                 c.next_id += 1;

@@ -83,6 +83,7 @@ impl Job<'_> {
                     t.checkpoint_ended(&[])?;
                 }
                 // No worker leaves (closing its links) before every worker has heard.
+                ck.drain()?;
                 self.comm.barrier()?;
                 return Ok(());
             }
