@@ -103,7 +103,7 @@ impl Puller<String> for Follow {
             }
         }
         let f = self.file.as_mut().expect("opened above");
-        match pull_line(&mut self.pending, |buf| f.read(buf), &io)? {
+        match pull_line(&mut self.pending, |buf| f.read(buf), &io, false)? {
             // A file at its current end is not finished: wait for more.
             Pulled::End => Ok(Pulled::Pending),
             Pulled::Item((line, bytes)) => {
@@ -133,12 +133,13 @@ impl Puller<String> for Follow {
 
 /// The next complete line from `pending` and whatever `read` has now, with the bytes it
 /// took (its newline included): an item, pending (no complete line yet, or the read would
-/// block), or the end (the reader is exhausted; a last line without a newline comes
-/// first).
+/// block), or the end (the reader is exhausted; with `last_line`, a last line without a
+/// newline comes first, else it waits for its newline).
 pub(crate) fn pull_line(
     pending: &mut Vec<u8>,
     mut read: impl FnMut(&mut [u8]) -> std::io::Result<usize>,
     io: &dyn Fn(std::io::Error) -> Error,
+    last_line: bool,
 ) -> Result<Pulled<(String, u64)>> {
     loop {
         if let Some(nl) = pending.iter().position(|&b| b == b'\n') {
@@ -150,6 +151,10 @@ pub(crate) fn pull_line(
             Ok(0) => {
                 if pending.is_empty() {
                     return Ok(Pulled::End);
+                }
+                if !last_line {
+                    // A growing file: its last line is not complete until its newline.
+                    return Ok(Pulled::Pending);
                 }
                 let item = (text_of(pending), pending.len() as u64);
                 pending.clear();

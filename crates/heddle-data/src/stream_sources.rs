@@ -116,7 +116,7 @@ impl Session {
                         conn = Some((s, Vec::new()));
                     }
                     let (s, pending) = conn.as_mut().expect("connected above");
-                    Ok(match pull_line(pending, |buf| s.read(buf), &io)? {
+                    Ok(match pull_line(pending, |buf| s.read(buf), &io, true)? {
                         Pulled::Item((line, _)) => Pulled::Item(line),
                         Pulled::Pending => Pulled::Pending,
                         Pulled::End => Pulled::End,
