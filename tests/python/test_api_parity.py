@@ -157,7 +157,9 @@ INTENTIONALLY_ABSENT: dict[str, dict[str, str]] = {
 
 #: User-facing Rust ops Python lacks so far (reported, not failed).
 MISSING_IN_PYTHON: dict[str, dict[str, str]] = {
-    "DataSet": {},
+    "DataSet": {
+        "materialize": "materialized stages (multi-stage batch resume) are Rust-only so far",
+    },
     "Stream": {},
     "Session": {},
     "Comm": {},
