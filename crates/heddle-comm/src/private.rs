@@ -98,6 +98,39 @@ pub fn check_dir(path: &Path) -> Result<()> {
     check_meta(path, &meta)
 }
 
+/// Why [`ensure_dir`] failed.
+#[derive(Debug)]
+pub enum EnsureDirError {
+    /// A directory (`dir` or a missing parent) could not be inspected or made.
+    Io(std::path::PathBuf, io::Error),
+    /// `dir` exists but is not a private directory of this user's ([`check_dir`]).
+    NotPrivate(Error),
+}
+
+/// Makes `dir` this user's alone if it is missing (missing parents too: 0700, less by the
+/// umask); checks that it is ours and private if it exists, or if another process of this
+/// host made it meanwhile.
+///
+/// # Errors
+/// [`EnsureDirError`]: the directory that could not be made, or why `dir` is not private.
+pub fn ensure_dir(dir: &Path) -> std::result::Result<(), EnsureDirError> {
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                let mut parents = std::fs::DirBuilder::new();
+                parents.recursive(true).mode(DIR_MODE);
+                parents.create(parent).map_err(|e| EnsureDirError::Io(parent.into(), e))?;
+            }
+            match create_dir(dir) {
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => ensure_dir(dir),
+                other => other.map_err(|e| EnsureDirError::Io(dir.into(), e)),
+            }
+        }
+        Err(e) => Err(EnsureDirError::Io(dir.into(), e)),
+        Ok(_) => check_dir(dir).map_err(EnsureDirError::NotPrivate),
+    }
+}
+
 /// Whether `meta` (from `lstat`) belongs to this user.
 pub fn is_ours(meta: &std::fs::Metadata) -> bool {
     meta.uid() == effective_uid()

@@ -426,24 +426,11 @@ impl<S: Serialize + DeserializeOwned> LoopCheckpoints<S> {
 
 /// Makes `dir` private if it is missing; checks it is ours and private if it exists.
 fn prepare_dir(dir: &Path) -> Result<()> {
-    match std::fs::symlink_metadata(dir) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-                // Missing parents too are this user's alone (0700, less by the umask).
-                let mut parents = std::fs::DirBuilder::new();
-                std::os::unix::fs::DirBuilderExt::mode(parents.recursive(true), 0o700);
-                parents.create(parent).map_err(|e| crate::error::io(parent, e))?;
-            }
-            match heddle_comm::private::create_dir(dir) {
-                // Another worker of this host made it meanwhile: check it as any other.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => prepare_dir(dir),
-                other => other.map_err(|e| crate::error::io(dir, e)),
-            }
-        }
-        Err(e) => Err(crate::error::io(dir, e)),
-        Ok(_) => heddle_comm::private::check_dir(dir)
-            .map_err(|e| Error::InvalidArgument(format!("checkpoint directory: {e}"))),
-    }
+    use heddle_comm::private::EnsureDirError as E;
+    heddle_comm::private::ensure_dir(dir).map_err(|e| match e {
+        E::Io(path, e) => crate::error::io(&path, e),
+        E::NotPrivate(e) => Error::InvalidArgument(format!("checkpoint directory: {e}")),
+    })
 }
 
 fn file_name(iteration: u64) -> String {

@@ -364,25 +364,14 @@ fn io_err(path: &Path, e: io::Error) -> Error {
 
 /// Makes `dir` private if it is missing; checks it is ours and private if it exists.
 fn prepare_dir(dir: &Path) -> Result<()> {
-    match std::fs::symlink_metadata(dir) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-                let mut parents = std::fs::DirBuilder::new();
-                std::os::unix::fs::DirBuilderExt::mode(parents.recursive(true), 0o700);
-                parents.create(parent).map_err(|e| io_err(parent, e))?;
-            }
-            match heddle_comm::private::create_dir(dir) {
-                // Another worker of this host made it meanwhile: check it as any other.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => prepare_dir(dir),
-                other => other.map_err(|e| io_err(dir, e)),
-            }
-        }
-        Err(e) => Err(io_err(dir, e)),
-        Ok(_) => heddle_comm::private::check_dir(dir).map_err(|e| Error::Checkpoint {
+    use heddle_comm::private::EnsureDirError as E;
+    heddle_comm::private::ensure_dir(dir).map_err(|e| match e {
+        E::Io(path, e) => io_err(&path, e),
+        E::NotPrivate(e) => Error::Checkpoint {
             path: dir.display().to_string(),
             message: format!("{e}; checkpoints go in a directory of this user's alone"),
-        }),
-    }
+        },
+    })
 }
 
 fn hex(bytes: &[u8]) -> String {

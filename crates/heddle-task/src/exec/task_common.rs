@@ -59,6 +59,13 @@ impl<O: Clone> Common<O> {
         }
     }
 
+    /// Takes part in the job's checkpoints from now on, resumed from `restored`.
+    pub(crate) fn take_part(&mut self, barriers: Arc<Barriers>, restored: u64) {
+        self.barriers = Some(barriers);
+        self.snapshotted = restored;
+        self.notified = restored;
+    }
+
     /// A checkpoint triggered on this worker that the task has not snapshotted yet.
     pub(crate) fn due_checkpoint(&self) -> Option<u64> {
         let b = self.barriers.as_ref()?;

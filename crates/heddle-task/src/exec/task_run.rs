@@ -152,9 +152,7 @@ where
     }
 
     fn checkpoints(&mut self, barriers: Arc<Barriers>, restored: u64) {
-        self.common.barriers = Some(barriers);
-        self.common.snapshotted = restored;
-        self.common.notified = restored;
+        self.common.take_part(barriers, restored);
     }
 
     fn restore(&mut self, state: &[u8]) -> Result<()> {
@@ -357,9 +355,7 @@ where
     }
 
     fn checkpoints(&mut self, barriers: Arc<Barriers>, restored: u64) {
-        self.common.barriers = Some(barriers);
-        self.common.snapshotted = restored;
-        self.common.notified = restored;
+        self.common.take_part(barriers, restored);
     }
 
     fn restore(&mut self, state: &[u8]) -> Result<()> {
