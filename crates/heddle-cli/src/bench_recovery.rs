@@ -263,7 +263,8 @@ pub(crate) fn bench_recovery(args: &BenchRecoveryArgs) -> Result<i32, BoxError> 
         figures["throughput_loss_percent"].as_f64().unwrap_or(f64::NAN)
     );
     println!(
-        "| checkpoint duration p50 / p99 ({} checkpoints) | {:.1} / {:.1} ms | p99 < 50 ms | p50 0.3–5 s |",
+        "| checkpoint duration p50 / p99 ({} checkpoints) | {:.1} / {:.1} ms | p99 < 50 ms \
+         | p50 0.3–5 s |",
         durations.len(),
         percentile(&durations, 0.5),
         percentile(&durations, 0.99)

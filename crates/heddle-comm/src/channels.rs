@@ -1,19 +1,60 @@
-//! Dataflow channels: messages on dataflow edges between workers, outside the matched
-//! send/receive of the BSP layer.
+//! Dataflow channels: the API dataflow operations are built on, and its implementation on
+//! one worker. Open an edge, send messages to workers under the edge's credit, take the
+//! messages that arrived, wait while nothing moves, close (on drop). Nothing here knows
+//! what the messages hold; they travel outside the matched send/receive of the BSP layer.
 //!
 //! Every (edge, sending worker, receiving worker) stream has a byte window. A sender
 //! reserves credit for a whole message before queueing it and the receiver grants bytes
 //! back (a `Credit` frame carrying the edge) as its consumer takes messages, so one edge's
 //! slow consumer stalls only that edge's senders and an edge never buffers more than its
 //! window per sending worker. Frames of different edges interleave freely on a link; each
-//! (peer, edge) has at most one message in reassembly.
+//! (peer, edge) has at most one message in reassembly (`reassembly.rs`).
+//!
+//! ```
+//! use heddle_comm::{local_world, CommConfig, Envelope, Kind};
+//! let comms = local_world(2, CommConfig::default()).unwrap();
+//! std::thread::scope(|s| {
+//!     for c in &comms {
+//!         s.spawn(move || {
+//!             let mut edge = c.open_edge(7, 1 << 20).unwrap();
+//!             let link = edge.link();
+//!             let source = c.rank() as u32;
+//!             let env = Envelope { kind: Kind::Data, source, target: 0, sequence: 0 };
+//!             if c.rank() == 1 {
+//!                 link.lock().try_send(0, env, b"hello".to_vec()).unwrap();
+//!             }
+//!             loop {
+//!                 let mut io = link.lock();
+//!                 let moved = io.poll().unwrap();
+//!                 if c.rank() == 1 && !io.sending() {
+//!                     break; // sent and acknowledged
+//!                 }
+//!                 if let Some(m) = io.recv() {
+//!                     assert_eq!((m.from, m.payload.as_slice()), (1, &b"hello"[..]));
+//!                     break;
+//!                 }
+//!                 drop(io);
+//!                 if moved {
+//!                     edge.moved()
+//!                 } else {
+//!                     edge.wait(&[0, 1], &|| "a hello".into()).unwrap()
+//!                 }
+//!             }
+//!         });
+//!     }
+//! });
+//! ```
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, MutexGuard};
+use std::time::Duration;
 
 use heddle_wire::{Codec, Flags, Header, Kind};
 
-use crate::transport::Link;
-use crate::{Error, Result};
+use crate::comm::Shared;
+use crate::engine::{Engine, Idle};
+use crate::transport::BoxedLink;
+use crate::{Communicator, Error, Result};
 
 /// Edge ids with this bit belong to dataflow operations; BSP contexts never set it.
 pub const DATAFLOW_EDGE: u32 = 0x4000_0000;
@@ -56,18 +97,18 @@ struct Outgoing {
 }
 
 #[derive(Debug, Default)]
-struct Channel {
-    window: u64,
-    inbox: VecDeque<Delivered>,
-    inbox_bytes: u64,
-    peak_inbox_bytes: u64,
+pub(crate) struct Channel {
+    pub(crate) window: u64,
+    pub(crate) inbox: VecDeque<Delivered>,
+    pub(crate) inbox_bytes: u64,
+    pub(crate) peak_inbox_bytes: u64,
     /// Bytes we may still send to each peer (may go negative by one oversized message).
-    credit: Vec<i64>,
+    pub(crate) credit: Vec<i64>,
     /// Bytes consumed from each peer and not yet granted back.
-    consumed: Vec<u64>,
+    pub(crate) consumed: Vec<u64>,
     /// Message in reassembly from each peer.
-    partial: Vec<Option<(Header, Vec<u8>)>>,
-    opened: bool,
+    pub(crate) partial: Vec<Option<(Header, Vec<u8>)>>,
+    pub(crate) opened: bool,
 }
 
 impl Channel {
@@ -102,7 +143,7 @@ impl Channels {
         }
     }
 
-    fn channel(&mut self, edge: u32) -> &mut Channel {
+    pub(crate) fn channel(&mut self, edge: u32) -> &mut Channel {
         let peers = self.outbox.len();
         self.edges.entry(edge).or_insert_with(|| Channel::new(peers))
     }
@@ -184,63 +225,8 @@ impl Channels {
             || self.grants.iter().any(|g| g.iter().any(|&(e, _)| e == edge))
     }
 
-    /// Takes one frame on a dataflow edge (or a stray non-data frame, which is an error).
-    pub(crate) fn on_frame(&mut self, peer: usize, h: &Header, payload: &[u8]) -> Result<()> {
-        let bad = |what: &'static str| Error::Wire {
-            rank: peer,
-            source: heddle_wire::Error::Inconsistent(what),
-        };
-        if h.edge & DATAFLOW_EDGE == 0 {
-            return Err(bad("a non-data frame arrived on a BSP context"));
-        }
-        let c = self.channel(h.edge);
-        match h.kind {
-            Kind::Credit => {
-                let n = <[u8; 4]>::try_from(payload)
-                    .map(u32::from_le_bytes)
-                    .map_err(|_| bad("a credit payload must be exactly 4 bytes"))?;
-                c.credit[peer] += i64::from(n);
-                Ok(())
-            }
-            Kind::Data | Kind::EndOfStream | Kind::Barrier => {
-                let slot = &mut c.partial[peer];
-                if h.flags.is_first() {
-                    if slot.is_some() {
-                        return Err(bad("a new message started before the previous one ended"));
-                    }
-                    *slot = Some((*h, Vec::with_capacity(h.msg_len as usize)));
-                }
-                let Some((first, data)) = slot.as_mut() else {
-                    return Err(bad("a middle fragment arrived with no message in progress"));
-                };
-                if first.msg_len != h.msg_len || data.len() + payload.len() > h.msg_len as usize {
-                    return Err(bad("fragment lengths disagree with the message length"));
-                }
-                data.extend_from_slice(payload);
-                if h.flags.is_last() {
-                    let (first, data) = slot.take().expect("checked above");
-                    if data.len() as u64 != first.msg_len {
-                        return Err(bad("last fragment ended before the message length"));
-                    }
-                    c.inbox_bytes += data.len() as u64;
-                    c.peak_inbox_bytes = c.peak_inbox_bytes.max(c.inbox_bytes);
-                    c.inbox.push_back(Delivered {
-                        kind: first.kind,
-                        from: peer,
-                        source: first.source,
-                        target: first.target,
-                        sequence: first.sequence,
-                        payload: data,
-                    });
-                }
-                Ok(())
-            }
-            _ => Err(bad("unexpected frame kind on a dataflow edge")),
-        }
-    }
-
     /// Pushes credit grants, then queued messages, as far as the links take them.
-    pub(crate) fn push(&mut self, links: &mut [Link]) -> Result<bool> {
+    pub(crate) fn push(&mut self, links: &mut [BoxedLink]) -> Result<bool> {
         let mut progressed = false;
         for (peer, link) in links.iter_mut().enumerate() {
             while let Some(&(edge, n)) = self.grants[peer].front() {
@@ -274,5 +260,142 @@ impl Channels {
             }
         }
         Ok(progressed)
+    }
+}
+
+/// One dataflow edge's channels on this worker; closed when dropped.
+#[derive(Debug)]
+pub struct EdgeChannels {
+    link: EdgeLink,
+    idle: Idle,
+    timeout: Duration,
+}
+
+/// A handle on an open edge's channels (cheap to clone; valid while the edge is open).
+#[derive(Debug, Clone)]
+pub struct EdgeLink {
+    shared: Arc<Shared>,
+    edge: u32,
+}
+
+/// An edge's channels with this worker's engine held: a batch of sends and receives.
+#[derive(Debug)]
+pub struct EdgeIo<'a> {
+    engine: MutexGuard<'a, Engine>,
+    edge: u32,
+}
+
+impl Communicator {
+    /// Opens dataflow edge `edge` (an id below 2^30, the same on every worker) on this
+    /// worker, receiving at most `window` bytes in flight from each sending worker.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an id out of range or an edge already open.
+    pub fn open_edge(&self, edge: u32, window: u64) -> Result<EdgeChannels> {
+        if edge >= DATAFLOW_EDGE {
+            return Err(Error::InvalidArgument(format!("edge id {edge} must be below 2^30")));
+        }
+        let shared = self.shared();
+        let edge = edge | DATAFLOW_EDGE;
+        shared.lock().channels.open(edge, window.max(1))?;
+        let timeout = shared.config.timeout;
+        Ok(EdgeChannels { link: EdgeLink { shared, edge }, idle: Idle::default(), timeout })
+    }
+}
+
+impl EdgeChannels {
+    /// A handle to send and receive through.
+    pub fn link(&self) -> EdgeLink {
+        self.link.clone()
+    }
+
+    /// Holds this worker's engine for a batch of sends and receives (as
+    /// [`EdgeLink::lock`], without a handle of its own).
+    pub fn lock(&self) -> EdgeIo<'_> {
+        self.link.lock()
+    }
+
+    /// The number of workers (world ranks) messages may go to.
+    pub fn workers(&self) -> usize {
+        self.link.shared.lock().peers()
+    }
+
+    /// Gives up waiting after `timeout` with nothing moving (default: the communicator's).
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
+    /// Waits (spin, yield, then short sleeps) after a pass that moved nothing.
+    ///
+    /// # Errors
+    /// [`Error::Aborted`] if the job was aborted, [`Error::PeerLost`] if one of `peers`
+    /// (world ranks the caller still needs) is gone, [`Error::Timeout`] (its detail from
+    /// `what`) if nothing moved for the timeout.
+    pub fn wait(&mut self, peers: &[usize], what: &dyn Fn() -> String) -> Result<()> {
+        self.link.shared.lock().idle(
+            &mut self.idle,
+            peers,
+            self.timeout,
+            "dataflow operation",
+            what,
+        )
+    }
+
+    /// Resets the wait after a pass that moved something.
+    pub fn moved(&mut self) {
+        self.idle = Idle::default();
+    }
+
+    /// Bytes held in the edge's receive buffers now, and the most so far.
+    pub fn buffered(&self) -> (u64, u64) {
+        self.link.shared.lock().channels.buffered(self.link.edge)
+    }
+}
+
+impl Drop for EdgeChannels {
+    fn drop(&mut self) {
+        self.link.shared.lock().channels.close(self.link.edge);
+    }
+}
+
+impl EdgeLink {
+    /// Holds this worker's engine for a batch of sends and receives.
+    pub fn lock(&self) -> EdgeIo<'_> {
+        EdgeIo { engine: self.shared.lock(), edge: self.edge }
+    }
+}
+
+impl EdgeIo<'_> {
+    /// Queues `data` for `worker` (world rank) if the edge's credit allows; otherwise
+    /// hands it back (try again after [`EdgeIo::poll`]).
+    ///
+    /// # Errors
+    /// `Err(data)`: no credit now.
+    pub fn try_send(
+        &mut self,
+        worker: usize,
+        env: Envelope,
+        data: Vec<u8>,
+    ) -> std::result::Result<(), Vec<u8>> {
+        self.engine.channels.try_send(worker, self.edge, env, data)
+    }
+
+    /// One pass over every link: sends what credit allows, takes what arrived. Returns
+    /// whether anything moved.
+    ///
+    /// # Errors
+    /// A lost peer or a malformed frame.
+    pub fn poll(&mut self) -> Result<bool> {
+        self.engine.poll_channels()
+    }
+
+    /// The oldest complete message that arrived on this edge.
+    pub fn recv(&mut self) -> Option<Delivered> {
+        self.engine.channels.recv(self.edge)
+    }
+
+    /// Whether messages or credit grants of this edge still wait to leave this worker.
+    pub fn sending(&self) -> bool {
+        self.engine.channels.sending(self.edge)
     }
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use crate::comm::Shared;
 use crate::engine::Engine;
 use crate::transport::shm::{RingShape, ShmSegment};
-use crate::transport::{self, Link};
+use crate::transport::{self, BoxedLink};
 use crate::{CommConfig, Communicator, Error, JobAbort, Result};
 
 /// Assembles the links of world rank `rank` of `size`, then builds its [`Communicator`].
@@ -16,7 +16,7 @@ use crate::{CommConfig, Communicator, Error, JobAbort, Result};
 #[derive(Debug)]
 pub struct WorldBuilder {
     rank: usize,
-    links: Vec<Option<Link>>,
+    links: Vec<Option<BoxedLink>>,
     config: CommConfig,
     local_workers: usize,
     /// Shared by the ranks of a world inside one process.
@@ -34,7 +34,7 @@ impl WorldBuilder {
         if rank >= size {
             return Err(Error::Config(format!("rank {rank} is not below the world size {size}")));
         }
-        let mut links: Vec<Option<Link>> = (0..size).map(|_| None).collect();
+        let mut links: Vec<Option<BoxedLink>> = (0..size).map(|_| None).collect();
         links[rank] = Some(transport::loopback(rank, config.window, config.buffer_bytes));
         Ok(WorldBuilder { rank, links, config, local_workers: size, abort: None, attempt: 0 })
     }

@@ -7,10 +7,10 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use heddle_task::{Compute, Edge, Record, Strategy, Vertex};
+use heddle_task::{Compute, Context, Edge, Record, Strategy, Vertex};
 
 use crate::session::{Build, Session};
-use crate::tasks::{Apply, ApplyTask, CollectTask, Identity, PartitionTask};
+use crate::tasks::{CollectTask, Identity, PartitionTask};
 use crate::Locked;
 use crate::{Error, Result};
 
@@ -324,4 +324,20 @@ pub(crate) fn same_session<A, B>(a: &DataSet<A>, b: &DataSet<B>) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// A function from one record to any number of records.
+type Apply<T, U> = Arc<dyn Fn(T, &mut dyn FnMut(U)) + Send + Sync>;
+
+/// Applies a record-wise function (map, flat_map, filter, key_by).
+struct ApplyTask<T, U>(Apply<T, U>);
+
+impl<T: Send + 'static, U: Send + 'static> Compute for ApplyTask<T, U> {
+    type In = T;
+    type Out = U;
+
+    fn execute(&mut self, ctx: &mut Context<'_, U>, x: T) -> heddle_task::Result<()> {
+        (self.0)(x, &mut |u| ctx.emit(u));
+        Ok(())
+    }
 }

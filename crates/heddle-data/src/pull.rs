@@ -108,8 +108,8 @@ impl<T: Send + 'static> Source for PullSource<T> {
         let Some(position) = position else {
             if !self.warned.swap(true, Ordering::Relaxed) {
                 eprintln!(
-                    "heddle: warning: {} cannot replay: records it delivered after the last checkpoint are \
-                     lost if the job restarts (at most once)",
+                    "heddle: warning: {} cannot replay: records it delivered after the last \
+                     checkpoint are lost if the job restarts (at most once)",
                     self.name
                 );
             }

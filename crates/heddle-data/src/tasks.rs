@@ -74,22 +74,6 @@ impl<T: Send + 'static> Source for IterSource<T> {
     }
 }
 
-/// A function from one record to any number of records.
-pub(crate) type Apply<T, U> = Arc<dyn Fn(T, &mut dyn FnMut(U)) + Send + Sync>;
-
-/// Applies a record-wise function (map, flat_map, filter, key_by).
-pub(crate) struct ApplyTask<T, U>(pub(crate) Apply<T, U>);
-
-impl<T: Send + 'static, U: Send + 'static> Compute for ApplyTask<T, U> {
-    type In = T;
-    type Out = U;
-
-    fn execute(&mut self, ctx: &mut Context<'_, U>, x: T) -> Result<()> {
-        (self.0)(x, &mut |u| ctx.emit(u));
-        Ok(())
-    }
-}
-
 /// Holds its whole partition, then applies a function to all of it.
 pub(crate) struct PartitionTask<T, U> {
     pub(crate) f: Arc<dyn Fn(Vec<T>) -> Vec<U> + Send + Sync>,

@@ -4,7 +4,7 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::Result;
+use crate::{Error, Result};
 
 /// Encodes one value.
 pub(crate) fn encode<T: Serialize>(item: &T) -> Result<Vec<u8>> {
@@ -55,7 +55,7 @@ pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
 
 /// Decodes every record packed in a message.
 pub(crate) fn decode_all<T: DeserializeOwned>(payload: &[u8]) -> Result<Vec<T>> {
-    super::edge_core::records(payload).map(|r| r.and_then(decode)).collect()
+    records(payload).map(|r| r.and_then(decode)).collect()
 }
 
 /// Stable hash of an encoded key.
@@ -63,4 +63,23 @@ pub(crate) fn key_hash(encoded: &[u8]) -> u64 {
     encoded
         .iter()
         .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Iterates the records packed in a message.
+pub(crate) fn records(payload: &[u8]) -> impl Iterator<Item = Result<&[u8]>> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        if at >= payload.len() {
+            return None;
+        }
+        let Some(len) =
+            payload.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        else {
+            at = payload.len();
+            return Some(Err(Error::InvalidArgument("a record header is cut short".into())));
+        };
+        let rec = payload.get(at + 4..at + 4 + len);
+        at += 4 + len;
+        Some(rec.ok_or_else(|| Error::InvalidArgument("a record is cut short".into())))
+    })
 }

@@ -1,21 +1,26 @@
-//! The machinery every dataflow operation shares: packing records into per-target
-//! messages, sending them under the edge's credit, ordering end-of-stream and barriers
-//! after data, and routing arrivals to each target (whose barriers align in
-//! `alignment.rs`).
+//! The one implementation of [`Operation`] every dataflow operation shares
+//! ([`Dataflow`] over the operation's [`Semantics`]) and its machinery on one worker
+//! ([`EdgeCore`]): records encoded straight into per-target messages, sent under the
+//! edge's credit, end-of-stream and barriers ordered after data. What arrives is taken
+//! apart in `arrivals.rs`. A record's way from `offer` to the edge's channels is this file
+//! and its operation's own (which picks the targets).
 
-use heddle_comm::{Delivered, EdgeChannels, Envelope, Kind};
+use heddle_comm::{EdgeChannels, Envelope, Kind};
+use serde::Serialize;
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use super::alignment::{Incoming, TargetState};
+use super::arrivals::TargetState;
+use super::semantics::Semantics;
 use super::spec::{EdgeSpec, Mode, Options, TaskId};
 use super::tree::{BroadcastTree, MergeUp, UpTree};
+use super::{Event, Offer, Operation};
 use crate::{Error, Result};
 use heddle_comm::Communicator;
 
 #[derive(Debug)]
-struct Msg {
-    env: Envelope,
-    data: Vec<u8>,
+pub(crate) struct Msg {
+    pub(crate) env: Envelope,
+    pub(crate) data: Vec<u8>,
 }
 
 /// Target id of a message meant for every target of the edge, relayed worker to worker
@@ -26,30 +31,30 @@ pub(crate) const RELAY: TaskId = u32::MAX;
 /// barrier alignment. Operations reach it through [`Semantics`](crate::semantics::Semantics).
 #[derive(Debug)]
 pub struct EdgeCore {
-    channels: EdgeChannels,
+    pub(crate) channels: EdgeChannels,
     pub(crate) spec: EdgeSpec,
     pub(crate) mode: Mode,
-    batch_bytes: usize,
-    local_sources: HashSet<TaskId>,
+    pub(crate) batch_bytes: usize,
+    pub(crate) local_sources: HashSet<TaskId>,
     pub(crate) local_targets: Vec<TaskId>,
-    finished: HashSet<TaskId>,
-    batches: HashMap<(TaskId, TaskId), Vec<u8>>,
-    pending: Vec<VecDeque<Msg>>,
-    pending_bytes: Vec<usize>,
-    sequence: HashMap<(TaskId, TaskId), u64>,
-    targets: HashMap<TaskId, TargetState>,
+    pub(crate) finished: HashSet<TaskId>,
+    pub(crate) batches: HashMap<(TaskId, TaskId), Vec<u8>>,
+    pub(crate) pending: Vec<VecDeque<Msg>>,
+    pub(crate) pending_bytes: Vec<usize>,
+    pub(crate) sequence: HashMap<(TaskId, TaskId), u64>,
+    pub(crate) targets: HashMap<TaskId, TargetState>,
     /// Workers that run sources: the ones a target may still wait for.
-    source_workers: Vec<usize>,
-    ready_bytes: usize,
-    rank: usize,
+    pub(crate) source_workers: Vec<usize>,
+    pub(crate) ready_bytes: usize,
+    pub(crate) rank: usize,
     /// Broadcast along this tree (messages addressed to [`RELAY`]).
-    relay: Option<BroadcastTree>,
-    target_workers: Vec<usize>,
+    pub(crate) relay: Option<BroadcastTree>,
+    pub(crate) target_workers: Vec<usize>,
     /// Relayed messages this worker sent to itself (as tree root) and has not yet
     /// received back to forward.
-    relay_outstanding: usize,
+    pub(crate) relay_outstanding: usize,
     /// Messages to targets climb this tree (reduce, gather in batch mode).
-    up: Option<UpTree>,
+    pub(crate) up: Option<UpTree>,
 }
 
 impl EdgeCore {
@@ -166,7 +171,7 @@ impl EdgeCore {
         Ok(())
     }
 
-    fn worker(&self, task: TaskId) -> usize {
+    pub(crate) fn worker(&self, task: TaskId) -> usize {
         if task == RELAY {
             // A relayed message first goes to this worker, the root of its tree.
             return self.rank;
@@ -177,6 +182,24 @@ impl EdgeCore {
     /// Whether records for `targets` can be taken now (their workers' queues have room).
     pub(crate) fn has_room(&self, targets: &[TaskId]) -> bool {
         targets.iter().all(|&t| self.pending_bytes[self.next_worker(t)] < self.batch_bytes * 4)
+    }
+
+    /// Encodes `item` (bincode) into the message of each of `targets` (straight into the
+    /// batch for one target; once, then copied, for several).
+    pub(crate) fn push_encoded<T: Serialize>(
+        &mut self,
+        source: TaskId,
+        targets: &[TaskId],
+        item: &T,
+    ) -> Result<()> {
+        if let [target] = targets {
+            return self.push_with(source, *target, |buf| Ok(bincode::serialize_into(buf, item)?));
+        }
+        let bytes = bincode::serialize(item)?;
+        for &t in targets {
+            self.push_record(source, t, &bytes);
+        }
+        Ok(())
     }
 
     /// Appends one encoded record for `target`; flushes the batch when it is full.
@@ -315,71 +338,6 @@ impl EdgeCore {
         Ok(())
     }
 
-    fn deliver(&mut self, d: Delivered) -> Result<()> {
-        if d.target == RELAY {
-            return self.relay(d);
-        }
-        if let Some(up) = self.up.as_mut().filter(|u| u.hop(d.target).is_some()) {
-            // Passing through on the way to the target's worker.
-            up.push(
-                Envelope { kind: d.kind, source: d.source, target: d.target, sequence: d.sequence },
-                d.payload,
-            );
-            return Ok(());
-        }
-        let sources = self.spec.sources.len();
-        let ts = self.targets.get_mut(&d.target).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "a message for task {} arrived at a worker that does not run it",
-                d.target
-            ))
-        })?;
-        if let Some(held) = ts.accept(d, sources, &mut self.ready_bytes)? {
-            for h in held {
-                self.deliver(h)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Forwards a relayed message down the tree, then delivers it to every local target.
-    fn relay(&mut self, d: Delivered) -> Result<()> {
-        let tree = self.relay.ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "edge {} received a relayed message but does not relay",
-                self.spec.edge
-            ))
-        })?;
-        let root = self.spec.placement.worker(d.source)?;
-        if root == self.rank {
-            self.relay_outstanding -= 1;
-        }
-        for child in tree.children(root, &self.target_workers, self.rank) {
-            let env =
-                Envelope { kind: d.kind, source: d.source, target: RELAY, sequence: d.sequence };
-            self.pending_bytes[child] += d.payload.len();
-            self.pending[child].push_back(Msg { env, data: d.payload.clone() });
-        }
-        for t in self.local_targets.clone() {
-            self.deliver(Delivered { target: t, payload: d.payload.clone(), ..d.clone() })?;
-        }
-        Ok(())
-    }
-
-    /// The next incoming item for `target`, pulling from the edge if needed.
-    pub(crate) fn next(&mut self, target: TaskId) -> Option<Incoming> {
-        if self.targets.get(&target).is_some_and(TargetState::is_empty) {
-            // A failure here resurfaces from the next progress call. Messages that climb
-            // wait for the next progress call, which has the operation's combiner.
-            let _ = self.progress(false, &mut |p| Ok(p.concat()));
-        }
-        let item = self.targets.get_mut(&target)?.pop()?;
-        if let Incoming::Records { payload, .. } = &item {
-            self.ready_bytes -= payload.len();
-        }
-        Some(item)
-    }
-
     /// Whether every local target has received the end of every source, and every
     /// message of this worker has left it (a worker that stops driving the engine
     /// earlier would strand messages other workers still wait for).
@@ -431,21 +389,82 @@ impl EdgeCore {
     }
 }
 
-/// Iterates the records packed in a message.
-pub(crate) fn records(payload: &[u8]) -> impl Iterator<Item = Result<&[u8]>> {
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        if at >= payload.len() {
-            return None;
+/// A dataflow operation on one worker: the shared machinery plus its semantics `S`.
+pub struct Dataflow<S: Semantics> {
+    pub(crate) core: EdgeCore,
+    pub(crate) sem: S,
+    pub(crate) out: HashMap<TaskId, VecDeque<Event<S::Out>>>,
+    pub(crate) error: Option<Error>,
+    /// Events handed out since the last `progress`.
+    pub(crate) polled: usize,
+}
+
+impl<S: Semantics> std::fmt::Debug for Dataflow<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dataflow")
+            .field("edge", &self.core.spec.edge)
+            .field("mode", &self.core.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Semantics> Dataflow<S> {
+    pub(crate) fn from_parts(core: EdgeCore, sem: S) -> Self {
+        let out = core.local_targets.iter().map(|&t| (t, VecDeque::new())).collect();
+        Dataflow { core, sem, out, error: None, polled: 0 }
+    }
+
+    /// Bytes held in this worker's receive buffer for the edge, now and at most so far.
+    pub fn buffered_bytes(&self) -> (u64, u64) {
+        self.core.buffered()
+    }
+}
+
+impl<S: Semantics> Operation for Dataflow<S> {
+    type In = S::In;
+    type Out = S::Out;
+
+    fn offer(&mut self, source: TaskId, item: S::In) -> Result<Offer<S::In>> {
+        self.core.check_source(source)?;
+        self.sem.offer(&mut self.core, source, item)
+    }
+
+    fn finish(&mut self, source: TaskId) -> Result<()> {
+        self.core.check_source(source)?;
+        self.sem.finish(&mut self.core, source)
+    }
+
+    fn barrier(&mut self, source: TaskId, id: u64) -> Result<()> {
+        self.core.barrier(source, id)
+    }
+
+    fn progress(&mut self) -> Result<bool> {
+        self.polled = 0;
+        if let Some(e) = self.error.take() {
+            return Err(e);
         }
-        let Some(len) =
-            payload.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-        else {
-            at = payload.len();
-            return Some(Err(Error::InvalidArgument("a record header is cut short".into())));
-        };
-        let rec = payload.get(at + 4..at + 4 + len);
-        at += 4 + len;
-        Some(rec.ok_or_else(|| Error::InvalidArgument("a record is cut short".into())))
-    })
+        let folds = self.sem.folds(self.core.mode);
+        let sem = &mut self.sem;
+        let moved = self.core.progress(folds, &mut |p| sem.combine(p))?;
+        if moved {
+            self.core.moved();
+        }
+        Ok(moved)
+    }
+
+    fn poll(&mut self, target: TaskId) -> Option<Event<S::Out>> {
+        self.next_event(target)
+    }
+
+    fn is_done(&self) -> bool {
+        self.core.is_done() && self.out.values().all(VecDeque::is_empty) && !self.sem.has_results()
+    }
+
+    fn local_targets(&self) -> Vec<TaskId> {
+        self.core.local_targets.clone()
+    }
+
+    fn wait(&mut self) -> Result<()> {
+        self.core.wait()
+    }
 }

@@ -11,9 +11,10 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::alignment::Incoming;
+use super::arrivals::Incoming;
+use super::codec::records;
 use super::codec::{decode, decode_all, encode};
-use super::edge_core::{records, EdgeCore};
+use super::edge_core::EdgeCore;
 use super::keyed_gather::sorters_for;
 use super::semantics::{Dataflow, Semantics};
 use super::tree::{BroadcastTree, TREE_FROM_WORKERS};

@@ -11,9 +11,10 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::alignment::Incoming;
+use super::arrivals::Incoming;
+use super::codec::records;
 use super::codec::{decode, split_keyed};
-use super::edge_core::{records, EdgeCore};
+use super::edge_core::EdgeCore;
 use super::keyed_gather::{hashed_target, key_order, offer_keyed, sort_in};
 use super::semantics::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};

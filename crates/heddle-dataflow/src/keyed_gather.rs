@@ -11,9 +11,10 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::alignment::Incoming;
+use super::arrivals::Incoming;
+use super::codec::records;
 use super::codec::{decode, decode_keyed, encode, encode_keyed_into, key_hash, split_keyed};
-use super::edge_core::{records, EdgeCore};
+use super::edge_core::EdgeCore;
 use super::semantics::{Dataflow, Semantics};
 use super::{EdgeSpec, Event, Mode, Offer, Options, TaskId};
 use crate::spill::{KeyOrder, SpillSorter};

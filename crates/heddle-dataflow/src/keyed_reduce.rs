@@ -11,7 +11,7 @@ use std::hash::Hash;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::alignment::Incoming;
+use super::arrivals::Incoming;
 use super::codec::{decode, decode_all, encode, encode_into, key_hash};
 use super::edge_core::EdgeCore;
 use super::keyed_gather::key_order;

@@ -39,7 +39,7 @@
 //! assert_eq!(results, vec![vec![0, 10], vec![1, 11]]);
 //! ```
 
-mod alignment;
+mod arrivals;
 mod codec;
 mod drive;
 mod edge_core;
@@ -56,7 +56,7 @@ mod spec;
 pub mod spill;
 mod tree;
 
-pub use alignment::Incoming;
+pub use arrivals::Incoming;
 pub use drive::drive;
 pub use edge_core::EdgeCore;
 pub use error::{Error, ErrorVariant, Result};

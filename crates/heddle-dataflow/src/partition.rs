@@ -10,7 +10,7 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::alignment::Incoming;
+use super::arrivals::Incoming;
 use super::codec::{decode_all, encode, key_hash};
 use super::edge_core::{EdgeCore, RELAY};
 use super::semantics::{Dataflow, Semantics};
@@ -190,10 +190,7 @@ impl<T: Serialize + DeserializeOwned> Semantics for Routing<T> {
         if !core.has_room(&to) {
             return Ok(Offer::Full(item));
         }
-        let bytes = encode(&item)?;
-        for t in to {
-            core.push_record(source, t, &bytes);
-        }
+        core.push_encoded(source, &to, &item)?;
         Ok(Offer::Accepted)
     }
 

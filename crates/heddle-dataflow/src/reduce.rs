@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::alignment::Incoming;
+use super::arrivals::Incoming;
 use super::codec::{decode_all, encode};
 use super::edge_core::EdgeCore;
 use super::gather::offer_to_all;

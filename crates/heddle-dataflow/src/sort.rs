@@ -10,9 +10,10 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::alignment::Incoming;
+use super::arrivals::Incoming;
+use super::codec::records;
 use super::codec::{decode, decode_keyed};
-use super::edge_core::{records, EdgeCore};
+use super::edge_core::EdgeCore;
 use super::keyed_gather::{key_order, offer_keyed, sort_in, sorters_for};
 use super::semantics::REFILL;
 use super::semantics::{Dataflow, Semantics};

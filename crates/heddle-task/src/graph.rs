@@ -8,8 +8,9 @@ use std::sync::Arc;
 use heddle_comm::Communicator;
 
 use crate::edge::{Edge, EdgeKind};
-use crate::exec::edge_run::{new_inbox, EdgeFactory};
-use crate::exec::queues::TaskOutput;
+use crate::exec::edge_run::EdgeFactory;
+use crate::exec::inbox::new_inbox;
+use crate::exec::outputs::TaskOutput;
 use crate::exec::task_run::{ComputeRun, SourceRun, TaskRun};
 use crate::{Compute, Error, Resources, Result, Source, Strategy, TaskInfo};
 
@@ -123,7 +124,7 @@ where
         comm: Option<Communicator>,
     ) -> Result<Box<dyn TaskRun>> {
         let inbox = inbox
-            .and_then(|b| b.downcast::<crate::exec::queues::SharedInbox<C::In>>().ok())
+            .and_then(|b| b.downcast::<crate::exec::inbox::SharedInbox<C::In>>().ok())
             .ok_or_else(|| Error::Graph(format!("task {info} has no inbox of its input type")))?;
         let task = (self.0)(info.index);
         Ok(Box::new(ComputeRun::new(task, info, *inbox, inputs, outputs(outs)?, strategy, comm)))

@@ -46,7 +46,6 @@
 //! ```
 
 pub mod checkpoint;
-mod context;
 mod edge;
 mod error;
 mod exec;
@@ -59,13 +58,12 @@ mod strategy;
 mod task;
 
 pub use checkpoint::{CheckpointStats, Checkpointing, LoopCheckpointing};
-pub use context::{Context, TaskInfo};
 pub use edge::{Edge, EdgeKind, Record};
 pub use error::{Error, ErrorVariant, Result};
-pub use exec::{AbortHandle, Job, Report, StopHandle, TaskStats, THREADS_ENV};
+pub use exec::{AbortHandle, Context, Job, Report, StopHandle, TaskStats, THREADS_ENV};
 pub use graph::{TaskGraph, Vertex, VertexKind};
 pub use plan::{Plan, PlannedEdge};
 pub use resources::{Resources, WorkerSpec};
 pub use schedule::{DataLocality, FirstFit, RoundRobin, Scheduler, VertexShape};
 pub use strategy::Strategy;
-pub use task::{Compute, Produced, Source};
+pub use task::{Compute, Produced, Source, TaskInfo};

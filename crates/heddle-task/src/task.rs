@@ -176,3 +176,24 @@ pub trait Compute: Send + 'static {
         Ok(())
     }
 }
+
+/// Identity of one task instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskInfo {
+    /// The vertex's name.
+    pub name: String,
+    /// The instance's index among the vertex's `parallelism` instances.
+    pub index: u32,
+    /// Instances of the vertex.
+    pub parallelism: u32,
+    /// The instance's global task id (unique in the job).
+    pub task: u32,
+    /// Rank of the worker running it.
+    pub worker: usize,
+}
+
+impl std::fmt::Display for TaskInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}[{}]", self.name, self.index)
+    }
+}

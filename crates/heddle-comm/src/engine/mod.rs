@@ -14,7 +14,7 @@ use heddle_wire::{Codec, Flags, Header, Kind};
 use crate::channels::Channels;
 pub(crate) use crate::idle::Idle;
 use crate::stamp::Signature;
-use crate::transport::{Link, Polled};
+use crate::transport::{BoxedLink, Polled};
 use crate::{Error, JobAbort, Result};
 
 mod matching;
@@ -40,7 +40,7 @@ pub(crate) struct SendOp<'a> {
 #[derive(Debug)]
 pub(crate) struct Engine {
     rank: usize,
-    links: Vec<Link>,
+    links: Vec<BoxedLink>,
     inbound: Vec<Inbound>,
     unexpected: Unexpected,
     fragment: usize,
@@ -60,7 +60,7 @@ impl Engine {
     /// `rank` itself is a loopback link).
     pub(crate) fn new(
         rank: usize,
-        links: Vec<Link>,
+        links: Vec<BoxedLink>,
         fragment: usize,
         window: usize,
         spin_polls: u32,

@@ -12,7 +12,7 @@ use heddle_wire::Header;
 
 use crate::Result;
 use region::Region;
-use ring::{ring_bytes, RingConsumer, RingProducer};
+use ring::{ring_bytes, RingConsumer, RingLink, RingProducer};
 
 /// Outcome of offering one incoming frame to a handler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,93 +25,61 @@ pub(crate) enum Polled {
     Refused,
 }
 
-/// A bidirectional link to one peer.
-#[derive(Debug)]
-pub(crate) enum Link {
-    /// Rings in memory: same process (heap) or same host (`/dev/shm`).
-    Ring {
-        /// Our ring in the peer's memory.
-        tx: RingProducer,
-        /// The peer's ring in ours.
-        rx: RingConsumer,
-        /// The peer's process, checked while waiting (`None` within one process).
-        pid: Option<u32>,
-    },
-    /// A TCP connection.
-    Tcp(tcp::TcpLink),
-}
+/// A bidirectional link to one peer. Every transport offers the same non-blocking calls,
+/// so the engine (and the dataflow channels) never know which one they drive.
+pub(crate) trait Link: std::fmt::Debug + Send {
+    /// Sends one frame (at most one buffer) if the link's credit allows; `false`: no room.
+    fn try_send(&mut self, header: &Header, payload: &[u8]) -> Result<bool>;
 
-impl Link {
-    /// Sends one frame (at most one buffer) if credit allows.
-    pub(crate) fn try_send(&mut self, header: &Header, payload: &[u8]) -> Result<bool> {
-        match self {
-            Link::Ring { tx, .. } => Ok(tx.try_push(header, payload)),
-            Link::Tcp(t) => t.try_send(header, payload),
-        }
-    }
+    /// Offers the next incoming frame to `f` (consumed if it returns true).
+    fn poll(&mut self, f: &mut dyn FnMut(&Header, &[u8]) -> Result<bool>) -> Result<Polled>;
 
-    /// Offers the next incoming frame to `f`.
-    pub(crate) fn poll(
-        &mut self,
-        f: &mut dyn FnMut(&Header, &[u8]) -> Result<bool>,
-    ) -> Result<Polled> {
-        match self {
-            Link::Ring { rx, .. } => rx.poll(f),
-            Link::Tcp(t) => t.poll(f),
-        }
-    }
-
-    /// Checks that the peer is still there (cheap; call while idle).
-    pub(crate) fn check_alive(&mut self, rank: usize) -> Result<()> {
-        match self {
-            Link::Ring { pid: Some(pid), .. } if !shm::process_alive(*pid) => {
-                Err(crate::Error::PeerLost { rank, detail: format!("its process {pid} exited") })
-            }
-            Link::Tcp(t) => t.check_alive(),
-            _ => Ok(()),
-        }
-    }
+    /// Checks that peer `rank` is still there (cheap; call while idle).
+    fn check_alive(&mut self, rank: usize) -> Result<()>;
 
     /// Whether everything sent so far has left this process (pushes staged bytes).
-    pub(crate) fn flushed(&mut self) -> bool {
-        match self {
-            Link::Ring { .. } => true,
-            Link::Tcp(t) => t.flush(),
-        }
-    }
+    fn flushed(&mut self) -> bool;
 
     /// Whether this link is TCP (for reporting).
-    pub(crate) fn is_tcp(&self) -> bool {
-        matches!(self, Link::Tcp(_))
+    fn is_tcp(&self) -> bool {
+        false
     }
 }
 
+/// A link of any transport.
+pub(crate) type BoxedLink = Box<dyn Link>;
+
 /// A pair of in-memory links between two endpoints of one process.
-pub(crate) fn heap_pair(a: usize, b: usize, slots: usize, slot_bytes: usize) -> (Link, Link) {
+pub(crate) fn heap_pair(
+    a: usize,
+    b: usize,
+    slots: usize,
+    slot_bytes: usize,
+) -> (BoxedLink, BoxedLink) {
     let rb = ring_bytes(slots, slot_bytes);
     let region = Arc::new(Region::heap(2 * rb));
     // Ring 0 carries a -> b, ring 1 carries b -> a.
-    let a_link = Link::Ring {
+    let a_link = RingLink {
         tx: RingProducer::new(region.clone(), 0, slots, slot_bytes),
         rx: RingConsumer::new(region.clone(), rb, slots, slot_bytes, b),
         pid: None,
     };
-    let b_link = Link::Ring {
+    let b_link = RingLink {
         tx: RingProducer::new(region.clone(), rb, slots, slot_bytes),
         rx: RingConsumer::new(region, 0, slots, slot_bytes, a),
         pid: None,
     };
-    (a_link, b_link)
+    (Box::new(a_link), Box::new(b_link))
 }
 
 /// A link from an endpoint to itself.
-pub(crate) fn loopback(rank: usize, slots: usize, slot_bytes: usize) -> Link {
+pub(crate) fn loopback(rank: usize, slots: usize, slot_bytes: usize) -> BoxedLink {
     let region = Arc::new(Region::heap(ring_bytes(slots, slot_bytes)));
-    Link::Ring {
+    Box::new(RingLink {
         tx: RingProducer::new(region.clone(), 0, slots, slot_bytes),
         rx: RingConsumer::new(region, 0, slots, slot_bytes, rank),
         pid: None,
-    }
+    })
 }
 
 /// A link to a same-host peer: our ring in its segment, its ring in ours.
@@ -124,9 +92,9 @@ pub(crate) fn shm_link(
     shape: shm::RingShape,
     my_rank: usize,
     peer: usize,
-) -> Result<Link> {
+) -> Result<BoxedLink> {
     let (tx, pid) = shm::ShmSegment::producer_to(peer_path, shape, my_rank)?;
-    Ok(Link::Ring { tx, rx: own.consumer(peer), pid: Some(pid) })
+    Ok(Box::new(RingLink { tx, rx: own.consumer(peer), pid: Some(pid) }))
 }
 
 /// A link over an authenticated TCP stream.
@@ -138,6 +106,6 @@ pub(crate) fn tcp_link(
     peer: usize,
     buffer_bytes: usize,
     window: usize,
-) -> Result<Link> {
-    tcp::TcpLink::new(stream, peer, buffer_bytes, window).map(Link::Tcp)
+) -> Result<BoxedLink> {
+    Ok(Box::new(tcp::TcpLink::new(stream, peer, buffer_bytes, window)?))
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use heddle_wire::{Header, Limits, HEADER_LEN};
 
 use super::region::Region;
-use super::Polled;
+use super::{shm, Link, Polled};
 
 const COUNTERS: usize = 128;
 
@@ -155,5 +155,43 @@ impl RingConsumer {
         } else {
             Ok(Polled::Refused)
         }
+    }
+}
+
+/// A link over two rings: ours in the peer's memory, the peer's in ours (same process:
+/// heap; same host: `/dev/shm`).
+#[derive(Debug)]
+pub(crate) struct RingLink {
+    /// Our ring in the peer's memory.
+    pub(crate) tx: RingProducer,
+    /// The peer's ring in ours.
+    pub(crate) rx: RingConsumer,
+    /// The peer's process, checked while waiting (`None` within one process).
+    pub(crate) pid: Option<u32>,
+}
+
+impl Link for RingLink {
+    fn try_send(&mut self, header: &Header, payload: &[u8]) -> crate::Result<bool> {
+        Ok(self.tx.try_push(header, payload))
+    }
+
+    fn poll(
+        &mut self,
+        f: &mut dyn FnMut(&Header, &[u8]) -> crate::Result<bool>,
+    ) -> crate::Result<Polled> {
+        self.rx.poll(f)
+    }
+
+    fn check_alive(&mut self, rank: usize) -> crate::Result<()> {
+        match self.pid {
+            Some(pid) if !shm::process_alive(pid) => {
+                Err(crate::Error::PeerLost { rank, detail: format!("its process {pid} exited") })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn flushed(&mut self) -> bool {
+        true
     }
 }

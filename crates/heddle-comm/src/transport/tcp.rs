@@ -9,7 +9,7 @@ use std::net::TcpStream;
 
 use heddle_wire::{Codec, Frame, FrameRef, Header, Kind, Limits, HEADER_LEN};
 
-use super::Polled;
+use super::{Link, Polled};
 use crate::{Error, Result};
 
 /// One peer's TCP link.
@@ -67,20 +67,11 @@ impl TcpLink {
     }
 
     /// Records that the peer is gone. It is an error only for an exchange that still
-    /// needs this peer (see [`TcpLink::check_alive`]): a peer that finished may exit.
+    /// needs this peer (see [`Link::check_alive`]): a peer that finished may exit.
     fn close(&mut self, why: String) {
         self.closed.get_or_insert(why);
         self.out.clear();
         self.out_pos = 0;
-    }
-
-    /// Fails if the connection has closed.
-    pub(crate) fn check_alive(&mut self) -> Result<()> {
-        self.flush();
-        match &self.closed {
-            Some(why) => Err(self.lost(why.clone())),
-            None => Ok(()),
-        }
     }
 
     /// Pushes staged bytes; returns whether none remain.
@@ -99,8 +90,50 @@ impl TcpLink {
         true
     }
 
+    fn fill(&mut self) -> Result<bool> {
+        if self.in_start > 0 && self.in_start == self.in_end {
+            self.in_start = 0;
+            self.in_end = 0;
+        }
+        if self.inb.len() - self.in_end < self.inb.len() / 2 {
+            self.inb.copy_within(self.in_start..self.in_end, 0);
+            self.in_end -= self.in_start;
+            self.in_start = 0;
+        }
+        loop {
+            match self.stream.read(&mut self.inb[self.in_end..]) {
+                Ok(0) => {
+                    self.close("connection closed by peer".into());
+                    return Ok(false);
+                }
+                Ok(n) => {
+                    self.in_end += n;
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.close(format!("receive failed: {e}"));
+                    return Ok(false);
+                }
+            }
+        }
+    }
+
+    fn grant(&mut self) -> Result<()> {
+        let n = std::mem::take(&mut self.consumed_ungranted) as u32;
+        let frame = Frame::data(Header::new(Kind::Credit), Codec::Raw, n.to_le_bytes().to_vec());
+        if self.closed.is_none() {
+            frame.encode(&mut self.out);
+            self.flush();
+        }
+        Ok(())
+    }
+}
+
+impl Link for TcpLink {
     /// Sends one frame if there is credit (credit frames need none) and the socket takes it.
-    pub(crate) fn try_send(&mut self, header: &Header, payload: &[u8]) -> Result<bool> {
+    fn try_send(&mut self, header: &Header, payload: &[u8]) -> Result<bool> {
         if let Some(why) = &self.closed {
             return Err(self.lost(why.clone()));
         }
@@ -148,41 +181,8 @@ impl TcpLink {
         Ok(true)
     }
 
-    fn fill(&mut self) -> Result<bool> {
-        if self.in_start > 0 && self.in_start == self.in_end {
-            self.in_start = 0;
-            self.in_end = 0;
-        }
-        if self.inb.len() - self.in_end < self.inb.len() / 2 {
-            self.inb.copy_within(self.in_start..self.in_end, 0);
-            self.in_end -= self.in_start;
-            self.in_start = 0;
-        }
-        loop {
-            match self.stream.read(&mut self.inb[self.in_end..]) {
-                Ok(0) => {
-                    self.close("connection closed by peer".into());
-                    return Ok(false);
-                }
-                Ok(n) => {
-                    self.in_end += n;
-                    return Ok(true);
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => {
-                    self.close(format!("receive failed: {e}"));
-                    return Ok(false);
-                }
-            }
-        }
-    }
-
     /// Offers the next complete data frame to `f` (consumed if it returns true).
-    pub(crate) fn poll(
-        &mut self,
-        f: &mut dyn FnMut(&Header, &[u8]) -> Result<bool>,
-    ) -> Result<Polled> {
+    fn poll(&mut self, f: &mut dyn FnMut(&Header, &[u8]) -> Result<bool>) -> Result<Polled> {
         self.flush();
         let mut read_once = false;
         loop {
@@ -228,13 +228,20 @@ impl TcpLink {
         }
     }
 
-    fn grant(&mut self) -> Result<()> {
-        let n = std::mem::take(&mut self.consumed_ungranted) as u32;
-        let frame = Frame::data(Header::new(Kind::Credit), Codec::Raw, n.to_le_bytes().to_vec());
-        if self.closed.is_none() {
-            frame.encode(&mut self.out);
-            self.flush();
+    /// Fails if the connection has closed.
+    fn check_alive(&mut self, _rank: usize) -> Result<()> {
+        self.flush();
+        match &self.closed {
+            Some(why) => Err(self.lost(why.clone())),
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    fn flushed(&mut self) -> bool {
+        self.flush()
+    }
+
+    fn is_tcp(&self) -> bool {
+        true
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use heddle_dataflow::TaskId;
 
-use super::queues::lock;
+use super::inbox::lock;
 
 /// One task's state at one checkpoint (`None`: the task keeps none).
 #[derive(Debug)]

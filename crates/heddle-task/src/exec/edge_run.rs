@@ -6,12 +6,11 @@ use std::any::Any;
 use std::sync::{Arc, Mutex};
 
 use heddle_comm::Communicator;
-use heddle_dataflow::{EdgeSpec, Event, Offer, Options, TaskId};
+use heddle_dataflow::{EdgeSpec, Options, TaskId};
 
-use super::queues::{
-    lock, ChainedOutput, EdgeOutput, Inbox, Outbox, SharedInbox, TaskOutput, QUEUE_CAP,
-};
-use crate::edge::{BoxedOp, Edge};
+use super::inbox::{lock, SharedInbox};
+use super::outputs::{ChainedOutput, EdgeOutput, OpEdge, Outbox, TaskOutput};
+use crate::edge::Edge;
 use crate::{Error, Result};
 
 /// A type-erased edge instance on one worker.
@@ -100,7 +99,7 @@ impl<T: Send + 'static, U: Send + 'static> EdgeFactory for Edge<T, U> {
 }
 
 /// A target task of an edge on this worker: its id, its inbox, and the edge's slot in it.
-type Target<U> = (TaskId, SharedInbox<U>, usize);
+pub(crate) type Target<U> = (TaskId, SharedInbox<U>, usize);
 
 /// A chained edge: its outputs write into the inboxes directly.
 struct Chained;
@@ -119,108 +118,4 @@ impl EdgeRun for Chained {
         Ok(())
     }
     fn close_pass(&mut self) {}
-}
-
-type MakeOp<T, U> = std::sync::Arc<
-    dyn Fn(&Communicator, EdgeSpec, Options) -> heddle_dataflow::Result<BoxedOp<T, U>>,
->;
-
-/// An edge through a dataflow operation.
-struct OpEdge<T, U> {
-    make: MakeOp<T, U>,
-    op: Option<BoxedOp<T, U>>,
-    outboxes: Vec<(TaskId, Arc<Mutex<Outbox<T>>>)>,
-    inboxes: Vec<Target<U>>,
-    /// A record the operation handed back (edge full), per source (as `outboxes`).
-    held: Vec<Option<T>>,
-    /// Positions in `outboxes` of the sources whose end the operation has not been told
-    /// (a pump visits only these: a graph may have thousands of sources on a worker).
-    open: Vec<usize>,
-}
-
-impl<T, U> EdgeRun for OpEdge<T, U> {
-    fn open(&mut self, comm: &Communicator, spec: EdgeSpec, opts: Options) -> Result<()> {
-        self.op = Some((self.make)(comm, spec, opts)?);
-        self.open = (0..self.outboxes.len()).collect();
-        for (_, o) in &self.outboxes {
-            lock(o).finished = false;
-        }
-        Ok(())
-    }
-
-    fn pump(&mut self) -> Result<bool> {
-        let op = self
-            .op
-            .as_mut()
-            .ok_or_else(|| Error::Graph("an edge was pumped outside a pass".into()))?;
-        let mut moved = false;
-        let mut k = 0;
-        while k < self.open.len() {
-            let at = self.open[k];
-            let (s, outbox) = &self.outboxes[at];
-            loop {
-                if self.held[at].is_none() {
-                    let due = lock(outbox).due_barrier();
-                    if let Some(id) = due {
-                        op.barrier(*s, id)?;
-                        moved = true;
-                        continue;
-                    }
-                }
-                let next = self.held[at].take().or_else(|| lock(outbox).pop());
-                let Some(record) = next else { break };
-                match op.offer(*s, record)? {
-                    Offer::Accepted => moved = true,
-                    Offer::Full(back) => {
-                        self.held[at] = Some(back);
-                        break;
-                    }
-                }
-            }
-            let ended = lock(outbox).drained();
-            if ended && self.held[at].is_none() {
-                op.finish(*s)?;
-                self.open.swap_remove(k);
-                moved = true;
-            } else {
-                k += 1;
-            }
-        }
-        moved |= op.progress()?;
-        for (t, inbox, slot) in &self.inboxes {
-            let mut inbox = lock(inbox);
-            // Past a barrier, the target's other inputs catch up before this one goes on.
-            while inbox.items.len() < QUEUE_CAP && !inbox.blocked(*slot) {
-                match op.poll(*t) {
-                    Some(Event::Data(u)) => inbox.items.push_back(u),
-                    Some(Event::End) => inbox.end(*slot),
-                    Some(Event::Barrier(id)) => inbox.barrier(*slot, id),
-                    None => break,
-                }
-                moved = true;
-            }
-        }
-        Ok(moved)
-    }
-
-    fn is_done(&self) -> bool {
-        self.op.as_ref().is_none_or(|op| op.is_done()) && self.held.iter().all(Option::is_none)
-    }
-
-    fn wait(&mut self) -> Result<()> {
-        match self.op.as_mut() {
-            Some(op) => Ok(op.wait()?),
-            None => Ok(()),
-        }
-    }
-
-    fn close_pass(&mut self) {
-        self.op = None;
-    }
-}
-
-/// A fresh inbox, type-erased, for a downstream task of input type `U`.
-pub(crate) fn new_inbox<U: Send + 'static>() -> (SharedInbox<U>, Box<dyn Any>) {
-    let inbox: SharedInbox<U> = Arc::new(Mutex::new(Inbox::default()));
-    (inbox.clone(), Box::new(inbox))
 }

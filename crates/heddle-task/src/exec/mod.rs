@@ -4,13 +4,15 @@
 pub(crate) mod barriers;
 pub(crate) mod edge_run;
 mod handles;
+pub(crate) mod inbox;
 mod job;
 mod job_checkpoints;
 mod job_loops;
+pub(crate) mod outputs;
 mod pool;
-pub(crate) mod queues;
 mod task_common;
 pub(crate) mod task_run;
 
 pub use job::{AbortHandle, Job, Report, StopHandle, THREADS_ENV};
+pub use outputs::Context;
 pub use task_run::TaskStats;

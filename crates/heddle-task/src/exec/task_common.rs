@@ -7,15 +7,14 @@ use std::time::Instant;
 use heddle_comm::Communicator;
 
 use super::barriers::{Barriers, Taken};
-use super::queues::{TaskOutput, QUEUE_CAP};
+use super::outputs::{Outputs, TaskOutput};
 use super::task_run::TaskStats;
 use crate::{Context, Error, Result, Strategy, TaskInfo};
 
 /// What source and compute runs share: identity, outputs, strategy, counters.
 pub(crate) struct Common<O> {
     pub(crate) info: TaskInfo,
-    pub(crate) outs: Vec<Arc<dyn TaskOutput<O>>>,
-    pub(crate) emitted: Vec<O>,
+    pub(crate) outputs: Outputs<O>,
     pub(crate) strategy: Strategy,
     pub(crate) comm: Option<Communicator>,
     pub(crate) next_tick: Option<Instant>,
@@ -45,8 +44,7 @@ impl<O: Clone> Common<O> {
             TaskStats { task: info.to_string(), worker: info.worker, ..TaskStats::default() };
         Common {
             info,
-            outs,
-            emitted: Vec::new(),
+            outputs: Outputs::new(outs),
             strategy,
             comm,
             next_tick: None,
@@ -86,9 +84,7 @@ impl<O: Clone> Common<O> {
         }
         self.snapshotted = id;
         if !self.done {
-            for o in &self.outs {
-                o.barrier(id);
-            }
+            self.outputs.barrier(id);
         }
         Ok(())
     }
@@ -113,7 +109,7 @@ impl<O: Clone> Common<O> {
     ) -> Result<R> {
         let before = self.strategy;
         let mut ctx = Context {
-            out: &mut self.emitted,
+            out: &mut self.outputs.emitted,
             info: &self.info,
             comm: self.comm.as_ref(),
             strategy: &mut self.strategy,
@@ -129,35 +125,18 @@ impl<O: Clone> Common<O> {
         if self.strategy.period() != before.period() {
             self.next_tick = None;
         }
-        self.flush();
+        self.stats.emitted += self.outputs.flush();
         Ok(r)
     }
 
-    pub(crate) fn flush(&mut self) {
-        if self.emitted.is_empty() {
-            return;
-        }
-        self.stats.emitted += self.emitted.len() as u64;
-        if let Some((last, rest)) = self.outs.split_last() {
-            for out in rest {
-                let mut copy = self.emitted.clone();
-                out.push(&mut copy);
-            }
-            last.push(&mut self.emitted);
-        }
-        self.emitted.clear();
-    }
-
     pub(crate) fn outputs_have_room(&self) -> bool {
-        self.outs.iter().all(|o| o.backlog() < QUEUE_CAP)
+        self.outputs.have_room()
     }
 
     pub(crate) fn finish_outputs(&mut self) {
         if !self.done {
             self.done = true;
-            for o in &self.outs {
-                o.finish();
-            }
+            self.outputs.finish();
         }
     }
 

@@ -7,7 +7,8 @@ use std::time::Instant;
 use heddle_comm::Communicator;
 
 use super::barriers::Barriers;
-use super::queues::{lock, SharedInbox, TaskOutput};
+use super::inbox::{lock, SharedInbox};
+use super::outputs::TaskOutput;
 use super::task_common::Common;
 use crate::{Compute, Produced, Result, Source, Strategy, TaskInfo};
 

@@ -1,5 +1,7 @@
-//! The queues between tasks and edges on one worker.
+//! A task's input queue on one worker, fed by every incoming edge (each through a slot of
+//! its own), where checkpoint barriers align.
 
+use std::any::Any;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -110,7 +112,7 @@ impl<U> Inbox<U> {
 
     /// Records an in-memory input hands over: queued, or parked while its slot is past
     /// the barrier being aligned.
-    fn take_in(&mut self, slot: usize, items: impl Iterator<Item = U>) {
+    pub(crate) fn take_in(&mut self, slot: usize, items: impl Iterator<Item = U>) {
         if self.blocked(slot) {
             self.parked_slot(slot).1.extend(items);
         } else {
@@ -119,7 +121,7 @@ impl<U> Inbox<U> {
     }
 
     /// An in-memory input ended (parked too while past the barrier).
-    fn end_in(&mut self, slot: usize) {
+    pub(crate) fn end_in(&mut self, slot: usize) {
         if self.blocked(slot) {
             self.parked_slot(slot).2 = true;
         } else {
@@ -148,124 +150,8 @@ pub(crate) fn lock<Q>(queue: &Mutex<Q>) -> MutexGuard<'_, Q> {
     queue.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Where a task's emitted records go on one outgoing edge.
-pub(crate) trait TaskOutput<T>: Send + Sync {
-    /// Takes every record of `items`.
-    fn push(&self, items: &mut Vec<T>);
-    /// Records pushed and not yet taken by the edge.
-    fn backlog(&self) -> usize;
-    /// The task has ended its output for this pass.
-    fn finish(&self);
-    /// Checkpoint barrier `id`, after every record pushed so far.
-    fn barrier(&self, id: u64);
-}
-
-/// A port into an operation: records wait here until the operation accepts them.
-#[derive(Debug)]
-pub(crate) struct Outbox<T> {
-    pub(crate) items: VecDeque<T>,
-    pub(crate) finished: bool,
-    /// Records pushed and taken so far.
-    pub(crate) pushed: u64,
-    pub(crate) taken: u64,
-    /// Checkpoint barriers: (records pushed before it, id), oldest first.
-    pub(crate) barriers: VecDeque<(u64, u64)>,
-}
-
-impl<T> Default for Outbox<T> {
-    fn default() -> Self {
-        Outbox {
-            items: VecDeque::new(),
-            finished: false,
-            pushed: 0,
-            taken: 0,
-            barriers: VecDeque::new(),
-        }
-    }
-}
-
-impl<T> Outbox<T> {
-    /// The next record, unless a barrier comes first.
-    pub(crate) fn pop(&mut self) -> Option<T> {
-        if self.barriers.front().is_some_and(|&(at, _)| at == self.taken) {
-            return None;
-        }
-        let x = self.items.pop_front()?;
-        self.taken += 1;
-        Some(x)
-    }
-
-    /// The barrier due now (every record before it taken), if any.
-    pub(crate) fn due_barrier(&mut self) -> Option<u64> {
-        match self.barriers.front() {
-            Some(&(at, id)) if at == self.taken => {
-                self.barriers.pop_front();
-                Some(id)
-            }
-            _ => None,
-        }
-    }
-
-    /// Whether the task has ended and every record and barrier is taken.
-    pub(crate) fn drained(&self) -> bool {
-        self.finished && self.items.is_empty() && self.barriers.is_empty()
-    }
-}
-
-/// An outgoing port into an operation.
-pub(crate) struct EdgeOutput<T>(pub(crate) Arc<Mutex<Outbox<T>>>);
-
-impl<T: Send> TaskOutput<T> for EdgeOutput<T> {
-    fn push(&self, items: &mut Vec<T>) {
-        let mut o = lock(&self.0);
-        o.pushed += items.len() as u64;
-        o.items.extend(items.drain(..));
-    }
-
-    fn backlog(&self) -> usize {
-        lock(&self.0).items.len()
-    }
-
-    fn finish(&self) {
-        lock(&self.0).finished = true;
-    }
-
-    fn barrier(&self, id: u64) {
-        let mut o = lock(&self.0);
-        let at = o.pushed;
-        o.barriers.push_back((at, id));
-    }
-}
-
-/// A chained port: records go straight into the downstream task's inbox on this worker,
-/// never serialized.
-pub(crate) struct ChainedOutput<T, U> {
-    pub(crate) inbox: SharedInbox<U>,
-    /// This output's input slot in the inbox.
-    pub(crate) slot: usize,
-    pub(crate) map: fn(T) -> U,
-}
-
-impl<T, U: Send> TaskOutput<T> for ChainedOutput<T, U> {
-    fn push(&self, items: &mut Vec<T>) {
-        let map = self.map;
-        lock(&self.inbox).take_in(self.slot, items.drain(..).map(map));
-    }
-
-    fn backlog(&self) -> usize {
-        let inbox = lock(&self.inbox);
-        // Past a barrier the downstream task has not aligned yet, the upstream waits.
-        if inbox.blocked(self.slot) {
-            return QUEUE_CAP;
-        }
-        inbox.items.len()
-    }
-
-    fn finish(&self) {
-        lock(&self.inbox).end_in(self.slot);
-    }
-
-    fn barrier(&self, id: u64) {
-        lock(&self.inbox).barrier(self.slot, id);
-    }
+/// A fresh inbox, type-erased, for a downstream task of input type `U`.
+pub(crate) fn new_inbox<U: Send + 'static>() -> (SharedInbox<U>, Box<dyn Any>) {
+    let inbox: SharedInbox<U> = Arc::new(Mutex::new(Inbox::default()));
+    (inbox.clone(), Box::new(inbox))
 }

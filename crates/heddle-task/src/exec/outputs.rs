@@ -1,0 +1,363 @@
+//! Where a task's records go: the [`Context`] a task emits through, the task's
+//! [`Outputs`] (flushed after every call into each output port: an edge's outbox, or a
+//! chained task's inbox on this worker), and the edge pump that offers each outbox to the
+//! edge's dataflow operation and hands what it delivers to the inboxes. A record's way out
+//! of a task, from `emit` to the operation, is this file.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use heddle_comm::Communicator;
+use heddle_dataflow::{EdgeSpec, Event, Offer, Options, TaskId};
+
+use super::edge_run::{EdgeRun, Target};
+use super::inbox::{lock, SharedInbox, QUEUE_CAP};
+use crate::edge::BoxedOp;
+use crate::{Error, Result, Strategy, TaskInfo};
+
+/// Handed to every task call: emit records, see who and where it is, call collectives
+/// on its vertex's communicator, change its strategy.
+pub struct Context<'a, O> {
+    pub(crate) out: &'a mut Vec<O>,
+    pub(crate) info: &'a TaskInfo,
+    pub(crate) comm: Option<&'a Communicator>,
+    pub(crate) strategy: &'a mut Strategy,
+    pub(crate) iteration: &'a [u64],
+}
+
+impl<O> std::fmt::Debug for Context<'_, O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("task", self.info)
+            .field("iteration", &self.iteration)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<O> Context<'_, O> {
+    /// Sends `record` on every outgoing edge of the task.
+    #[inline]
+    pub fn emit(&mut self, record: O) {
+        self.out.push(record);
+    }
+
+    /// Records emitted in this call and not yet moved to the edges.
+    pub fn emitted(&self) -> usize {
+        self.out.len()
+    }
+
+    /// Who this task instance is.
+    pub fn info(&self) -> &TaskInfo {
+        self.info
+    }
+
+    /// This instance's index among its vertex's instances.
+    pub fn index(&self) -> u32 {
+        self.info.index
+    }
+
+    /// The vertex's number of instances.
+    pub fn parallelism(&self) -> u32 {
+        self.info.parallelism
+    }
+
+    /// The communicator of the vertex's instances (rank = instance index), for BSP
+    /// collectives inside the task. Only for vertices marked
+    /// [`crate::TaskGraph::collective`].
+    ///
+    /// # Errors
+    /// [`Error::Graph`] for a vertex not marked collective.
+    pub fn comm(&self) -> Result<&Communicator> {
+        self.comm.ok_or_else(|| {
+            Error::Graph(format!(
+                "task {} called comm() but its vertex is not marked collective \
+                 (TaskGraph::collective)",
+                self.info
+            ))
+        })
+    }
+
+    /// The current strategy.
+    pub fn strategy(&self) -> Strategy {
+        *self.strategy
+    }
+
+    /// Changes when the task runs from now on.
+    pub fn set_strategy(&mut self, strategy: Strategy) {
+        *self.strategy = strategy;
+    }
+
+    /// The iteration counters, outermost first (empty outside iterations).
+    pub fn iteration(&self) -> &[u64] {
+        self.iteration
+    }
+}
+
+/// A task's outputs: what it emitted in the current call, and the ports every record goes
+/// to (a copy for each but the last).
+pub(crate) struct Outputs<O> {
+    pub(crate) emitted: Vec<O>,
+    ports: Vec<Arc<dyn TaskOutput<O>>>,
+}
+
+impl<O: Clone> Outputs<O> {
+    pub(crate) fn new(ports: Vec<Arc<dyn TaskOutput<O>>>) -> Self {
+        Outputs { emitted: Vec::new(), ports }
+    }
+
+    /// Moves what the task emitted to every port; returns how many records that was.
+    pub(crate) fn flush(&mut self) -> u64 {
+        let n = self.emitted.len() as u64;
+        if n == 0 {
+            return 0;
+        }
+        if let Some((last, rest)) = self.ports.split_last() {
+            for port in rest {
+                let mut copy = self.emitted.clone();
+                port.push(&mut copy);
+            }
+            last.push(&mut self.emitted);
+        }
+        self.emitted.clear();
+        n
+    }
+
+    /// Whether every port can take more (back-pressure inside the worker).
+    pub(crate) fn have_room(&self) -> bool {
+        self.ports.iter().all(|p| p.backlog() < QUEUE_CAP)
+    }
+
+    /// The task ended its output for this pass.
+    pub(crate) fn finish(&self) {
+        for p in &self.ports {
+            p.finish();
+        }
+    }
+
+    /// Checkpoint barrier `id` on every port, after everything flushed so far.
+    pub(crate) fn barrier(&self, id: u64) {
+        for p in &self.ports {
+            p.barrier(id);
+        }
+    }
+}
+
+/// Where a task's emitted records go on one outgoing edge.
+pub(crate) trait TaskOutput<T>: Send + Sync {
+    /// Takes every record of `items`.
+    fn push(&self, items: &mut Vec<T>);
+    /// Records pushed and not yet taken by the edge.
+    fn backlog(&self) -> usize;
+    /// The task has ended its output for this pass.
+    fn finish(&self);
+    /// Checkpoint barrier `id`, after every record pushed so far.
+    fn barrier(&self, id: u64);
+}
+
+/// A port into an operation: records wait here until the operation accepts them.
+#[derive(Debug)]
+pub(crate) struct Outbox<T> {
+    pub(crate) items: VecDeque<T>,
+    pub(crate) finished: bool,
+    /// Records pushed and taken so far.
+    pub(crate) pushed: u64,
+    pub(crate) taken: u64,
+    /// Checkpoint barriers: (records pushed before it, id), oldest first.
+    pub(crate) barriers: VecDeque<(u64, u64)>,
+}
+
+impl<T> Default for Outbox<T> {
+    fn default() -> Self {
+        Outbox {
+            items: VecDeque::new(),
+            finished: false,
+            pushed: 0,
+            taken: 0,
+            barriers: VecDeque::new(),
+        }
+    }
+}
+
+impl<T> Outbox<T> {
+    /// The next record, unless a barrier comes first.
+    pub(crate) fn pop(&mut self) -> Option<T> {
+        if self.barriers.front().is_some_and(|&(at, _)| at == self.taken) {
+            return None;
+        }
+        let x = self.items.pop_front()?;
+        self.taken += 1;
+        Some(x)
+    }
+
+    /// The barrier due now (every record before it taken), if any.
+    pub(crate) fn due_barrier(&mut self) -> Option<u64> {
+        match self.barriers.front() {
+            Some(&(at, id)) if at == self.taken => {
+                self.barriers.pop_front();
+                Some(id)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the task has ended and every record and barrier is taken.
+    pub(crate) fn drained(&self) -> bool {
+        self.finished && self.items.is_empty() && self.barriers.is_empty()
+    }
+}
+
+/// An outgoing port into an operation.
+pub(crate) struct EdgeOutput<T>(pub(crate) Arc<Mutex<Outbox<T>>>);
+
+impl<T: Send> TaskOutput<T> for EdgeOutput<T> {
+    fn push(&self, items: &mut Vec<T>) {
+        let mut o = lock(&self.0);
+        o.pushed += items.len() as u64;
+        o.items.extend(items.drain(..));
+    }
+
+    fn backlog(&self) -> usize {
+        lock(&self.0).items.len()
+    }
+
+    fn finish(&self) {
+        lock(&self.0).finished = true;
+    }
+
+    fn barrier(&self, id: u64) {
+        let mut o = lock(&self.0);
+        let at = o.pushed;
+        o.barriers.push_back((at, id));
+    }
+}
+
+/// A chained port: records go straight into the downstream task's inbox on this worker,
+/// never serialized.
+pub(crate) struct ChainedOutput<T, U> {
+    pub(crate) inbox: SharedInbox<U>,
+    /// This output's input slot in the inbox.
+    pub(crate) slot: usize,
+    pub(crate) map: fn(T) -> U,
+}
+
+impl<T, U: Send> TaskOutput<T> for ChainedOutput<T, U> {
+    fn push(&self, items: &mut Vec<T>) {
+        let map = self.map;
+        lock(&self.inbox).take_in(self.slot, items.drain(..).map(map));
+    }
+
+    fn backlog(&self) -> usize {
+        let inbox = lock(&self.inbox);
+        // Past a barrier the downstream task has not aligned yet, the upstream waits.
+        if inbox.blocked(self.slot) {
+            return QUEUE_CAP;
+        }
+        inbox.items.len()
+    }
+
+    fn finish(&self) {
+        lock(&self.inbox).end_in(self.slot);
+    }
+
+    fn barrier(&self, id: u64) {
+        lock(&self.inbox).barrier(self.slot, id);
+    }
+}
+
+pub(crate) type MakeOp<T, U> = std::sync::Arc<
+    dyn Fn(&Communicator, EdgeSpec, Options) -> heddle_dataflow::Result<BoxedOp<T, U>>,
+>;
+
+/// An edge through a dataflow operation.
+pub(crate) struct OpEdge<T, U> {
+    pub(crate) make: MakeOp<T, U>,
+    pub(crate) op: Option<BoxedOp<T, U>>,
+    pub(crate) outboxes: Vec<(TaskId, Arc<Mutex<Outbox<T>>>)>,
+    pub(crate) inboxes: Vec<Target<U>>,
+    /// A record the operation handed back (edge full), per source (as `outboxes`).
+    pub(crate) held: Vec<Option<T>>,
+    /// Positions in `outboxes` of the sources whose end the operation has not been told
+    /// (a pump visits only these: a graph may have thousands of sources on a worker).
+    pub(crate) open: Vec<usize>,
+}
+
+impl<T, U> EdgeRun for OpEdge<T, U> {
+    fn open(&mut self, comm: &Communicator, spec: EdgeSpec, opts: Options) -> Result<()> {
+        self.op = Some((self.make)(comm, spec, opts)?);
+        self.open = (0..self.outboxes.len()).collect();
+        for (_, o) in &self.outboxes {
+            lock(o).finished = false;
+        }
+        Ok(())
+    }
+
+    fn pump(&mut self) -> Result<bool> {
+        let op = self
+            .op
+            .as_mut()
+            .ok_or_else(|| Error::Graph("an edge was pumped outside a pass".into()))?;
+        let mut moved = false;
+        let mut k = 0;
+        while k < self.open.len() {
+            let at = self.open[k];
+            let (s, outbox) = &self.outboxes[at];
+            loop {
+                if self.held[at].is_none() {
+                    let due = lock(outbox).due_barrier();
+                    if let Some(id) = due {
+                        op.barrier(*s, id)?;
+                        moved = true;
+                        continue;
+                    }
+                }
+                let next = self.held[at].take().or_else(|| lock(outbox).pop());
+                let Some(record) = next else { break };
+                match op.offer(*s, record)? {
+                    Offer::Accepted => moved = true,
+                    Offer::Full(back) => {
+                        self.held[at] = Some(back);
+                        break;
+                    }
+                }
+            }
+            let ended = lock(outbox).drained();
+            if ended && self.held[at].is_none() {
+                op.finish(*s)?;
+                self.open.swap_remove(k);
+                moved = true;
+            } else {
+                k += 1;
+            }
+        }
+        moved |= op.progress()?;
+        for (t, inbox, slot) in &self.inboxes {
+            let mut inbox = lock(inbox);
+            // Past a barrier, the target's other inputs catch up before this one goes on.
+            while inbox.items.len() < QUEUE_CAP && !inbox.blocked(*slot) {
+                match op.poll(*t) {
+                    Some(Event::Data(u)) => inbox.items.push_back(u),
+                    Some(Event::End) => inbox.end(*slot),
+                    Some(Event::Barrier(id)) => inbox.barrier(*slot, id),
+                    None => break,
+                }
+                moved = true;
+            }
+        }
+        Ok(moved)
+    }
+
+    fn is_done(&self) -> bool {
+        self.op.as_ref().is_none_or(|op| op.is_done()) && self.held.iter().all(Option::is_none)
+    }
+
+    fn wait(&mut self) -> Result<()> {
+        match self.op.as_mut() {
+            Some(op) => Ok(op.wait()?),
+            None => Ok(()),
+        }
+    }
+
+    fn close_pass(&mut self) {
+        self.op = None;
+    }
+}
