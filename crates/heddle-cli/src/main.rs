@@ -73,6 +73,11 @@ struct RunArgs {
     /// a restarted job resumes from its last complete checkpoint, exactly once.
     #[arg(long)]
     checkpoint_interval: Option<f64>,
+    /// Seconds a checkpoint aligns its barriers before it goes on unaligned, storing the
+    /// records in flight, as Flink's aligned-checkpoint timeout (sets
+    /// HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S; default 0.02; `off`: always aligned).
+    #[arg(long)]
+    alignment_timeout: Option<String>,
     /// Where checkpoints go: a directory of this host's, or one every host shares (sets
     /// HEDDLE_CHECKPOINT_DIR; default: heddle-checkpoints-<uid>/<program> in the
     /// temporary directory).
@@ -166,6 +171,14 @@ fn run(args: RunArgs) -> i32 {
             return 2;
         }
         spec.env.push((bounds.name.into(), v.to_string()));
+    }
+    if let Some(v) = args.alignment_timeout {
+        if let Err(e) = heddle_comm::settings::alignment_timeout(&v) {
+            eprintln!("heddle run: --alignment-timeout: {e}");
+            return 2;
+        }
+        let name = heddle_comm::settings::CHECKPOINT_ALIGNMENT_TIMEOUT_S.name;
+        spec.env.push((name.into(), v));
     }
     if let Some(dir) = args.checkpoint_dir {
         // Workers may start elsewhere: name it absolutely.

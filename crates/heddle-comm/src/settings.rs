@@ -74,6 +74,16 @@ pub const CHECKPOINT_INTERVAL_S: Bounds = Bounds {
     max: 86_400.0,
     whole: false,
 };
+/// `HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S`: how long a stream's checkpoint aligns its
+/// barriers before it goes on unaligned, storing the records in flight (unset: 0.02 s;
+/// `off`: always aligned).
+pub const CHECKPOINT_ALIGNMENT_TIMEOUT_S: Bounds = Bounds {
+    name: "HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S",
+    unit: "seconds",
+    min: 0.0,
+    max: 86_400.0,
+    whole: false,
+};
 /// `HEDDLE_CHECKPOINT_DIR`: where streams checkpoint (a path).
 pub const CHECKPOINT_DIR: &str = "HEDDLE_CHECKPOINT_DIR";
 /// `HEDDLE_ATTEMPT`: which attempt of a restarted job this is.
@@ -96,6 +106,27 @@ pub const WORLD_SIZE: Bounds =
 /// `HEDDLE_RANK` (and the other launchers' rank variables): this worker's rank.
 pub const RANK: Bounds =
     Bounds { name: "HEDDLE_RANK", unit: "rank", min: 0.0, max: 1_048_575.0, whole: true };
+
+/// Parses an alignment timeout ([`CHECKPOINT_ALIGNMENT_TIMEOUT_S`]): seconds (0: unaligned
+/// as soon as a barrier waits), or `off` (always aligned).
+///
+/// ```
+/// use std::time::Duration;
+/// use heddle_comm::settings::alignment_timeout;
+/// assert_eq!(alignment_timeout("0.05")?, Some(Duration::from_millis(50)));
+/// assert_eq!(alignment_timeout("off")?, None);
+/// assert!(alignment_timeout("soon").is_err());
+/// # Ok::<(), heddle_comm::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a value that is neither seconds nor `off`.
+pub fn alignment_timeout(value: &str) -> Result<Option<Duration>> {
+    if value.trim().eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    seconds(&CHECKPOINT_ALIGNMENT_TIMEOUT_S, value).map(Some)
+}
 
 /// Every bounded setting, for `heddle run` to check before it starts a worker.
 pub const ALL: &[Bounds] = &[

@@ -85,6 +85,6 @@ pub use session::Session;
 pub use sinks::PartWriter;
 pub use sources::OnMalformed;
 pub use stream::Stream;
-pub use stream_checkpoints::{default_dir, run_dir};
+pub use stream_checkpoints::{alignment_timeout_from_env, default_dir, run_dir};
 pub use text_blocks::{TextBlocks, MAX_LINE_BYTES};
 pub use window::{now_ms, Time, Window, WindowKind, Windowed};

@@ -32,7 +32,20 @@ pub(crate) fn from_env() -> Result<Option<Checkpointing>> {
         Some(d) => PathBuf::from(d),
         None => run_dir(&job)?,
     };
-    Ok(Some(Checkpointing { dir, job, interval: Some(interval) }))
+    let alignment_timeout = alignment_timeout_from_env()?;
+    Ok(Some(Checkpointing { dir, job, interval: Some(interval), alignment_timeout }))
+}
+
+/// The alignment timeout of `HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S` (unset: the default,
+/// [`Checkpointing::DEFAULT_ALIGNMENT_TIMEOUT`]).
+///
+/// # Errors
+/// A value that is neither seconds nor `off`.
+pub fn alignment_timeout_from_env() -> Result<Option<Duration>> {
+    match std::env::var(settings::CHECKPOINT_ALIGNMENT_TIMEOUT_S.name) {
+        Ok(v) if !v.is_empty() => Ok(settings::alignment_timeout(&v)?),
+        _ => Ok(Some(Checkpointing::DEFAULT_ALIGNMENT_TIMEOUT)),
+    }
 }
 
 /// The default checkpoint directory of job `job` in this run: [`default_dir`] of `job` and,
@@ -116,8 +129,42 @@ impl Session {
         let inner = Arc::try_unwrap(self.0).map_err(|_| {
             Error::InvalidArgument("set checkpoints before making data sets".into())
         })?;
-        let checkpoints = Some(Checkpointing { dir: dir.into(), job: job.to_string(), interval });
+        let checkpoints = Some(Checkpointing {
+            dir: dir.into(),
+            job: job.to_string(),
+            interval,
+            alignment_timeout: alignment_timeout_from_env()?,
+        });
         Ok(Session(Arc::new(crate::session::Inner { checkpoints, ..inner })))
+    }
+
+    /// Sets how long a checkpoint of this session's streams aligns its barriers before it
+    /// goes on unaligned, storing the records in flight (`None`: always aligned); after
+    /// [`Session::with_checkpoints`]. The default is
+    /// [`heddle_task::Checkpointing::DEFAULT_ALIGNMENT_TIMEOUT`], or
+    /// `HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let dir = std::env::temp_dir().join(format!("heddle-doc-align-{}", std::process::id()));
+    /// let s = s.with_checkpoints(&dir, Some(Duration::from_secs(1)), "job")?;
+    /// let s = s.with_alignment_timeout(None)?;
+    /// assert_eq!(s.stream_checkpoints().unwrap().alignment_timeout, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] once data sets exist, or without checkpoints.
+    pub fn with_alignment_timeout(self, timeout: Option<Duration>) -> Result<Session> {
+        let mut inner = Arc::try_unwrap(self.0).map_err(|_| {
+            Error::InvalidArgument("set checkpoints before making data sets".into())
+        })?;
+        let c = inner.checkpoints.as_mut().ok_or_else(|| {
+            Error::InvalidArgument("set checkpoints (with_checkpoints) before their timeout".into())
+        })?;
+        c.alignment_timeout = timeout;
+        Ok(Session(Arc::new(inner)))
     }
 
     /// The checkpoints streams take, if they do.

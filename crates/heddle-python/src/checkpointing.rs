@@ -59,7 +59,9 @@ pub(crate) fn resolve(
             None => heddle_data::run_dir(job).map_err(crate::errors::data)?,
         },
     };
-    Ok(Some(Checkpointing { dir, job: job.to_string(), interval }))
+    let alignment_timeout =
+        heddle_data::alignment_timeout_from_env().map_err(crate::errors::data)?;
+    Ok(Some(Checkpointing { dir, job: job.to_string(), interval, alignment_timeout }))
 }
 
 /// A checkpoint configuration as ``(dir, job, interval in seconds or None)``.

@@ -79,6 +79,7 @@ const RUNTIME_KEYS: &[&str] = &[
     "HEDDLE_TASK_THREADS",
     // Streams' checkpoints, read by heddle-data's sessions.
     "HEDDLE_CHECKPOINT_INTERVAL_S",
+    "HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S",
     "HEDDLE_CHECKPOINT_DIR",
     // One id per `heddle run`, the same in every attempt (default checkpoint directories).
     "HEDDLE_RUN_ID",

@@ -5,6 +5,7 @@
 use std::hash::Hash;
 use std::sync::Arc;
 
+use crate::checkpoint::Codec;
 use heddle_comm::Communicator;
 use heddle_dataflow::{
     EdgeSpec, Gather, KeyedGather, KeyedReduce, Operation, Options, Partition, Reduce, Sort, TaskId,
@@ -45,6 +46,8 @@ pub struct Edge<T, U> {
     pub(crate) make: MakeOp<T, U>,
     /// Direct edges can hand records over in memory, unserialized.
     pub(crate) chain: Option<fn(T) -> U>,
+    /// The record types' codecs (unaligned checkpoints store records in flight).
+    pub(crate) codecs: (Codec<T>, Codec<U>),
 }
 
 impl<T, U> std::fmt::Debug for Edge<T, U> {
@@ -74,6 +77,7 @@ impl<T: Record> Edge<T, T> {
             kind: EdgeKind::Direct,
             make: Arc::new(|c, s, o| boxed(Partition::direct(c, s, o))),
             chain: Some(|t| t),
+            codecs: (Codec::of(), Codec::of()),
         }
     }
 
@@ -87,6 +91,7 @@ impl<T: Record> Edge<T, T> {
                 boxed(Partition::new(c, s, o, move |t| f(t)))
             }),
             chain: None,
+            codecs: (Codec::of(), Codec::of()),
         }
     }
 
@@ -96,6 +101,7 @@ impl<T: Record> Edge<T, T> {
             kind: EdgeKind::Partition,
             make: Arc::new(|c, s, o| boxed(Partition::by_hash(c, s, o))),
             chain: None,
+            codecs: (Codec::of(), Codec::of()),
         }
     }
 
@@ -105,6 +111,7 @@ impl<T: Record> Edge<T, T> {
             kind: EdgeKind::Broadcast,
             make: Arc::new(|c, s, o| boxed(Partition::broadcast(c, s, o))),
             chain: None,
+            codecs: (Codec::of(), Codec::of()),
         }
     }
 
@@ -119,6 +126,7 @@ impl<T: Record> Edge<T, T> {
                 boxed(Reduce::new(c, s, o, move |a, b| f(a, b)))
             }),
             chain: None,
+            codecs: (Codec::of(), Codec::of()),
         }
     }
 }
@@ -131,6 +139,7 @@ impl<T: Record> Edge<T, (TaskId, T)> {
             kind: EdgeKind::Gather,
             make: Arc::new(|c, s, o| boxed(Gather::new(c, s, o))),
             chain: None,
+            codecs: (Codec::of(), Codec::of()),
         }
     }
 }
@@ -149,6 +158,7 @@ impl<K: Record + Hash + Eq + Ord, V: Record> Edge<(K, V), (K, V)> {
                 boxed(KeyedReduce::new(c, s, o, move |a, b| f(a, b)))
             }),
             chain: None,
+            codecs: (Codec::of(), Codec::of()),
         }
     }
 }
@@ -160,6 +170,7 @@ impl<K: Record + Ord, V: Record> Edge<(K, V), (K, Vec<V>)> {
             kind: EdgeKind::KeyedGather,
             make: Arc::new(|c, s, o| boxed(KeyedGather::new(c, s, o))),
             chain: None,
+            codecs: (Codec::of(), Codec::of()),
         }
     }
 }
@@ -181,6 +192,7 @@ impl<K: Record + Ord, V: Record> Edge<(K, V), (K, V)> {
                 boxed(Sort::new(c, s, o, cut))
             }),
             chain: None,
+            codecs: (Codec::of(), Codec::of()),
         }
     }
 }

@@ -9,7 +9,7 @@ use heddle_comm::{Communicator, EdgeChannels, Envelope, Kind};
 use heddle_dataflow::TaskId;
 
 use super::protocol::Message;
-use super::store::{Commit, Store};
+use super::store::{Commit, Store, TaskFile};
 use super::writer::Writer;
 use super::{CheckpointStats, Checkpointing};
 use crate::exec::barriers::Barriers;
@@ -28,6 +28,7 @@ struct Local {
     written: usize,
     bytes: u64,
     states: Vec<TaskId>,
+    unaligned: usize,
     error: Option<String>,
 }
 
@@ -40,6 +41,7 @@ struct InFlight {
     acks: HashSet<usize>,
     bytes: u64,
     states: Vec<TaskId>,
+    unaligned: usize,
     declined: Option<String>,
 }
 
@@ -177,7 +179,7 @@ impl Checkpoints {
     ///
     /// # Errors
     /// [`Error::Checkpoint`]: a missing or damaged state file.
-    pub(crate) fn state(&self, commit: &Commit, task: TaskId) -> Result<Option<Vec<u8>>> {
+    pub(crate) fn state(&self, commit: &Commit, task: TaskId) -> Result<Option<TaskFile>> {
         if !commit.states.contains(&task) {
             return Ok(None);
         }
@@ -235,9 +237,15 @@ impl Checkpoints {
         let mut moved = false;
         for taken in self.barriers.take() {
             moved = true;
-            match taken.state {
-                Some(state) => self.writer.write(taken.checkpoint, taken.task, state),
-                None => self.note(taken.checkpoint, taken.task, Ok(None)),
+            if taken.inflight.is_some() {
+                self.local.entry(taken.checkpoint).or_default().unaligned += 1;
+            }
+            match (taken.error, taken.state, taken.inflight) {
+                (Some(e), ..) => self.note(taken.checkpoint, taken.task, Err(e)),
+                (None, None, None) => self.note(taken.checkpoint, taken.task, Ok(None)),
+                (None, state, inflight) => {
+                    self.writer.write(taken.checkpoint, taken.task, (state, inflight))
+                }
             }
         }
         for w in self.writer.written() {
@@ -254,7 +262,9 @@ impl Checkpoints {
             let l = self.local.remove(&id).unwrap_or_default();
             let reply = match l.error {
                 Some(reason) => Message::Decline { id, reason },
-                None => Message::Ack { id, bytes: l.bytes, states: l.states },
+                None => {
+                    Message::Ack { id, bytes: l.bytes, states: l.states, unaligned: l.unaligned }
+                }
             };
             self.send(0, reply);
             moved = true;
@@ -340,11 +350,12 @@ impl Checkpoints {
                 }
                 eprintln!("heddle: warning: checkpoint {id} failed, the job goes on: {reason}");
             }
-            Message::Ack { id, bytes, states } => {
+            Message::Ack { id, bytes, states, unaligned } => {
                 if let Some(f) = self.in_flight(id) {
                     f.acks.insert(from);
                     f.bytes += bytes;
                     f.states.extend(states);
+                    f.unaligned += unaligned;
                 }
             }
             Message::Decline { id, reason } => {
@@ -385,6 +396,7 @@ impl Checkpoints {
                 states,
                 bytes: f.bytes,
                 duration_ms,
+                unaligned_tasks: f.unaligned,
             };
             let outcome = match f.declined {
                 Some(reason) => Err(reason),
@@ -399,6 +411,7 @@ impl Checkpoints {
                         duration_ms,
                         bytes: f.bytes,
                         last: f.last,
+                        unaligned_tasks: f.unaligned,
                     });
                     to_all.push(Message::Complete { id: f.id });
                 }
@@ -425,6 +438,7 @@ impl Checkpoints {
                     acks: HashSet::new(),
                     bytes: 0,
                     states: Vec::new(),
+                    unaligned: 0,
                     declined: None,
                 });
                 to_all.push(Message::Trigger { id, last: all_finished });

@@ -5,7 +5,12 @@
 //! 2. Each source snapshots its position and sends barrier `n` after what it emitted.
 //! 3. A task snapshots once barrier `n` has arrived on every input (aligned: an input
 //!    past the barrier waits meanwhile), then forwards it; a task that already ended
-//!    snapshots its final state at once.
+//!    snapshots its final state at once. When a checkpoint has been under way longer than
+//!    [`Checkpointing::alignment_timeout`] (back-pressure), it goes on unaligned, as
+//!    Flink's does: a task snapshots as soon as the barrier arrives on one input and its
+//!    barrier overtakes the records in its outboxes; the records it overtook, those its
+//!    input queue held and those its other inputs deliver before their barriers are
+//!    stored with its state (`inflight.rs`) and given back first on restore.
 //! 4. The states are written to the state backend (`store.rs`) off the executor, and each
 //!    worker acknowledges once all of its tasks' states are written.
 //! 5. With every acknowledgement in, rank 0 writes the commit file and tells every
@@ -17,6 +22,7 @@
 //! replay from their positions.
 
 mod coordinator;
+mod inflight;
 mod protocol;
 mod store;
 mod writer;
@@ -25,6 +31,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub(crate) use coordinator::{agree_latest, Checkpoints};
+pub(crate) use inflight::{Codec, Inflight};
 pub(crate) use store::{Commit, Store};
 
 use crate::graph::TaskGraph;
@@ -46,12 +53,31 @@ pub struct Checkpointing {
     pub job: String,
     /// Time between two checkpoints (`None`: only the last one, when the sources end).
     pub interval: Option<Duration>,
+    /// How long a checkpoint aligns its barriers before it goes on unaligned, storing the
+    /// records in flight (`None`: always aligned; default
+    /// [`Checkpointing::DEFAULT_ALIGNMENT_TIMEOUT`]).
+    pub alignment_timeout: Option<Duration>,
 }
 
 impl Checkpointing {
-    /// Checkpoints of job `job` in `dir`, every `interval`.
+    /// The default [`Checkpointing::alignment_timeout`].
+    pub const DEFAULT_ALIGNMENT_TIMEOUT: Duration = Duration::from_millis(20);
+
+    /// Checkpoints of job `job` in `dir`, every `interval`, unaligned after the default
+    /// alignment timeout.
     pub fn new(dir: impl Into<PathBuf>, job: impl Into<String>, interval: Duration) -> Self {
-        Checkpointing { dir: dir.into(), job: job.into(), interval: Some(interval) }
+        Checkpointing {
+            dir: dir.into(),
+            job: job.into(),
+            interval: Some(interval),
+            alignment_timeout: Some(Self::DEFAULT_ALIGNMENT_TIMEOUT),
+        }
+    }
+
+    /// Goes on unaligned once a checkpoint has aligned for `timeout` (`None`: never).
+    pub fn with_alignment_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.alignment_timeout = timeout;
+        self
     }
 }
 
@@ -90,6 +116,8 @@ pub struct CheckpointStats {
     pub bytes: u64,
     /// Taken when every source had ended.
     pub last: bool,
+    /// Tasks that stored records in flight (the checkpoint went on unaligned).
+    pub unaligned_tasks: usize,
 }
 
 /// The edges whose operations keep state of their own in streaming mode (a reduction, a

@@ -9,8 +9,15 @@ use serde::{Deserialize, Serialize};
 pub(crate) enum Message {
     /// Coordinator → workers: take checkpoint `id` (`last`: the sources have all ended).
     Trigger { id: u64, last: bool },
-    /// Worker → coordinator: every task of the worker has written its state of `id`.
-    Ack { id: u64, bytes: u64, states: Vec<TaskId> },
+    /// Worker → coordinator: every task of the worker has written its state of `id`
+    /// (`unaligned`: how many stored records in flight).
+    Ack {
+        id: u64,
+        bytes: u64,
+        states: Vec<TaskId>,
+        #[serde(default)]
+        unaligned: usize,
+    },
     /// Worker → coordinator: a state of `id` could not be written.
     Decline { id: u64, reason: String },
     /// Worker → coordinator: the worker's tasks have all ended.

@@ -3,7 +3,8 @@
 //! acknowledged, the commit file that makes the checkpoint complete.
 //!
 //! ```text
-//! stream-000000000012.task-3.state   a task's state (written by its worker)
+//! stream-000000000012.task-3.state   a task's state, and the records it held in flight
+//!                                      if the checkpoint went unaligned (by its worker)
 //! stream-000000000012.ckpt           the commit (written by rank 0, last)
 //! loop-000000000006.ckpt             task-graph iterations: after 6 passes
 //! ```
@@ -35,6 +36,12 @@ struct StateHeader {
     task: TaskId,
     bytes: u64,
     sha256: String,
+    /// Bytes of records in flight ([`super::Inflight`]) after the state.
+    #[serde(default)]
+    inflight: u64,
+    /// The task keeps no state of its own (the file holds records in flight only).
+    #[serde(default)]
+    stateless: bool,
 }
 
 /// What a complete checkpoint holds (its commit file).
@@ -54,7 +61,14 @@ pub(crate) struct Commit {
     pub(crate) bytes: u64,
     /// Milliseconds from the trigger to the last acknowledgement.
     pub(crate) duration_ms: f64,
+    /// Tasks that stored records in flight (the checkpoint went unaligned there).
+    #[serde(default)]
+    pub(crate) unaligned_tasks: usize,
 }
+
+/// What a task's state file holds: its state (`None`: it keeps none) and the records in
+/// flight an unaligned checkpoint stored with it.
+pub(crate) type TaskFile = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// A checkpoint directory, as one job sees it.
 #[derive(Debug, Clone)]
@@ -90,13 +104,25 @@ impl Store {
     ///
     /// # Errors
     /// The file system's (a full disk).
-    pub(crate) fn write_state(&self, checkpoint: u64, task: TaskId, state: &[u8]) -> Result<()> {
+    pub(crate) fn write_state(
+        &self,
+        checkpoint: u64,
+        task: TaskId,
+        state: Option<&[u8]>,
+        inflight: Option<&[u8]>,
+    ) -> Result<()> {
+        let (state, inflight) = (state.unwrap_or_default(), inflight.unwrap_or_default());
+        let mut digest = Sha256::new();
+        digest.update(state);
+        digest.update(inflight);
         let header = StateHeader {
             job: self.job.clone(),
             checkpoint,
             task,
             bytes: state.len() as u64,
-            sha256: hex(&Sha256::digest(state)),
+            sha256: hex(&digest.finalize()),
+            inflight: inflight.len() as u64,
+            stateless: state.is_empty() && !inflight.is_empty(),
         };
         let header = serde_json::to_string(&header).map_err(io::Error::other);
         let path = self.state_path(checkpoint, task);
@@ -104,33 +130,30 @@ impl Store {
             f.write_all(
                 format!("{STATE_MAGIC}\n{}\n", header.as_ref().map_err(clone_err)?).as_bytes(),
             )?;
-            f.write_all(state)
+            f.write_all(state)?;
+            f.write_all(inflight)
         })
     }
 
-    /// Task `task`'s state at `checkpoint`, checked against its header.
-    ///
-    /// # Errors
-    /// [`Error::Checkpoint`]: a missing, damaged or foreign file.
-    pub(crate) fn read_state(&self, checkpoint: u64, task: TaskId) -> Result<Vec<u8>> {
+    pub(crate) fn read_state(&self, checkpoint: u64, task: TaskId) -> Result<TaskFile> {
         let path = self.state_path(checkpoint, task);
-        let (header, bytes) = read_file::<StateHeader>(&path, STATE_MAGIC)?;
+        let (header, mut bytes) = read_file::<StateHeader>(&path, STATE_MAGIC)?;
         if header.job != self.job {
             return Err(foreign(&path, "job", &header.job, &self.job));
         }
         if header.checkpoint != checkpoint || header.task != task {
             return Err(damaged(&path, "its header names another checkpoint or task"));
         }
-        if bytes.len() as u64 != header.bytes || hex(&Sha256::digest(&bytes)) != header.sha256 {
+        if bytes.len() as u64 != header.bytes + header.inflight
+            || hex(&Sha256::digest(&bytes)) != header.sha256
+        {
             return Err(damaged(&path, "its length or checksum does not match its header"));
         }
-        Ok(bytes)
+        let inflight = bytes.split_off(header.bytes as usize);
+        let state = (!header.stateless).then_some(bytes);
+        Ok((state, (!inflight.is_empty()).then_some(inflight)))
     }
 
-    /// Makes a checkpoint complete: writes its commit file.
-    ///
-    /// # Errors
-    /// The file system's.
     pub(crate) fn commit(&self, commit: &Commit) -> Result<()> {
         let json = serde_json::to_string(commit).map_err(io::Error::other);
         write_atomically(&self.commit_path(commit.checkpoint), &|f| {
@@ -150,6 +173,7 @@ impl Store {
             "duration_ms": commit.duration_ms,
             "bytes": commit.bytes,
             "last": commit.last,
+            "unaligned_tasks": commit.unaligned_tasks,
         });
         let appended = std::fs::OpenOptions::new()
             .append(true)
@@ -392,15 +416,37 @@ mod tests {
     fn pruning_removes_old_states_and_a_killed_writers_temporary_files() {
         let s = store("prune");
         for id in [1, 2] {
-            s.write_state(id, 3, b"state").unwrap();
+            s.write_state(id, 3, Some(b"state"), None).unwrap();
         }
-        s.write_state(1, 4, b"another worker's").unwrap();
+        s.write_state(1, 4, Some(b"another worker's"), None).unwrap();
         let temp = s.dir().join(".stream-000000000001.task-3.state.999.tmp");
         std::fs::write(&temp, b"half").unwrap();
         s.prune(&[3], &|id| id < 2, None);
         assert!(!temp.exists() && !s.state_path(1, 3).exists());
         assert!(s.state_path(2, 3).exists() && s.state_path(1, 4).exists());
-        assert_eq!(s.read_state(2, 3).unwrap(), b"state");
+        assert_eq!(s.read_state(2, 3).unwrap(), (Some(b"state".to_vec()), None));
+        std::fs::remove_dir_all(s.dir()).unwrap();
+    }
+
+    #[test]
+    fn records_in_flight_are_kept_beside_the_state_and_checked() {
+        let s = store("inflight");
+        s.write_state(1, 3, Some(b"state"), Some(b"records")).unwrap();
+        s.write_state(1, 4, None, Some(b"only records")).unwrap();
+        s.write_state(1, 5, Some(b""), None).unwrap();
+        assert_eq!(
+            s.read_state(1, 3).unwrap(),
+            (Some(b"state".to_vec()), Some(b"records".to_vec()))
+        );
+        assert_eq!(s.read_state(1, 4).unwrap(), (None, Some(b"only records".to_vec())));
+        assert_eq!(s.read_state(1, 5).unwrap(), (Some(Vec::new()), None));
+        // A flipped byte in the records is found.
+        let path = s.state_path(1, 3);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(&path, bytes).unwrap();
+        assert!(s.read_state(1, 3).unwrap_err().to_string().contains("checksum"));
         std::fs::remove_dir_all(s.dir()).unwrap();
     }
 
@@ -416,6 +462,7 @@ mod tests {
             states: vec![],
             bytes: 0,
             duration_ms: 1.0,
+            unaligned_tasks: 0,
         };
         s.commit(&commit(4)).unwrap();
         s.commit(&commit(5)).unwrap();

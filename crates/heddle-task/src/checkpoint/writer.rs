@@ -6,7 +6,7 @@ use std::thread::JoinHandle;
 
 use heddle_dataflow::TaskId;
 
-use super::store::Store;
+use super::store::{Store, TaskFile};
 
 /// A state written, or why not.
 pub(crate) struct Written {
@@ -17,21 +17,23 @@ pub(crate) struct Written {
 
 /// A thread writing states to the store, in order.
 pub(crate) struct Writer {
-    jobs: Option<Sender<(u64, TaskId, Vec<u8>)>>,
+    jobs: Option<Sender<(u64, TaskId, TaskFile)>>,
     done: Receiver<Written>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Writer {
     pub(crate) fn start(store: Store) -> std::io::Result<Writer> {
-        let (jobs, inbox) = channel::<(u64, TaskId, Vec<u8>)>();
+        let (jobs, inbox) = channel::<(u64, TaskId, TaskFile)>();
         let (report, done) = channel();
         let thread =
             std::thread::Builder::new().name("heddle-checkpoint".into()).spawn(move || {
-                for (checkpoint, task, state) in inbox {
+                for (checkpoint, task, (state, inflight)) in inbox {
+                    let bytes =
+                        state.as_ref().map_or(0, Vec::len) + inflight.as_ref().map_or(0, Vec::len);
                     let result = store
-                        .write_state(checkpoint, task, &state)
-                        .map(|()| state.len() as u64)
+                        .write_state(checkpoint, task, state.as_deref(), inflight.as_deref())
+                        .map(|()| bytes as u64)
                         .map_err(|e| e.to_string());
                     if report.send(Written { checkpoint, task, result }).is_err() {
                         return;
@@ -41,8 +43,8 @@ impl Writer {
         Ok(Writer { jobs: Some(jobs), done, thread: Some(thread) })
     }
 
-    /// Queues task `task`'s state of `checkpoint`.
-    pub(crate) fn write(&self, checkpoint: u64, task: TaskId, state: Vec<u8>) {
+    /// Queues task `task`'s state (and records in flight) of `checkpoint`.
+    pub(crate) fn write(&self, checkpoint: u64, task: TaskId, state: TaskFile) {
         if let Some(jobs) = &self.jobs {
             // The thread only ends when `jobs` is dropped.
             let _ = jobs.send((checkpoint, task, state));

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use heddle_comm::Communicator;
 use heddle_dataflow::{EdgeSpec, Options, TaskId};
 
+use super::barriers::Barriers;
 use super::inbox::{lock, SharedInbox};
 use super::outputs::{ChainedOutput, EdgeOutput, OpEdge, Outbox, TaskOutput};
 use crate::edge::Edge;
@@ -25,6 +26,8 @@ pub(crate) trait EdgeRun {
     fn wait(&mut self) -> Result<()>;
     /// Drops this pass's operation.
     fn close_pass(&mut self);
+    /// Takes part in the job's checkpoints (an overdue one's barriers overtake).
+    fn checkpoints(&mut self, _barriers: Arc<Barriers>) {}
 }
 
 /// Builds an edge's instance on a worker: links the downstream inboxes (`Box<dyn Any>`
@@ -57,7 +60,11 @@ impl<T: Send + 'static, U: Send + 'static> EdgeFactory for Edge<T, U> {
                         "task {t}: its input type does not match the edge's output type"
                     ))
                 })?;
-                let slot = lock(&inbox).add_slot();
+                let slot = {
+                    let mut inbox = lock(&inbox);
+                    inbox.codec.get_or_insert(self.codecs.1);
+                    inbox.add_slot()
+                };
                 Ok((t, inbox, slot))
             })
             .collect::<Result<_>>()?;
@@ -82,8 +89,10 @@ impl<T: Send + 'static, U: Send + 'static> EdgeFactory for Edge<T, U> {
                 .collect();
             return Ok((Box::new(Chained), outputs));
         }
-        let outboxes: Vec<(TaskId, Arc<Mutex<Outbox<T>>>)> =
-            sources.iter().map(|&s| (s, Arc::default())).collect();
+        let outboxes: Vec<(TaskId, Arc<Mutex<Outbox<T>>>)> = sources
+            .iter()
+            .map(|&s| (s, Arc::new(Mutex::new(Outbox::new(Some(self.codecs.0))))))
+            .collect();
         let outputs = outboxes
             .iter()
             .map(|(s, o)| {
@@ -92,8 +101,15 @@ impl<T: Send + 'static, U: Send + 'static> EdgeFactory for Edge<T, U> {
             })
             .collect();
         let held = outboxes.iter().map(|_| None).collect();
-        let run =
-            OpEdge { make: self.make.clone(), op: None, outboxes, inboxes, held, open: Vec::new() };
+        let run = OpEdge {
+            make: self.make.clone(),
+            op: None,
+            outboxes,
+            inboxes,
+            held,
+            open: Vec::new(),
+            barriers: None,
+        };
         Ok((Box::new(run), outputs))
     }
 }

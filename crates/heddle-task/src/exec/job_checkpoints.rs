@@ -39,7 +39,7 @@ impl Job<'_> {
         store: Store,
         restored: Option<&Commit>,
     ) -> Result<()> {
-        let barriers = Arc::new(Barriers::default());
+        let barriers = Arc::new(Barriers::new(config.alignment_timeout));
         let ck = Checkpoints::start(
             self.comm,
             config,
@@ -52,10 +52,15 @@ impl Job<'_> {
         )?;
         let from = restored.map_or(0, |c| c.checkpoint);
         for (t, &id) in self.tasks.iter_mut().zip(&self.task_ids) {
-            if let Some(state) = restored.map(|c| ck.state(c, id)).transpose()?.flatten() {
-                t.restore(&state)?;
+            if let Some((state, inflight)) =
+                restored.map(|c| ck.state(c, id)).transpose()?.flatten()
+            {
+                t.restore(state.as_deref(), inflight.as_deref())?;
             }
             t.checkpoints(barriers.clone(), from);
+        }
+        for edge in &mut self.edges {
+            edge.checkpoints(barriers.clone());
         }
         if from > 0 {
             tracing::info!("resumed from checkpoint {from} in {}", config.dir.display());

@@ -72,7 +72,8 @@ impl Job<'_> {
         if let Some(commit) = restored {
             for (t, &id) in self.tasks.iter_mut().zip(&self.task_ids) {
                 if commit.states.contains(&id) {
-                    t.restore(&store.read_state(commit.checkpoint, id)?)?;
+                    let (state, inflight) = store.read_state(commit.checkpoint, id)?;
+                    t.restore(state.as_deref(), inflight.as_deref())?;
                 }
             }
         }
@@ -88,7 +89,7 @@ impl Job<'_> {
         let (mut states, mut bytes, mut error) = (Vec::new(), 0u64, None);
         for (t, &id) in self.tasks.iter_mut().zip(&self.task_ids) {
             let Some(state) = t.snapshot_state(passes)? else { continue };
-            match store.write_state(passes, id, &state) {
+            match store.write_state(passes, id, Some(&state), None) {
                 Ok(()) => {
                     states.push(id);
                     bytes += state.len() as u64;
@@ -117,6 +118,7 @@ impl Job<'_> {
                 states,
                 bytes: totals[0],
                 duration_ms: started.elapsed().as_secs_f64() * 1e3,
+                unaligned_tasks: 0,
             };
             let written = store.commit(&commit);
             if let Err(e) = &written {

@@ -10,6 +10,8 @@ mod job_checkpoints;
 mod job_loops;
 pub(crate) mod outputs;
 mod pool;
+#[cfg(test)]
+mod queue_tests;
 mod task_common;
 pub(crate) mod task_run;
 

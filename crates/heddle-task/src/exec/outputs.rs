@@ -10,8 +10,10 @@ use std::sync::{Arc, Mutex};
 use heddle_comm::Communicator;
 use heddle_dataflow::{EdgeSpec, Event, Offer, Options, TaskId};
 
+use super::barriers::Barriers;
 use super::edge_run::{EdgeRun, Target};
 use super::inbox::{lock, SharedInbox, QUEUE_CAP};
+use crate::checkpoint::Codec;
 use crate::edge::BoxedOp;
 use crate::{Error, Result, Strategy, TaskInfo};
 
@@ -134,11 +136,42 @@ impl<O: Clone> Outputs<O> {
         }
     }
 
-    /// Checkpoint barrier `id` on every port, after everything flushed so far.
-    pub(crate) fn barrier(&self, id: u64) {
+    /// Checkpoint barrier `id` on every port, after everything flushed so far
+    /// (`overtake`: ahead of the records still in its outboxes, which it copies).
+    pub(crate) fn barrier(&self, id: u64, overtake: bool) {
         for p in &self.ports {
-            p.barrier(id);
+            p.barrier(id, overtake);
         }
+    }
+
+    /// Whether barrier `id` has left every outbox (in order, or overtaking).
+    pub(crate) fn barriers_left(&self, id: u64) -> bool {
+        self.ports.iter().all(|p| p.barrier_left(id))
+    }
+
+    /// The records barrier `id` overtook, per port index.
+    ///
+    /// # Errors
+    /// A record that did not serialize.
+    pub(crate) fn overtaken(&self, id: u64) -> Result<Vec<(u32, Vec<u8>)>> {
+        let mut all = Vec::new();
+        for (k, p) in self.ports.iter().enumerate() {
+            if let Some(bytes) = p.overtaken(id) {
+                all.push((k as u32, bytes?));
+            }
+        }
+        Ok(all)
+    }
+
+    /// Puts back the records a restored checkpoint's barrier had overtaken on port `k`.
+    ///
+    /// # Errors
+    /// No such port, or records that do not decode.
+    pub(crate) fn restore(&self, k: u32, bytes: &[u8]) -> Result<()> {
+        let port = self.ports.get(k as usize).ok_or_else(|| {
+            Error::Graph(format!("a checkpoint holds in-flight records for output {k}"))
+        })?;
+        port.restore(bytes)
     }
 }
 
@@ -150,8 +183,21 @@ pub(crate) trait TaskOutput<T>: Send + Sync {
     fn backlog(&self) -> usize;
     /// The task has ended its output for this pass.
     fn finish(&self);
-    /// Checkpoint barrier `id`, after every record pushed so far.
-    fn barrier(&self, id: u64);
+    /// Checkpoint barrier `id`, after every record pushed so far (`overtake`: ahead of
+    /// those still waiting, which it copies).
+    fn barrier(&self, id: u64, overtake: bool);
+    /// Whether barrier `id` has left this port.
+    fn barrier_left(&self, _id: u64) -> bool {
+        true
+    }
+    /// The records barrier `id` overtook here, encoded (once).
+    fn overtaken(&self, _id: u64) -> Option<Result<Vec<u8>>> {
+        None
+    }
+    /// Puts back records a restored checkpoint's barrier had overtaken here.
+    fn restore(&self, _bytes: &[u8]) -> Result<()> {
+        Err(Error::Graph("a checkpoint holds in-flight records for an in-memory port".into()))
+    }
 }
 
 /// A port into an operation: records wait here until the operation accepts them.
@@ -164,21 +210,43 @@ pub(crate) struct Outbox<T> {
     pub(crate) taken: u64,
     /// Checkpoint barriers: (records pushed before it, id), oldest first.
     pub(crate) barriers: VecDeque<(u64, u64)>,
+    /// The record type's codec, for barriers that overtake (none: they never do).
+    codec: Option<Codec<T>>,
+    /// The records a barrier overtook, encoded, until its task takes them.
+    overtaken: Option<(u64, Result<Vec<u8>>)>,
 }
 
-impl<T> Default for Outbox<T> {
-    fn default() -> Self {
+impl<T> Outbox<T> {
+    /// An empty outbox whose barriers may overtake records encoded with `codec`.
+    pub(crate) fn new(codec: Option<Codec<T>>) -> Self {
         Outbox {
             items: VecDeque::new(),
             finished: false,
             pushed: 0,
             taken: 0,
             barriers: VecDeque::new(),
+            codec,
+            overtaken: None,
         }
     }
-}
 
-impl<T> Outbox<T> {
+    /// Lets the first barrier jump the records before it (an unaligned checkpoint),
+    /// keeping a copy of them for its checkpoint; they are still sent, after it.
+    pub(crate) fn overtake(&mut self) {
+        let Some(codec) = self.codec else { return };
+        let Some(&(at, id)) = self.barriers.front() else { return };
+        if at <= self.taken {
+            return;
+        }
+        let n = (at - self.taken) as usize;
+        let mut bytes = Vec::new();
+        let copied = codec.encode_all(self.items.range(..n), &mut bytes).map(|()| bytes);
+        self.overtaken = Some((id, copied));
+        if let Some(front) = self.barriers.front_mut() {
+            front.0 = self.taken;
+        }
+    }
+
     /// The next record, unless a barrier comes first.
     pub(crate) fn pop(&mut self) -> Option<T> {
         if self.barriers.front().is_some_and(|&(at, _)| at == self.taken) {
@@ -224,10 +292,39 @@ impl<T: Send> TaskOutput<T> for EdgeOutput<T> {
         lock(&self.0).finished = true;
     }
 
-    fn barrier(&self, id: u64) {
+    fn barrier(&self, id: u64, overtake: bool) {
         let mut o = lock(&self.0);
         let at = o.pushed;
         o.barriers.push_back((at, id));
+        if overtake {
+            o.overtake();
+        }
+    }
+
+    fn barrier_left(&self, id: u64) -> bool {
+        lock(&self.0).barriers.iter().all(|&(_, b)| b != id)
+    }
+
+    fn overtaken(&self, id: u64) -> Option<Result<Vec<u8>>> {
+        let mut o = lock(&self.0);
+        match o.overtaken.take() {
+            Some((b, bytes)) if b == id => Some(bytes),
+            other => {
+                o.overtaken = other;
+                None
+            }
+        }
+    }
+
+    fn restore(&self, bytes: &[u8]) -> Result<()> {
+        let mut o = lock(&self.0);
+        let codec = o.codec.ok_or_else(|| {
+            Error::Graph("a checkpoint holds in-flight records for a port without codec".into())
+        })?;
+        let items = codec.decode_all(bytes)?;
+        o.pushed += items.len() as u64;
+        o.items.extend(items);
+        Ok(())
     }
 }
 
@@ -259,10 +356,14 @@ impl<T, U: Send> TaskOutput<T> for ChainedOutput<T, U> {
         lock(&self.inbox).end_in(self.slot);
     }
 
-    fn barrier(&self, id: u64) {
+    fn barrier(&self, id: u64, _overtake: bool) {
         lock(&self.inbox).barrier(self.slot, id);
     }
 }
+
+/// Records an inbox may take past [`QUEUE_CAP`] while an overdue checkpoint's barrier
+/// overtakes them (a bound of last resort: the edge's credit window is the usual one).
+const OVERTAKEN_CAP: usize = 64 * QUEUE_CAP;
 
 pub(crate) type MakeOp<T, U> = std::sync::Arc<
     dyn Fn(&Communicator, EdgeSpec, Options) -> heddle_dataflow::Result<BoxedOp<T, U>>,
@@ -279,6 +380,8 @@ pub(crate) struct OpEdge<T, U> {
     /// Positions in `outboxes` of the sources whose end the operation has not been told
     /// (a pump visits only these: a graph may have thousands of sources on a worker).
     pub(crate) open: Vec<usize>,
+    /// The job's checkpoints: an overdue one's barriers overtake the outboxes.
+    pub(crate) barriers: Option<Arc<Barriers>>,
 }
 
 impl<T, U> EdgeRun for OpEdge<T, U> {
@@ -297,10 +400,14 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
             .as_mut()
             .ok_or_else(|| Error::Graph("an edge was pumped outside a pass".into()))?;
         let mut moved = false;
+        let overdue = self.barriers.as_ref().is_some_and(|b| b.overdue());
         let mut k = 0;
         while k < self.open.len() {
             let at = self.open[k];
             let (s, outbox) = &self.outboxes[at];
+            if overdue {
+                lock(outbox).overtake();
+            }
             loop {
                 if self.held[at].is_none() {
                     let due = lock(outbox).due_barrier();
@@ -330,12 +437,21 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
             }
         }
         moved |= op.progress()?;
+        // An overdue checkpoint's barrier overtakes the records before it on this worker:
+        // they are taken into the inbox past its usual bound (the edge's credit window
+        // bounds them) so that the task can snapshot at once, copying them.
+        let triggered = self.barriers.as_ref().map_or(0, |b| b.triggered());
         for (t, inbox, slot) in &self.inboxes {
             let mut inbox = lock(inbox);
             // Past a barrier, the target's other inputs catch up before this one goes on.
-            while inbox.items.len() < QUEUE_CAP && !inbox.blocked(*slot) {
+            while !inbox.blocked(*slot)
+                && (inbox.items.len() < QUEUE_CAP
+                    || (overdue
+                        && inbox.items.len() < OVERTAKEN_CAP
+                        && inbox.awaits(*slot, triggered)))
+            {
                 match op.poll(*t) {
-                    Some(Event::Data(u)) => inbox.items.push_back(u),
+                    Some(Event::Data(u)) => inbox.push(*slot, u),
                     Some(Event::End) => inbox.end(*slot),
                     Some(Event::Barrier(id)) => inbox.barrier(*slot, id),
                     None => break,
@@ -359,5 +475,9 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
 
     fn close_pass(&mut self) {
         self.op = None;
+    }
+
+    fn checkpoints(&mut self, barriers: Arc<Barriers>) {
+        self.barriers = Some(barriers);
     }
 }

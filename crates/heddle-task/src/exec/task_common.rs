@@ -9,6 +9,7 @@ use heddle_comm::Communicator;
 use super::barriers::{Barriers, Taken};
 use super::outputs::{Outputs, TaskOutput};
 use super::task_run::TaskStats;
+use crate::checkpoint::Inflight;
 use crate::{Context, Error, Result, Strategy, TaskInfo};
 
 /// What source and compute runs share: identity, outputs, strategy, counters.
@@ -26,6 +27,17 @@ pub(crate) struct Common<O> {
     /// The last checkpoint this task snapshotted, and the last it was told completed.
     pub(crate) snapshotted: u64,
     pub(crate) notified: u64,
+    /// A snapshot not yet handed on: its barrier has not left every outbox, or (unaligned)
+    /// records in flight to the task are still being copied.
+    pending: Option<Pending>,
+}
+
+/// A snapshot taken and not yet handed on.
+struct Pending {
+    id: u64,
+    state: Option<Vec<u8>>,
+    /// Unaligned: the records the task's queue held (or why they could not be copied).
+    inputs: Option<Result<Vec<u8>>>,
 }
 
 /// A task's snapshot function: its state at checkpoint `id`.
@@ -54,6 +66,7 @@ impl<O: Clone> Common<O> {
             barriers: None,
             snapshotted: 0,
             notified: 0,
+            pending: None,
         }
     }
 
@@ -71,22 +84,70 @@ impl<O: Clone> Common<O> {
     }
 
     /// Snapshots the task at checkpoint `id` and sends its barrier on every output after
-    /// everything emitted before it.
+    /// everything emitted before it — or, once the checkpoint is overdue or gone unaligned
+    /// at this task (`inputs`: the records its queue held), ahead of what still waits in
+    /// its outboxes. The snapshot is handed on by [`Common::settle`].
     pub(crate) fn snapshot(
         &mut self,
         id: u64,
         iteration: &[u64],
         f: SnapshotFn<'_, O>,
+        inputs: Option<Result<Vec<u8>>>,
     ) -> Result<()> {
         let state = self.call(iteration, |ctx| f(ctx, id))?;
-        if let Some(b) = &self.barriers {
-            b.push(Taken { checkpoint: id, task: self.info.task, state });
-        }
         self.snapshotted = id;
         if !self.done {
-            self.outputs.barrier(id);
+            let overdue = self.barriers.as_ref().is_some_and(|b| b.overdue());
+            self.outputs.barrier(id, inputs.is_some() || overdue);
         }
+        self.pending = Some(Pending { id, state, inputs });
         Ok(())
+    }
+
+    /// Puts back the records a restored checkpoint's barriers had overtaken in the task's
+    /// outboxes; returns the records it held in flight to the task.
+    ///
+    /// # Errors
+    /// A damaged record list.
+    pub(crate) fn restore_outputs(&mut self, inflight: Option<&[u8]>) -> Result<Vec<u8>> {
+        let Some(bytes) = inflight else { return Ok(Vec::new()) };
+        let inflight = Inflight::from_bytes(bytes)?;
+        for (k, records) in &inflight.outputs {
+            self.outputs.restore(*k, records)?;
+        }
+        Ok(inflight.inputs)
+    }
+
+    /// Whether a snapshot waits to be handed on.
+    pub(crate) fn pending(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Hands the pending snapshot on to be written, once its barrier has left every
+    /// outbox and `captured` (what the task's inputs delivered before their barriers,
+    /// when unaligned) is complete: `None` while it is not. Returns whether it did.
+    pub(crate) fn settle(&mut self, captured: Option<Option<Result<Vec<u8>>>>) -> bool {
+        let Some(p) = &self.pending else { return false };
+        let Some(captured) = captured else { return false };
+        if !self.outputs.barriers_left(p.id) {
+            return false;
+        }
+        let Some(p) = self.pending.take() else { return false };
+        let copied = (|| -> Result<Inflight> {
+            let mut inputs = p.inputs.transpose()?.unwrap_or_default();
+            inputs.extend(captured.transpose()?.unwrap_or_default());
+            Ok(Inflight { inputs, outputs: self.outputs.overtaken(p.id)? })
+        })();
+        let (inflight, error) = match copied {
+            Ok(f) if f.is_empty() => (None, None),
+            Ok(f) => (Some(f.to_bytes()), None),
+            Err(e) => (None, Some(format!("its records in flight: {e}"))),
+        };
+        if let Some(b) = &self.barriers {
+            let task = self.info.task;
+            b.push(Taken { checkpoint: p.id, task, state: p.state, inflight, error });
+        }
+        true
     }
 
     /// Tells the task of a checkpoint completed since it was last told.

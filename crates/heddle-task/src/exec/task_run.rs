@@ -10,11 +10,15 @@ use super::barriers::Barriers;
 use super::inbox::{lock, SharedInbox};
 use super::outputs::TaskOutput;
 use super::task_common::Common;
-use crate::{Compute, Produced, Result, Source, Strategy, TaskInfo};
+use crate::{Compute, Error, Produced, Result, Source, Strategy, TaskInfo};
 
 /// Records a compute task executes per activation of the executor loop before the loop
 /// moves data again.
 const STEP_RECORDS: usize = 4096;
+
+/// How long a compute task executes records per activation, at most (checked every 64
+/// records), before the loop moves data again.
+const STEP_TIME: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// What one task did in a step.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -58,8 +62,9 @@ pub(crate) trait TaskRun: Send {
     /// Takes part in the job's checkpoints from now on; `restored` is the checkpoint the
     /// job resumed from (0: none).
     fn checkpoints(&mut self, barriers: Arc<Barriers>, restored: u64);
-    /// Restores the state of a completed checkpoint (before `prepare`).
-    fn restore(&mut self, state: &[u8]) -> Result<()>;
+    /// Restores the state of a completed checkpoint, and the records it held in flight
+    /// to or from the task (before `prepare`).
+    fn restore(&mut self, state: Option<&[u8]>, inflight: Option<&[u8]>) -> Result<()>;
     /// The task's state for checkpoint `id`, taken now (between passes).
     fn snapshot_state(&mut self, id: u64) -> Result<Option<Vec<u8>>>;
     /// Snapshots the checkpoint triggered last if the task has not, and tells it of the
@@ -156,9 +161,19 @@ where
         self.common.take_part(barriers, restored);
     }
 
-    fn restore(&mut self, state: &[u8]) -> Result<()> {
+    fn restore(&mut self, state: Option<&[u8]>, inflight: Option<&[u8]>) -> Result<()> {
         let task = &mut self.task;
-        self.common.call(&[], |ctx| task.restore(ctx, state))
+        if let Some(state) = state {
+            self.common.call(&[], |ctx| task.restore(ctx, state))?;
+        }
+        let inputs = self.common.restore_outputs(inflight)?;
+        if !inputs.is_empty() {
+            return Err(Error::Graph(format!(
+                "a checkpoint holds input records for source {}",
+                self.common.info
+            )));
+        }
+        Ok(())
     }
 
     fn snapshot_state(&mut self, id: u64) -> Result<Option<Vec<u8>>> {
@@ -169,10 +184,11 @@ where
     fn checkpoint_ended(&mut self, iteration: &[u64]) -> Result<bool> {
         let task = &mut self.task;
         let mut moved = false;
-        if let Some(id) = self.common.due_checkpoint() {
-            self.common.snapshot(id, iteration, &mut |ctx, id| task.snapshot(ctx, id))?;
+        if let Some(id) = self.common.due_checkpoint().filter(|_| !self.common.pending()) {
+            self.common.snapshot(id, iteration, &mut |ctx, id| task.snapshot(ctx, id), None)?;
             moved = true;
         }
+        moved |= self.common.settle(Some(None));
         moved |= self.common.notify(iteration, &mut |ctx, id| task.committed(ctx, id))?;
         Ok(moved)
     }
@@ -245,12 +261,17 @@ where
         let before = self.common.strategy;
         let mut items = batch.into_iter();
         let mut done = 0u64;
+        let started = Instant::now();
         self.common.call(iteration, |ctx| {
             for item in items.by_ref() {
                 task.execute(ctx, item)?;
                 done += 1;
                 if ctx.strategy() != before {
                     break; // the rest waits for the new strategy
+                }
+                // A slow task yields now and then: edges, timers and checkpoints go on.
+                if done.is_multiple_of(64) && started.elapsed() >= STEP_TIME {
+                    break;
                 }
             }
             Ok(())
@@ -359,9 +380,16 @@ where
         self.common.take_part(barriers, restored);
     }
 
-    fn restore(&mut self, state: &[u8]) -> Result<()> {
+    fn restore(&mut self, state: Option<&[u8]>, inflight: Option<&[u8]>) -> Result<()> {
         let task = &mut self.task;
-        self.common.call(&[], |ctx| task.restore(ctx, state))
+        if let Some(state) = state {
+            self.common.call(&[], |ctx| task.restore(ctx, state))?;
+        }
+        let inputs = self.common.restore_outputs(inflight)?;
+        if !inputs.is_empty() {
+            lock(&self.inbox).restore(&inputs)?;
+        }
+        Ok(())
     }
 
     fn snapshot_state(&mut self, id: u64) -> Result<Option<Vec<u8>>> {
@@ -369,21 +397,48 @@ where
         self.common.call(&[], |ctx| task.snapshot(ctx, id))
     }
 
-    /// A running task snapshots once its inputs have aligned on the barrier; one that
-    /// ended its pass (its inputs all ended) as soon as a checkpoint is triggered.
+    /// A running task snapshots once its inputs have aligned on the barrier, or, once the
+    /// checkpoint is overdue, as soon as the barrier has arrived on one input (unaligned:
+    /// its queue is copied, and what its other inputs deliver before their barriers); one
+    /// that ended its pass (its inputs all ended) as soon as a checkpoint is triggered.
     fn checkpoint_ended(&mut self, iteration: &[u64]) -> Result<bool> {
         let task = &mut self.task;
         let mut moved = false;
-        let due = if self.common.done {
+        let due = if self.common.pending() {
+            None
+        } else if self.common.done {
             lock(&self.inbox).retire();
-            self.common.due_checkpoint()
+            self.common.due_checkpoint().map(|id| (id, None))
         } else {
-            lock(&self.inbox).aligned()
+            let overdue = self.common.barriers.as_ref().is_some_and(|b| b.overdue());
+            let mut inbox = lock(&self.inbox);
+            match inbox.aligned() {
+                Some(id) => Some((id, None)),
+                None if overdue => {
+                    let due = self.common.due_checkpoint();
+                    inbox.go_unaligned(due).map(|(id, copy)| (id, Some(copy)))
+                }
+                None => None,
+            }
         };
-        if let Some(id) = due {
-            self.common.snapshot(id, iteration, &mut |ctx, id| task.snapshot(ctx, id))?;
-            lock(&self.inbox).release();
+        if let Some((id, inputs)) = due {
+            let aligned = inputs.is_none();
+            self.common.snapshot(id, iteration, &mut |ctx, id| task.snapshot(ctx, id), inputs)?;
+            if aligned {
+                lock(&self.inbox).release();
+            }
             moved = true;
+        }
+        if self.common.pending() {
+            let captured = {
+                let mut inbox = lock(&self.inbox);
+                if inbox.capturing() {
+                    inbox.captured().map(Some)
+                } else {
+                    Some(None)
+                }
+            };
+            moved |= self.common.settle(captured);
         }
         moved |= self.common.notify(iteration, &mut |ctx, id| task.committed(ctx, id))?;
         Ok(moved)
