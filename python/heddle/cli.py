@@ -20,7 +20,8 @@ USAGE = """\
 usage: heddle run [-n N] [--init-timeout S] [--transport auto|shm|tcp]
                   [--master-bind ADDR] [--kill-grace S] [--restarts N]
                   [--heartbeat-interval S] [--heartbeat-timeout S]
-                  [--checkpoint-interval S] [--checkpoint-dir DIR] [--] PROGRAM [ARGS...]
+                  [--checkpoint-interval S] [--checkpoint-dir DIR]
+                  [--alignment-timeout S|off] [--] PROGRAM [ARGS...]
 
 Run PROGRAM as N workers on this machine. A PROGRAM ending in .py (or -m MODULE, -c CODE)
 runs under this Python interpreter.
@@ -46,6 +47,10 @@ options:
                        (sets HEDDLE_CHECKPOINT_INTERVAL_S)
   --checkpoint-dir DIR where those checkpoints go (sets HEDDLE_CHECKPOINT_DIR; default a
                        private directory per job in the temp directory)
+  --alignment-timeout S
+                       seconds a checkpoint aligns its barriers before it goes on
+                       unaligned, storing the records in flight (default 0.02; off: always
+                       aligned; sets HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S)
   -h, --help           show this help
 
 Each worker gets HEDDLE_RANK, HEDDLE_WORLD_SIZE, HEDDLE_MASTER and HEDDLE_JOB_TOKEN; its
@@ -79,6 +84,7 @@ _VALUE_OPTIONS = {
     "--heartbeat-timeout": "heartbeat_timeout",
     "--checkpoint-interval": "checkpoint_interval",
     "--checkpoint-dir": "checkpoint_dir",
+    "--alignment-timeout": "alignment_timeout",
 }
 
 
@@ -98,6 +104,7 @@ def _parse_run(args: Sequence[str]) -> dict[str, Any]:
         "heartbeat_timeout": None,
         "checkpoint_interval": None,
         "checkpoint_dir": None,
+        "alignment_timeout": None,
     }
     i = 0
     while i < len(args):
@@ -161,6 +168,16 @@ def _checkpoint_env(interval: str | None, directory: str | None) -> list[tuple[s
     return env
 
 
+def _alignment_env(timeout: str | None) -> list[tuple[str, str]]:
+    """``HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S`` from ``--alignment-timeout`` (seconds, at
+    least 0, or ``off``)."""
+    if timeout is None:
+        return []
+    if timeout.strip().lower() != "off" and _number(timeout, "--alignment-timeout") < 0:
+        raise _UsageError(f"--alignment-timeout {timeout} must be 0 or more seconds, or off")
+    return [("HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S", timeout)]
+
+
 def _program(command: list[str]) -> list[str]:
     if command and (command[0].endswith(".py") or command[0] in ("-m", "-c")):
         return [sys.executable, *command]
@@ -188,6 +205,7 @@ def run(args: Sequence[str]) -> int:
             if opts[name] is not None
         }
         checkpoints = _checkpoint_env(opts["checkpoint_interval"], opts["checkpoint_dir"])
+        checkpoints += _alignment_env(opts["alignment_timeout"])
     except _UsageError as e:
         print(f"heddle run: {e}\n\n{USAGE}", end="", file=sys.stderr)
         return 2

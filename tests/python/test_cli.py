@@ -102,3 +102,18 @@ def test_checkpoint_flags_reach_the_workers_sessions(tmp_path):
     assert p.returncode == 2 and "--checkpoint-interval 'often' is not a number" in p.stderr
     p = heddle("run", "-n", "1", "--checkpoint-dir", str(ckpt), "-c", "pass")
     assert p.returncode == 2 and "--checkpoint-dir needs --checkpoint-interval" in p.stderr
+
+
+def test_alignment_timeout_flag_reaches_the_workers_and_is_checked():
+    code = "import os; print(os.environ['HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S'])"
+    for value in ("0.005", "off", "0"):
+        p = heddle("run", "-n", "1", "--alignment-timeout", value, "-c", code)
+        assert p.returncode == 0 and p.stdout.strip() == f"[0] {value}", (value, p.stderr)
+    for bad, why in (("-1", "must be 0 or more"), ("soon", "is not a number")):
+        p = heddle("run", "-n", "1", "--alignment-timeout", bad, "-c", "pass")
+        assert p.returncode == 2 and why in p.stderr, (bad, p.stderr)
+    # A bad value given to the workers directly is refused by their sessions, named.
+    env = {"HEDDLE_CHECKPOINT_INTERVAL_S": "1", "HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S": "x"}
+    code = "from heddle.data import Session; Session()"
+    p = heddle("run", "-n", "1", "-c", code, env=env)
+    assert p.returncode != 0 and "HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S" in p.stderr, p.stderr

@@ -42,6 +42,18 @@ fn heddle_run_refuses_bad_settings_before_starting_workers() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--init-timeout"), "{}", text(&out.stderr));
+    for bad in ["soon", "-1"] {
+        let mark = marker("settings-align");
+        let args = ["run", "-n", "1", "--alignment-timeout", bad, "--", "true"];
+        let out = wait_bounded(command(&mark, &args).spawn().unwrap(), Duration::from_secs(30));
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {stderr}");
+        assert!(
+            stderr.contains("--alignment-timeout")
+                && stderr.contains("HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S"),
+            "{stderr}"
+        );
+    }
 }
 
 #[test]
