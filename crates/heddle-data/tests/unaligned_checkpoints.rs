@@ -87,22 +87,7 @@ fn check(root: &Path) {
         want.insert(i, i % KEYS);
         want.insert(1_000_000 + i, (i * 5) % KEYS);
     }
-    let mut seen: HashMap<u64, u32> = HashMap::new();
-    let mut counts: HashMap<u64, Vec<u64>> = HashMap::new();
-    for e in std::fs::read_dir(root.join("out")).expect("output").flatten() {
-        for line in std::fs::read_to_string(e.path()).expect("part").lines() {
-            let f: Vec<u64> = line.split(' ').map(|x| x.parse().expect("a number")).collect();
-            assert_eq!(want.get(&f[0]), Some(&f[1]), "{line}");
-            *seen.entry(f[0]).or_default() += 1;
-            counts.entry(f[1]).or_default().push(f[2]);
-        }
-    }
-    assert_eq!(seen.len(), want.len(), "records missing");
-    assert!(seen.values().all(|&n| n == 1), "records written twice");
-    for (k, mut c) in counts {
-        c.sort_unstable();
-        assert_eq!(c, (1..=c.len() as u64).collect::<Vec<_>>(), "key {k}");
-    }
+    common::check_exactly_once(&root.join("out"), &want);
 }
 
 /// Fails part way, then runs again on the same checkpoints.
