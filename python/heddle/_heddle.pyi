@@ -4,7 +4,7 @@ Use the public names from ``heddle`` / ``heddle.comm``; this module is their imp
 """
 
 import builtins
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, final
 
 from typing_extensions import Buffer, Self, TypeAlias, disjoint_base
@@ -64,6 +64,7 @@ __all__ = [
     "list_input_files",
     "DataSet",
     "OutputCommit",
+    "write_parquet_part",
     "Stream",
 ]
 
@@ -618,6 +619,11 @@ class OutputCommit:
     ) -> Self: ...
     def temp_path(self, index: int) -> str: ...
     def finish(self, written: list[int], failed: bool) -> None: ...
+
+def write_parquet_part(records: Iterable[Any], path: str, partition: int) -> None:
+    """Writes the records of partition ``partition`` as the Parquet file ``path``, the
+    column types inferred as ``pyarrow.Table.from_pylist`` infers them; raises ``DataError``
+    naming the record, column and type of a value that does not fit (no file is made)."""
 
 def abort_job_with(kind: str, message: str, task: str | None = None) -> bool: ...
 def _decode_record(data: bytes, key: bool = False) -> Any: ...

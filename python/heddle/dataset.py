@@ -21,16 +21,6 @@ __all__ = ["DataSet"]
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def _pyarrow(what: str) -> tuple[Any, Any]:
-    """``pyarrow`` and ``pyarrow.parquet``, or an ImportError saying how to get them."""
-    try:
-        import pyarrow
-        import pyarrow.parquet
-    except ImportError:
-        raise ImportError(f"{what} needs pyarrow: pip install pyarrow (or heddle[arrow])") from None
-    return pyarrow, pyarrow.parquet
-
-
 def _mode(mode: str) -> str:
     if mode in ("errorifexists", "error", "overwrite", "append"):
         return mode
@@ -267,12 +257,20 @@ class DataSet:
         self._native.for_each_partition(f)
 
     def write_parquet(self, directory: PathLike, mode: str = "errorifexists") -> None:
-        """Writes each partition as ``directory/part-00000.parquet`` ... with ``pyarrow``:
-        dict records as columns (the schema inferred from the records), other records as one
-        column ``item`` (as the Rust API does). An empty partition writes no file. Returns
+        """Writes each partition as ``directory/part-00000.parquet`` ..., natively (no
+        pyarrow): dict records as one column per key (the union of the partition's keys in
+        first-seen order; a missing key is null), other records as one column ``item`` (as
+        the Rust API does, and as :meth:`Session.read_parquet` reads them back). Each
+        partition's column types are inferred from its records as
+        ``pyarrow.Table.from_pylist`` infers them: ``bool``, ``int`` (int64), ``float``
+        (double; ints among floats become floats), ``str``, ``bytes``, ``None`` (a column
+        of only ``None`` has Arrow's null type), ``list``, ``dict`` (a struct),
+        ``datetime.datetime`` (timestamp[us], aware ones in UTC with their zone's name) and
+        ``datetime.date`` (date32). A value of another type, an int beyond int64 or a
+        column mixing types raises :class:`heddle.DataError` naming the partition, record,
+        column and type, and nothing is written. An empty partition writes no file. Returns
         when every worker has written its files (``mode`` and the commit as for
         :meth:`write_text`)."""
-        pa, pq = _pyarrow("write_parquet")
         commit = _heddle.OutputCommit(
             self.session._native, os.fspath(directory), _mode(mode), ".parquet"
         )
@@ -281,12 +279,7 @@ class DataSet:
         def write(index: int, records: list[Any]) -> None:
             if not records:
                 return
-            table = (
-                pa.Table.from_pylist(records)
-                if isinstance(records[0], dict)
-                else pa.table({"item": records})
-            )
-            pq.write_table(table, os.fspath(commit.temp_path(index)))
+            _heddle.write_parquet_part(records, os.fspath(commit.temp_path(index)), index)
             written.append(index)
 
         try:

@@ -7,7 +7,8 @@
 //! `task_context`, `task_job`, with `task_adapters`, `task_records`, and the declarations
 //! `task_edge` and `task_strategy`), data sets and streams of Python records
 //! (`data_session`, `data_set`, `data_stream` with `data_stream_state` and `data_window`;
-//! Parquet rows in `data_parquet`; checkpoints of streams and streaming task jobs in
+//! Parquet rows in `data_parquet`, written by `data_parquet_write` from the values of
+//! `data_parquet_values`; checkpoints of streams and streaming task jobs in
 //! `checkpointing`), whose records are Python objects (`record`). Every call that may
 //! wait releases the GIL through [`interrupt::blocking`] (Python callbacks inside native
 //! runs take it back as they need it), Rust errors become the exception classes of
@@ -25,6 +26,8 @@ mod comm_p2p;
 mod comm_vector;
 mod data_output;
 mod data_parquet;
+mod data_parquet_values;
+mod data_parquet_write;
 mod data_session;
 mod data_set;
 mod data_stream;
@@ -81,6 +84,7 @@ fn _heddle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     data_session::register(m)?;
     data_set::register(m)?;
     data_output::register(m)?;
+    data_parquet_write::register(m)?;
     data_stream::register(m)?;
     Ok(())
 }
