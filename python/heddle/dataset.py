@@ -10,8 +10,8 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Callable, Union
 
-from heddle import _heddle
 from heddle._batches import from_batch, to_batch
+from heddle._heddle import data as _data
 
 if TYPE_CHECKING:
     from heddle.data import Session
@@ -31,11 +31,11 @@ class DataSet:
     """A lazy distributed collection of Python objects, in :attr:`Session.partitions`
     partitions. Transformations return new data sets; actions run them (collectively)."""
 
-    def __init__(self, native: _heddle.DataSet, session: Session) -> None:
+    def __init__(self, native: _data.DataSet, session: Session) -> None:
         self._native = native
         self.session = session
 
-    def _wrap(self, native: _heddle.DataSet) -> DataSet:
+    def _wrap(self, native: _data.DataSet) -> DataSet:
         return DataSet(native, self.session)
 
     # --- record-wise ---------------------------------------------------------------
@@ -271,7 +271,7 @@ class DataSet:
         column and type, and nothing is written. An empty partition writes no file. Returns
         when every worker has written its files (``mode`` and the commit as for
         :meth:`write_text`)."""
-        commit = _heddle.OutputCommit(
+        commit = _data.OutputCommit(
             self.session._native, os.fspath(directory), _mode(mode), ".parquet"
         )
         written: list[int] = []
@@ -279,7 +279,7 @@ class DataSet:
         def write(index: int, records: list[Any]) -> None:
             if not records:
                 return
-            _heddle.write_parquet_part(records, os.fspath(commit.temp_path(index)), index)
+            _data.write_parquet_part(records, os.fspath(commit.temp_path(index)), index)
             written.append(index)
 
         try:
