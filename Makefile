@@ -70,7 +70,10 @@ test-python: python-install
 
 ## Python lint (ruff and mypy pinned in tests/python/requirements.txt): ruff's rules and its
 ## formatting on the package, tests, examples and benchmarks; `mypy --strict` on the package;
-## stubtest of python/heddle/_heddle.pyi against the extension module installed in .venv-py.
+## stubtest of the stub package python/heddle/_heddle/ against the extension module installed
+## in .venv-py: stubtest walks the package, so it checks heddle._heddle and each submodule
+## stub (comm, task, data: "checked 4 modules"); naming them too would load them twice. A
+## runtime submodule with no stub fails it (the module's __all__ lists its submodules).
 PY_LINT_PATHS := python/heddle tests/python examples/python benches
 .PHONY: lint-python
 lint-python: python-install

@@ -17,7 +17,7 @@ import sys
 import traceback
 from types import TracebackType
 
-from heddle import _heddle
+from heddle._heddle import comm as _comm
 from heddle.errors import JobAborted
 
 _installed = False
@@ -42,7 +42,7 @@ def install(rank: int) -> None:
             return
         if not isinstance(value, KeyboardInterrupt):
             text = "".join(traceback.format_exception(kind, value, tb))
-            _heddle.abort_job_with(kind.__name__, text)
+            _comm.abort_job_with(kind.__name__, text)
         previous(kind, value, tb)
 
     sys.excepthook = hook

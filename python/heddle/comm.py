@@ -36,8 +36,8 @@ from array import array
 from collections.abc import Sequence
 from typing import Any, Callable, Union
 
-from heddle import _heddle
-from heddle._heddle import BAND, BOR, BXOR, IN_PLACE, LAND, LOR, MAX, MIN, PROD, SUM, Op
+from heddle._heddle import comm as _comm
+from heddle._heddle.comm import BAND, BOR, BXOR, IN_PLACE, LAND, LOR, MAX, MIN, PROD, SUM, Op
 from heddle.errors import ArgumentError
 
 __all__ = [
@@ -128,7 +128,7 @@ def _object_op(op: OpLike | None) -> Callable[[Any, Any], Any]:
 
 # --- pickle protocol 5 with out-of-band buffers ----------------------------------------
 # Python pickles and unpickles; the framing around the pickles (headers, buffer offsets,
-# alignment) is native: heddle._heddle.pack_objects and friends (comm_objects.rs).
+# alignment) is native: heddle._heddle.comm.pack_objects and friends (comm_objects.rs).
 
 
 def _dumps(obj: Any) -> tuple[bytes, list[memoryview]]:
@@ -151,12 +151,12 @@ def _dumps(obj: Any) -> tuple[bytes, list[memoryview]]:
 
 def _pack_all(objs: Sequence[Any]) -> tuple[bytearray, list[int]]:
     """Every object as a self-describing block (see comm_objects.rs), in one bytearray."""
-    return _heddle.pack_objects([_dumps(o) for o in objs])
+    return _comm.pack_objects([_dumps(o) for o in objs])
 
 
 def _unpack_all(buf: bytearray, sizes: Sequence[int]) -> list[Any]:
     return [
-        pickle.loads(data, buffers=buffers) for data, buffers in _heddle.unpack_objects(buf, sizes)
+        pickle.loads(data, buffers=buffers) for data, buffers in _comm.unpack_objects(buf, sizes)
     ]
 
 
@@ -164,7 +164,7 @@ def _u64(values: Sequence[int]) -> array[int]:
     return array("Q", values)
 
 
-class Comm(_heddle.Comm):
+class Comm(_comm.Comm):
     """A group of ranks running the same program (mpi4py's ``Intracomm``).
 
     Every rank calls the same collectives in the same order. ``rank``/``size`` (or
@@ -190,7 +190,7 @@ class Comm(_heddle.Comm):
         """Ends this worker at once with ``errorcode``; ``heddle run`` then stops the other
         workers and exits with that code (mpi4py's ``Abort``); the others' pending calls
         raise :class:`heddle.JobAborted` meanwhile."""
-        _heddle.abort_job_with("Abort", f"Comm.Abort({errorcode}) was called")
+        _comm.abort_job_with("Abort", f"Comm.Abort({errorcode}) was called")
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -204,7 +204,7 @@ class Comm(_heddle.Comm):
         """Sends a picklable object to rank ``dest`` with ``tag``. Large buffers inside it
         are sent from their own memory, after the pickle stream, with the same tag."""
         data, buffers = _dumps(obj)
-        self.Send(_heddle.object_head(data, buffers), dest, tag)
+        self.Send(_comm.object_head(data, buffers), dest, tag)
         for b in buffers:
             self.Send(b, dest, tag)
 
@@ -216,7 +216,7 @@ class Comm(_heddle.Comm):
             raise ArgumentError("recv: buf is not supported; objects are received into new memory")
         if source is None:
             raise ArgumentError("recv: pass source= (heddle has no ANY_SOURCE)")
-        data, lens = _heddle.parse_object_head(self._recv_bytes(source, tag))
+        data, lens = _comm.parse_object_head(self._recv_bytes(source, tag))
         buffers = []
         for size in lens:
             b = bytearray(size)
@@ -257,7 +257,7 @@ class Comm(_heddle.Comm):
         if self.rank == root:
             data, buffers = _dumps(obj)
             self.Bcast(_u64([len(data), len(buffers)]), root)
-            self.Bcast(_heddle.bcast_head(data, buffers), root)
+            self.Bcast(_comm.bcast_head(data, buffers), root)
             for b in buffers:
                 self.Bcast(b, root)
             return obj
@@ -266,7 +266,7 @@ class Comm(_heddle.Comm):
         length, n = sizes
         head = bytearray(8 * n + length)
         self.Bcast(head, root)
-        pickled, lens = _heddle.parse_bcast_head(head, n)
+        pickled, lens = _comm.parse_bcast_head(head, n)
         received: list[bytearray] = []
         for size in lens:
             incoming = bytearray(size)
@@ -360,7 +360,7 @@ def init() -> Comm:
     global _world
     with _world_lock:
         if _world is None:
-            _world = Comm(_heddle.init())
+            _world = Comm(_comm.init())
             if _world.size > 1:
                 from heddle import _abort
 

@@ -56,8 +56,8 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, Callable
 
-from heddle import _heddle
 from heddle._checkpoints import Checkpoints, Interval, job_name, seconds
+from heddle._heddle import data as _data
 from heddle.comm import Comm, init
 from heddle.dataset import DataSet, PathLike
 from heddle.errors import ArgumentError
@@ -94,7 +94,7 @@ class LoopCheckpoints:
             checkpoints.completed(i + 1, centers)
     """
 
-    def __init__(self, native: _heddle.LoopCheckpoints, every: int) -> None:
+    def __init__(self, native: _data.LoopCheckpoints, every: int) -> None:
         self._native = native
         self._every = every
 
@@ -152,7 +152,7 @@ class Session:
     ) -> None:
         self.comm: Comm = comm if comm is not None else init()
         dirs = None if spill_dirs is None else [os.fspath(d) for d in spill_dirs]
-        self._native = _heddle.Session(
+        self._native = _data.Session(
             self.comm,
             partitions,
             memory_budget,
@@ -184,7 +184,7 @@ class Session:
         found = self._native.stream_checkpoints
         return None if found is None else Checkpoints(os.fspath(found[0]), found[1], found[2])
 
-    def _wrap(self, native: _heddle.DataSet) -> DataSet:
+    def _wrap(self, native: _data.DataSet) -> DataSet:
         return DataSet(native, self)
 
     def loop_checkpoints(
@@ -197,7 +197,7 @@ class Session:
         job = " ".join(sys.argv) if job is None else job
         if every < 1:
             raise ArgumentError(f"loop_checkpoints: every={every} must be 1 or more")
-        native = _heddle.LoopCheckpoints(self._native, os.fspath(dir), every, job)
+        native = _data.LoopCheckpoints(self._native, os.fspath(dir), every, job)
         return LoopCheckpoints(native, every)
 
     def range(self, start: int, end: int | None = None) -> DataSet:
@@ -280,13 +280,13 @@ class Session:
 
     # --- stream sources -------------------------------------------------------------------
 
-    def _stream(self, native: _heddle.Stream) -> Stream:
+    def _stream(self, native: _data.Stream) -> Stream:
         return Stream(native, self)
 
     def stream_from_list(self, records: Iterable[Any]) -> Stream:
         """A finite stream of ``records`` (the same sequence on every worker), split evenly
         in order: a replay, for tests and backfills."""
-        return self._stream(_heddle.Stream.from_list(self._native, records))
+        return self._stream(_data.Stream.from_list(self._native, records))
 
     def stream_generate(
         self, f: Callable[[int], Any], rate: int | None = None, limit: int | None = None
@@ -296,7 +296,7 @@ class Session:
         partition (``None``: as fast as possible), until ``limit`` records in all
         (``None``: until the run is stopped)."""
         return self._stream(
-            _heddle.Stream.generate(
+            _data.Stream.generate(
                 self._native,
                 f,
                 None if rate is None else int(rate),
@@ -313,7 +313,7 @@ class Session:
         partition resumes from the byte offset of its last checkpoint (the files must not
         change meanwhile)."""
         return self._stream(
-            _heddle.Stream.text_files(
+            _data.Stream.text_files(
                 self._native, os.fspath(path), None if rate is None else float(rate)
             )
         )
@@ -322,13 +322,13 @@ class Session:
         """The lines (``str``, without line ends) a TCP server at ``address`` (``"host:port"``
         or ``(host, port)``) sends; partition 0 connects, and the stream ends when the
         server closes the connection."""
-        return self._stream(_heddle.Stream.socket_text(self._native, _address(address)))
+        return self._stream(_data.Stream.socket_text(self._native, _address(address)))
 
     def follow_file(self, path: PathLike, end_marker: str | None = None) -> Stream:
         """The lines of a file as it grows, like ``tail -f`` from its start (partition 0
         reads; it waits for the file to appear), until the run is stopped, or until a line
         equal to ``end_marker`` (not emitted) if one is given."""
-        return self._stream(_heddle.Stream.follow_file(self._native, os.fspath(path), end_marker))
+        return self._stream(_data.Stream.follow_file(self._native, os.fspath(path), end_marker))
 
     def redis_stream(
         self, url: str, key: str, after: str = "0", end_field: str | None = None
@@ -337,7 +337,7 @@ class Session:
         entry id ``after`` (``"0"``: from the start) as ``(id, {field: value})``; partition 0
         reads. An entry with a field named ``end_field`` ends the stream (and is not
         emitted); otherwise it runs until stopped."""
-        return self._stream(_heddle.Stream.redis_stream(self._native, url, key, after, end_field))
+        return self._stream(_data.Stream.redis_stream(self._native, url, key, after, end_field))
 
     def __repr__(self) -> str:
         return (

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Callable, Union
 
-from heddle import _heddle
 from heddle._batches import from_batch, to_batch
+from heddle._heddle import data as _data
 
 if TYPE_CHECKING:
     from heddle.data import Session
@@ -19,16 +19,6 @@ if TYPE_CHECKING:
 __all__ = ["DataSet"]
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-def _pyarrow(what: str) -> tuple[Any, Any]:
-    """``pyarrow`` and ``pyarrow.parquet``, or an ImportError saying how to get them."""
-    try:
-        import pyarrow
-        import pyarrow.parquet
-    except ImportError:
-        raise ImportError(f"{what} needs pyarrow: pip install pyarrow (or heddle[arrow])") from None
-    return pyarrow, pyarrow.parquet
 
 
 def _mode(mode: str) -> str:
@@ -41,11 +31,11 @@ class DataSet:
     """A lazy distributed collection of Python objects, in :attr:`Session.partitions`
     partitions. Transformations return new data sets; actions run them (collectively)."""
 
-    def __init__(self, native: _heddle.DataSet, session: Session) -> None:
+    def __init__(self, native: _data.DataSet, session: Session) -> None:
         self._native = native
         self.session = session
 
-    def _wrap(self, native: _heddle.DataSet) -> DataSet:
+    def _wrap(self, native: _data.DataSet) -> DataSet:
         return DataSet(native, self.session)
 
     # --- record-wise ---------------------------------------------------------------
@@ -267,13 +257,21 @@ class DataSet:
         self._native.for_each_partition(f)
 
     def write_parquet(self, directory: PathLike, mode: str = "errorifexists") -> None:
-        """Writes each partition as ``directory/part-00000.parquet`` ... with ``pyarrow``:
-        dict records as columns (the schema inferred from the records), other records as one
-        column ``item`` (as the Rust API does). An empty partition writes no file. Returns
+        """Writes each partition as ``directory/part-00000.parquet`` ..., natively (no
+        pyarrow): dict records as one column per key (the union of the partition's keys in
+        first-seen order; a missing key is null), other records as one column ``item`` (as
+        the Rust API does, and as :meth:`Session.read_parquet` reads them back). Each
+        partition's column types are inferred from its records as
+        ``pyarrow.Table.from_pylist`` infers them: ``bool``, ``int`` (int64), ``float``
+        (double; ints among floats become floats), ``str``, ``bytes``, ``None`` (a column
+        of only ``None`` has Arrow's null type), ``list``, ``dict`` (a struct),
+        ``datetime.datetime`` (timestamp[us], aware ones in UTC with their zone's name) and
+        ``datetime.date`` (date32). A value of another type, an int beyond int64 or a
+        column mixing types raises :class:`heddle.DataError` naming the partition, record,
+        column and type, and nothing is written. An empty partition writes no file. Returns
         when every worker has written its files (``mode`` and the commit as for
         :meth:`write_text`)."""
-        pa, pq = _pyarrow("write_parquet")
-        commit = _heddle.OutputCommit(
+        commit = _data.OutputCommit(
             self.session._native, os.fspath(directory), _mode(mode), ".parquet"
         )
         written: list[int] = []
@@ -281,12 +279,7 @@ class DataSet:
         def write(index: int, records: list[Any]) -> None:
             if not records:
                 return
-            table = (
-                pa.Table.from_pylist(records)
-                if isinstance(records[0], dict)
-                else pa.table({"item": records})
-            )
-            pq.write_table(table, os.fspath(commit.temp_path(index)))
+            _data.write_parquet_part(records, os.fspath(commit.temp_path(index)), index)
             written.append(index)
 
         try:

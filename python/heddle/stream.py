@@ -29,15 +29,16 @@ import os
 from collections.abc import Iterable
 from typing import Any, Callable, NamedTuple, Union
 
-from heddle import _heddle
 from heddle._batches import from_batch, to_batch
+from heddle._heddle import data as _data
+from heddle._heddle import task as _task
 
 __all__ = ["Stream", "Window", "Windowed", "StopHandle"]
 
 #: Ends a stream run (or a streaming task job) from a callback or another thread:
 #: ``stop = StopHandle(); stream.run(f, stop=stop)``, then ``stop.stop()``. A handle
 #: stays stopped: give each run a fresh one.
-StopHandle = _heddle.StopHandle
+StopHandle = _task.StopHandle
 
 Millis = Union[int, float, datetime.timedelta]
 Address = Union[str, tuple[str, int]]
@@ -206,11 +207,11 @@ class Stream:
     last complete one.
     """
 
-    def __init__(self, native: _heddle.Stream, session: Any) -> None:
+    def __init__(self, native: _data.Stream, session: Any) -> None:
         self._native = native
         self.session = session
 
-    def _wrap(self, native: _heddle.Stream) -> Stream:
+    def _wrap(self, native: _data.Stream) -> Stream:
         return Stream(native, self.session)
 
     # --- record-wise ---------------------------------------------------------------

@@ -85,8 +85,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
-from heddle import _heddle
 from heddle._checkpoints import Interval, job_name, seconds
+from heddle._heddle import comm as _comm
+from heddle._heddle import task as _task
 from heddle.comm import Comm
 
 __all__ = [
@@ -121,9 +122,9 @@ DONE = False
 #: ``emitted``, ``name``, ``index``, ``parallelism``, ``task``, ``worker``, ``iteration``,
 #: ``strategy`` / ``set_strategy(s)``, ``comm()``. Valid only during the call, but for
 #: ``state``: the task's own picklable state, checkpointed in streaming jobs.
-Context = _heddle.Context
+Context = _task.Context
 #: Ends a streaming job: ``stop()`` (from a task or another thread).
-StopHandle = _heddle.StopHandle
+StopHandle = _task.StopHandle
 
 
 class Source(abc.ABC):
@@ -183,13 +184,13 @@ class Compute(abc.ABC):
 #: (``ctx.set_strategy``). A task that reaches ``max_runs`` retires: it closes, its outputs
 #: end, and input arriving later is counted as discarded. Native (heddle-task's
 #: ``Strategy``), so Rust and Python share one definition.
-Strategy = _heddle.Strategy
+Strategy = _task.Strategy
 
 #: How records move between the instances of two vertices (a dataflow operation):
 #: ``Edge.direct()``, ``hash()``, ``partition(f)``, ``broadcast()``, ``reduce(f)``,
 #: ``gather()``, ``keyed_reduce(f)``, ``keyed_gather()`` (see each method). Native
 #: (heddle-task's ``Edge``), so Rust and Python share one set of operations.
-Edge = _heddle.Edge
+Edge = _task.Edge
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,7 @@ class WorkerSpec:
     def discover(comm: Comm) -> list[WorkerSpec]:
         """Every worker of ``comm`` with its host and its share of the host's cores and
         memory (collective: every worker must call it)."""
-        return [WorkerSpec(*w) for w in _heddle.discover(comm)]
+        return [WorkerSpec(*w) for w in _task.discover(comm)]
 
 
 @dataclass(frozen=True)
@@ -259,7 +260,7 @@ class TaskGraph:
     connected with :meth:`connect`."""
 
     def __init__(self) -> None:
-        self._native = _heddle.TaskGraph()
+        self._native = _task.TaskGraph()
         self._vertices: list[Vertex] = []
 
     def _add(
@@ -328,8 +329,8 @@ class Plan:
         workers: Comm | Sequence[WorkerSpec],
         scheduler: Scheduler = RoundRobin(),
     ) -> None:
-        specs = WorkerSpec.discover(workers) if isinstance(workers, _heddle.Comm) else list(workers)
-        self._native = _heddle.make_plan(
+        specs = WorkerSpec.discover(workers) if isinstance(workers, _comm.Comm) else list(workers)
+        self._native = _task.make_plan(
             graph._native,
             [(w.rank, w.host, float(w.cpu), int(w.memory)) for w in specs],
             scheduler.name,
@@ -449,7 +450,7 @@ class Job:
             raise ValueError(f"mode must be 'batch' or 'streaming', not {mode!r}")
         if plan is None:
             plan = Plan(graph, comm)
-        self._native = _heddle.Job(
+        self._native = _task.Job(
             comm,
             graph._native,
             plan._native,

@@ -1,4 +1,4 @@
-"""The native framing of pickled objects (heddle._heddle.pack_objects and friends, under
+"""The native framing of pickled objects (heddle._heddle.comm.pack_objects and friends, under
 heddle.comm's lowercase calls) against a reference built here with ``struct`` from the
 format's description: ``<Q n><Q len(pickle)><Q len(buf)>*``, the pickle, then each
 out-of-band buffer at a 16-byte boundary of the block, the block padded to 16 bytes."""
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import heddle
-from heddle import _heddle
+from heddle._heddle import comm as _comm
 
 
 def reference_block(data: bytes, buffers: list[bytes]) -> bytes:
@@ -43,11 +43,11 @@ OBJECTS = [
 
 def test_blocks_are_the_reference_bytes_and_unpack_to_equal_objects() -> None:
     pickled = [oob(o) for o in OBJECTS]
-    blob, sizes = _heddle.pack_objects(pickled)
+    blob, sizes = _comm.pack_objects(pickled)
     want = [reference_block(d, [bytes(b) for b in bs]) for d, bs in pickled]
     assert sizes == [len(w) for w in want]
     assert bytes(blob) == b"".join(want)
-    parts = _heddle.unpack_objects(blob, sizes)
+    parts = _comm.unpack_objects(blob, sizes)
     got = [pickle.loads(d, buffers=bs) for d, bs in parts]
     for g, o in zip(got, OBJECTS):
         assert pickle.dumps(g, protocol=5) == pickle.dumps(o, protocol=5)
@@ -60,24 +60,24 @@ def test_blocks_are_the_reference_bytes_and_unpack_to_equal_objects() -> None:
 def test_heads_are_the_reference_bytes() -> None:
     data, buffers = oob([np.arange(600, dtype=np.int64), b"y" * 4096])
     lens = [b.nbytes for b in buffers]
-    head = _heddle.object_head(data, buffers)
+    head = _comm.object_head(data, buffers)
     assert head == struct.pack(f"<QQ{len(lens)}Q", len(lens), len(data), *lens) + data
-    view, got_lens = _heddle.parse_object_head(head)
+    view, got_lens = _comm.parse_object_head(head)
     assert bytes(view) == data and got_lens == lens
-    bhead = _heddle.bcast_head(data, buffers)
+    bhead = _comm.bcast_head(data, buffers)
     assert bytes(bhead) == struct.pack(f"<{len(lens)}Q", *lens) + data
-    view, got_lens = _heddle.parse_bcast_head(bhead, len(lens))
+    view, got_lens = _comm.parse_bcast_head(bhead, len(lens))
     assert bytes(view) == data and got_lens == lens
 
 
 @pytest.mark.parametrize(
     "call",
     [
-        lambda: _heddle.parse_object_head(struct.pack("<QQ", 0, 100) + b"short"),
-        lambda: _heddle.parse_object_head(b"\x01\x02"),
-        lambda: _heddle.parse_bcast_head(b"\x00" * 4, 1),
-        lambda: _heddle.unpack_objects(bytearray(struct.pack("<QQQ", 1, 0, 1 << 40)), [24]),
-        lambda: _heddle.unpack_objects(bytearray(32), [48]),
+        lambda: _comm.parse_object_head(struct.pack("<QQ", 0, 100) + b"short"),
+        lambda: _comm.parse_object_head(b"\x01\x02"),
+        lambda: _comm.parse_bcast_head(b"\x00" * 4, 1),
+        lambda: _comm.unpack_objects(bytearray(struct.pack("<QQQ", 1, 0, 1 << 40)), [24]),
+        lambda: _comm.unpack_objects(bytearray(32), [48]),
     ],
 )
 def test_lengths_beyond_the_bytes_are_refused(call: object) -> None:

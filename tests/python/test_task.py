@@ -352,7 +352,7 @@ def test_ctrl_c_in_a_worker_blocked_in_a_job_ends_the_job(what, piddir):
 
 def test_strategy_and_edge_are_the_native_declarations():
     # One definition, in Rust: heddle.task's classes are the extension's.
-    assert Strategy is heddle._heddle.Strategy and Edge is heddle._heddle.Edge
+    assert Strategy is heddle._heddle.task.Strategy and Edge is heddle._heddle.task.Edge
     s = Strategy.on_data().every(50).at_most(10)
     assert (s.runs_on_data, s.period_ms, s.max_runs) == (True, 50.0, 10)
     assert s == Strategy(True, 50, 10) and hash(s) == hash(Strategy(True, 50, 10))

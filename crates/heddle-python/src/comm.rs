@@ -1,4 +1,4 @@
-//! `heddle._heddle.Comm`: a communicator with mpi4py's buffer methods (`Allreduce`, `Bcast`,
+//! `heddle._heddle.comm.Comm`: a communicator with mpi4py's buffer methods (`Allreduce`, `Bcast`,
 //! `Reduce`, `Allgather`, `Gather`, `Scatter`, `Alltoall`, their `v` forms, `Send`, `Recv`,
 //! `Sendrecv`, `Barrier`) working on the caller's buffers in place. The object methods
 //! (`bcast`, `send`, ...) are Python, in `heddle/comm.py`, on top of these.
@@ -67,7 +67,7 @@ pub(crate) fn is_initialized() -> bool {
 /// A group of ranks running the same program: rank and size, collectives on buffers,
 /// tagged point-to-point messages. Every rank must call the same collectives in the same
 /// order. Methods that wait for peers release the GIL.
-#[pyclass(subclass, frozen, module = "heddle._heddle", name = "Comm")]
+#[pyclass(subclass, frozen, module = "heddle._heddle.comm", name = "Comm")]
 #[derive(Debug)]
 pub(crate) struct PyComm {
     inner: Arc<Communicator>,

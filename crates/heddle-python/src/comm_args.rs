@@ -1,4 +1,4 @@
-//! The arguments of `heddle._heddle.Comm`'s buffer methods: the `IN_PLACE` marker,
+//! The arguments of `heddle._heddle.comm.Comm`'s buffer methods: the `IN_PLACE` marker,
 //! operators, matching buffer pairs and lengths, alignment, `[buffer, counts]` and tags.
 
 use pyo3::prelude::*;
@@ -10,7 +10,7 @@ use crate::op::{OpCode, PyOp};
 
 /// Marker for `sendbuf` (or, for `Scatter` at the root, `recvbuf`): the data is already in
 /// the other buffer (mpi4py's `MPI.IN_PLACE`).
-#[pyclass(frozen, module = "heddle._heddle", name = "InPlace")]
+#[pyclass(frozen, module = "heddle._heddle.comm", name = "InPlace")]
 #[derive(Debug)]
 pub(crate) struct InPlace;
 

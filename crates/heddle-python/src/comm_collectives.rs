@@ -1,4 +1,4 @@
-//! The bodies of `heddle._heddle.Comm`'s collectives on equal blocks: `Allreduce`,
+//! The bodies of `heddle._heddle.comm.Comm`'s collectives on equal blocks: `Allreduce`,
 //! `Reduce`, `Reduce_scatter_block`, `Bcast`, `Gather`, `Scatter`, `Allgather`, `Alltoall`.
 
 use pyo3::prelude::*;

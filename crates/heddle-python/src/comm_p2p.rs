@@ -1,4 +1,4 @@
-//! The bodies of `heddle._heddle.Comm`'s point-to-point methods: `Send`, `Recv`,
+//! The bodies of `heddle._heddle.comm.Comm`'s point-to-point methods: `Send`, `Recv`,
 //! `Sendrecv`, and the whole-message receive under the object methods.
 
 use pyo3::prelude::*;

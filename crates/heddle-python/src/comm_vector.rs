@@ -1,4 +1,4 @@
-//! The bodies of `heddle._heddle.Comm`'s vector collectives, whose blocks differ in
+//! The bodies of `heddle._heddle.comm.Comm`'s vector collectives, whose blocks differ in
 //! size (`[buffer, counts]`): `Gatherv`, `Allgatherv`, `Scatterv`, `Alltoallv`.
 
 use pyo3::prelude::*;

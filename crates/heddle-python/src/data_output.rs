@@ -1,4 +1,4 @@
-//! `heddle._heddle.OutputCommit`: the commit of a data set's output directory
+//! `heddle._heddle.data.OutputCommit`: the commit of a data set's output directory
 //! ([`heddle_data::Commit`]) for writers written in Python (`DataSet.write_parquet`), and
 //! the parsing of the `mode=` argument of every writer, and what a Python writer function
 //! makes of a record (`part_bytes`).
@@ -41,7 +41,7 @@ pub(crate) fn part_bytes(f: &Py<PyAny>, py: Python<'_>, x: &PyObj) -> PyResult<V
 
 /// A write of one output directory in progress (collective: every worker makes one, writes
 /// its partitions to ``temp_path(i)``, then calls ``finish``).
-#[pyclass(module = "heddle._heddle", name = "OutputCommit")]
+#[pyclass(module = "heddle._heddle.data", name = "OutputCommit")]
 pub(crate) struct PyOutputCommit {
     session: Session,
     commit: Commit,

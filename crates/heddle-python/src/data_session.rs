@@ -1,4 +1,4 @@
-//! `heddle._heddle.Session`: a `heddle_data::Session` for Python records, and the sources
+//! `heddle._heddle.data.Session`: a `heddle_data::Session` for Python records, and the sources
 //! of data sets (ranges, lists, generators, text lines and blocks, CSV, JSON lines).
 
 use std::path::PathBuf;
@@ -25,7 +25,7 @@ static SESSIONS: AtomicU64 = AtomicU64::new(1);
 const LINES_BLOCK_BYTES: u64 = 256 << 10;
 
 /// The entry point of the data API on every worker (see ``heddle.data.Session``).
-#[pyclass(unsendable, module = "heddle._heddle", name = "Session")]
+#[pyclass(unsendable, module = "heddle._heddle.data", name = "Session")]
 pub(crate) struct PySession {
     pub(crate) s: Session,
     pub(crate) id: u64,
@@ -299,7 +299,7 @@ pub(crate) fn list_input_files(path: PathBuf) -> PyResult<Vec<PathBuf>> {
 /// Checkpoints of a job's loop state, pickled by the Python side
 /// (``heddle.data.LoopCheckpoints``): rank 0 writes them to a private directory and reads
 /// back only files it owns.
-#[pyclass(unsendable, module = "heddle._heddle", name = "LoopCheckpoints")]
+#[pyclass(unsendable, module = "heddle._heddle.data", name = "LoopCheckpoints")]
 pub(crate) struct PyLoopCheckpoints(heddle_data::LoopCheckpoints<Vec<u8>>);
 
 #[pymethods]

@@ -1,4 +1,4 @@
-//! `heddle._heddle.DataSet`: a `heddle_data::DataSet` of Python records, with Python
+//! `heddle._heddle.data.DataSet`: a `heddle_data::DataSet` of Python records, with Python
 //! functions in its steps.
 //!
 //! Every step that calls Python is a native `flat_map` (or a keyed operation) whose
@@ -21,7 +21,7 @@ use crate::record::{pair_from, pair_to, PyKey, PyObj};
 use crate::task_graph::combine;
 
 /// A lazy distributed collection of Python objects (see ``heddle.data.DataSet``).
-#[pyclass(unsendable, module = "heddle._heddle", name = "DataSet")]
+#[pyclass(unsendable, module = "heddle._heddle.data", name = "DataSet")]
 pub(crate) struct PyDataSet {
     pub(crate) ds: DataSet<PyObj>,
     pub(crate) session: u64,

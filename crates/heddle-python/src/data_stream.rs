@@ -1,4 +1,4 @@
-//! `heddle._heddle.Stream`: a `heddle_data::Stream` of Python records — sources (lists,
+//! `heddle._heddle.data.Stream`: a `heddle_data::Stream` of Python records — sources (lists,
 //! paced generators, sockets, growing files, Redis Streams), the record-wise steps of data
 //! sets, keyed windows reduced by a Python function, and sinks that run until the sources
 //! end or the run is stopped (a stop handle, a timeout, a count of records). Keyed state
@@ -36,7 +36,7 @@ use crate::task_graph::combine;
 use crate::task_job::PyStopHandle;
 
 /// An unbounded, lazily described stream of Python objects (see ``heddle.data.Stream``).
-#[pyclass(unsendable, module = "heddle._heddle", name = "Stream")]
+#[pyclass(unsendable, module = "heddle._heddle.data", name = "Stream")]
 pub(crate) struct PyStream {
     st: Stream<PyObj>,
     session: u64,

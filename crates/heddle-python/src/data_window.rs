@@ -1,4 +1,4 @@
-//! The keyed windows of `heddle._heddle.Stream` (`Stream.window`): the window kinds by
+//! The keyed windows of `heddle._heddle.data.Stream` (`Stream.window`): the window kinds by
 //! name, event times from a Python function, and results as ``heddle.data.Windowed``.
 
 use std::time::Duration;

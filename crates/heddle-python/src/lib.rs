@@ -1,15 +1,18 @@
 //! `heddle._heddle`: the native core of the Python package `heddle` (built by maturin from
 //! the repository's `pyproject.toml`; the Python layer lives in `python/heddle`).
 //!
-//! Each area registers its classes and functions in [`_heddle`]: the communicator (`comm`,
-//! `comm_*`; `comm_objects` frames the pickled objects of its lowercase calls), reduction
-//! operators (`op`), the launcher (`launcher`), task graphs of Python tasks (`task_graph`,
-//! `task_context`, `task_job`, with `task_adapters`, `task_records`, and the declarations
-//! `task_edge` and `task_strategy`), data sets and streams of Python records
+//! Each area registers its classes and functions in [`_heddle`] (the version, exceptions,
+//! launcher and record decoder) or in one of its submodules (see [`submodule`]):
+//! `heddle._heddle.comm` — the communicator (`comm`, `comm_*`; `comm_objects` frames the
+//! pickled objects of its lowercase calls) and reduction operators (`op`);
+//! `heddle._heddle.task` — task graphs of Python tasks (`task_graph`, `task_context`,
+//! `task_job`, with `task_adapters`, `task_records`, and the declarations `task_edge` and
+//! `task_strategy`); `heddle._heddle.data` — data sets and streams of Python records
 //! (`data_session`, `data_set`, `data_stream` with `data_stream_state` and `data_window`;
-//! Parquet rows in `data_parquet`; checkpoints of streams and streaming task jobs in
-//! `checkpointing`), whose records are Python objects (`record`). Every call that may
-//! wait releases the GIL through [`interrupt::blocking`] (Python callbacks inside native
+//! Parquet rows in `data_parquet`, written by `data_parquet_write` from the values of
+//! `data_parquet_values`; checkpoints of streams and streaming task jobs in
+//! `checkpointing`). Records are Python objects (`record`). Every call that may wait
+//! releases the GIL through [`interrupt::blocking`] (Python callbacks inside native
 //! runs take it back as they need it), Rust errors become the exception classes of
 //! `heddle.errors` (made in `exceptions`, mapped by variant in `errors`, each variant's
 //! mapping listed by `error_samples`), and a Python exception raised inside a native run
@@ -25,6 +28,8 @@ mod comm_p2p;
 mod comm_vector;
 mod data_output;
 mod data_parquet;
+mod data_parquet_values;
+mod data_parquet_write;
 mod data_session;
 mod data_set;
 mod data_stream;
@@ -62,25 +67,53 @@ pub use record::fuzz;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// The extension module `heddle._heddle`.
+/// The extension module `heddle._heddle`: the version, the exception classes and a few
+/// shared functions at the top; the rest in the submodules `comm`, `task` and `data`.
 #[pymodule]
 fn _heddle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     exceptions::register(m)?;
     error_samples::register(m)?;
-    op::register(m)?;
     record::register(m)?;
-    comm::register(m)?;
-    comm_objects::register(m)?;
     launcher::register(m)?;
-    task_context::register(m)?;
-    task_strategy::register(m)?;
-    task_edge::register(m)?;
-    task_graph::register(m)?;
-    task_job::register(m)?;
-    data_session::register(m)?;
-    data_set::register(m)?;
-    data_output::register(m)?;
-    data_stream::register(m)?;
+    submodule(m, "comm", "Communicators, reduction operators and pickled-object framing.", |c| {
+        op::register(c)?;
+        comm::register(c)?;
+        comm_objects::register(c)
+    })?;
+    submodule(m, "task", "Task graphs of Python tasks: declarations, plans and jobs.", |t| {
+        task_context::register(t)?;
+        task_strategy::register(t)?;
+        task_edge::register(t)?;
+        task_graph::register(t)?;
+        task_job::register(t)
+    })?;
+    submodule(m, "data", "Data sets and streams of Python records, and their writers.", |d| {
+        data_session::register(d)?;
+        data_set::register(d)?;
+        data_output::register(d)?;
+        data_parquet_write::register(d)?;
+        data_stream::register(d)
+    })?;
+    Ok(())
+}
+
+/// Adds the submodule `heddle._heddle.<name>` (documented by `doc`, filled by `fill`) to
+/// `m`, and to `sys.modules` under its full name, so that `import heddle._heddle.<name>`
+/// (and unpickling a class it holds) finds it: an extension module is not a package.
+fn submodule(
+    m: &Bound<'_, PyModule>,
+    name: &str,
+    doc: &str,
+    fill: impl FnOnce(&Bound<'_, PyModule>) -> PyResult<()>,
+) -> PyResult<()> {
+    let py = m.py();
+    let full = format!("heddle._heddle.{name}");
+    // Made under its full name, which its functions take as their `__module__`.
+    let sub = PyModule::new(py, &full)?;
+    sub.setattr("__doc__", doc)?;
+    fill(&sub)?;
+    m.add(name, &sub)?;
+    py.import("sys")?.getattr("modules")?.set_item(full, sub)?;
     Ok(())
 }

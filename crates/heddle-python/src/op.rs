@@ -76,7 +76,7 @@ impl OpCode {
 
 /// A reduction operator, applied element by element. Use the module constants
 /// (`heddle.SUM`, ...); each is associative and commutative.
-#[pyclass(frozen, module = "heddle._heddle", name = "Op")]
+#[pyclass(frozen, module = "heddle._heddle.comm", name = "Op")]
 #[derive(Debug)]
 pub(crate) struct PyOp {
     pub(crate) code: OpCode,
@@ -94,7 +94,7 @@ impl PyOp {
         self.code.name()
     }
 
-    /// Pickles by name: the constant of the same name in `heddle._heddle`.
+    /// Pickles by name: the constant of the same name in `heddle._heddle.comm`.
     fn __reduce__(&self) -> &'static str {
         self.code.name()
     }

@@ -1,4 +1,4 @@
-//! `heddle._heddle.Context`: what a Python task method receives, valid during that call
+//! `heddle._heddle.task.Context`: what a Python task method receives, valid during that call
 //! ([`PyContext`]), over a native task context with its output type erased ([`CtxOps`]).
 
 use std::cell::{Cell, RefCell};
@@ -53,7 +53,7 @@ impl<O: OutRec> CtxOps for Context<'_, O> {
 /// What a Python task method receives as ``ctx``: emit records, see who and where the
 /// task is, its iteration, its vertex's communicator, and change its strategy. Valid only
 /// during the call it was passed to; its ``state`` is the task's own (checkpointed).
-#[pyclass(unsendable, module = "heddle._heddle", name = "Context")]
+#[pyclass(unsendable, module = "heddle._heddle.task", name = "Context")]
 pub(crate) struct PyContext {
     current: Cell<Option<NonNull<dyn CtxOps>>>,
     busy: Cell<bool>,

@@ -1,4 +1,4 @@
-//! `heddle._heddle.Edge` (exported as `heddle.task.Edge`): how records move between the
+//! `heddle._heddle.task.Edge` (exported as `heddle.task.Edge`): how records move between the
 //! instances of two vertices of a task graph of Python tasks — the dataflow operations of
 //! `heddle_task::Edge`, chosen here and typed when the graph is built (`task_graph`).
 
@@ -56,7 +56,7 @@ impl Link {
 
 /// How records move between the instances of two vertices (a dataflow operation); made
 /// by the static methods (see ``heddle.task.Edge``).
-#[pyclass(frozen, module = "heddle._heddle", name = "Edge")]
+#[pyclass(frozen, module = "heddle._heddle.task", name = "Edge")]
 #[derive(Debug)]
 pub(crate) struct PyEdge {
     pub(crate) link: Link,

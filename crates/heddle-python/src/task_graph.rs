@@ -1,4 +1,4 @@
-//! `heddle._heddle.TaskGraph`: a task graph of Python tasks, described from Python and
+//! `heddle._heddle.task.TaskGraph`: a task graph of Python tasks, described from Python and
 //! built into a native `heddle_task::TaskGraph` whenever it is planned or run.
 //!
 //! Native vertices are typed by the records they receive and emit. A Python task
@@ -57,7 +57,7 @@ struct Built {
 
 /// The description of a task graph whose tasks are Python objects (see
 /// ``heddle.task.TaskGraph``).
-#[pyclass(unsendable, module = "heddle._heddle", name = "TaskGraph")]
+#[pyclass(unsendable, module = "heddle._heddle.task", name = "TaskGraph")]
 pub(crate) struct PyTaskGraph {
     vertices: Vec<VertexDesc>,
     edges: Vec<EdgeDesc>,

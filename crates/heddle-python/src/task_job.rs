@@ -1,4 +1,4 @@
-//! Planning and running task graphs of Python tasks: `heddle._heddle.Plan`, `Job` and
+//! Planning and running task graphs of Python tasks: `heddle._heddle.task.Plan`, `Job` and
 //! `StopHandle`, and `discover` (the workers of a communicator).
 
 use std::path::PathBuf;
@@ -33,7 +33,7 @@ pub(crate) fn discover(py: Python<'_>, comm: &PyComm) -> PyResult<Vec<WorkerTupl
 }
 
 /// Where every task instance of a graph runs (see ``heddle.task.Plan``).
-#[pyclass(frozen, module = "heddle._heddle", name = "Plan")]
+#[pyclass(frozen, module = "heddle._heddle.task", name = "Plan")]
 #[derive(Debug)]
 pub(crate) struct PyPlan {
     plan: Plan,
@@ -115,7 +115,7 @@ impl PyPlan {
 }
 
 /// Ends a streaming job or stream run from anywhere (another thread, a task, a callback).
-#[pyclass(frozen, module = "heddle._heddle", name = "StopHandle")]
+#[pyclass(frozen, module = "heddle._heddle.task", name = "StopHandle")]
 #[derive(Debug)]
 pub(crate) struct PyStopHandle(pub(crate) StopHandle);
 
@@ -134,7 +134,7 @@ impl PyStopHandle {
 }
 
 /// The task instances of a plan on this worker (see ``heddle.task.Job``).
-#[pyclass(unsendable, module = "heddle._heddle", name = "Job")]
+#[pyclass(unsendable, module = "heddle._heddle.task", name = "Job")]
 pub(crate) struct PyJob {
     // Declared before `comm`, so dropped before it: the job borrows the communicator.
     job: Option<Job<'static>>,

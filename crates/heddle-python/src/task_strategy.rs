@@ -1,4 +1,4 @@
-//! `heddle._heddle.Strategy` (exported as `heddle.task.Strategy`): when a task runs, a
+//! `heddle._heddle.task.Strategy` (exported as `heddle.task.Strategy`): when a task runs, a
 //! `heddle_task::Strategy` checked where it is made.
 
 use std::hash::{Hash, Hasher};
@@ -40,7 +40,7 @@ fn period(ms: f64) -> PyResult<Duration> {
 /// When a task runs (Granules' scheduling strategies): when data arrives, every
 /// ``period_ms`` milliseconds, at most ``max_runs`` times, or a combination (see
 /// ``heddle.task.Strategy``).
-#[pyclass(frozen, eq, module = "heddle._heddle", name = "Strategy")]
+#[pyclass(frozen, eq, module = "heddle._heddle.task", name = "Strategy")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct PyStrategy(pub(crate) Strategy);
 

@@ -1,0 +1,87 @@
+"""Type stubs of the native core ``heddle._heddle`` (crates/heddle-python): the version,
+the exception classes of ``heddle.errors``, the launcher and the record decoder; the rest is
+in its submodules ``comm``, ``task`` and ``data`` (one stub each, beside this one).
+
+Use the public names from ``heddle`` / ``heddle.comm`` / ``heddle.task`` / ``heddle.data``;
+this package is their implementation. The extension module is not a package: it adds its
+submodules to ``sys.modules`` (``import heddle._heddle.comm`` works once it is loaded).
+"""
+
+import builtins
+from typing import Any, Final
+
+from heddle._heddle import comm as comm
+from heddle._heddle import data as data
+from heddle._heddle import task as task
+
+# The module's own `__all__` (pyo3 lists every name it adds).
+__all__ = [
+    "__version__",
+    "HeddleError",
+    "ConfigError",
+    "ArgumentError",
+    "CommError",
+    "TimeoutError",
+    "WorkerFailed",
+    "LaunchError",
+    "GraphError",
+    "PlanError",
+    "TaskError",
+    "DataError",
+    "JobAborted",
+    "_error_mapping",
+    "_decode_record",
+    "run_local",
+    "check_setting",
+    "comm",
+    "task",
+    "data",
+]
+
+__version__: Final[str]
+
+# The exception classes of `heddle.errors` (documented there), made by this module.
+class HeddleError(Exception): ...
+class ConfigError(HeddleError, ValueError): ...
+class ArgumentError(HeddleError, ValueError, TypeError): ...
+class CommError(HeddleError): ...
+class TimeoutError(CommError, builtins.TimeoutError): ...
+
+class WorkerFailed(CommError):
+    rank: int | None
+
+class LaunchError(HeddleError): ...
+class GraphError(HeddleError, ValueError): ...
+class PlanError(HeddleError): ...
+class TaskError(HeddleError): ...
+class DataError(HeddleError): ...
+
+class JobAborted(HeddleError):
+    origin: int | None
+    task: str | None
+    kind: str | None
+
+def _error_mapping() -> list[tuple[str, str, type[BaseException] | None]]:
+    """``(layer, variant, class)`` for a sample of every variant of every layer's Rust
+    error: the class it is raised as (``None``: the variant has no sample)."""
+
+def _decode_record(data: bytes, key: bool = False) -> Any: ...
+
+# --- the launcher (heddle run; cli.py) -------------------------------------------------
+
+def run_local(
+    workers: int,
+    command: list[str],
+    env: list[tuple[str, str]] | None = None,
+    init_timeout: float = 60.0,
+    master_bind: str = "127.0.0.1:0",
+    kill_grace: float = 2.0,
+    restarts: int = 0,
+    heartbeat_interval: float | None = None,
+    heartbeat_timeout: float | None = None,
+) -> int:
+    """Runs ``command`` as ``workers`` local processes (``heddle run``); returns the exit code."""
+
+def check_setting(name: str, value: str) -> None:
+    """Checks ``value`` of the ``HEDDLE_*`` setting ``name`` as workers would; raises
+    ``ConfigError`` naming the variable, the value and what is valid."""
