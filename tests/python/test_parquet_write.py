@@ -165,15 +165,24 @@ def test_pyarrow_is_not_imported(tmp_path):
 BAD = {
     "str among ints": (
         [{"a": 1}, {"a": 2}, {"a": "x"}],
-        r"partition 0, record 2, column 'a': a str among values of type int",
+        r"partition 0, record 2, column 'a': a value of type str among values of type int",
     ),
-    "int among str": ([{"a": "x"}, {"a": 1}], r"record 1, column 'a': a int among .* str"),
-    "bool among ints": ([{"a": 1}, {"a": True}], r"record 1, column 'a': a bool among"),
+    "int among str": (
+        [{"a": "x"}, {"a": 1}],
+        r"record 1, column 'a': a value of type int among .* str",
+    ),
+    "bool among ints": (
+        [{"a": 1}, {"a": True}],
+        r"record 1, column 'a': a value of type bool among",
+    ),
     "str among floats in a list": (
         [{"l": [1.5]}, {"l": [2, "x"]}],
-        r"record 1, column 'l\[\]': a str among values of type float",
+        r"record 1, column 'l\[\]': a value of type str among values of type float",
     ),
-    "list among structs": ([{"p": {"x": 1}}, {"p": [1]}], r"column 'p': a list among .* dict"),
+    "list among structs": (
+        [{"p": {"x": 1}}, {"p": [1]}],
+        r"column 'p': a value of type list among .* dict",
+    ),
     "an int beyond int64": (
         [{"a": 1}, {"a": 2**63}],
         r"record 1, column 'a': the int 9223372036854775808 does not fit",

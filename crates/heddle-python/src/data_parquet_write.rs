@@ -69,7 +69,7 @@ impl Kind {
         let mismatch = |kind: &Kind| Mismatch {
             path: path.to_owned(),
             why: format!(
-                "a {} among values of type {} (a Parquet column holds one type)",
+                "a value of type {} among values of type {} (a Parquet column holds one type)",
                 v.type_name(),
                 kind.python_name()
             ),
