@@ -161,7 +161,10 @@ MISSING_IN_PYTHON: dict[str, dict[str, str]] = {
         "materialize": "materialized stages (multi-stage batch resume) are Rust-only so far",
     },
     "Stream": {},
-    "Session": {},
+    "Session": {
+        "with_alignment_timeout": "Python sessions take the alignment timeout from "
+        "HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S (heddle run --alignment-timeout) only so far",
+    },
     "Comm": {},
 }
 
