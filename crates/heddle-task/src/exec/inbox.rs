@@ -196,12 +196,7 @@ impl<U> Inbox<U> {
         let copied = codec.encode_all(&self.items, &mut bytes).map(|()| bytes);
         let open = arrived.iter().zip(&self.ended_slots).map(|(a, e)| !a && !e).collect();
         self.capture = Some(Capture { id, open, bytes: Vec::new(), failed: None });
-        for (slot, items, ended) in std::mem::take(&mut self.parked) {
-            self.items.extend(items);
-            if ended {
-                self.end(slot);
-            }
-        }
+        self.release();
         Some((id, copied))
     }
 
