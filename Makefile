@@ -43,11 +43,13 @@ test-rust: test-deps
 	@echo "== the task and data suites again, on 2 executor threads per worker"
 	HEDDLE_TASK_THREADS=2 $(CARGO) test -j$(JOBS) --release -p heddle-task -p heddle-data --tests
 
-## System packages the tests run against: redis-server (Redis Streams source and sink).
+## System packages the tests run against: redis-server (Redis Streams source and sink),
+## Open MPI's mpirun (jobs started by another launcher).
 test-deps:
-	@command -v redis-server >/dev/null || { \
+	@command -v redis-server >/dev/null && command -v mpirun >/dev/null || { \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q redis-server; }
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \
+	    --no-install-recommends redis-server openmpi-bin; }
 
 ## The golden vectors still match their independent Python generator.
 test-spec:

@@ -4,12 +4,13 @@
 mod bench;
 mod bench_dataflow;
 mod bench_recovery;
+mod manual;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use heddle_runtime::{run_local, LaunchSpec};
+use heddle_runtime::{run_job, LaunchSpec};
 
 /// Heddle: MPI-class collectives and big-data dataflow in one runtime.
 #[derive(Debug, Parser)]
@@ -26,6 +27,10 @@ enum Cmd {
     /// Benchmarks that run Heddle and a peer system side by side.
     #[command(subcommand)]
     Bench(BenchCmd),
+    /// Serve a job master for workers started by hand (`heddle worker`) on any host.
+    Master(manual::MasterArgs),
+    /// Join a job served by `heddle master`: run PROGRAM as K of its ranks on this host.
+    Worker(manual::WorkerArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -50,9 +55,21 @@ struct RunArgs {
     /// Transport between workers on this host: auto, shm or tcp (sets HEDDLE_TRANSPORT).
     #[arg(long)]
     transport: Option<String>,
-    /// Address the job master listens on (for workers on other hosts use a routable one).
-    #[arg(long, default_value = "127.0.0.1:0")]
-    master_bind: SocketAddr,
+    /// Address the job master listens on (default: loopback, or with a launcher whose
+    /// workers span hosts this host's first network address; port 0: any free port).
+    #[arg(long)]
+    master_bind: Option<SocketAddr>,
+    /// Who starts the workers: local (this machine), mpirun (Open MPI) or slurm (srun).
+    #[arg(long, default_value = "local")]
+    launcher: String,
+    /// Arguments for mpirun, srun, salloc or sbatch, before the program (one string,
+    /// split at spaces: --launcher-args "--oversubscribe").
+    #[arg(long, allow_hyphen_values = true)]
+    launcher_args: Option<String>,
+    /// With --launcher slurm: get an allocation first with salloc, or queue the job with
+    /// sbatch --wait (default: srun alone, in the allocation it runs in or one of its own).
+    #[arg(long)]
+    allocate: Option<String>,
     /// Seconds between SIGTERM and SIGKILL when stopping workers.
     #[arg(long, default_value_t = 2.0)]
     kill_grace: f64,
@@ -112,6 +129,8 @@ fn main() {
                 eprintln!("heddle bench: {e}");
                 1
             }),
+        Cmd::Master(args) => manual::master(args),
+        Cmd::Worker(args) => manual::worker(args),
         Cmd::Bench(BenchCmd::Recovery(args)) => bench_recovery::bench_recovery(&args)
             .unwrap_or_else(|e| {
                 eprintln!("heddle bench: {e}");
@@ -186,7 +205,32 @@ fn run(args: RunArgs) -> i32 {
         spec.env.push((heddle_comm::settings::CHECKPOINT_DIR.into(), dir.display().to_string()));
     }
     spec.restarts = args.restarts;
-    spec.master_bind = args.master_bind;
+    match args.launcher.parse::<heddle_runtime::Launcher>() {
+        Ok(l) => spec.launcher = l,
+        Err(e) => {
+            eprintln!("heddle run: --launcher: {e}");
+            return 2;
+        }
+    }
+    spec.launcher_args =
+        args.launcher_args.iter().flat_map(|a| a.split_whitespace()).map(String::from).collect();
+    match args.allocate.as_deref() {
+        None | Some("srun") => {}
+        Some("salloc") => spec.allocation = heddle_runtime::Allocation::Salloc,
+        Some("sbatch") => spec.allocation = heddle_runtime::Allocation::Sbatch,
+        Some(other) => {
+            eprintln!("heddle run: --allocate {other:?}: use salloc or sbatch");
+            return 2;
+        }
+    }
+    if spec.allocation != heddle_runtime::Allocation::Srun
+        && spec.launcher != heddle_runtime::Launcher::Slurm
+    {
+        eprintln!("heddle run: --allocate goes with --launcher slurm");
+        return 2;
+    }
+    spec.master_bind =
+        args.master_bind.unwrap_or_else(|| heddle_runtime::default_master_bind(&spec));
     spec.kill_grace = Duration::from_secs_f64(args.kill_grace.max(0.0));
     if let Some(t) = args.transport {
         if let Err(e) = t.parse::<heddle_comm::TransportChoice>() {
@@ -204,7 +248,7 @@ fn run(args: RunArgs) -> i32 {
         eprintln!("heddle run: {e}");
         return 2;
     }
-    match run_local(&spec) {
+    match run_job(&spec) {
         Ok(outcome) => outcome.exit_code(),
         Err(e) => {
             eprintln!("heddle run: {e}");

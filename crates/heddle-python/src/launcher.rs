@@ -1,5 +1,5 @@
 //! The local launcher for Python: `heddle run` (the console command and `python -m heddle`)
-//! calls [`run_local`], the same code as the Rust `heddle run`.
+//! calls [`heddle_runtime::run_job`], the same code as the Rust `heddle run`.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -100,7 +100,7 @@ pub(crate) fn run_local(
     spec.master_bind = master_bind;
     spec.kill_grace = Duration::from_secs_f64(kill_grace.max(0.0));
     // The launcher polls its own signal flags; workers are stopped before this returns.
-    let outcome = py.detach(|| heddle_runtime::run_local(&spec)).map_err(errors::runtime)?;
+    let outcome = py.detach(|| heddle_runtime::run_job(&spec)).map_err(errors::runtime)?;
     if let Err(e) = py.check_signals() {
         // Python's SIGINT handler ran too; the outcome already says the job was interrupted.
         if !(e.is_instance_of::<PyKeyboardInterrupt>(py)

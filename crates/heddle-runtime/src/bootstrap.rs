@@ -30,11 +30,10 @@ pub fn init() -> Result<Communicator> {
 /// # Errors
 /// As [`init`].
 pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
-    let Some(master) = env.master.as_deref() else {
+    let Some(link) = crate::rendezvous::master_link(env)? else {
         return Ok(heddle_comm::solo(config)?);
     };
-    let token =
-        env.token.as_deref().ok_or_else(|| Error::Env("HEDDLE_JOB_TOKEN is not set".into()))?;
+    let (master, token) = (link.addr.as_str(), link.token.as_str());
     let deadline = Instant::now() + env.init_timeout;
     let mut ms = connect_retrying(master, deadline)?;
     let local_ip = ms.local_addr().map_err(|e| Error::io("reading the local address", e))?.ip();
@@ -111,6 +110,7 @@ pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
         other => return Err(Error::Protocol(format!("expected the start signal, got {other:?}"))),
     }
     drop(segment); // every peer has mapped it: remove the name from /dev/shm
+    crate::rendezvous::joined();
     let comm = builder.build()?;
     let abort = comm.abort_handle();
     // One writer at a time on the master connection: failure reports and heartbeats.
@@ -153,7 +153,7 @@ fn set_deadline(s: &TcpStream, deadline: Instant) -> Result<()> {
     s.set_read_timeout(Some(left)).map_err(|e| Error::io("setting a read timeout", e))
 }
 
-fn connect_retrying(addr: &str, deadline: Instant) -> Result<TcpStream> {
+pub(crate) fn connect_retrying(addr: &str, deadline: Instant) -> Result<TcpStream> {
     let target: SocketAddr = addr
         .to_socket_addrs()
         .map_err(|e| {
@@ -203,7 +203,7 @@ fn create_segment(builder: &WorldBuilder, token: &str, rank: usize) -> Option<Sh
 }
 
 /// This host's identity: `HEDDLE_HOST_ID`, else the hostname.
-fn host_id() -> String {
+pub(crate) fn host_id() -> String {
     if let Ok(h) = std::env::var("HEDDLE_HOST_ID") {
         if !h.is_empty() {
             return h;
@@ -398,6 +398,7 @@ fn watch_master(mut ms: TcpStream, env: &WorkerEnv, abort: std::sync::Arc<heddle
                     );
                     std::process::exit(70);
                 }
+                Err(_) if crate::rendezvous::closing() => return,
                 Err(e) => {
                     eprintln!("heddle: rank {rank}: lost the job master ({e}); exiting");
                     std::process::exit(70);

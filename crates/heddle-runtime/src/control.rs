@@ -88,6 +88,24 @@ pub enum Control {
     },
     /// The sender is alive (both ways, every heartbeat interval, once the job runs).
     Heartbeat,
+    /// `heddle worker` asks for ranks to start (worker to master, instead of `Register`).
+    Claim {
+        /// How many ranks.
+        count: usize,
+        /// HMAC-SHA256(token, "claim|" + nonce + "|" + count), hex.
+        mac: String,
+    },
+    /// The ranks given to a claim, and what their workers must be told.
+    Ranks {
+        /// The ranks, in order.
+        ranks: Vec<usize>,
+        /// The job's world size.
+        world_size: usize,
+        /// The master's heartbeat interval, milliseconds.
+        heartbeat_ms: u64,
+        /// The master's heartbeat timeout, milliseconds.
+        heartbeat_timeout_ms: u64,
+    },
 }
 
 const CONTROL_LIMIT: Limits = Limits { max_frame_payload: 4 << 20, max_message: 4 << 20 };

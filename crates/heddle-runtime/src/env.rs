@@ -54,6 +54,34 @@ pub struct WorkerEnv {
     /// Which attempt of the job this is (`HEDDLE_ATTEMPT`, 0 for the first; `heddle run
     /// --restarts` counts up).
     pub attempt: u32,
+    /// Which launcher gave the rank and size, and what it says about the job.
+    pub launch: Launch,
+    /// A file holding the job token (`HEDDLE_JOB_TOKEN_FILE`; a Kubernetes Secret, say),
+    /// read when `token` is not set.
+    pub token_file: Option<std::path::PathBuf>,
+    /// Where rank 0 hosts the job master (`HEDDLE_MASTER_LISTEN`: `IP` or `IP:PORT`); by
+    /// default, when `HEDDLE_MASTER` is not set, an ephemeral port on loopback (one host)
+    /// or on this host's first network address.
+    pub master_listen: Option<String>,
+    /// A directory every host of the job sees (`HEDDLE_RENDEZVOUS`), where rank 0 leaves
+    /// the master's address and token for the others when `HEDDLE_MASTER` is not set.
+    pub rendezvous: Option<std::path::PathBuf>,
+}
+
+/// The launcher that started this worker, as its variables tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    /// Its name in messages (`heddle run`, `mpirun`, `srun`, ...).
+    pub name: &'static str,
+    /// The variables that gave the rank and the size.
+    pub rank_var: &'static str,
+    /// See `rank_var`.
+    pub size_var: &'static str,
+    /// The launcher's id of this job (`HEDDLE_RUN_ID`, Open MPI's PMIx namespace, Slurm's
+    /// job and step ids): names the rendezvous file.
+    pub job_id: Option<String>,
+    /// Whether the launcher says that every rank runs on this host.
+    pub one_host: bool,
 }
 
 /// Heartbeat interval when `HEDDLE_HEARTBEAT_S` is not set.
@@ -66,7 +94,10 @@ const RUNTIME_KEYS: &[&str] = &[
     "HEDDLE_RANK",
     "HEDDLE_WORLD_SIZE",
     "HEDDLE_MASTER",
+    "HEDDLE_MASTER_LISTEN",
+    "HEDDLE_RENDEZVOUS",
     "HEDDLE_JOB_TOKEN",
+    "HEDDLE_JOB_TOKEN_FILE",
     "HEDDLE_INIT_TIMEOUT_S",
     "HEDDLE_HEARTBEAT_S",
     "HEDDLE_HEARTBEAT_TIMEOUT_S",
@@ -120,10 +151,56 @@ pub fn check_heartbeat(interval: Duration, timeout: Duration) -> Result<()> {
     Ok(())
 }
 
-const RANK_VARS: &[&str] =
-    &["HEDDLE_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "JOB_COMPLETION_INDEX"];
-const SIZE_VARS: &[&str] =
-    &["HEDDLE_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"];
+/// A launcher's variables: its name, then the rank, size, job id and ranks-on-this-host
+/// variables.
+struct Family {
+    name: &'static str,
+    rank: &'static str,
+    size: &'static str,
+    job_id: &'static [&'static str],
+    local_size: &'static str,
+}
+
+/// The launchers whose variables a worker reads, first match wins. Slurm's size is the
+/// step's (`SLURM_STEP_NUM_TASKS`): a batch script has `SLURM_PROCID` and `SLURM_NTASKS`
+/// too, and a program run there directly is a world of one.
+const FAMILIES: &[Family] = &[
+    Family {
+        name: "heddle run",
+        rank: "HEDDLE_RANK",
+        size: "HEDDLE_WORLD_SIZE",
+        job_id: &[],
+        local_size: "",
+    },
+    Family {
+        name: "mpirun",
+        rank: "OMPI_COMM_WORLD_RANK",
+        size: "OMPI_COMM_WORLD_SIZE",
+        job_id: &["PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid"],
+        local_size: "OMPI_COMM_WORLD_LOCAL_SIZE",
+    },
+    Family {
+        name: "a PMI launcher",
+        rank: "PMI_RANK",
+        size: "PMI_SIZE",
+        job_id: &["PMIX_NAMESPACE", "PMI_KVSNAME"],
+        local_size: "MPI_LOCALNRANKS",
+    },
+    Family {
+        name: "srun",
+        rank: "SLURM_PROCID",
+        size: "SLURM_STEP_NUM_TASKS",
+        job_id: &["SLURM_JOB_ID"],
+        local_size: "",
+    },
+    Family {
+        name: "a Kubernetes Indexed Job",
+        rank: "JOB_COMPLETION_INDEX",
+        size: "HEDDLE_WORLD_SIZE",
+        job_id: &[],
+        local_size: "",
+    },
+];
 
 impl WorkerEnv {
     /// Reads the process environment.
@@ -150,17 +227,35 @@ impl WorkerEnv {
             }
             Ok(None)
         };
-        let rank = first(RANK_VARS, settings::RANK)?.unwrap_or(0);
-        let size = first(SIZE_VARS, settings::WORLD_SIZE)?.unwrap_or(1);
-        if size == 0 || rank >= size {
-            return Err(Error::Env(format!("rank {rank} is not below the world size {size}")));
-        }
+        let set = |n: &str| get(n).filter(|v| !v.is_empty()).is_some();
+        // Slurm's rank without a step size is a batch script's: not a job of its own.
+        let family = FAMILIES.iter().find(|f| set(f.rank) && (f.name != "srun" || set(f.size)));
+        let (rank, size, launch) = match family {
+            None => (0, 1, Launch::none()),
+            Some(f) => {
+                let rank = first(&[f.rank], settings::RANK)?.unwrap_or(0);
+                let size = first(&[f.size], settings::WORLD_SIZE)?.ok_or_else(|| {
+                    Error::Env(format!(
+                        "{} is set (by {}) but {} is not: set it to the number of workers",
+                        f.rank, f.name, f.size
+                    ))
+                })?;
+                if rank >= size {
+                    return Err(Error::Env(format!(
+                        "rank {rank} ({}) is not below the world size {size} ({}): the \
+                         launcher's variables disagree",
+                        f.rank, f.size
+                    )));
+                }
+                (rank, size, Launch::from_family(f, size, &get))
+            }
+        };
         let master = get("HEDDLE_MASTER").filter(|v| !v.is_empty());
+        let master_listen = get("HEDDLE_MASTER_LISTEN").filter(|v| !v.is_empty());
+        let rendezvous =
+            get("HEDDLE_RENDEZVOUS").filter(|v| !v.is_empty()).map(std::path::PathBuf::from);
         if size > 1 && master.is_none() {
-            return Err(Error::Env(format!(
-                "this is rank {rank} of {size} but HEDDLE_MASTER is not set; start the job with \
-                 `heddle run -n {size} -- PROGRAM`"
-            )));
+            check_rendezvous(rank, size, &launch, rendezvous.as_deref())?;
         }
         let seconds = |b: &Bounds, default: Duration| -> Result<Duration> {
             match get(b.name).filter(|v| !v.is_empty()) {
@@ -177,13 +272,80 @@ impl WorkerEnv {
             rank,
             size,
             master,
-            token: get("HEDDLE_JOB_TOKEN"),
+            token: get("HEDDLE_JOB_TOKEN").filter(|v| !v.is_empty()),
             init_timeout,
             heartbeat,
             heartbeat_timeout,
             attempt,
+            launch,
+            token_file: get("HEDDLE_JOB_TOKEN_FILE")
+                .filter(|v| !v.is_empty())
+                .map(std::path::PathBuf::from),
+            master_listen,
+            rendezvous,
         })
     }
+}
+
+impl Launch {
+    /// No launcher: a world of one.
+    fn none() -> Launch {
+        Launch { name: "no launcher", rank_var: "", size_var: "", job_id: None, one_host: true }
+    }
+
+    fn from_family(f: &Family, size: usize, get: &impl Fn(&str) -> Option<String>) -> Launch {
+        let job_id = std::iter::once("HEDDLE_RUN_ID")
+            .chain(f.job_id.iter().copied())
+            .find_map(|n| get(n).filter(|v| !v.is_empty()))
+            .map(|id| match get("SLURM_STEP_ID").filter(|_| f.name == "srun") {
+                Some(step) => format!("{id}.{step}"),
+                None => id,
+            });
+        let local = (!f.local_size.is_empty()).then(|| get(f.local_size)).flatten();
+        let one_host = match (f.name, local) {
+            ("srun", _) => get("SLURM_STEP_NUM_NODES").is_some_and(|n| n.trim() == "1"),
+            (_, Some(l)) => l.trim().parse::<usize>().is_ok_and(|l| l == size),
+            (_, None) => false,
+        };
+        Launch { name: f.name, rank_var: f.rank, size_var: f.size, job_id, one_host }
+    }
+}
+
+/// Without `HEDDLE_MASTER`, rank 0 hosts the master and leaves its address in a rendezvous
+/// file: that needs the launcher's job id, and a directory every host sees.
+fn check_rendezvous(
+    rank: usize,
+    size: usize,
+    launch: &Launch,
+    dir: Option<&std::path::Path>,
+) -> Result<()> {
+    let what = format!("this is rank {rank} of {size} (from {}) but HEDDLE_MASTER is not set", {
+        if launch.rank_var.is_empty() {
+            "the environment".to_string()
+        } else {
+            format!("{} and {}", launch.rank_var, launch.size_var)
+        }
+    });
+    if launch.name == "heddle run" && dir.is_none() {
+        return Err(Error::Env(format!(
+            "{what}; start the job with `heddle run -n {size} -- PROGRAM`"
+        )));
+    }
+    if launch.job_id.is_none() {
+        return Err(Error::Env(format!(
+            "{what}, and {} gives no job id: set HEDDLE_RUN_ID to one value in every rank \
+             (unique to this run), or start the job with `heddle run -n {size} -- PROGRAM`",
+            launch.name
+        )));
+    }
+    if dir.is_none() && !launch.one_host {
+        return Err(Error::Env(format!(
+            "{what}, and the ranks span several hosts: set HEDDLE_RENDEZVOUS to a directory \
+             every host shares (rank 0 leaves the master's address there), or HEDDLE_MASTER \
+             to a running `heddle master`"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -211,9 +373,61 @@ mod tests {
         ])
         .unwrap();
         assert_eq!((e.rank, e.size), (2, 4));
-        let e =
-            env(&[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "3"), ("HEDDLE_MASTER", "h:1")]).unwrap();
-        assert_eq!((e.rank, e.size), (1, 3));
+        let e = env(&[
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "3"),
+            ("SLURM_STEP_NUM_TASKS", "3"),
+            ("HEDDLE_MASTER", "h:1"),
+        ])
+        .unwrap();
+        assert_eq!((e.rank, e.size, e.launch.name), (1, 3, "srun"));
+        // A batch script (no step) is a world of one.
+        let e = env(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "3")]).unwrap();
+        assert_eq!((e.rank, e.size), (0, 1));
+    }
+
+    #[test]
+    fn without_a_master_rank_0_hosts_it_where_the_launcher_allows() {
+        // mpirun on one host: its job id names the rendezvous file in a private directory.
+        let e = env(&[
+            ("OMPI_COMM_WORLD_RANK", "1"),
+            ("OMPI_COMM_WORLD_SIZE", "2"),
+            ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"),
+            ("PMIX_NAMESPACE", "123@1"),
+        ])
+        .unwrap();
+        assert_eq!((e.launch.job_id.as_deref(), e.launch.one_host), (Some("123@1"), true));
+        // Several hosts need a shared directory.
+        let spread = [
+            ("OMPI_COMM_WORLD_RANK", "1"),
+            ("OMPI_COMM_WORLD_SIZE", "4"),
+            ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"),
+            ("PMIX_NAMESPACE", "123@1"),
+        ];
+        let e = env(&spread).unwrap_err().to_string();
+        assert!(e.contains("set HEDDLE_RENDEZVOUS"), "{e}");
+        assert!(e.contains("OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE"), "{e}");
+        let mut shared = spread.to_vec();
+        shared.push(("HEDDLE_RENDEZVOUS", "/shared/rv"));
+        assert!(env(&shared).is_ok());
+        // Slurm: job and step ids.
+        let e = env(&[
+            ("SLURM_PROCID", "0"),
+            ("SLURM_STEP_NUM_TASKS", "2"),
+            ("SLURM_STEP_NUM_NODES", "1"),
+            ("SLURM_JOB_ID", "7"),
+            ("SLURM_STEP_ID", "3"),
+        ])
+        .unwrap();
+        assert_eq!((e.launch.job_id.as_deref(), e.launch.one_host), (Some("7.3"), true));
+        // No job id at all.
+        let e = env(&[("PMI_RANK", "0"), ("PMI_SIZE", "2"), ("MPI_LOCALNRANKS", "2")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("set HEDDLE_RUN_ID"), "{e}");
+        // A Kubernetes Indexed Job names its size in HEDDLE_WORLD_SIZE.
+        let e = env(&[("JOB_COMPLETION_INDEX", "1")]).unwrap_err().to_string();
+        assert!(e.contains("HEDDLE_WORLD_SIZE is not"), "{e}");
     }
 
     #[test]
@@ -241,6 +455,8 @@ mod tests {
         let e = env(&[("HEDDLE_RANK", "1"), ("HEDDLE_WORLD_SIZE", "2")]).unwrap_err().to_string();
         assert!(e.contains("HEDDLE_MASTER is not set"), "{e}");
         let e = env(&[("HEDDLE_RANK", "3"), ("HEDDLE_WORLD_SIZE", "2")]).unwrap_err().to_string();
-        assert!(e.contains("not below"), "{e}");
+        assert!(e.contains("rank 3 (HEDDLE_RANK) is not below the world size 2"), "{e}");
+        let e = env(&[("HEDDLE_RANK", "1")]).unwrap_err().to_string();
+        assert!(e.contains("HEDDLE_WORLD_SIZE is not"), "{e}");
     }
 }

@@ -64,6 +64,26 @@ impl Guardian {
         self.pid
     }
 
+    /// Makes `cmd`'s process join the guardian's group, and die with the launcher.
+    pub(crate) fn adopt(&self, cmd: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        let parent = std::process::id() as libc::pid_t;
+        let group = self.group();
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setpgid(0, group) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() != parent {
+                    libc::_exit(137);
+                }
+                Ok(())
+            });
+        }
+    }
+
     /// Sends `sig` to the whole group (the guardian ignores SIGTERM, SIGINT and SIGHUP).
     pub(crate) fn signal(&self, sig: libc::c_int) {
         // SAFETY: kill(2) on our own process group.

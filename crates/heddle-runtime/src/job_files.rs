@@ -62,7 +62,7 @@ impl Drop for JobFiles {
 }
 
 /// `$XDG_RUNTIME_DIR` when it is a directory of this user, else the system temp directory.
-fn base_dir() -> PathBuf {
+pub(crate) fn base_dir() -> PathBuf {
     if let Some(d) =
         std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()).map(PathBuf::from)
     {

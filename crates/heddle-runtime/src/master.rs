@@ -43,6 +43,7 @@ pub struct JobMaster {
     /// Per rank: its connection closed and everything it sent was handled.
     closed: Arc<Mutex<Vec<bool>>>,
     silent: Arc<Mutex<Option<usize>>>,
+    start_failure: Arc<Mutex<Option<String>>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -59,14 +60,19 @@ impl JobMaster {
         let failure = Arc::new(Mutex::new(None));
         let closed = Arc::new(Mutex::new(vec![false; config.world_size]));
         let silent = Arc::new(Mutex::new(None));
-        let reports =
-            Reports { failure: failure.clone(), closed: closed.clone(), silent: silent.clone() };
+        let start_failure = Arc::new(Mutex::new(None));
+        let reports = Reports {
+            failure: failure.clone(),
+            closed: closed.clone(),
+            silent: silent.clone(),
+            start_failure: start_failure.clone(),
+        };
         let stop2 = stop.clone();
         let thread = std::thread::Builder::new()
             .name("heddle-master".into())
             .spawn(move || serve(listener, config, stop2, &reports))
             .map_err(|e| Error::io("starting the job master thread", e))?;
-        Ok(JobMaster { addr, stop, failure, closed, silent, thread: Some(thread) })
+        Ok(JobMaster { addr, stop, failure, closed, silent, start_failure, thread: Some(thread) })
     }
 
     /// Whether rank `rank`'s connection has closed and all it reported was handled (so
@@ -78,6 +84,17 @@ impl JobMaster {
             .get(rank)
             .copied()
             .unwrap_or(true)
+    }
+
+    /// Why the job could not start (a rank did not join in time, the master was stopped),
+    /// once that happened.
+    pub fn start_failure(&self) -> Option<String> {
+        self.start_failure.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Whether every rank has joined, connected to its peers and then left the job.
+    pub fn all_left(&self) -> bool {
+        self.closed.lock().unwrap_or_else(PoisonError::into_inner).iter().all(|c| *c)
     }
 
     /// The rank declared failed because it sent no heartbeat for the timeout (stopped,
@@ -115,9 +132,9 @@ impl Drop for JobMaster {
     }
 }
 
-struct Joined {
-    stream: TcpStream,
-    peer: PeerInfo,
+pub(crate) struct Joined {
+    pub(crate) stream: TcpStream,
+    pub(crate) peer: PeerInfo,
 }
 
 /// What the master learns while the job runs, shared with [`JobMaster`].
@@ -126,6 +143,8 @@ struct Reports {
     closed: Arc<Mutex<Vec<bool>>>,
     /// The rank declared failed for its silence, if one was.
     silent: Arc<Mutex<Option<usize>>>,
+    /// Why the job could not start.
+    start_failure: Arc<Mutex<Option<String>>>,
 }
 
 fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, reports: &Reports) {
@@ -133,7 +152,9 @@ fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, rep
     let started = Arc::new(AtomicBool::new(false));
     let acceptor = {
         let (config, stop, started) = (config.clone(), stop.clone(), started.clone());
-        std::thread::spawn(move || accept_loop(listener, &config, &stop, &started, tx))
+        std::thread::spawn(move || {
+            crate::admission::accept_loop(listener, &config, &stop, &started, tx)
+        })
     };
     let deadline = Instant::now() + config.init_timeout;
     let mut joined: Vec<Option<Joined>> = (0..config.world_size).map(|_| None).collect();
@@ -201,6 +222,8 @@ fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, rep
             if !stop.load(Ordering::SeqCst) {
                 tracing::error!("job start failed: {reason}");
             }
+            *reports.start_failure.lock().unwrap_or_else(PoisonError::into_inner) =
+                Some(reason.clone());
             for (_, s) in &mut streams {
                 let _ = control::send(s, &Control::Abort { reason: reason.clone() });
             }
@@ -382,73 +405,4 @@ fn abort_all(
             broken[*rank] = true;
         }
     }
-}
-
-fn accept_loop(
-    listener: TcpListener,
-    config: &MasterConfig,
-    stop: &AtomicBool,
-    started: &AtomicBool,
-    tx: mpsc::Sender<Joined>,
-) {
-    if listener.set_nonblocking(true).is_err() {
-        return;
-    }
-    while !stop.load(Ordering::SeqCst) {
-        match listener.accept() {
-            Ok((stream, from)) => {
-                if started.load(Ordering::SeqCst) {
-                    tracing::warn!("refused a connection from {from}: the job has already started");
-                    let mut s = stream;
-                    let _ = control::send(
-                        &mut s,
-                        &Control::Refused { reason: "the job has already started".into() },
-                    );
-                    continue;
-                }
-                let (config, tx) = (config.clone(), tx.clone());
-                std::thread::spawn(move || match admit(stream, &config) {
-                    Ok(j) => {
-                        let _ = tx.send(j);
-                    }
-                    Err(reason) => tracing::warn!("refused registration from {from}: {reason}"),
-                });
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(5))
-            }
-            Err(e) => {
-                tracing::warn!("accept failed: {e}");
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-    }
-}
-
-/// Challenges one connection and checks its registration.
-fn admit(mut stream: TcpStream, config: &MasterConfig) -> std::result::Result<Joined, String> {
-    let _ = stream.set_nonblocking(false);
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    let nonce = control::nonce();
-    control::send(&mut stream, &Control::Challenge { nonce: nonce.clone() })
-        .map_err(|e| e.to_string())?;
-    let msg = control::recv(&mut stream).map_err(|e| e.to_string())?;
-    let Control::Register { peer, world_size, mac } = msg else {
-        return Err(format!("expected a registration, got {msg:?}"));
-    };
-    let problem = if !control::verify(&config.token, &format!("register|{nonce}"), &mac) {
-        Some("bad job token (HEDDLE_JOB_TOKEN does not match this job)".to_string())
-    } else if world_size != config.world_size {
-        Some(format!("world size {world_size} differs from the job's {}", config.world_size))
-    } else if peer.rank >= config.world_size {
-        Some(format!("rank {} is outside the world of {}", peer.rank, config.world_size))
-    } else {
-        None
-    };
-    if let Some(reason) = problem {
-        let _ = control::send(&mut stream, &Control::Refused { reason: reason.clone() });
-        return Err(format!("rank {}: {reason}", peer.rank));
-    }
-    let _ = stream.set_read_timeout(None);
-    Ok(Joined { stream, peer })
 }
