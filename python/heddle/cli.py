@@ -21,17 +21,19 @@ usage: heddle run [-n N] [--init-timeout S] [--transport auto|shm|tcp]
                   [--master-bind ADDR] [--kill-grace S] [--restarts N]
                   [--heartbeat-interval S] [--heartbeat-timeout S]
                   [--checkpoint-interval S] [--checkpoint-dir DIR]
-                  [--alignment-timeout S|off] [--] PROGRAM [ARGS...]
+                  [--alignment-timeout S|off] [--launcher local|mpirun|slurm]
+                  [--launcher-args ARGS] [--allocate salloc|sbatch] [--] PROGRAM [ARGS...]
 
-Run PROGRAM as N workers on this machine. A PROGRAM ending in .py (or -m MODULE, -c CODE)
-runs under this Python interpreter.
+Run PROGRAM as N workers on this machine, or through mpirun or Slurm. A PROGRAM ending
+in .py (or -m MODULE, -c CODE) runs under this Python interpreter.
 
 options:
   -n, --workers N      number of workers (default 1)
   --init-timeout S     seconds workers have to join before the job fails (default 60)
   --transport T        transport between workers on this host: auto, shm or tcp
                        (sets HEDDLE_TRANSPORT)
-  --master-bind ADDR   address the job master listens on (default 127.0.0.1:0)
+  --master-bind ADDR   address the job master listens on (default loopback, or with a
+                       launcher whose workers span hosts this host's first address)
   --kill-grace S       seconds between SIGTERM and SIGKILL when stopping workers (default 2)
   --restarts N         start a failed job again, every worker with its old rank, up to N
                        times (default 0); workers see HEDDLE_ATTEMPT = 0, 1, ...
@@ -51,6 +53,11 @@ options:
                        seconds a checkpoint aligns its barriers before it goes on
                        unaligned, storing the records in flight (default 0.02; off: always
                        aligned; sets HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S)
+  --launcher L         who starts the workers: local (default), mpirun (Open MPI) or
+                       slurm (srun)
+  --launcher-args ARGS arguments for mpirun, srun, salloc or sbatch, before the program
+                       (one string, split at spaces: --launcher-args "--oversubscribe")
+  --allocate A         with --launcher slurm: salloc, or sbatch --wait, around srun
   -h, --help           show this help
 
 Each worker gets HEDDLE_RANK, HEDDLE_WORLD_SIZE, HEDDLE_MASTER and HEDDLE_JOB_TOKEN; its
@@ -85,6 +92,9 @@ _VALUE_OPTIONS = {
     "--checkpoint-interval": "checkpoint_interval",
     "--checkpoint-dir": "checkpoint_dir",
     "--alignment-timeout": "alignment_timeout",
+    "--launcher": "launcher",
+    "--launcher-args": "launcher_args",
+    "--allocate": "allocate",
 }
 
 
@@ -97,7 +107,7 @@ def _parse_run(args: Sequence[str]) -> dict[str, Any]:
         "workers": "1",
         "init_timeout": "60",
         "transport": None,
-        "master_bind": "127.0.0.1:0",
+        "master_bind": None,
         "kill_grace": "2",
         "restarts": "0",
         "heartbeat_interval": None,
@@ -105,6 +115,9 @@ def _parse_run(args: Sequence[str]) -> dict[str, Any]:
         "checkpoint_interval": None,
         "checkpoint_dir": None,
         "alignment_timeout": None,
+        "launcher": "local",
+        "launcher_args": None,
+        "allocate": None,
     }
     i = 0
     while i < len(args):
@@ -224,7 +237,7 @@ def run(args: Sequence[str]) -> int:
             env.append((var, threads))
     sys.stdout.flush()
     try:
-        return _heddle.run_local(
+        return _heddle.run_job(
             workers,
             _program(opts["command"]),
             env,
@@ -232,6 +245,9 @@ def run(args: Sequence[str]) -> int:
             master_bind=opts["master_bind"],
             kill_grace=kill_grace,
             restarts=restarts,
+            launcher=opts["launcher"],
+            launcher_args=(opts["launcher_args"] or "").split(),
+            allocate=opts["allocate"],
             **beats,
         )
     except ConfigError as e:

@@ -223,10 +223,8 @@ fn run(args: RunArgs) -> i32 {
             return 2;
         }
     }
-    if spec.allocation != heddle_runtime::Allocation::Srun
-        && spec.launcher != heddle_runtime::Launcher::Slurm
-    {
-        eprintln!("heddle run: --allocate goes with --launcher slurm");
+    if let Err(e) = spec.check() {
+        eprintln!("heddle run: {e}");
         return 2;
     }
     spec.master_bind =

@@ -1,4 +1,4 @@
-//! The local launcher for Python: `heddle run` (the console command and `python -m heddle`)
+//! The launcher for Python: `heddle run` (the console command and `python -m heddle`)
 //! calls [`heddle_runtime::run_job`], the same code as the Rust `heddle run`.
 
 use std::net::SocketAddr;
@@ -10,8 +10,9 @@ use pyo3::prelude::*;
 
 use crate::errors::{self, Kind};
 
-/// Runs ``command`` as ``workers`` processes on this machine and waits for the job: the
-/// job master runs in this process, workers get ``HEDDLE_RANK``, ``HEDDLE_WORLD_SIZE``,
+/// Runs ``command`` as ``workers`` processes — on this machine, or started by ``mpirun`` or
+/// Slurm (``launcher``; ``launcher_args`` go to it; ``allocate``: ``salloc`` or ``sbatch``
+/// around ``srun``) — and waits for the job: the job master runs in this process, workers get ``HEDDLE_RANK``, ``HEDDLE_WORLD_SIZE``,
 /// ``HEDDLE_MASTER`` and ``HEDDLE_JOB_TOKEN`` plus ``env``, their output is prefixed with
 /// ``[rank]``; when one fails or on Ctrl-C/SIGTERM the others are stopped; a failed job is
 /// started again up to ``restarts`` times. ``heartbeat_interval`` and ``heartbeat_timeout``
@@ -27,24 +28,30 @@ use crate::errors::{self, Kind};
     command,
     env = None,
     init_timeout = 60.0,
-    master_bind = "127.0.0.1:0",
+    master_bind = None,
     kill_grace = 2.0,
     restarts = 0,
     heartbeat_interval = None,
-    heartbeat_timeout = None
+    heartbeat_timeout = None,
+    launcher = "local",
+    launcher_args = None,
+    allocate = None
 ))]
 #[allow(clippy::too_many_arguments)] // Python keyword arguments, all with defaults
-pub(crate) fn run_local(
+pub(crate) fn run_job(
     py: Python<'_>,
     workers: usize,
     command: Vec<String>,
     env: Option<Vec<(String, String)>>,
     init_timeout: f64,
-    master_bind: &str,
+    master_bind: Option<&str>,
     kill_grace: f64,
     restarts: u32,
     heartbeat_interval: Option<f64>,
     heartbeat_timeout: Option<f64>,
+    launcher: &str,
+    launcher_args: Option<Vec<String>>,
+    allocate: Option<&str>,
 ) -> PyResult<i32> {
     // Every worker would refuse a bad setting: refuse it once, before starting any.
     let mut vars: Vec<(String, String)> = std::env::vars_os()
@@ -52,10 +59,14 @@ pub(crate) fn run_local(
         .collect();
     vars.extend(env.iter().flatten().cloned());
     heddle_runtime::check_environment(&vars).map_err(errors::runtime)?;
-    let master_bind: SocketAddr = master_bind.parse().map_err(|_| {
-        Kind::Config
-            .err(format!("--master-bind {master_bind:?} is not an address such as 127.0.0.1:0"))
-    })?;
+    let master_bind: Option<SocketAddr> = master_bind
+        .map(|b| {
+            b.parse().map_err(|_| {
+                Kind::Config
+                    .err(format!("--master-bind {b:?} is not an address such as 127.0.0.1:0"))
+            })
+        })
+        .transpose()?;
     if !kill_grace.is_finite() || kill_grace < 0.0 {
         return Err(Kind::Config.err(format!(
             "kill_grace={kill_grace} must be a finite, non-negative number of seconds"
@@ -97,7 +108,18 @@ pub(crate) fn run_local(
     spec.restarts = restarts;
     spec.env = job_env;
     spec.init_timeout = init_timeout;
-    spec.master_bind = master_bind;
+    spec.launcher = launcher.parse().map_err(|e| Kind::Config.err(format!("--launcher: {e}")))?;
+    spec.launcher_args = launcher_args.unwrap_or_default();
+    spec.allocation = match allocate {
+        None | Some("srun") => heddle_runtime::Allocation::Srun,
+        Some("salloc") => heddle_runtime::Allocation::Salloc,
+        Some("sbatch") => heddle_runtime::Allocation::Sbatch,
+        Some(other) => {
+            return Err(Kind::Config.err(format!("--allocate {other:?}: use salloc or sbatch")))
+        }
+    };
+    spec.master_bind = master_bind.unwrap_or_else(|| heddle_runtime::default_master_bind(&spec));
+    spec.check().map_err(errors::runtime)?;
     spec.kill_grace = Duration::from_secs_f64(kill_grace.max(0.0));
     // The launcher polls its own signal flags; workers are stopped before this returns.
     let outcome = py.detach(|| heddle_runtime::run_job(&spec)).map_err(errors::runtime)?;
@@ -121,7 +143,7 @@ pub(crate) fn check_setting(name: String, value: String) -> PyResult<()> {
 
 /// Adds the launcher to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(pyo3::wrap_pyfunction!(run_local, m)?)?;
+    m.add_function(pyo3::wrap_pyfunction!(run_job, m)?)?;
     m.add_function(pyo3::wrap_pyfunction!(check_setting, m)?)?;
     Ok(())
 }

@@ -102,6 +102,28 @@ impl LaunchSpec {
         }
     }
 
+    /// Checks the spec before anything starts: at least one worker, heartbeats that leave
+    /// room for two beats, `allocation` only with Slurm, and no more workers than the
+    /// Slurm allocation this runs in has tasks.
+    ///
+    /// # Errors
+    /// [`Error::Env`] saying what is wrong and what to do.
+    pub fn check(&self) -> Result<()> {
+        if self.workers == 0 {
+            return Err(Error::Env("-n must be at least 1".into()));
+        }
+        crate::env::check_heartbeat(self.heartbeat, self.heartbeat_timeout)?;
+        if self.allocation != Allocation::Srun && self.launcher != Launcher::Slurm {
+            return Err(Error::Env("--allocate goes with --launcher slurm".into()));
+        }
+        if self.launcher == Launcher::Slurm {
+            crate::external::check_allocation(self.workers, self.allocation, |k| {
+                std::env::var(k).ok()
+            })?;
+        }
+        Ok(())
+    }
+
     /// The master of an attempt whose token is `token`.
     pub(crate) fn master_config(&self, token: &str) -> MasterConfig {
         MasterConfig {
@@ -184,15 +206,7 @@ impl JobOutcome {
 /// stopped first); [`Error::Io`] if the master cannot start; [`Error::Env`] for a bad
 /// spec, such as more workers than the Slurm allocation has tasks.
 pub fn run_job(spec: &LaunchSpec) -> Result<JobOutcome> {
-    if spec.workers == 0 {
-        return Err(Error::Env("-n must be at least 1".into()));
-    }
-    crate::env::check_heartbeat(spec.heartbeat, spec.heartbeat_timeout)?;
-    if spec.launcher == Launcher::Slurm {
-        crate::external::check_allocation(spec.workers, spec.allocation, |k| {
-            std::env::var(k).ok()
-        })?;
-    }
+    spec.check()?;
     let program = spec
         .command
         .first()

@@ -31,7 +31,7 @@ __all__ = [
     "JobAborted",
     "_error_mapping",
     "_decode_record",
-    "run_local",
+    "run_job",
     "check_setting",
     "comm",
     "task",
@@ -69,18 +69,22 @@ def _decode_record(data: bytes, key: bool = False) -> Any: ...
 
 # --- the launcher (heddle run; cli.py) -------------------------------------------------
 
-def run_local(
+def run_job(
     workers: int,
     command: list[str],
     env: list[tuple[str, str]] | None = None,
     init_timeout: float = 60.0,
-    master_bind: str = "127.0.0.1:0",
+    master_bind: str | None = None,
     kill_grace: float = 2.0,
     restarts: int = 0,
     heartbeat_interval: float | None = None,
     heartbeat_timeout: float | None = None,
+    launcher: str = "local",
+    launcher_args: list[str] | None = None,
+    allocate: str | None = None,
 ) -> int:
-    """Runs ``command`` as ``workers`` local processes (``heddle run``); returns the exit code."""
+    """Runs ``command`` as ``workers`` processes (``heddle run``), on this machine or through
+    ``mpirun``/Slurm (``launcher``); returns the exit code."""
 
 def check_setting(name: str, value: str) -> None:
     """Checks ``value`` of the ``HEDDLE_*`` setting ``name`` as workers would; raises

@@ -1,0 +1,107 @@
+"""Python programs started by Open MPI's ``mpirun``: by themselves (rank 0 hosts the job
+master, the others find it through a rendezvous file) and through ``heddle run --launcher
+mpirun``. The allreduce result is checked against numpy. Needs ``mpirun`` (``make
+test-deps`` installs Open MPI)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from conftest import job_env
+
+HEDDLE = [sys.executable, "-m", "heddle"]
+PROGRAM = """
+import json, heddle, numpy as np
+comm = heddle.init()
+x = np.arange(1000, dtype=np.float64) * (comm.rank + 1)
+x = comm.allreduce(x)
+print(json.dumps({"rank": comm.rank, "size": comm.size, "sum": float(x.sum())}))
+"""
+
+
+def mpi_env(runtime: str) -> dict:
+    assert shutil.which("mpirun"), "mpirun (Open MPI) is missing: run `make test-deps`"
+    return job_env(
+        {
+            "OMPI_ALLOW_RUN_AS_ROOT": "1",
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            "OMPI_MCA_rmaps_base_oversubscribe": "1",
+            "XDG_RUNTIME_DIR": runtime,
+        }
+    )
+
+
+def expected(n: int) -> float:
+    return float(sum(np.arange(1000, dtype=np.float64).sum() * (r + 1) for r in range(n)))
+
+
+def results(stdout: str) -> list[dict]:
+    out = []
+    for line in stdout.splitlines():
+        start = line.find("{")
+        if start >= 0:
+            out.append(json.loads(line[start:]))
+    return out
+
+
+def test_plain_mpirun_runs_a_python_job():
+    with tempfile.TemporaryDirectory() as runtime:
+        os.chmod(runtime, 0o700)
+        p = subprocess.run(
+            ["mpirun", "-n", "3", sys.executable, "-c", PROGRAM],
+            env=mpi_env(runtime),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert p.returncode == 0, p.stderr
+        got = results(p.stdout)
+        assert sorted(r["rank"] for r in got) == [0, 1, 2], p.stdout
+        assert all(r["size"] == 3 and r["sum"] == expected(3) for r in got), got
+        # The rendezvous file is gone once every rank joined.
+        left = [f for _, _, files in os.walk(runtime) for f in files]
+        assert left == [], left
+
+
+def test_heddle_run_launcher_mpirun_from_python():
+    with tempfile.TemporaryDirectory() as runtime:
+        os.chmod(runtime, 0o700)
+        p = subprocess.run(
+            [*HEDDLE, "run", "--launcher", "mpirun", "-n", "2", "-c", PROGRAM],
+            env=mpi_env(runtime),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert p.returncode == 0, p.stderr
+        got = results(p.stdout)
+        assert sorted(r["rank"] for r in got) == [0, 1], p.stdout
+        assert all(r["sum"] == expected(2) for r in got), got
+
+
+def test_bad_launcher_flags_are_usage_errors():
+    p = subprocess.run(
+        [*HEDDLE, "run", "--launcher", "pbs", "-n", "2", "x.py"],
+        env=job_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert p.returncode == 2 and 'unknown launcher "pbs"' in p.stderr, p.stderr
+    p = subprocess.run(
+        [*HEDDLE, "run", "--allocate", "sbatch", "-n", "2", "x.py"],
+        env=job_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert p.returncode == 2 and "--allocate goes with --launcher slurm" in p.stderr, p.stderr
