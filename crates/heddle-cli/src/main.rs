@@ -4,6 +4,7 @@
 mod bench;
 mod bench_dataflow;
 mod bench_recovery;
+mod k8s;
 mod manual;
 
 use std::net::SocketAddr;
@@ -31,6 +32,9 @@ enum Cmd {
     Master(manual::MasterArgs),
     /// Join a job served by `heddle master`: run PROGRAM as K of its ranks on this host.
     Worker(manual::WorkerArgs),
+    /// Kubernetes: the objects of a job (heddle k8s manifest -n 4 --image IMG -- PROG).
+    #[command(subcommand)]
+    K8s(k8s::K8sCmd),
 }
 
 #[derive(Debug, Subcommand)]
@@ -131,6 +135,7 @@ fn main() {
             }),
         Cmd::Master(args) => manual::master(args),
         Cmd::Worker(args) => manual::worker(args),
+        Cmd::K8s(cmd) => k8s::k8s(cmd),
         Cmd::Bench(BenchCmd::Recovery(args)) => bench_recovery::bench_recovery(&args)
             .unwrap_or_else(|e| {
                 eprintln!("heddle bench: {e}");

@@ -153,21 +153,29 @@ fn set_deadline(s: &TcpStream, deadline: Instant) -> Result<()> {
     s.set_read_timeout(Some(left)).map_err(|e| Error::io("setting a read timeout", e))
 }
 
+/// Connects to `addr`, retrying until `deadline`: the master may not listen yet, and its
+/// name may not resolve yet (a Kubernetes pod's DNS record appears once it is scheduled).
 pub(crate) fn connect_retrying(addr: &str, deadline: Instant) -> Result<TcpStream> {
-    let target: SocketAddr = addr
-        .to_socket_addrs()
-        .map_err(|e| {
-            Error::Env(format!("HEDDLE_MASTER={addr:?} is not a reachable host:port ({e})"))
-        })?
-        .next()
-        .ok_or_else(|| Error::Env(format!("HEDDLE_MASTER={addr:?} resolves to no address")))?;
     let mut pause = Duration::from_millis(10);
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        match TcpStream::connect_timeout(&target, left.max(Duration::from_millis(1))) {
+        let attempt = match addr.to_socket_addrs().map(|mut a| a.next()) {
+            Ok(Some(target)) => {
+                TcpStream::connect_timeout(&target, left.max(Duration::from_millis(1)))
+                    .map_err(|e| e.to_string())
+            }
+            Ok(None) => Err("it resolves to no address".to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                return Err(Error::Env(format!("HEDDLE_MASTER={addr:?} is not a host:port ({e})")))
+            }
+            Err(e) => Err(format!("it does not resolve ({e})")),
+        };
+        match attempt {
             Ok(s) => return Ok(s),
-            Err(e) if left.is_zero() => {
-                return Err(Error::Timeout(format!("cannot reach the job master at {addr}: {e}")))
+            Err(why) if left.is_zero() => {
+                return Err(Error::Timeout(format!(
+                    "cannot reach the job master at {addr} (HEDDLE_MASTER): {why}"
+                )))
             }
             Err(_) => {
                 std::thread::sleep(pause.min(left));
