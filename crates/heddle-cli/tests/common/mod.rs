@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod net;
+
 pub fn heddle() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_heddle"))
 }
