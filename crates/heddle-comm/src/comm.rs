@@ -5,10 +5,10 @@
 mod p2p;
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use crate::collectives::{choose, Algorithm, CallOptions, Collective, Step};
+use crate::collectives::{choose, Algorithm, CallOptions, Collective, Layout, Step};
 use crate::engine::Engine;
 use crate::stamp::Signature;
 use heddle_wire::Dtype;
@@ -28,6 +28,8 @@ pub(crate) struct Shared {
     pub(crate) abort: Arc<JobAbort>,
     /// Which attempt of the job this is (0 first, 1 after the first restart ...).
     pub(crate) attempt: u32,
+    /// The host of each world rank (equal numbers: the same host).
+    pub(crate) hosts: Arc<[u32]>,
 }
 
 impl Shared {
@@ -64,6 +66,8 @@ pub struct Communicator {
     rank: usize,
     collective_seq: AtomicU32,
     split_seq: AtomicU32,
+    /// Its ranks grouped by host, computed at its first collective.
+    layout: OnceLock<Layout>,
 }
 
 impl Communicator {
@@ -75,6 +79,7 @@ impl Communicator {
             rank,
             collective_seq: AtomicU32::new(0),
             split_seq: AtomicU32::new(0),
+            layout: OnceLock::new(),
         }
     }
 
@@ -159,12 +164,14 @@ impl Communicator {
     ) -> (Algorithm, Step<'_>) {
         let c = signature.collective();
         let forced = opts.algorithm.or_else(|| self.config().algorithms.get(&c).copied());
-        let alg = choose(c, forced, self.size(), bytes, uniform);
+        let layout = self.layout.get_or_init(|| Layout::new(&self.members, &self.shared.hosts));
+        let alg = choose(c, forced, self.size(), bytes, uniform, layout.spans_hosts());
         let seq = self.collective_seq.fetch_add(1, Ordering::Relaxed);
         let step = Step {
             engine: self.lock(),
             members: &self.members,
             rank: self.rank,
+            layout,
             edge: self.ctx | COLLECTIVE_EDGE,
             tag: seq,
             timeout: opts.timeout.unwrap_or(self.config().timeout),
@@ -215,6 +222,7 @@ impl Communicator {
             rank,
             collective_seq: AtomicU32::new(0),
             split_seq: AtomicU32::new(0),
+            layout: OnceLock::new(),
         }))
     }
 

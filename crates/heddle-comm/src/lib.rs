@@ -51,4 +51,4 @@ pub use config::{closest, CommConfig, TransportChoice};
 pub use element::{CustomOp, Element, Op};
 pub use error::{Error, ErrorVariant, Result};
 pub use heddle_wire::{Dtype, Kind};
-pub use world::{local_world, solo, WorldBuilder};
+pub use world::{local_world, local_world_on_hosts, solo, WorldBuilder};

@@ -22,6 +22,8 @@ pub struct WorldBuilder {
     /// Shared by the ranks of a world inside one process.
     abort: Option<Arc<JobAbort>>,
     attempt: u32,
+    /// The host of each world rank (all one host unless told).
+    hosts: Vec<u32>,
 }
 
 impl WorldBuilder {
@@ -36,7 +38,15 @@ impl WorldBuilder {
         }
         let mut links: Vec<Option<BoxedLink>> = (0..size).map(|_| None).collect();
         links[rank] = Some(transport::loopback(rank, config.window, config.buffer_bytes));
-        Ok(WorldBuilder { rank, links, config, local_workers: size, abort: None, attempt: 0 })
+        Ok(WorldBuilder {
+            rank,
+            links,
+            config,
+            local_workers: size,
+            abort: None,
+            attempt: 0,
+            hosts: vec![0; size],
+        })
     }
 
     /// Records which attempt of the job this world belongs to
@@ -83,9 +93,22 @@ impl WorldBuilder {
         Ok(())
     }
 
-    /// Tells how many workers of the job share this host (sets how long idle waits spin).
-    pub fn set_local_workers(&mut self, n: usize) {
-        self.local_workers = n.max(1);
+    /// Tells which host each world rank runs on (equal numbers: one host), for host-aware
+    /// collectives; this rank's number also counts the workers sharing its host.
+    ///
+    /// # Errors
+    /// [`Error::Config`] if `hosts` does not have one entry per rank.
+    pub fn set_hosts(&mut self, hosts: Vec<u32>) -> Result<()> {
+        if hosts.len() != self.links.len() {
+            return Err(Error::Config(format!(
+                "{} host numbers for a world of {}",
+                hosts.len(),
+                self.links.len()
+            )));
+        }
+        self.local_workers = hosts.iter().filter(|&&h| h == hosts[self.rank]).count();
+        self.hosts = hosts;
+        Ok(())
     }
 
     /// Builds the world communicator.
@@ -115,6 +138,7 @@ impl WorldBuilder {
             config: self.config,
             abort,
             attempt: self.attempt,
+            hosts: self.hosts.into(),
         });
         Ok(Communicator::world(shared, self.rank, size))
     }
@@ -126,6 +150,30 @@ impl WorldBuilder {
 /// # Errors
 /// [`Error::Config`] for an invalid configuration or `size == 0`.
 pub fn local_world(size: usize, config: CommConfig) -> Result<Vec<Communicator>> {
+    local_world_on_hosts(&vec![0; size], config)
+}
+
+/// [`local_world`] whose ranks behave as if rank `r` ran on host `hosts[r]`: collectives
+/// pick host-aware algorithms as they would across machines (for tests of those).
+///
+/// ```
+/// use heddle_comm::{local_world_on_hosts, CommConfig, Op};
+/// let comms = local_world_on_hosts(&[0, 0, 1, 1, 2, 2], CommConfig::default()).unwrap();
+/// std::thread::scope(|s| {
+///     for c in &comms {
+///         s.spawn(move || {
+///             let mut x = [c.rank() as u64 + 1];
+///             c.allreduce(&mut x, Op::Sum).unwrap();
+///             assert_eq!(x[0], 21);
+///         });
+///     }
+/// });
+/// ```
+///
+/// # Errors
+/// [`Error::Config`] for an invalid configuration or no ranks.
+pub fn local_world_on_hosts(hosts: &[u32], config: CommConfig) -> Result<Vec<Communicator>> {
+    let size = hosts.len();
     if size == 0 {
         return Err(Error::Config("a world needs at least one rank".into()));
     }
@@ -145,6 +193,7 @@ pub fn local_world(size: usize, config: CommConfig) -> Result<Vec<Communicator>>
         .into_iter()
         .map(|mut b| {
             b.abort = Some(abort.clone());
+            b.set_hosts(hosts.to_vec())?;
             b.build()
         })
         .collect()

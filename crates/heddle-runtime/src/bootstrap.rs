@@ -71,7 +71,18 @@ pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
         return Err(Error::Protocol("the peer table does not list every rank once".into()));
     }
 
-    builder.set_local_workers(peers.iter().filter(|p| p.host == me.host).count());
+    let mut names: Vec<&str> = Vec::new();
+    let hosts: Vec<u32> = peers
+        .iter()
+        .map(|p| match names.iter().position(|n| *n == p.host) {
+            Some(i) => i as u32,
+            None => {
+                names.push(&p.host);
+                (names.len() - 1) as u32
+            }
+        })
+        .collect();
+    builder.set_hosts(hosts)?;
     let use_shm = |p: &PeerInfo| {
         p.host == me.host
             && !p.tcp_only

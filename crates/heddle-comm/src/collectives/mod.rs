@@ -15,12 +15,15 @@ mod api_reduce;
 pub(crate) mod barrier;
 pub(crate) mod broadcast;
 pub(crate) mod gather;
+mod hierarchical;
+mod layout;
 pub(crate) mod reduce;
 pub(crate) mod reduce_scatter;
 pub(crate) mod scatter;
 mod select;
 mod step;
 
+pub(crate) use layout::Layout;
 pub(crate) use select::choose;
 pub use select::{Algorithm, Collective};
 pub(crate) use step::Step;

@@ -94,6 +94,9 @@ named_enum!(
         Pairwise = "pairwise",
         /// Root talks to every rank directly (gather, scatter), or all pairs at once (alltoall).
         Linear = "linear",
+        /// Host-aware: inside each host over shared memory, one leader per host across
+        /// (broadcast, reduce, allreduce on communicators that span hosts).
+        Hierarchical = "hierarchical",
     }
 );
 
@@ -105,11 +108,15 @@ impl Algorithm {
         matches!(
             (c, self),
             (C::Barrier, A::Dissemination)
-                | (C::Broadcast, A::BinomialTree | A::ScatterAllgather)
-                | (C::Reduce, A::BinomialTree)
+                | (C::Broadcast, A::BinomialTree | A::ScatterAllgather | A::Hierarchical)
+                | (C::Reduce, A::BinomialTree | A::Hierarchical)
                 | (
                     C::Allreduce,
-                    A::RecursiveDoubling | A::Ring | A::Rabenseifner | A::ReduceBroadcast
+                    A::RecursiveDoubling
+                        | A::Ring
+                        | A::Rabenseifner
+                        | A::ReduceBroadcast
+                        | A::Hierarchical
                 )
                 | (C::Gather, A::Linear)
                 | (C::Scatter, A::Linear)
@@ -119,9 +126,11 @@ impl Algorithm {
         )
     }
 
-    /// Whether it can run with `ranks` ranks and equal (`uniform`) per-rank sizes.
-    fn applies(self, c: Collective, ranks: usize, uniform: bool) -> bool {
+    /// Whether it can run with `ranks` ranks and equal (`uniform`) per-rank sizes, on a
+    /// communicator that spans hosts or not.
+    fn applies(self, c: Collective, ranks: usize, uniform: bool, spans_hosts: bool) -> bool {
         match (c, self) {
+            (_, Algorithm::Hierarchical) => spans_hosts && self.serves(c),
             (Collective::Allgather, Algorithm::RecursiveDoubling) => {
                 ranks.is_power_of_two() && uniform
             }
@@ -148,6 +157,8 @@ fn fallback(c: Collective) -> Algorithm {
 struct Rule {
     max_ranks: Option<usize>,
     max_bytes: Option<usize>,
+    /// Matches only communicators that span hosts (`true`) or live on one (`false`).
+    multi_host: Option<bool>,
     algorithm: String,
 }
 
@@ -188,9 +199,10 @@ pub(crate) fn choose(
     ranks: usize,
     bytes: usize,
     uniform: bool,
+    spans_hosts: bool,
 ) -> Algorithm {
     if let Some(a) = forced {
-        if a.applies(c, ranks, uniform) {
+        if a.applies(c, ranks, uniform, spans_hosts) {
             return a;
         }
         tracing::debug!("{a} cannot run {c} on {ranks} ranks; using {}", fallback(c));
@@ -203,7 +215,8 @@ pub(crate) fn choose(
             rules.iter().find(|(r, a)| {
                 r.max_ranks.is_none_or(|m| ranks <= m)
                     && r.max_bytes.is_none_or(|m| bytes <= m)
-                    && a.applies(c, ranks, uniform)
+                    && r.multi_host.is_none_or(|m| m == spans_hosts)
+                    && a.applies(c, ranks, uniform, spans_hosts)
             })
         })
         .map_or_else(|| fallback(c), |(_, a)| *a)
@@ -214,11 +227,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_table_picks_host_aware_algorithms_across_hosts_only() {
+        for c in [Collective::Allreduce, Collective::Broadcast, Collective::Reduce] {
+            assert_eq!(choose(c, None, 6, 8, true, true), Algorithm::Hierarchical, "{c}");
+            assert_eq!(choose(c, None, 6, 1 << 24, true, true), Algorithm::Hierarchical, "{c}");
+            assert_ne!(choose(c, None, 6, 8, true, false), Algorithm::Hierarchical, "{c}");
+            // Forced on one host, it falls back.
+            let forced = choose(c, Some(Algorithm::Hierarchical), 6, 8, true, false);
+            assert_ne!(forced, Algorithm::Hierarchical, "{c}");
+        }
+    }
+
+    #[test]
     fn table_loads_and_every_collective_has_a_choice() {
         for &c in Collective::ALL {
             for ranks in 1..=8 {
                 for bytes in [0, 8, 1 << 20, 1 << 26] {
-                    assert!(choose(c, None, ranks, bytes, true).serves(c));
+                    assert!(choose(c, None, ranks, bytes, true, false).serves(c));
                 }
             }
         }
@@ -227,15 +252,15 @@ mod tests {
     #[test]
     fn forced_algorithm_falls_back_when_it_cannot_apply() {
         assert_eq!(
-            choose(Collective::Allgather, Some(Algorithm::RecursiveDoubling), 3, 8, true),
+            choose(Collective::Allgather, Some(Algorithm::RecursiveDoubling), 3, 8, true, false),
             Algorithm::Ring
         );
         assert_eq!(
-            choose(Collective::Allgather, Some(Algorithm::RecursiveDoubling), 4, 8, true),
+            choose(Collective::Allgather, Some(Algorithm::RecursiveDoubling), 4, 8, true, false),
             Algorithm::RecursiveDoubling
         );
         assert_eq!(
-            choose(Collective::Allreduce, Some(Algorithm::Bruck), 4, 8, true),
+            choose(Collective::Allreduce, Some(Algorithm::Bruck), 4, 8, true, false),
             Algorithm::ReduceBroadcast
         );
     }

@@ -15,6 +15,8 @@ pub(crate) struct Step<'c> {
     pub(crate) engine: MutexGuard<'c, Engine>,
     pub(crate) members: &'c [usize],
     pub(crate) rank: usize,
+    /// The communicator's ranks grouped by host (host-aware algorithms).
+    pub(crate) layout: &'c super::Layout,
     pub(crate) edge: u32,
     pub(crate) tag: u32,
     pub(crate) timeout: Duration,

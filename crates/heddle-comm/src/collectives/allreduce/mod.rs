@@ -19,6 +19,7 @@ pub(crate) fn run(
         Algorithm::RecursiveDoubling => recursive_doubling::run(s, buf, f),
         Algorithm::Ring => ring::run(s, buf, elem, f),
         Algorithm::Rabenseifner => rabenseifner::run(s, buf, elem, f),
+        Algorithm::Hierarchical => super::hierarchical::allreduce(s, buf, elem, f),
         _ => reduce_broadcast::run(s, buf, f),
     }
 }

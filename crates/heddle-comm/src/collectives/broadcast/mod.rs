@@ -15,6 +15,7 @@ pub(crate) fn run(
 ) -> Result<()> {
     match alg {
         Algorithm::ScatterAllgather => scatter_allgather::run(s, buf, root, elem),
+        Algorithm::Hierarchical => super::hierarchical::broadcast(s, buf, root, elem),
         _ => binomial_tree::run(s, buf, root),
     }
 }

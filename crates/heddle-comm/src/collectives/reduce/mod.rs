@@ -7,11 +7,14 @@ use crate::Result;
 
 pub(crate) fn run(
     s: &mut Step<'_>,
-    _alg: Algorithm,
+    alg: Algorithm,
     send: &[u8],
     recv: &mut [u8],
     root: usize,
     f: &dyn Fn(&mut [u8], &[u8]),
 ) -> Result<()> {
-    binomial_tree::run(s, send, recv, root, f)
+    match alg {
+        Algorithm::Hierarchical => super::hierarchical::reduce(s, send, recv, root, f),
+        _ => binomial_tree::run(s, send, recv, root, f),
+    }
 }

@@ -1,0 +1,107 @@
+//! Host-aware collectives for communicators that span hosts: ranks of one host combine or
+//! share their data over shared memory first, one leader per host (its first rank) talks
+//! across the network, then each leader passes the result on inside its host. The leaders'
+//! step uses the algorithm the table picks for their number and the message size.
+//!
+//! Cost (allreduce, h hosts of l ranks): 2⌈log₂l⌉ shared-memory steps plus one allreduce
+//! of h ranks across the network, instead of one of h·l ranks.
+
+use super::{allreduce, broadcast, choose, reduce, Algorithm, Collective, Step};
+use crate::engine::Sink;
+use crate::Result;
+
+/// Runs `f` on `s` narrowed to `members` (world ranks), as their rank `rank`.
+fn within<'c, R>(
+    s: &mut Step<'c>,
+    members: &'c [usize],
+    rank: usize,
+    f: impl FnOnce(&mut Step<'c>) -> Result<R>,
+) -> Result<R> {
+    let saved = (s.members, s.rank);
+    (s.members, s.rank) = (members, rank);
+    let out = f(s);
+    (s.members, s.rank) = saved;
+    out
+}
+
+/// The flat algorithm for the leaders' step.
+fn for_leaders(c: Collective, leaders: usize, bytes: usize) -> Algorithm {
+    choose(c, None, leaders, bytes, true, false)
+}
+
+/// Allreduce: reduce to each host's leader, allreduce among leaders, broadcast back.
+pub(crate) fn allreduce(
+    s: &mut Step<'_>,
+    buf: &mut [u8],
+    elem: usize,
+    f: &dyn Fn(&mut [u8], &[u8]),
+) -> Result<()> {
+    let layout = s.layout;
+    let (g, i) = layout.place[s.rank];
+    let local = &layout.groups[g][..];
+    if local.len() > 1 {
+        let send = buf.to_vec();
+        within(s, local, i, |s| reduce::binomial_tree::run(s, &send, buf, 0, f))?;
+    }
+    if i == 0 {
+        let alg = for_leaders(Collective::Allreduce, layout.leaders.len(), buf.len());
+        within(s, &layout.leaders, g, |s| allreduce::run(s, alg, buf, elem, f))?;
+    }
+    if local.len() > 1 {
+        within(s, local, i, |s| broadcast::binomial_tree::run(s, buf, 0))?;
+    }
+    Ok(())
+}
+
+/// Broadcast from `root`: inside the root's host first, then among leaders, then inside
+/// every other host.
+pub(crate) fn broadcast(s: &mut Step<'_>, buf: &mut [u8], root: usize, elem: usize) -> Result<()> {
+    let layout = s.layout;
+    let ((g, i), (rg, ri)) = (layout.place[s.rank], layout.place[root]);
+    let local = &layout.groups[g][..];
+    if g == rg && local.len() > 1 {
+        within(s, local, i, |s| broadcast::binomial_tree::run(s, buf, ri))?;
+    }
+    if i == 0 {
+        let alg = for_leaders(Collective::Broadcast, layout.leaders.len(), buf.len());
+        within(s, &layout.leaders, g, |s| broadcast::run(s, alg, buf, rg, elem))?;
+    }
+    if g != rg && local.len() > 1 {
+        within(s, local, i, |s| broadcast::binomial_tree::run(s, buf, 0))?;
+    }
+    Ok(())
+}
+
+/// Reduce to `root`: inside each host to its leader, among leaders to the root's host's
+/// leader, and from there to the root if it is not that leader.
+pub(crate) fn reduce(
+    s: &mut Step<'_>,
+    send: &[u8],
+    recv: &mut [u8],
+    root: usize,
+    f: &dyn Fn(&mut [u8], &[u8]),
+) -> Result<()> {
+    let layout = s.layout;
+    let ((g, i), (rg, ri)) = (layout.place[s.rank], layout.place[root]);
+    let local = &layout.groups[g][..];
+    let mut part = if i == 0 { vec![0u8; send.len()] } else { Vec::new() };
+    if local.len() > 1 {
+        within(s, local, i, |s| reduce::binomial_tree::run(s, send, &mut part, 0, f))?;
+    } else {
+        part.copy_from_slice(send);
+    }
+    if i == 0 {
+        let mut total = if g == rg { vec![0u8; send.len()] } else { Vec::new() };
+        within(s, &layout.leaders, g, |s| reduce::binomial_tree::run(s, &part, &mut total, rg, f))?;
+        if g == rg {
+            if ri == 0 {
+                recv.copy_from_slice(&total);
+            } else {
+                within(s, local, i, |s| s.send(ri, &total))?;
+            }
+        }
+    } else if g == rg && i == ri {
+        within(s, local, i, |s| s.recv(0, Sink::Copy(recv)))?;
+    }
+    Ok(())
+}
