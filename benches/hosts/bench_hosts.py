@@ -1,0 +1,189 @@
+"""Collectives across simulated hosts: 3 network namespaces joined by a bridge, 2 ranks on
+each. Heddle with its table's choice (host-aware: shared memory inside a host, one leader
+per host across), Heddle forced flat (the table's choice for one host, by size), and Open
+MPI over TCP in the same namespaces (mpi4py, benches/.venv-mpi: `benches/mpi/setup.sh`),
+in one run. Prints p50 latencies and the ratios; --json writes them.
+
+Needs root and iproute2. Run from the repository root after `make build`::
+
+    python3 benches/hosts/bench_hosts.py [--sizes 8,1024,...] [--quick] [--json out.json]
+
+Every process of the six shares this machine's cores, so both sides are told to yield
+rather than spin when idle (HEDDLE_SPIN_POLLS=16; Open MPI's mpi_yield_when_idle). Open MPI
+uses its TCP transport even between two ranks of one namespace: its shared-memory transport
+(vader) crashes when the "hosts" share a hostname, as namespaces do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Self
+
+ROOT = Path(__file__).resolve().parents[2]
+RELEASE = ROOT / "target" / "release"
+HOSTS = 3
+PER_HOST = 2
+SUBNET = "10.213.251"
+FLAT = {  # the table's choice on one host (tuning.json), by bytes
+    "allreduce": [(16384, "recursive_doubling"), (None, "ring")],
+    "broadcast": [(131072, "binomial_tree"), (None, "scatter_allgather")],
+}
+
+
+def sh(cmd: str, check: bool = True) -> None:
+    subprocess.run(["sh", "-c", cmd], check=check, capture_output=True)
+
+
+class Net:
+    def __init__(self) -> None:
+        self.tag = str(os.getpid() % 10000)
+        self.names = [f"hbn{self.tag}{chr(97 + h)}" for h in range(HOSTS)]
+
+    def __enter__(self) -> Self:
+        t = self.tag
+        sh(f"ip link add hbb{t} type bridge && ip addr add {SUBNET}.254/24 dev hbb{t}")
+        sh(f"ip link set hbb{t} up")
+        for h, ns in enumerate(self.names):
+            v = f"hbv{t}{chr(97 + h)}"
+            sh(
+                f"ip netns add {ns} && ip link add {v} type veth peer name eth0 netns {ns} "
+                f"&& ip link set {v} master hbb{t} && ip link set {v} up "
+                f"&& ip -n {ns} addr add {SUBNET}.{h + 1}/24 dev eth0 "
+                f"&& ip -n {ns} link set eth0 up && ip -n {ns} link set lo up"
+            )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for ns in self.names:
+            sh(f"ip netns del {ns}", check=False)
+        sh(f"ip link del hbb{self.tag}", check=False)
+
+
+def json_lines(text: str) -> list[dict]:
+    out = []
+    for line in text.splitlines():
+        start = line.find('{"system"')
+        if start >= 0:
+            out.append(json.loads(line[start:]))
+    return out
+
+
+def heddle(net: Net, flags: list[str], algorithms: str) -> list[dict]:
+    program = " ".join([str(RELEASE / "examples" / "bench_collectives"), *flags])
+    script = (
+        f"set -- {' '.join(net.names)}; i=$((HEDDLE_RANK / {PER_HOST} + 1)); "
+        f"eval ns=\\${{$i}}; HEDDLE_HOST_ID=host-$i exec ip netns exec $ns {program}"
+    )
+    env = dict(os.environ, HEDDLE_SPIN_POLLS="16", HEDDLE_ALGORITHMS=algorithms)
+    n = str(HOSTS * PER_HOST)
+    cmd = [str(RELEASE / "heddle"), "run", "-n", n, "--master-bind", f"{SUBNET}.254:0"]
+    p = subprocess.run(
+        [*cmd, "--", "sh", "-c", script], env=env, capture_output=True, text=True, check=False
+    )
+    if p.returncode != 0:
+        sys.exit(f"heddle run failed:\n{p.stderr}")
+    return json_lines(p.stdout)
+
+
+def mpi(net: Net, flags: list[str], tmp: Path) -> list[dict]:
+    python = ROOT / "benches" / ".venv-mpi" / "bin" / "python"
+    if not python.exists():
+        sys.exit("benches/.venv-mpi is missing: run benches/mpi/setup.sh")
+    agent = tmp / "ns-agent.sh"
+    agent.write_text('#!/bin/sh\nhost=$1; shift\nexec ip netns exec "$host" sh -c "$*"\n')
+    agent.chmod(0o700)
+    hostfile = tmp / "hosts"
+    hostfile.write_text("".join(f"{ns} slots={PER_HOST}\n" for ns in net.names))
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cmd = ["mpirun", "-n", str(HOSTS * PER_HOST), "--hostfile", str(hostfile), "--bind-to", "none"]
+    for k, v in [
+        ("plm_rsh_agent", str(agent)),
+        ("oob_tcp_if_include", f"{SUBNET}.0/24"),
+        ("btl", "self,tcp"),
+        ("btl_tcp_if_include", f"{SUBNET}.0/24"),
+        ("mpi_yield_when_idle", "1"),
+    ]:
+        cmd += ["--mca", k, v]
+    script = str(ROOT / "benches" / "mpi" / "bench_collectives.py")
+    p = subprocess.run(
+        [*cmd, str(python), script, *flags], env=env, capture_output=True, text=True, check=False
+    )
+    if p.returncode != 0:
+        sys.exit(f"mpirun failed:\n{p.stderr[-3000:]}")
+    return json_lines(p.stdout)
+
+
+def p50(lines: list[dict], collective: str, size: int) -> float:
+    return float(
+        next(r["p50_us"] for r in lines if r["collective"] == collective and r["bytes"] == size)
+    )
+
+
+def flat_choice(collective: str, size: int) -> str:
+    for limit, alg in FLAT[collective]:
+        if limit is None or size <= limit:
+            return alg
+    raise AssertionError
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="8,1024,65536,1048576,16777216")
+    ap.add_argument("--collectives", default="allreduce,broadcast")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    flags = ["--sizes", args.sizes, "--collectives", args.collectives]
+    flags += ["--quick"] if args.quick else []
+    sizes = [int(s) for s in args.sizes.split(",")]
+    colls = args.collectives.split(",")
+    with Net() as net, tempfile.TemporaryDirectory() as tmp:
+        hier = heddle(net, flags, "")
+        # One run per flat algorithm, forced on the collectives it serves.
+        algorithms = sorted({a for c in colls for _, a in FLAT[c]})
+        flat_runs = {
+            alg: heddle(
+                net, flags, ",".join(f"{c}={alg}" for c in colls if alg in dict(FLAT[c]).values())
+            )
+            for alg in algorithms
+        }
+        ompi = mpi(net, flags, Path(tmp))
+    rows = []
+    for c in colls:
+        for size in sizes:
+            f = p50(flat_runs[flat_choice(c, size)], c, size)
+            h, m = p50(hier, c, size), p50(ompi, c, size)
+            rows.append(
+                {
+                    "collective": c,
+                    "bytes": size,
+                    "hierarchical_us": h,
+                    "flat_us": f,
+                    "openmpi_tcp_us": m,
+                    "flat_over_hier": f / h,
+                    "openmpi_over_hier": m / h,
+                }
+            )
+    print(
+        "| collective | bytes | host-aware p50 µs | flat p50 µs | Open MPI TCP p50 µs "
+        "| flat / host-aware | Open MPI / host-aware |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['collective']} | {r['bytes']} | {r['hierarchical_us']:.1f} | "
+            f"{r['flat_us']:.1f} | {r['openmpi_tcp_us']:.1f} | {r['flat_over_hier']:.2f} | "
+            f"{r['openmpi_over_hier']:.2f} |"
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
