@@ -113,6 +113,18 @@ impl Communicator {
         self.members[r]
     }
 
+    /// The host of each world rank: equal numbers mean the same host (shared memory
+    /// between them), as the launcher's table of workers said.
+    ///
+    /// ```
+    /// let comms = heddle_comm::local_world_on_hosts(&[0, 0, 1], Default::default())?;
+    /// assert_eq!(&*comms[2].hosts(), &[0, 0, 1]);
+    /// # Ok::<(), heddle_comm::Error>(())
+    /// ```
+    pub fn hosts(&self) -> Arc<[u32]> {
+        self.shared.hosts.clone()
+    }
+
     /// The configuration in force.
     pub fn config(&self) -> &CommConfig {
         &self.shared.config

@@ -167,7 +167,7 @@ impl EdgeCore {
         if root == self.rank {
             self.relay_outstanding -= 1;
         }
-        for child in tree.children(root, &self.target_workers, self.rank) {
+        for child in tree.children(root, &self.target_workers, self.rank, &self.hosts) {
             let env =
                 Envelope { kind: d.kind, source: d.source, target: RELAY, sequence: d.sequence };
             self.pending_bytes[child] += d.payload.len();

@@ -50,6 +50,8 @@ pub struct EdgeCore {
     /// Broadcast along this tree (messages addressed to [`RELAY`]).
     pub(crate) relay: Option<BroadcastTree>,
     pub(crate) target_workers: Vec<usize>,
+    /// The host of each worker (trees go per host first).
+    pub(crate) hosts: std::sync::Arc<[u32]>,
     /// Relayed messages this worker sent to itself (as tree root) and has not yet
     /// received back to forward.
     pub(crate) relay_outstanding: usize,
@@ -112,6 +114,7 @@ impl EdgeCore {
             rank,
             relay: None,
             target_workers,
+            hosts: comm.hosts(),
             relay_outstanding: 0,
             up: None,
             spec,
@@ -121,7 +124,7 @@ impl EdgeCore {
     /// Sends messages to each target up `tree` (over the source workers, rooted at the
     /// target's worker); with `combine`, inner workers merge what passes through.
     pub(crate) fn set_up_tree(&mut self, tree: BroadcastTree, combine: bool) -> Result<()> {
-        self.up = Some(UpTree::new(tree, self.rank, &self.spec, combine)?);
+        self.up = Some(UpTree::new(tree, self.rank, &self.spec, combine, &self.hosts)?);
         Ok(())
     }
 

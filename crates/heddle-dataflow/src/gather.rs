@@ -51,7 +51,10 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Gathering<T>> {
         if opts.mode == Mode::Batch || core.source_worker_count() > TREE_FROM_WORKERS {
             // Records climb a binomial tree of workers: each worker sends to one parent,
             // so a target's worker hears from log(w) workers instead of all of them.
-            core.set_up_tree(BroadcastTree::Binomial, false)?;
+            core.set_up_tree(
+                BroadcastTree::for_workers(&core.source_workers, &core.hosts, 0),
+                false,
+            )?;
         }
         let collected = sorters_for(&core, &opts, None)?;
         Ok(Dataflow::from_parts(core, Gathering { collected, spilled: 0, _t: PhantomData }))

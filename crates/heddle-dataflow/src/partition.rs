@@ -120,7 +120,8 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Routing<T>> {
     }
 
     /// Broadcast: every record goes to every target. Up to three workers with targets
-    /// are reached directly (flat); more along a binomial tree of workers.
+    /// are reached directly (flat); more along a binomial tree of workers, per host first
+    /// when they span hosts ([`BroadcastTree::Hosts`]).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad edge specification.
@@ -129,7 +130,7 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Routing<T>> {
             spec.targets.iter().filter_map(|&t| spec.placement.worker(t).ok()).collect();
         workers.sort_unstable();
         workers.dedup();
-        let tree = if workers.len() <= 3 { BroadcastTree::Flat } else { BroadcastTree::Binomial };
+        let tree = BroadcastTree::for_workers(&workers, &comm.hosts(), 3);
         Self::broadcast_along(comm, spec, opts, tree)
     }
 

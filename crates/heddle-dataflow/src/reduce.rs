@@ -63,10 +63,16 @@ impl<T: Serialize + DeserializeOwned> Dataflow<Reduction<T>> {
         let mut core = EdgeCore::new(comm, spec, &opts)?;
         if opts.mode == Mode::Batch {
             // Partials climb a binomial tree of workers and merge at every inner worker.
-            core.set_up_tree(BroadcastTree::Binomial, true)?;
+            core.set_up_tree(
+                BroadcastTree::for_workers(&core.source_workers, &core.hosts, 0),
+                true,
+            )?;
         } else if core.source_worker_count() > TREE_FROM_WORKERS {
             // Streams climb it too (the target aligns the i-th records), cutting its fan-in.
-            core.set_up_tree(BroadcastTree::Binomial, false)?;
+            core.set_up_tree(
+                BroadcastTree::for_workers(&core.source_workers, &core.hosts, 0),
+                false,
+            )?;
         }
         let unfinished_local = core.local_sources();
         let folds = core

@@ -23,13 +23,46 @@ pub enum BroadcastTree {
     /// Pipelined chain: each worker forwards to the next as messages arrive; best for long
     /// streams of large messages.
     Ring,
+    /// Binomial tree over the workers grouped by host (the root's host first): the first
+    /// hops cross hosts, the last ones stay inside a host (with two workers per host, one
+    /// message per host crosses the network). Chosen when the workers span hosts.
+    Hosts,
 }
 
 impl BroadcastTree {
-    /// The workers `me` forwards to, for a broadcast rooted at `root` over `workers`.
-    pub(crate) fn children(self, root: usize, workers: &[usize], me: usize) -> Vec<usize> {
+    /// The tree for `workers` on `hosts` (the host of each world rank): per host first
+    /// when they span several hosts with several workers on some host, else `flat` (few
+    /// workers) or binomial.
+    pub(crate) fn for_workers(workers: &[usize], hosts: &[u32], flat_up_to: usize) -> Self {
+        let mut on: Vec<u32> =
+            workers.iter().map(|&w| hosts.get(w).copied().unwrap_or(0)).collect();
+        on.sort_unstable();
+        on.dedup();
+        if on.len() > 1 && on.len() < workers.len() {
+            BroadcastTree::Hosts
+        } else if workers.len() <= flat_up_to {
+            BroadcastTree::Flat
+        } else {
+            BroadcastTree::Binomial
+        }
+    }
+
+    /// The workers `me` forwards to, for a broadcast rooted at `root` over `workers`
+    /// (`hosts[w]`: the host of worker `w`).
+    pub(crate) fn children(
+        self,
+        root: usize,
+        workers: &[usize],
+        me: usize,
+        hosts: &[u32],
+    ) -> Vec<usize> {
         let mut order = vec![root];
         order.extend(workers.iter().copied().filter(|&w| w != root));
+        if self == BroadcastTree::Hosts {
+            let host = |w: usize| hosts.get(w).copied().unwrap_or(0);
+            let home = host(root);
+            order[1..].sort_by_key(|&w| (host(w) != home, host(w), w));
+        }
         let Some(i) = order.iter().position(|&w| w == me) else { return Vec::new() };
         let n = order.len();
         let idx: Vec<usize> = match self {
@@ -44,7 +77,7 @@ impl BroadcastTree {
                 [2 * i + 1, 2 * i + 2].into_iter().filter(|&c| c < n).collect()
             }
             BroadcastTree::Ring => [i + 1].into_iter().filter(|&c| c < n).collect(),
-            BroadcastTree::Binomial => {
+            BroadcastTree::Binomial | BroadcastTree::Hosts => {
                 let low = if i == 0 { n.next_power_of_two() } else { 1 << i.trailing_zeros() };
                 let mut c = Vec::new();
                 let mut m = low >> 1;
@@ -63,18 +96,24 @@ impl BroadcastTree {
 
 impl BroadcastTree {
     /// The worker `me` sends to on the way to `root`, in the tree over `workers`.
-    pub(crate) fn parent(self, root: usize, workers: &[usize], me: usize) -> Option<usize> {
+    pub(crate) fn parent(
+        self,
+        root: usize,
+        workers: &[usize],
+        me: usize,
+        hosts: &[u32],
+    ) -> Option<usize> {
         std::iter::once(root)
             .chain(workers.iter().copied())
-            .find(|&w| w != me && self.children(root, workers, w).contains(&me))
+            .find(|&w| w != me && self.children(root, workers, w, hosts).contains(&me))
     }
 
     /// `me` and every worker below it.
-    fn subtree(self, root: usize, workers: &[usize], me: usize) -> HashSet<usize> {
+    fn subtree(self, root: usize, workers: &[usize], me: usize, hosts: &[u32]) -> HashSet<usize> {
         let mut seen = HashSet::from([me]);
         let mut stack = vec![me];
         while let Some(w) = stack.pop() {
-            for c in self.children(root, workers, w) {
+            for c in self.children(root, workers, w, hosts) {
                 if seen.insert(c) {
                     stack.push(c);
                 }
@@ -121,6 +160,7 @@ impl UpTree {
         rank: usize,
         spec: &EdgeSpec,
         combine: bool,
+        hosts: &[u32],
     ) -> Result<UpTree> {
         let mut source_workers = Vec::new();
         for &s in &spec.sources {
@@ -135,9 +175,9 @@ impl UpTree {
             if root == rank {
                 continue;
             }
-            if let Some(parent) = tree.parent(root, &source_workers, rank) {
+            if let Some(parent) = tree.parent(root, &source_workers, rank, hosts) {
                 next_hop.insert(t, parent);
-                let below = tree.subtree(root, &source_workers, rank);
+                let below = tree.subtree(root, &source_workers, rank, hosts);
                 let mut srcs = HashSet::new();
                 for &s in &spec.sources {
                     if below.contains(&spec.placement.worker(s)?) {
@@ -245,22 +285,48 @@ mod tests {
     use crate::Placement;
 
     #[test]
+    fn a_host_first_tree_crosses_each_host_once() {
+        // Three hosts of two workers, interleaved: 0 3 | 1 4 | 2 5.
+        let hosts = [0u32, 1, 2, 0, 1, 2];
+        let workers: Vec<usize> = (0..6).collect();
+        assert_eq!(BroadcastTree::for_workers(&workers, &hosts, 3), BroadcastTree::Hosts);
+        for root in 0..6 {
+            let mut crossings = 0;
+            for w in 0..6 {
+                for c in BroadcastTree::Hosts.children(root, &workers, w, &hosts) {
+                    crossings += usize::from(hosts[c] != hosts[w]);
+                }
+            }
+            assert_eq!(crossings, 2, "root {root}: one message into each other host");
+        }
+        assert_eq!(BroadcastTree::for_workers(&workers, &[0; 6], 3), BroadcastTree::Binomial);
+        assert_eq!(BroadcastTree::for_workers(&workers[..3], &[0; 6], 3), BroadcastTree::Flat);
+    }
+
+    #[test]
     fn parent_inverts_children() {
         for tree in [
             BroadcastTree::Flat,
             BroadcastTree::Binomial,
             BroadcastTree::Binary,
             BroadcastTree::Ring,
+            BroadcastTree::Hosts,
         ] {
             for n in 1..=9usize {
                 let workers: Vec<usize> = (0..n).collect();
+                // Hosts interleaved: worker w on host w % 3.
+                let hosts: Vec<u32> = (0..n as u32).map(|w| w % 3).collect();
                 for root in 0..n {
                     for w in 0..n {
-                        for c in tree.children(root, &workers, w) {
-                            assert_eq!(tree.parent(root, &workers, c), Some(w), "{tree:?} n={n}");
+                        for c in tree.children(root, &workers, w, &hosts) {
+                            assert_eq!(
+                                tree.parent(root, &workers, c, &hosts),
+                                Some(w),
+                                "{tree:?} n={n}"
+                            );
                         }
                     }
-                    assert_eq!(tree.parent(root, &workers, root), None);
+                    assert_eq!(tree.parent(root, &workers, root, &hosts), None);
                 }
             }
         }
@@ -273,14 +339,16 @@ mod tests {
             BroadcastTree::Binomial,
             BroadcastTree::Binary,
             BroadcastTree::Ring,
+            BroadcastTree::Hosts,
         ] {
             for n in 1..=9usize {
                 let workers: Vec<usize> = (0..n).map(|w| w * 3 % 11).collect();
+                let hosts: Vec<u32> = (0..50u32).map(|w| w / 4).collect();
                 for root in [workers[0], workers[n - 1], 42] {
                     let mut reached = vec![root];
                     let mut frontier = vec![root];
                     while let Some(w) = frontier.pop() {
-                        for c in tree.children(root, &workers, w) {
+                        for c in tree.children(root, &workers, w, &hosts) {
                             assert!(
                                 !reached.contains(&c),
                                 "{tree:?} n={n}: worker {c} reached twice"
@@ -310,7 +378,7 @@ mod tests {
         // Binomial over [0, 1, 2, 3]: 0 -> {2, 1}, 2 -> {3}. Worker 2 relays for 2 and 3.
         let placement = Placement::from_pairs((0..8).map(|s| (s, s as usize % 4)).chain([(8, 0)]));
         let spec = EdgeSpec::new(1, (0..8).collect(), vec![8], placement);
-        let mut up = UpTree::new(BroadcastTree::Binomial, 2, &spec, true).unwrap();
+        let mut up = UpTree::new(BroadcastTree::Binomial, 2, &spec, true, &[]).unwrap();
         assert_eq!(up.hop(8), Some(0));
         let mut sent = Vec::new();
         let mut calls = 0;

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use heddle_comm::{local_world, CommConfig, Communicator};
+use heddle_comm::{local_world, local_world_on_hosts, CommConfig, Communicator};
 use heddle_dataflow::{
     drive, BroadcastTree, EdgeSpec, Event, Gather, Join, JoinAlgorithm, JoinKind, JoinOn, Joined,
     KeyedGather, KeyedReduce, Mode, Offer, Operation, Options, Partition, Placement, Reduce, Side,
@@ -52,7 +52,10 @@ fn run<O: Operation>(
 where
     O::Out: Send,
 {
-    let comms = local_world(layout.workers, CommConfig::default()).unwrap();
+    // Workers on two pretend hosts (even and odd): trees go per host first, as across
+    // machines.
+    let hosts: Vec<u32> = (0..layout.workers as u32).map(|w| w % 2).collect();
+    let comms = local_world_on_hosts(&hosts, CommConfig::default()).unwrap();
     std::thread::scope(|s| {
         let handles: Vec<_> = comms
             .iter()
@@ -217,6 +220,7 @@ fn partition_direct_union_broadcast() {
                 Some(BroadcastTree::Binomial),
                 Some(BroadcastTree::Binary),
                 Some(BroadcastTree::Ring),
+                Some(BroadcastTree::Hosts),
             ];
             for (i, tree) in trees.into_iter().enumerate() {
                 let got = run(
