@@ -182,6 +182,9 @@ pub(crate) fn supervise(
         // declared failed is not the failure to report.
         if let Some(w) = silent().and_then(|r| workers.iter_mut().find(|w| w.rank == r)) {
             if w.status.is_none() {
+                // The others were just told why the job ends: let them take that in
+                // before its death could reach them as a lost peer.
+                std::thread::sleep(Duration::from_millis(100));
                 // SAFETY: kill(2) on our own child (SIGKILL ends a stopped process too).
                 unsafe { libc::kill(w.child.id() as libc::pid_t, libc::SIGKILL) };
                 w.status = w.child.wait().ok();

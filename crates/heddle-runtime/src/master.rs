@@ -302,11 +302,12 @@ fn relay_failures(
         }
         if let Some(rank) = silent(&heard, reports, config.heartbeat_timeout) {
             heard[rank] = None;
-            *reports.silent.lock().unwrap_or_else(PoisonError::into_inner) = Some(rank);
             // The timeout, not the silence measured, so the message is the same however
             // late this pass came.
             let cause = no_heartbeat(rank, peers, config.heartbeat_timeout);
             abort_all(streams, &mut broken, rank, cause, reports);
+            // Only now may a launcher kill it: the others heard why first.
+            *reports.silent.lock().unwrap_or_else(PoisonError::into_inner) = Some(rank);
         }
         let wait =
             next_beat.saturating_duration_since(Instant::now()).min(Duration::from_millis(20));

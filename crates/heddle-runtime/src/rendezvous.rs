@@ -43,6 +43,8 @@ struct Note {
 /// The master rank 0 hosts, and its rendezvous file until every rank has joined.
 struct Hosted {
     master: JobMaster,
+    /// Whether this rank joined the job: if not, nobody waits for it at exit.
+    joined: bool,
     file: Option<PathBuf>,
     size: usize,
     grace: Duration,
@@ -103,8 +105,11 @@ pub(crate) fn master_link(env: &WorkerEnv) -> Result<Option<MasterLink>> {
 /// Every rank has joined: the rendezvous file has served.
 pub(crate) fn joined() {
     let mut hosted = HOSTED.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(f) = hosted.as_mut().and_then(|h| h.file.take()) {
-        let _ = std::fs::remove_file(f);
+    if let Some(h) = hosted.as_mut() {
+        h.joined = true;
+        if let Some(f) = h.file.take() {
+            let _ = std::fs::remove_file(f);
+        }
     }
 }
 
@@ -137,8 +142,13 @@ fn host(env: &WorkerEnv, token: &str, file: Option<&Path>) -> Result<String> {
         write_note(file, &note)?;
     }
     let grace = 2 * env.heartbeat_timeout;
-    *HOSTED.lock().unwrap_or_else(PoisonError::into_inner) =
-        Some(Hosted { master, file: file.map(Path::to_path_buf), size: env.size, grace });
+    *HOSTED.lock().unwrap_or_else(PoisonError::into_inner) = Some(Hosted {
+        master,
+        joined: false,
+        file: file.map(Path::to_path_buf),
+        size: env.size,
+        grace,
+    });
     // SAFETY: registers a plain extern "C" function with no arguments.
     if unsafe { libc::atexit(keep_master_until_all_left) } != 0 {
         tracing::warn!("cannot wait for the other ranks at exit: they may lose the master early");
@@ -149,7 +159,8 @@ fn host(env: &WorkerEnv, token: &str, file: Option<&Path>) -> Result<String> {
 }
 
 /// At rank 0's exit: the master serves until every other rank has left the job (or was
-/// declared failed, or `grace` after a failure), then closes.
+/// declared failed, or `grace` after a failure), then closes; at once if the job never
+/// started or this rank did not join it.
 extern "C" fn keep_master_until_all_left() {
     let Some(hosted) = HOSTED.lock().unwrap_or_else(PoisonError::into_inner).take() else {
         return;
@@ -160,7 +171,10 @@ extern "C" fn keep_master_until_all_left() {
     let mut failed_at = None;
     loop {
         let silent = hosted.master.silent();
-        if (1..hosted.size).all(|r| hosted.master.settled(r) || silent == Some(r)) {
+        if !hosted.joined
+            || hosted.master.start_failure().is_some()
+            || (1..hosted.size).all(|r| hosted.master.settled(r) || silent == Some(r))
+        {
             break;
         }
         if hosted.master.failure().is_some() {
@@ -303,13 +317,12 @@ fn check_note(
     }
     if note.world_size != env.size {
         return Err(Error::Env(format!(
-            "rank 0 of this job ({}) says the world has {} ranks, this rank ({}={}) says {}: \
-             the launcher's variables disagree",
+            "rank 0 of this job ({}) says the world has {} ranks, this rank says {} ({}): the \
+             launcher's variables disagree",
             file.display(),
             note.world_size,
-            env.launch.size_var,
             env.size,
-            env.size
+            env.launch.size_var
         )));
     }
     Ok(Some(MasterLink { addr: note.master, token: note.token }))
