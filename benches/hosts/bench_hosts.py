@@ -1,6 +1,6 @@
 """Collectives across simulated hosts: 3 network namespaces joined by a bridge, 2 ranks on
-each. Heddle with its table's choice (host-aware: shared memory inside a host, one leader
-per host across), Heddle forced flat (the table's choice for one host, by size), and Open
+each. Heddle forced host-aware (shared memory inside a host, one leader per host across),
+Heddle forced flat (the table's choice for one host, by size), and Open
 MPI over TCP in the same namespaces (mpi4py, benches/.venv-mpi: `benches/mpi/setup.sh`),
 in one run. Prints p50 latencies and the ratios; --json writes them.
 
@@ -33,6 +33,7 @@ SUBNET = "10.213.251"
 FLAT = {  # the table's choice on one host (tuning.json), by bytes
     "allreduce": [(16384, "recursive_doubling"), (None, "ring")],
     "broadcast": [(131072, "binomial_tree"), (None, "scatter_allgather")],
+    "allgather": [(4096, "bruck"), (None, "ring")],
 }
 
 
@@ -144,7 +145,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     colls = args.collectives.split(",")
     with Net() as net, tempfile.TemporaryDirectory() as tmp:
-        hier = heddle(net, flags, "")
+        hier = heddle(net, flags, ",".join(f"{c}=hierarchical" for c in colls))
         # One run per flat algorithm, forced on the collectives it serves.
         algorithms = sorted({a for c in colls for _, a in FLAT[c]})
         flat_runs = {

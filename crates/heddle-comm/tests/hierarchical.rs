@@ -98,3 +98,28 @@ fn sub_communicators_keep_their_hosts() {
         }
     });
 }
+
+#[test]
+fn allgather_and_allgatherv_on_every_layout() {
+    for hosts in LAYOUTS {
+        let p = hosts.len();
+        on_hosts(hosts, |c| {
+            for &n in &COUNTS[..3] {
+                for opts in options() {
+                    let send = contribution(c.rank(), n);
+                    let mut recv = vec![0; n * p];
+                    c.allgather_with(&send, &mut recv, opts).unwrap();
+                    let want: Vec<i64> = (0..p).flat_map(|r| contribution(r, n)).collect();
+                    assert_eq!(recv, want, "allgather {hosts:?} n={n}");
+                    // Rank r contributes r + n elements.
+                    let counts: Vec<usize> = (0..p).map(|r| r + n).collect();
+                    let send = contribution(c.rank(), counts[c.rank()]);
+                    let mut recv = vec![0; counts.iter().sum()];
+                    c.allgatherv_with(&send, &mut recv, &counts, opts).unwrap();
+                    let want: Vec<i64> = (0..p).flat_map(|r| contribution(r, counts[r])).collect();
+                    assert_eq!(recv, want, "allgatherv {hosts:?} n={n}");
+                }
+            }
+        });
+    }
+}

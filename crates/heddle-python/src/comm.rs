@@ -150,6 +150,13 @@ impl PyComm {
         self.inner.attempt()
     }
 
+    /// The host of each world rank: equal numbers mean the same host (shared memory
+    /// between them).
+    #[getter]
+    fn hosts(&self) -> Vec<u32> {
+        self.inner.hosts().to_vec()
+    }
+
     /// This process's rank (mpi4py spelling).
     #[pyo3(name = "Get_rank")]
     fn get_rank(&self) -> usize {

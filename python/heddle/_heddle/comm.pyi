@@ -76,6 +76,10 @@ class Comm:
     def attempt(self) -> int:
         """Which attempt of the job this is: 0, then 1, 2 ... after restarts."""
     @property
+    def hosts(self) -> list[int]:
+        """The host of each world rank: equal numbers mean the same host (shared memory
+        between them)."""
+    @property
     def timeout(self) -> float:
         """Seconds a blocking call waits without progress (``HEDDLE_TIMEOUT_S``)."""
     def Get_rank(self) -> int:

@@ -6,7 +6,8 @@
 //! Cost (allreduce, h hosts of l ranks): 2⌈log₂l⌉ shared-memory steps plus one allreduce
 //! of h ranks across the network, instead of one of h·l ranks.
 
-use super::{allreduce, broadcast, choose, reduce, Algorithm, Collective, Step};
+use super::{allgather, allreduce, broadcast, choose, displacements, reduce, Algorithm};
+use super::{Collective, Step};
 use crate::engine::Sink;
 use crate::Result;
 
@@ -27,6 +28,51 @@ fn within<'c, R>(
 /// The flat algorithm for the leaders' step.
 fn for_leaders(c: Collective, leaders: usize, bytes: usize) -> Algorithm {
     choose(c, None, leaders, bytes, true, false)
+}
+
+/// Allgather(v) (`counts[r]`: rank r's bytes): each host's leader collects its ranks'
+/// blocks, the leaders allgather the hosts' blocks, and each leader puts them in rank
+/// order and broadcasts the whole inside its host.
+pub(crate) fn allgather(
+    s: &mut Step<'_>,
+    send: &[u8],
+    recv: &mut [u8],
+    counts: &[usize],
+) -> Result<()> {
+    let layout = s.layout;
+    let (g, i) = layout.place[s.rank];
+    let local = &layout.groups[g][..];
+    if i > 0 {
+        within(s, local, i, |s| s.send(0, send))?;
+    } else {
+        let hosts: Vec<usize> =
+            layout.ranks.iter().map(|grp| grp.iter().map(|&r| counts[r]).sum()).collect();
+        let mut mine = vec![0u8; hosts[g]];
+        let mut off = 0;
+        for (j, &r) in layout.ranks[g].iter().enumerate() {
+            let block = &mut mine[off..off + counts[r]];
+            if j == 0 {
+                block.copy_from_slice(send);
+            } else {
+                within(s, local, 0, |s| s.recv(j, Sink::Copy(block)))?;
+            }
+            off += counts[r];
+        }
+        let mut all = vec![0u8; hosts.iter().sum()];
+        let uniform = hosts.iter().all(|&b| b == hosts[0]);
+        let alg = choose(Collective::Allgather, None, hosts.len(), hosts[g], uniform, false);
+        within(s, &layout.leaders, g, |s| allgather::run(s, alg, &mine, &mut all, &hosts))?;
+        let d = displacements(counts);
+        let mut off = 0;
+        for &r in layout.ranks.iter().flatten() {
+            recv[d[r].0..d[r].0 + d[r].1].copy_from_slice(&all[off..off + counts[r]]);
+            off += counts[r];
+        }
+    }
+    if local.len() > 1 {
+        within(s, local, i, |s| broadcast::binomial_tree::run(s, recv, 0))?;
+    }
+    Ok(())
 }
 
 /// Allreduce: reduce to each host's leader, allreduce among leaders, broadcast back.

@@ -7,6 +7,8 @@ pub(crate) struct Layout {
     /// World ranks per host; hosts in the order of their first communicator rank, ranks in
     /// communicator order.
     pub(crate) groups: Vec<Vec<usize>>,
+    /// The same groups as communicator ranks.
+    pub(crate) ranks: Vec<Vec<usize>>,
     /// The first world rank of each group: the hosts' leaders.
     pub(crate) leaders: Vec<usize>,
     /// Per communicator rank: its group and its index in that group.
@@ -19,22 +21,25 @@ impl Layout {
     pub(crate) fn new(members: &[usize], hosts: &[u32]) -> Layout {
         let mut ids: Vec<u32> = Vec::new();
         let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut ranks: Vec<Vec<usize>> = Vec::new();
         let mut place = Vec::with_capacity(members.len());
-        for &w in members {
+        for (r, &w) in members.iter().enumerate() {
             let host = hosts.get(w).copied().unwrap_or(0);
             let g = match ids.iter().position(|&h| h == host) {
                 Some(g) => g,
                 None => {
                     ids.push(host);
                     groups.push(Vec::new());
+                    ranks.push(Vec::new());
                     groups.len() - 1
                 }
             };
             place.push((g, groups[g].len()));
             groups[g].push(w);
+            ranks[g].push(r);
         }
         let leaders = groups.iter().map(|g| g[0]).collect();
-        Layout { groups, leaders, place }
+        Layout { groups, ranks, leaders, place }
     }
 
     /// Whether host-aware algorithms differ from flat ones: several hosts, and some host
@@ -54,6 +59,7 @@ mod tests {
         let hosts = [0, 1, 0, 1, 2, 2];
         let l = Layout::new(&[5, 4, 3, 2, 1, 0], &hosts);
         assert_eq!(l.groups, vec![vec![5, 4], vec![3, 1], vec![2, 0]]);
+        assert_eq!(l.ranks, vec![vec![0, 1], vec![2, 4], vec![3, 5]]);
         assert_eq!(l.leaders, vec![5, 3, 2]);
         assert_eq!(l.place[3], (2, 0)); // communicator rank 3 is world rank 2
         assert!(l.spans_hosts());

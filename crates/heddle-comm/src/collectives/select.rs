@@ -95,7 +95,7 @@ named_enum!(
         /// Root talks to every rank directly (gather, scatter), or all pairs at once (alltoall).
         Linear = "linear",
         /// Host-aware: inside each host over shared memory, one leader per host across
-        /// (broadcast, reduce, allreduce on communicators that span hosts).
+        /// (broadcast, reduce, allreduce, allgather on communicators that span hosts).
         Hierarchical = "hierarchical",
     }
 );
@@ -120,7 +120,7 @@ impl Algorithm {
                 )
                 | (C::Gather, A::Linear)
                 | (C::Scatter, A::Linear)
-                | (C::Allgather, A::Ring | A::RecursiveDoubling | A::Bruck)
+                | (C::Allgather, A::Ring | A::RecursiveDoubling | A::Bruck | A::Hierarchical)
                 | (C::Alltoall, A::Pairwise | A::Linear)
                 | (C::ReduceScatter, A::Ring | A::ReduceBroadcast)
         )
@@ -229,11 +229,12 @@ mod tests {
     #[test]
     fn the_table_picks_host_aware_algorithms_across_hosts_only() {
         // Measured on three simulated hosts (benches/hosts/bench_hosts.py): host-aware wins
-        // allreduce up to 64 KiB and broadcast from 64 KiB.
+        // allreduce and allgather up to 64 KiB and broadcast from 64 KiB.
         let hier = |c, bytes| choose(c, None, 6, bytes, true, true) == Algorithm::Hierarchical;
         assert!(hier(Collective::Allreduce, 8) && !hier(Collective::Allreduce, 1 << 20));
         assert!(!hier(Collective::Broadcast, 8) && hier(Collective::Broadcast, 1 << 20));
         assert!(hier(Collective::Reduce, 8) && hier(Collective::Reduce, 1 << 24));
+        assert!(hier(Collective::Allgather, 8) && !hier(Collective::Allgather, 1 << 20));
         for c in [Collective::Allreduce, Collective::Broadcast, Collective::Reduce] {
             assert_ne!(choose(c, None, 6, 8, true, false), Algorithm::Hierarchical, "{c}");
             // Forced on one host, it falls back.

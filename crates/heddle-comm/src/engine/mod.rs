@@ -55,6 +55,10 @@ pub(crate) struct Engine {
 
 const SEND_DONE: usize = usize::MAX;
 
+/// How long a rank that finds a peer gone waits for the job's abort (the job master's
+/// relay of the peer's own failure) before it reports the lost peer instead.
+const PEER_LOSS_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
+
 impl Engine {
     /// An engine for world rank `rank` over `links` (indexed by world rank; the entry for
     /// `rank` itself is a loopback link).
@@ -248,7 +252,8 @@ impl Engine {
             && sends.iter().all(|s| self.links[s.peer].flushed())
     }
 
-    /// Fails if a peer this exchange still needs is gone. A peer may write its last
+    /// Fails if a peer this exchange still needs is gone (with the job's abort instead if
+    /// it arrives within [`PEER_LOSS_GRACE`]). A peer may write its last
     /// frames and exit between our last poll and this check, so a dead peer is only
     /// fatal if one more pass over the links still leaves us waiting on it.
     fn check_peers(
@@ -263,6 +268,13 @@ impl Engine {
             if let Err(e) = self.links[peer].check_alive(peer) {
                 self.progress(sends, recvs, state, offsets)?;
                 if self.waiting_on(sends, offsets, recvs, state).contains(&peer) {
+                    // A peer that failed took the job down with it: the job master's word
+                    // of why is usually on its way, and it says more than the lost peer.
+                    let until = std::time::Instant::now() + PEER_LOSS_GRACE;
+                    while std::time::Instant::now() < until {
+                        self.abort.check()?;
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
                     return Err(match e {
                         Error::PeerLost { rank, detail } => Error::PeerLost {
                             rank,

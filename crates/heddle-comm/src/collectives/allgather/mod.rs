@@ -18,6 +18,7 @@ pub(crate) fn run(
     match alg {
         Algorithm::RecursiveDoubling => recursive_doubling::run(s, send, recv),
         Algorithm::Bruck => bruck::run(s, send, recv),
+        Algorithm::Hierarchical => super::hierarchical::allgather(s, send, recv, counts),
         _ => ring::run(s, send, recv, counts),
     }
 }
