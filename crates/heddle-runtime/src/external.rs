@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::guardian::Guardian;
-use crate::job_files::JobFiles;
 use crate::launcher::{Allocation, JobOutcome, LaunchSpec, Launcher};
 use crate::master::JobMaster;
 use crate::{Error, Result};
@@ -132,12 +131,8 @@ pub(crate) fn run_attempt(
     run: &str,
     signal: &Arc<AtomicUsize>,
 ) -> Result<JobOutcome> {
-    let token = hex::encode(rand::random::<[u8; 32]>());
-    // Removes what workers of this host leave behind (segments of this job's token).
-    let files = JobFiles::create(&token)?;
-    let mut guardian =
-        Guardian::start().map_err(|e| Error::io("starting the launcher's guardian process", e))?;
-    let master = JobMaster::start(spec.master_config(&token))?;
+    let crate::local::Attempt { token, files, mut guardian, master } =
+        crate::local::Attempt::start(spec)?;
     let mut vars = crate::local::worker_env(spec, &master.addr().to_string(), &token, attempt, run);
     // The user's own settings reach workers on other hosts too.
     for (k, v) in std::env::vars() {
@@ -153,7 +148,7 @@ pub(crate) fn run_attempt(
     let mut child = cmd
         .spawn()
         .map_err(|source| Error::Spawn { program: name.trim_matches('"').into(), source })?;
-    let mut outcome = loop {
+    let outcome = loop {
         let sig = signal.load(Ordering::SeqCst);
         if sig != 0 {
             eprintln!("heddle: interrupted by signal {sig}; stopping {launcher} and its workers");
@@ -177,13 +172,7 @@ pub(crate) fn run_attempt(
         std::thread::sleep(Duration::from_millis(5));
     };
     guardian.finish();
-    if let Some(cause) = master.failure() {
-        eprintln!("heddle: the job was aborted: {cause}");
-        if outcome == JobOutcome::Success {
-            let status = "aborted the job".into();
-            outcome = JobOutcome::WorkerFailed { rank: cause.origin, status, code: 1 };
-        }
-    }
+    let outcome = crate::local::aborted(outcome, master.failure());
     master.shutdown();
     drop(files);
     Ok(outcome)

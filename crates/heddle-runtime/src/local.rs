@@ -49,12 +49,7 @@ pub(crate) fn run_attempt(
     run: &str,
     signal: &Arc<AtomicUsize>,
 ) -> Result<JobOutcome> {
-    let token = hex::encode(rand::random::<[u8; 32]>());
-    // Dropped last: the workers are gone before their files are removed.
-    let files = JobFiles::create(&token)?;
-    let mut guardian =
-        Guardian::start().map_err(|e| Error::io("starting the launcher's guardian process", e))?;
-    let master = JobMaster::start(spec.master_config(&token))?;
+    let Attempt { token, files, mut guardian, master } = Attempt::start(spec)?;
     let mut env = worker_env(spec, &master.addr().to_string(), &token, attempt, run);
     env.push((heddle_comm::scratch::JOB_DIR_VAR.into(), files.dir().display().to_string()));
     let ranks: Vec<usize> = (0..spec.workers).collect();
@@ -78,10 +73,51 @@ pub(crate) fn run_attempt(
     Ok(outcome)
 }
 
+/// What every attempt of a job starts with.
+pub(crate) struct Attempt {
+    /// A fresh job token.
+    pub(crate) token: String,
+    /// The job's files on this host (segments of this token, scratch registrations):
+    /// dropped last, once the workers are gone.
+    pub(crate) files: JobFiles,
+    /// Kills the workers' process group if the launcher dies.
+    pub(crate) guardian: Guardian,
+    /// The job master, in this process.
+    pub(crate) master: JobMaster,
+}
+
+impl Attempt {
+    /// A token, the job's files, the guardian and the master of `spec`.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if any of them cannot be made.
+    pub(crate) fn start(spec: &LaunchSpec) -> Result<Attempt> {
+        let token = hex::encode(rand::random::<[u8; 32]>());
+        let files = JobFiles::create(&token)?;
+        let guardian = Guardian::start()
+            .map_err(|e| Error::io("starting the launcher's guardian process", e))?;
+        let master = JobMaster::start(spec.master_config(&token))?;
+        Ok(Attempt { token, files, guardian, master })
+    }
+}
+
+/// A job the master saw aborted: prints the cause once (however many workers repeat it),
+/// and turns an outcome that every worker survived into the failure of the rank that
+/// aborted it.
+pub(crate) fn aborted(outcome: JobOutcome, failure: Option<heddle_comm::AbortCause>) -> JobOutcome {
+    let Some(cause) = failure else { return outcome };
+    eprintln!("heddle: the job was aborted: {cause}");
+    if outcome == JobOutcome::Success {
+        let status = "aborted the job".into();
+        return JobOutcome::WorkerFailed { rank: cause.origin, status, code: 1 };
+    }
+    outcome
+}
+
 /// After the workers ended: kills what they left running, drains their output, and turns
 /// a job that every worker survived but one aborted into a failure.
 pub(crate) fn finish(
-    mut outcome: JobOutcome,
+    outcome: JobOutcome,
     guardian: &mut Guardian,
     out_rx: &mpsc::Receiver<()>,
     failure: Option<heddle_comm::AbortCause>,
@@ -91,19 +127,7 @@ pub(crate) fn finish(
     // Output readers end when the last holder of each pipe exits.
     let drain_until = Instant::now() + Duration::from_secs(2);
     while out_rx.recv_timeout(drain_until.saturating_duration_since(Instant::now())).is_ok() {}
-    if let Some(cause) = failure {
-        // Once, however many workers repeat it.
-        eprintln!("heddle: the job was aborted: {cause}");
-        if outcome == JobOutcome::Success {
-            // Every worker caught the abort and exited 0: the job still failed.
-            outcome = JobOutcome::WorkerFailed {
-                rank: cause.origin,
-                status: "aborted the job".into(),
-                code: 1,
-            };
-        }
-    }
-    outcome
+    aborted(outcome, failure)
 }
 
 /// Starts `program` as the workers of `ranks`, each with `env` and its rank, in the

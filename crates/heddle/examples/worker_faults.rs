@@ -57,6 +57,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         std::thread::sleep(std::time::Duration::from_secs(s));
         return Ok(());
     }
+    // Every rank has said it joined before one misbehaves (a launcher stops the others
+    // as soon as it does).
+    comm.barrier()?;
     let fails = args.fail_attempts.is_none_or(|n| comm.attempt() < n);
     if comm.rank() == args.fail_rank && fails {
         if args.panic {
