@@ -50,18 +50,20 @@ def results(stdout: str) -> list[dict]:
     return out
 
 
+def run_in(runtime: str, cmd: list[str]) -> subprocess.CompletedProcess[str]:
+    """Runs ``cmd`` under mpirun's settings with ``runtime`` as the private runtime
+    directory; fails the test if it fails."""
+    os.chmod(runtime, 0o700)
+    p = subprocess.run(
+        cmd, env=mpi_env(runtime), capture_output=True, text=True, timeout=120, check=False
+    )
+    assert p.returncode == 0, p.stderr
+    return p
+
+
 def test_plain_mpirun_runs_a_python_job():
     with tempfile.TemporaryDirectory() as runtime:
-        os.chmod(runtime, 0o700)
-        p = subprocess.run(
-            ["mpirun", "-n", "3", sys.executable, "-c", PROGRAM],
-            env=mpi_env(runtime),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert p.returncode == 0, p.stderr
+        p = run_in(runtime, ["mpirun", "-n", "3", sys.executable, "-c", PROGRAM])
         got = results(p.stdout)
         assert sorted(r["rank"] for r in got) == [0, 1, 2], p.stdout
         assert all(r["size"] == 3 and r["sum"] == expected(3) for r in got), got
@@ -72,16 +74,7 @@ def test_plain_mpirun_runs_a_python_job():
 
 def test_heddle_run_launcher_mpirun_from_python():
     with tempfile.TemporaryDirectory() as runtime:
-        os.chmod(runtime, 0o700)
-        p = subprocess.run(
-            [*HEDDLE, "run", "--launcher", "mpirun", "-n", "2", "-c", PROGRAM],
-            env=mpi_env(runtime),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert p.returncode == 0, p.stderr
+        p = run_in(runtime, [*HEDDLE, "run", "--launcher", "mpirun", "-n", "2", "-c", PROGRAM])
         got = results(p.stdout)
         assert sorted(r["rank"] for r in got) == [0, 1], p.stdout
         assert all(r["sum"] == expected(2) for r in got), got

@@ -184,10 +184,6 @@ fn run(args: RunArgs) -> i32 {
             }
         }
     }
-    if let Err(e) = heddle_runtime::check_heartbeat(spec.heartbeat, spec.heartbeat_timeout) {
-        eprintln!("heddle run: {e}");
-        return 2;
-    }
     if let Some(v) = args.checkpoint_interval {
         let bounds = heddle_comm::settings::CHECKPOINT_INTERVAL_S;
         if let Err(e) = heddle_comm::settings::seconds(&bounds, &v.to_string()) {
