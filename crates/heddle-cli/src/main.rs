@@ -157,7 +157,7 @@ fn run(args: RunArgs) -> i32 {
             return 2;
         }
     }
-    if let Err(e) = spec.heartbeats_from(|k| std::env::var(k).ok()) {
+    if let Err(e) = spec.settings_from(|k| std::env::var(k).ok()) {
         eprintln!("heddle run: {e}");
         return 2;
     }

@@ -78,7 +78,7 @@ fn master_config(args: &MasterArgs) -> Result<MasterConfig, String> {
         return Err("--world-size must be at least 1".into());
     }
     let mut spec = LaunchSpec::new(args.world_size, Vec::new());
-    spec.heartbeats_from(|k| std::env::var(k).ok()).map_err(|e| e.to_string())?;
+    spec.settings_from(|k| std::env::var(k).ok()).map_err(|e| e.to_string())?;
     if let Some(v) = args.heartbeat_interval {
         spec.heartbeat = seconds("--heartbeat-interval", settings::HEARTBEAT_S, v)?;
     }
@@ -94,6 +94,7 @@ fn master_config(args: &MasterArgs) -> Result<MasterConfig, String> {
         bind: listen_addr(&args.listen)?,
         heartbeat: spec.heartbeat,
         heartbeat_timeout: spec.heartbeat_timeout,
+        security: spec.security,
     })
 }
 

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use crate::comm::Shared;
 use crate::engine::Engine;
 use crate::transport::shm::{RingShape, ShmSegment};
-use crate::transport::{self, BoxedLink};
+use crate::transport::{self, BoxedLink, LinkStream};
 use crate::{CommConfig, Communicator, Error, JobAbort, Result};
 
 /// Assembles the links of world rank `rank` of `size`, then builds its [`Communicator`].
@@ -88,6 +88,15 @@ impl WorldBuilder {
     /// # Errors
     /// If socket options cannot be set.
     pub fn add_tcp(&mut self, peer: usize, stream: TcpStream) -> Result<()> {
+        self.add_stream(peer, Box::new(stream))
+    }
+
+    /// Uses an authenticated byte stream over TCP for `peer`: a secure channel the runtime
+    /// set up (TLS, HMAC-sealed records), or the bare socket.
+    ///
+    /// # Errors
+    /// If socket options cannot be set.
+    pub fn add_stream(&mut self, peer: usize, stream: Box<dyn LinkStream>) -> Result<()> {
         self.links[peer] =
             Some(transport::tcp_link(stream, peer, self.config.buffer_bytes, self.config.window)?);
         Ok(())

@@ -80,7 +80,7 @@ pub(crate) fn run_job(
     let mut spec = LaunchSpec::new(workers, command);
     // The job's own settings first, then the launcher's environment.
     let job_env = env.unwrap_or_default();
-    spec.heartbeats_from(|k| {
+    spec.settings_from(|k| {
         job_env.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.clone()).or(std::env::var(k).ok())
     })
     .map_err(errors::runtime)?;

@@ -3,7 +3,6 @@
 //! token so the token itself never crosses the network.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
 
 use heddle_comm::AbortCause;
 use heddle_wire::{Codec, Frame, Header, Kind, Limits};
@@ -28,6 +27,10 @@ pub struct PeerInfo {
     pub shm_path: Option<String>,
     /// Whether it insists on TCP for every peer.
     pub tcp_only: bool,
+    /// SHA-256 (hex) of the certificate the master signed for it, when links use TLS:
+    /// a peer connecting as this rank must present exactly that certificate.
+    #[serde(default)]
+    pub cert: Option<String>,
 }
 
 /// Every control message.
@@ -45,7 +48,11 @@ pub enum Control {
         peer: PeerInfo,
         /// World size the worker was told.
         world_size: usize,
-        /// HMAC-SHA256(token, "register|" + nonce), hex.
+        /// The worker's certificate signing request (DER, hex), when links use TLS.
+        csr: Option<String>,
+        /// A fresh nonce of the worker's, for the master's proof in [`Control::Table`].
+        nonce: String,
+        /// HMAC-SHA256 under the token of [`register_proof`]'s message, hex.
         mac: String,
     },
     /// A worker connects to another worker.
@@ -66,6 +73,13 @@ pub enum Control {
     Table {
         /// One entry per rank.
         peers: Vec<PeerInfo>,
+        /// The job CA's certificate (DER, hex), when links use TLS.
+        ca: Option<String>,
+        /// The recipient's certificate, signed by the job CA (DER, hex).
+        cert: Option<String>,
+        /// HMAC-SHA256 under the token of [`table_proof`]'s message, hex: the master
+        /// knows the token too.
+        proof: String,
     },
     /// A worker has connected to all its peers.
     Ready,
@@ -92,7 +106,8 @@ pub enum Control {
     Claim {
         /// How many ranks.
         count: usize,
-        /// HMAC-SHA256(token, "claim|" + nonce + "|" + count), hex.
+        /// HMAC-SHA256(token, "claim|" + nonce + "|" + master fingerprint + "|" + count),
+        /// hex.
         mac: String,
     },
     /// The ranks given to a claim, and what their workers must be told.
@@ -108,25 +123,55 @@ pub enum Control {
     },
 }
 
-const CONTROL_LIMIT: Limits = Limits { max_frame_payload: 4 << 20, max_message: 4 << 20 };
+/// The largest control message: a peer table of thousands of ranks.
+pub(crate) const CONTROL_LIMIT: Limits =
+    Limits { max_frame_payload: 4 << 20, max_message: 4 << 20 };
 
-/// Writes one control message.
+/// The message a worker's registration proof covers: the master's nonce, the
+/// fingerprint of the master's certificate as the worker saw it (empty without TLS, so a
+/// man in the middle cannot relay the proof), and what the worker asks for.
+pub fn register_proof(
+    nonce: &str,
+    fingerprint: &str,
+    rank: usize,
+    size: usize,
+    csr: &str,
+) -> String {
+    format!("register|{nonce}|{fingerprint}|{rank}|{size}|{csr}")
+}
+
+/// The message of the master's proof in [`Control::Table`]: the worker's nonce and the
+/// master certificate's fingerprint.
+pub fn table_proof(worker_nonce: &str, fingerprint: &str) -> String {
+    format!("table|{worker_nonce}|{fingerprint}")
+}
+
+/// Writes one control message (blocking).
 ///
 /// # Errors
 /// [`Error::Io`] if the write fails.
-pub fn send(stream: &mut TcpStream, msg: &Control) -> Result<()> {
+pub fn send(stream: &mut (impl Write + ?Sized), msg: &Control) -> Result<()> {
+    // One write: on a sealed stream, one record.
+    let bytes = encode(msg)?;
+    stream.write_all(&bytes).map_err(|e| Error::io("sending a control message", e))?;
+    stream.flush().map_err(|e| Error::io("sending a control message", e))
+}
+
+/// One control message as a frame's bytes.
+///
+/// # Errors
+/// [`Error::Protocol`] if it cannot be encoded.
+pub(crate) fn encode(msg: &Control) -> Result<Vec<u8>> {
     let json = serde_json::to_vec(msg)
         .map_err(|e| Error::Protocol(format!("cannot encode control message: {e}")))?;
-    let frame = Frame::data(Header::new(Kind::Control), Codec::Json, json);
-    frame.write_to(stream).map_err(|e| Error::io("sending a control message", e))?;
-    stream.flush().map_err(|e| Error::io("sending a control message", e))
+    Ok(Frame::data(Header::new(Kind::Control), Codec::Json, json).encode_to_vec())
 }
 
 /// Reads one control message (respecting the stream's read timeout).
 ///
 /// # Errors
 /// [`Error::Io`] on a closed or timed-out stream; [`Error::Protocol`] on a malformed one.
-pub fn recv(stream: &mut impl Read) -> Result<Control> {
+pub fn recv(stream: &mut (impl Read + ?Sized)) -> Result<Control> {
     recv_within(stream, &CONTROL_LIMIT)
 }
 
@@ -138,20 +183,26 @@ const HANDSHAKE_LIMIT: Limits = Limits { max_frame_payload: 4 << 10, max_message
 ///
 /// # Errors
 /// As [`recv`].
-pub fn recv_handshake(stream: &mut impl Read) -> Result<Control> {
+pub fn recv_handshake(stream: &mut (impl Read + ?Sized)) -> Result<Control> {
     recv_within(stream, &HANDSHAKE_LIMIT)
 }
 
-fn recv_within(stream: &mut impl Read, limits: &Limits) -> Result<Control> {
-    let frame =
-        Frame::read_from(stream, limits).map_err(|e| Error::io("reading a control message", e))?;
-    if frame.header.kind != Kind::Control {
-        return Err(Error::Protocol(format!(
-            "expected a control frame, got {:?}",
-            frame.header.kind
-        )));
+fn recv_within(stream: &mut (impl Read + ?Sized), limits: &Limits) -> Result<Control> {
+    let mut stream = stream;
+    let frame = Frame::read_from(&mut stream, limits)
+        .map_err(|e| Error::io("reading a control message", e))?;
+    parse(&frame.header, &frame.payload)
+}
+
+/// The control message in one frame.
+///
+/// # Errors
+/// [`Error::Protocol`] if it is not a control frame or does not parse.
+pub(crate) fn parse(header: &Header, payload: &[u8]) -> Result<Control> {
+    if header.kind != Kind::Control {
+        return Err(Error::Protocol(format!("expected a control frame, got {:?}", header.kind)));
     }
-    serde_json::from_slice(&frame.payload)
+    serde_json::from_slice(payload)
         .map_err(|e| Error::Protocol(format!("malformed control message: {e}")))
 }
 

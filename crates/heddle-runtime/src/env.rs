@@ -66,6 +66,8 @@ pub struct WorkerEnv {
     /// A directory every host of the job sees (`HEDDLE_RENDEZVOUS`), where rank 0 leaves
     /// the master's address and token for the others when `HEDDLE_MASTER` is not set.
     pub rendezvous: Option<std::path::PathBuf>,
+    /// What protects this worker's connections (`HEDDLE_SECURITY`).
+    pub security: crate::Security,
 }
 
 /// The launcher that started this worker, as its variables tell.
@@ -103,6 +105,7 @@ const RUNTIME_KEYS: &[&str] = &[
     "HEDDLE_HEARTBEAT_TIMEOUT_S",
     "HEDDLE_ATTEMPT",
     "HEDDLE_HOST_ID",
+    "HEDDLE_SECURITY",
     "HEDDLE_LOG",
     // The job directory, where workers register their scratch directories.
     "HEDDLE_JOB_DIR",
@@ -283,6 +286,7 @@ impl WorkerEnv {
                 .map(std::path::PathBuf::from),
             master_listen,
             rendezvous,
+            security: crate::Security::parse(&get(crate::Security::VAR).unwrap_or_default())?,
         })
     }
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::master::MasterConfig;
+use crate::secure::Security;
 use crate::{Error, Result};
 
 /// Who starts the workers.
@@ -81,6 +82,8 @@ pub struct LaunchSpec {
     pub launcher_args: Vec<String>,
     /// How `Launcher::Slurm` gets its nodes.
     pub allocation: Allocation,
+    /// What protects the job's connections (`HEDDLE_SECURITY`).
+    pub security: Security,
 }
 
 impl LaunchSpec {
@@ -99,6 +102,7 @@ impl LaunchSpec {
             launcher: Launcher::Local,
             launcher_args: Vec::new(),
             allocation: Allocation::Srun,
+            security: Security::Auto,
         }
     }
 
@@ -133,15 +137,17 @@ impl LaunchSpec {
             bind: self.master_bind,
             heartbeat: self.heartbeat,
             heartbeat_timeout: self.heartbeat_timeout,
+            security: self.security,
         }
     }
 
     /// Takes the heartbeat interval and timeout from `HEDDLE_HEARTBEAT_S` and
-    /// `HEDDLE_HEARTBEAT_TIMEOUT_S` of `get`, where set.
+    /// `HEDDLE_HEARTBEAT_TIMEOUT_S` of `get`, and the security from `HEDDLE_SECURITY`,
+    /// where set.
     ///
     /// # Errors
     /// [`Error::Env`] naming a variable whose value is out of range.
-    pub fn heartbeats_from(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<()> {
+    pub fn settings_from(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<()> {
         use heddle_comm::settings::{seconds, HEARTBEAT_S, HEARTBEAT_TIMEOUT_S};
         for (bounds, field) in
             [(HEARTBEAT_S, &mut self.heartbeat), (HEARTBEAT_TIMEOUT_S, &mut self.heartbeat_timeout)]
@@ -149,6 +155,9 @@ impl LaunchSpec {
             if let Some(v) = get(bounds.name).filter(|v| !v.is_empty()) {
                 *field = seconds(&bounds, &v).map_err(|e| Error::Env(e.to_string()))?;
             }
+        }
+        if let Some(v) = get(Security::VAR) {
+            self.security = Security::parse(&v)?;
         }
         Ok(())
     }

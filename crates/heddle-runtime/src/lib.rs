@@ -9,6 +9,7 @@
 
 mod admission;
 mod bootstrap;
+mod channel;
 pub mod control;
 mod env;
 mod error;
@@ -20,7 +21,9 @@ mod local;
 mod manual;
 mod master;
 mod output;
+mod peer_links;
 mod rendezvous;
+mod secure;
 pub mod token_file;
 
 pub use bootstrap::{init, init_with};
@@ -30,3 +33,4 @@ pub use external::default_master_bind;
 pub use launcher::{run_job, Allocation, JobOutcome, LaunchSpec, Launcher};
 pub use manual::{run_worker, serve_master};
 pub use master::{JobMaster, MasterConfig};
+pub use secure::Security;

@@ -14,6 +14,7 @@ use crate::guardian::Guardian;
 use crate::job_files::JobFiles;
 use crate::launcher::{JobOutcome, LaunchSpec};
 use crate::master::JobMaster;
+use crate::secure::Security;
 use crate::{Error, Result};
 
 /// What every worker of an attempt is told: where the master is, the token, the world
@@ -36,6 +37,7 @@ pub(crate) fn worker_env(
         ("HEDDLE_HEARTBEAT_TIMEOUT_S".into(), spec.heartbeat_timeout.as_secs_f64().to_string()),
         ("HEDDLE_ATTEMPT".into(), attempt.to_string()),
         ("HEDDLE_RUN_ID".into(), run.into()),
+        (Security::VAR.into(), spec.security.as_str().into()),
     ]);
     env
 }

@@ -4,7 +4,6 @@
 //! the master (in the order workers join) and runs PROGRAM as those ranks, with the local
 //! launcher's guarantees on that host.
 
-use std::net::TcpStream;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -90,10 +89,10 @@ pub fn run_worker(spec: &LaunchSpec, master: &str, token: &str) -> Result<JobOut
         .ok_or_else(|| Error::Env("no program given: heddle worker ... -- PROGRAM".into()))?;
     let signal = crate::launcher::catch_signals()?;
     let deadline = Instant::now() + spec.init_timeout;
-    let mut stream = crate::bootstrap::connect_retrying(master, deadline)?;
+    let stream = crate::bootstrap::connect_retrying(master, deadline)?;
     let _ = stream.set_read_timeout(Some(spec.init_timeout));
-    let (ranks, world, heartbeat, timeout) = claim(&mut stream, token, spec.workers)?;
-    drop(stream);
+    let opening = crate::secure::open_to_master(stream, spec.security, deadline)?;
+    let (ranks, world, heartbeat, timeout) = claim(opening, token, spec.workers)?;
     let mut job = spec.clone();
     job.workers = world;
     job.heartbeat = heartbeat;
@@ -112,14 +111,16 @@ pub fn run_worker(spec: &LaunchSpec, master: &str, token: &str) -> Result<JobOut
 
 /// Claims `count` ranks: the ranks, the world size and the master's heartbeats.
 fn claim(
-    stream: &mut TcpStream,
+    opening: crate::secure::Opening,
     token: &str,
     count: usize,
 ) -> Result<(Vec<usize>, usize, Duration, Duration)> {
+    let (mut stream, fingerprint) = (opening.stream, opening.fingerprint);
+    let stream = &mut stream;
     let Control::Challenge { nonce } = control::recv(stream)? else {
         return Err(Error::Protocol("the master did not send a challenge".into()));
     };
-    let mac = control::mac(token, &format!("claim|{nonce}|{count}"));
+    let mac = control::mac(token, &format!("claim|{nonce}|{fingerprint}|{count}"));
     control::send(stream, &Control::Claim { count, mac })?;
     match control::recv(stream)? {
         Control::Ranks { ranks, world_size, heartbeat_ms, heartbeat_timeout_ms } => Ok((

@@ -5,7 +5,7 @@
 //! (stopped, hung or cut off) — it tells every other worker, so the whole job aborts with
 //! that cause (the first one is kept for the launcher to print).
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -14,8 +14,17 @@ use heddle_comm::AbortCause;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::control::{self, Control, PeerInfo};
+use crate::channel::Channel;
+use crate::control::{Control, PeerInfo};
+use crate::secure::{self, ca::JobCa, Security};
 use crate::{Error, Result};
+
+/// The longest the master waits for a worker to take a message before the job starts.
+const START_SEND: Duration = Duration::from_secs(10);
+
+/// The longest the master waits for a running worker to take the news of an abort: a
+/// worker that stopped reading must not hold the news up from the others.
+const ABORT_SEND: Duration = Duration::from_secs(1);
 
 /// How the master is set up.
 #[derive(Debug, Clone)]
@@ -32,6 +41,31 @@ pub struct MasterConfig {
     pub heartbeat: Duration,
     /// Silence after which a running worker is declared failed.
     pub heartbeat_timeout: Duration,
+    /// What protects the connections (`HEDDLE_SECURITY`).
+    pub security: Security,
+}
+
+/// The master's credentials when links use TLS: the job CA and the control port's TLS.
+pub(crate) struct Credentials {
+    pub(crate) ca: JobCa,
+    pub(crate) tls: Arc<rustls::ServerConfig>,
+    /// The fingerprint of the master's certificate.
+    pub(crate) fingerprint: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials").field("fingerprint", &self.fingerprint).finish()
+    }
+}
+
+impl Credentials {
+    fn new() -> Result<Credentials> {
+        let ca = JobCa::new()?;
+        let (cert, key) = ca.issue_master()?;
+        let fingerprint = secure::fingerprint(&cert);
+        Ok(Credentials { tls: secure::tls::master_server(cert, key)?, ca, fingerprint })
+    }
 }
 
 /// A running job master (a thread of the launching process).
@@ -51,8 +85,11 @@ impl JobMaster {
     /// Binds and starts serving.
     ///
     /// # Errors
-    /// [`Error::Io`] if the address cannot be bound.
+    /// [`Error::Io`] if the address cannot be bound; [`Error::Auth`] if the job's
+    /// certificate authority cannot be made.
     pub fn start(config: MasterConfig) -> Result<JobMaster> {
+        let credentials =
+            if config.security.uses_tls() { Some(Arc::new(Credentials::new()?)) } else { None };
         let listener = TcpListener::bind(config.bind)
             .map_err(|e| Error::io(format!("binding the job master to {}", config.bind), e))?;
         let addr = listener.local_addr().map_err(|e| Error::io("reading the master address", e))?;
@@ -70,7 +107,7 @@ impl JobMaster {
         let stop2 = stop.clone();
         let thread = std::thread::Builder::new()
             .name("heddle-master".into())
-            .spawn(move || serve(listener, config, stop2, &reports))
+            .spawn(move || serve(listener, config, credentials, stop2, &reports))
             .map_err(|e| Error::io("starting the job master thread", e))?;
         Ok(JobMaster { addr, stop, failure, closed, silent, start_failure, thread: Some(thread) })
     }
@@ -132,9 +169,14 @@ impl Drop for JobMaster {
     }
 }
 
+/// A worker admitted to the job.
 pub(crate) struct Joined {
-    pub(crate) stream: TcpStream,
+    pub(crate) channel: Channel,
     pub(crate) peer: PeerInfo,
+    /// Its certificate (DER, hex), when links use TLS.
+    pub(crate) cert: Option<String>,
+    /// The master's proof for its [`Control::Table`].
+    pub(crate) proof: String,
 }
 
 /// What the master learns while the job runs, shared with [`JobMaster`].
@@ -147,13 +189,20 @@ struct Reports {
     start_failure: Arc<Mutex<Option<String>>>,
 }
 
-fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, reports: &Reports) {
+fn serve(
+    listener: TcpListener,
+    config: MasterConfig,
+    credentials: Option<Arc<Credentials>>,
+    stop: Arc<AtomicBool>,
+    reports: &Reports,
+) {
     let (tx, rx) = mpsc::channel::<Joined>();
     let started = Arc::new(AtomicBool::new(false));
+    let ca = credentials.as_ref().map(|c| hex::encode(c.ca.cert()));
     let acceptor = {
         let (config, stop, started) = (config.clone(), stop.clone(), started.clone());
         std::thread::spawn(move || {
-            crate::admission::accept_loop(listener, &config, &stop, &started, tx)
+            crate::admission::accept_loop(listener, &config, credentials, &stop, &started, tx)
         })
     };
     let deadline = Instant::now() + config.init_timeout;
@@ -176,10 +225,9 @@ fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, rep
                 let r = j.peer.rank;
                 if joined[r].is_some() {
                     tracing::warn!("refused a second registration for rank {r}");
-                    let mut s = j.stream;
-                    let _ = control::send(
-                        &mut s,
+                    let _ = j.channel.send(
                         &Control::Refused { reason: format!("rank {r} is already registered") },
+                        START_SEND,
                     );
                 } else {
                     joined[r] = Some(j);
@@ -187,15 +235,19 @@ fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, rep
             }
         }
         let peers: Vec<PeerInfo> = joined.iter().flatten().map(|j| j.peer.clone()).collect();
-        for j in joined.iter_mut().flatten() {
-            control::send(&mut j.stream, &Control::Table { peers: peers.clone() })
-                .map_err(|e| e.to_string())?;
+        for j in joined.iter().flatten() {
+            let table = Control::Table {
+                peers: peers.clone(),
+                ca: ca.clone(),
+                cert: j.cert.clone(),
+                proof: j.proof.clone(),
+            };
+            j.channel.send(&table, START_SEND).map_err(|e| e.to_string())?;
         }
-        for j in joined.iter_mut().flatten() {
+        for j in joined.iter().flatten() {
             let left =
                 deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
-            let _ = j.stream.set_read_timeout(Some(left));
-            match control::recv(&mut j.stream) {
+            match j.channel.recv(Some(left)) {
                 Ok(Control::Ready) => {}
                 Ok(other) => {
                     return Err(format!("rank {} sent {other:?} instead of ready", j.peer.rank))
@@ -208,15 +260,15 @@ fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, rep
                 }
             }
         }
-        for j in joined.iter_mut().flatten() {
-            control::send(&mut j.stream, &Control::Go).map_err(|e| e.to_string())?;
+        for j in joined.iter().flatten() {
+            j.channel.send(&Control::Go, START_SEND).map_err(|e| e.to_string())?;
         }
         Ok(())
     })();
     started.store(true, Ordering::SeqCst);
     let peers: Vec<PeerInfo> = joined.iter().flatten().map(|j| j.peer.clone()).collect();
-    let mut streams: Vec<(usize, TcpStream)> =
-        joined.into_iter().flatten().map(|j| (j.peer.rank, j.stream)).collect();
+    let mut streams: Vec<(usize, Channel)> =
+        joined.into_iter().flatten().map(|j| (j.peer.rank, j.channel)).collect();
     match outcome {
         Err(reason) => {
             if !stop.load(Ordering::SeqCst) {
@@ -224,8 +276,8 @@ fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, rep
             }
             *reports.start_failure.lock().unwrap_or_else(PoisonError::into_inner) =
                 Some(reason.clone());
-            for (_, s) in &mut streams {
-                let _ = control::send(s, &Control::Abort { reason: reason.clone() });
+            for (_, s) in &streams {
+                let _ = s.send(&Control::Abort { reason: reason.clone() }, START_SEND);
             }
             // Keep the connections open: workers treat their closing as the job's end.
             while !stop.load(Ordering::SeqCst) {
@@ -235,7 +287,7 @@ fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, rep
         Ok(()) => relay_failures(&mut streams, &peers, &config, &stop, reports),
     }
     for (_, s) in &streams {
-        let _ = s.shutdown(std::net::Shutdown::Both);
+        s.shutdown();
     }
     let _ = acceptor.join();
 }
@@ -245,7 +297,7 @@ fn serve(listener: TcpListener, config: MasterConfig, stop: Arc<AtomicBool>, rep
 /// each worker hears from the master. The connections stay open until `stop`: workers
 /// treat their closing as the job's end.
 fn relay_failures(
-    streams: &mut [(usize, TcpStream)],
+    streams: &mut [(usize, Channel)],
     peers: &[PeerInfo],
     config: &MasterConfig,
     stop: &AtomicBool,
@@ -255,12 +307,10 @@ fn relay_failures(
     let (tx, rx) = mpsc::channel::<(usize, Option<Control>)>();
     let mut readers = Vec::new();
     for (rank, s) in streams.iter() {
-        let Ok(mut reader) = s.try_clone() else { continue };
-        let (rank, tx) = (*rank, tx.clone());
-        let _ = reader.set_read_timeout(None);
+        let (rank, tx, reader) = (*rank, tx.clone(), s.clone());
         readers.push(std::thread::spawn(move || {
             // Ends when the worker exits or the master shuts the connection down.
-            while let Ok(msg) = control::recv(&mut reader) {
+            while let Ok(msg) = reader.recv(None) {
                 if tx.send((rank, Some(msg))).is_err() {
                     return;
                 }
@@ -269,10 +319,6 @@ fn relay_failures(
         }));
     }
     drop(tx);
-    for (_, s) in streams.iter() {
-        // A worker that stopped reading must not block the master's heartbeats.
-        let _ = s.set_write_timeout(Some(config.heartbeat));
-    }
     // When each worker was last heard from; `None` once it was declared failed.
     let mut heard = vec![Some(Instant::now()); config.world_size];
     // Ranks whose connection failed a write: a frame may be half-written, so nothing more
@@ -290,8 +336,9 @@ fn relay_failures(
         last_pass = now;
         if now >= next_beat {
             next_beat = now + config.heartbeat;
-            for (rank, s) in streams.iter_mut() {
-                if !broken[*rank] && control::send(s, &Control::Heartbeat).is_err() {
+            for (rank, s) in streams.iter() {
+                // A worker that stopped reading must not block the master's heartbeats.
+                if !broken[*rank] && s.send(&Control::Heartbeat, config.heartbeat).is_err() {
                     broken[*rank] = true;
                 }
             }
@@ -320,7 +367,7 @@ fn relay_failures(
         }
     }
     for (_, s) in streams.iter() {
-        let _ = s.shutdown(std::net::Shutdown::Both);
+        s.shutdown();
     }
     for r in readers {
         let _ = r.join();
@@ -329,7 +376,7 @@ fn relay_failures(
 
 /// One message from worker `from` (`None`: its connection closed).
 fn handle(
-    streams: &mut [(usize, TcpStream)],
+    streams: &mut [(usize, Channel)],
     broken: &mut [bool],
     heard: &mut [Option<Instant>],
     from: usize,
@@ -385,7 +432,7 @@ const NO_HEARTBEAT: &str = "NoHeartbeat";
 
 /// Keeps `cause` if it is the job's first failure and sends it to every worker but `from`.
 fn abort_all(
-    streams: &mut [(usize, TcpStream)],
+    streams: &mut [(usize, Channel)],
     broken: &mut [bool],
     from: usize,
     cause: AbortCause,
@@ -401,7 +448,7 @@ fn abort_all(
         if broken[*rank] {
             continue;
         }
-        if let Err(e) = control::send(s, &Control::Aborted { cause: cause.clone() }) {
+        if let Err(e) = s.send(&Control::Aborted { cause: cause.clone() }, ABORT_SEND) {
             tracing::debug!("could not tell rank {rank} of the abort: {e}");
             broken[*rank] = true;
         }

@@ -124,6 +124,7 @@ fn host(env: &WorkerEnv, token: &str, file: Option<&Path>) -> Result<String> {
         bind,
         heartbeat: env.heartbeat,
         heartbeat_timeout: env.heartbeat_timeout,
+        security: env.security,
     })?;
     let bound = master.addr();
     let advertised = if bound.ip().is_unspecified() {

@@ -102,3 +102,86 @@ impl Drop for Hosts {
         let _ = sh(&format!("ip link del hb{}", self.tag));
     }
 }
+
+/// Counts the frames crossing a network interface and those that carry `needle`, as an
+/// eavesdropper on the wire would see them (a raw `AF_PACKET` socket; needs root).
+pub struct Sniffer {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<(usize, usize)>>,
+}
+
+impl Sniffer {
+    /// Starts listening on `interface`.
+    pub fn start(interface: &str, needle: &'static [u8]) -> Result<Sniffer, String> {
+        let name = std::ffi::CString::new(interface).map_err(|e| e.to_string())?;
+        let proto = (libc::ETH_P_ALL as u16).to_be();
+        // SAFETY: plain socket calls on a descriptor this function owns; the structures
+        // passed live across each call.
+        let fd = unsafe {
+            let fd = libc::socket(libc::AF_PACKET, libc::SOCK_RAW, i32::from(proto));
+            if fd < 0 {
+                return Err(format!("AF_PACKET socket: {}", std::io::Error::last_os_error()));
+            }
+            let mut addr: libc::sockaddr_ll = std::mem::zeroed();
+            addr.sll_family = libc::AF_PACKET as u16;
+            addr.sll_protocol = proto;
+            addr.sll_ifindex = libc::if_nametoindex(name.as_ptr()) as i32;
+            let bound = libc::bind(
+                fd,
+                (&addr as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as u32,
+            );
+            // Promiscuous, as tcpdump: a bridge's own socket sees frames between its
+            // ports only then.
+            let mut mreq: libc::packet_mreq = std::mem::zeroed();
+            mreq.mr_ifindex = addr.sll_ifindex;
+            mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
+            let promisc = libc::setsockopt(
+                fd,
+                libc::SOL_PACKET,
+                libc::PACKET_ADD_MEMBERSHIP,
+                (&mreq as *const libc::packet_mreq).cast(),
+                std::mem::size_of::<libc::packet_mreq>() as u32,
+            );
+            let tv = libc::timeval { tv_sec: 0, tv_usec: 100_000 };
+            let timed = libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVTIMEO,
+                (&tv as *const libc::timeval).cast(),
+                std::mem::size_of::<libc::timeval>() as u32,
+            );
+            if bound != 0 || timed != 0 || promisc != 0 {
+                let e = std::io::Error::last_os_error();
+                libc::close(fd);
+                return Err(format!("binding to {interface}: {e}"));
+            }
+            fd
+        };
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let (mut frames, mut hits) = (0, 0);
+            let mut buf = vec![0u8; 1 << 18];
+            while !flag.load(Ordering::SeqCst) {
+                // SAFETY: the buffer is valid for its length.
+                let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+                if n > 0 {
+                    frames += 1;
+                    hits +=
+                        usize::from(buf[..n as usize].windows(needle.len()).any(|w| w == needle));
+                }
+            }
+            // SAFETY: closing the descriptor opened above, once.
+            unsafe { libc::close(fd) };
+            (frames, hits)
+        });
+        Ok(Sniffer { stop, thread: Some(thread) })
+    }
+
+    /// Stops; returns how many frames passed and how many carried the needle.
+    pub fn finish(mut self) -> (usize, usize) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread.take().map(|t| t.join().expect("sniffer thread")).unwrap_or_default()
+    }
+}

@@ -6,6 +6,8 @@ pub(crate) mod ring;
 pub mod shm;
 pub(crate) mod tcp;
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::sync::Arc;
 
 use heddle_wire::Header;
@@ -97,12 +99,47 @@ pub(crate) fn shm_link(
     Ok(Box::new(RingLink { tx, rx: own.consumer(peer), pid: Some(pid) }))
 }
 
+/// The byte stream a TCP link runs over: the socket itself, or a secure channel on it
+/// (TLS, or HMAC-sealed records) that the runtime set up. Reads and writes never block:
+/// the socket is non-blocking, and a stream that cannot take or give bytes now answers
+/// [`std::io::ErrorKind::WouldBlock`].
+///
+/// ```
+/// use heddle_comm::transport::LinkStream;
+/// let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+/// let stream = std::net::TcpStream::connect(listener.local_addr()?)?;
+/// let mut boxed: Box<dyn LinkStream> = Box::new(stream);
+/// assert!(boxed.push()?); // a bare socket holds nothing back
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub trait LinkStream: Read + Write + Send + std::fmt::Debug {
+    /// Sends bytes the stream has sealed but not yet written (a TLS record, say), without
+    /// blocking; `true` when none remain.
+    ///
+    /// # Errors
+    /// The socket's write error (not [`std::io::ErrorKind::WouldBlock`]: that is `false`).
+    fn push(&mut self) -> std::io::Result<bool>;
+
+    /// The socket underneath, for its options.
+    fn socket(&self) -> &TcpStream;
+}
+
+impl LinkStream for TcpStream {
+    fn push(&mut self) -> std::io::Result<bool> {
+        Ok(true)
+    }
+
+    fn socket(&self) -> &TcpStream {
+        self
+    }
+}
+
 /// A link over an authenticated TCP stream.
 ///
 /// # Errors
 /// As [`tcp::TcpLink::new`].
 pub(crate) fn tcp_link(
-    stream: std::net::TcpStream,
+    stream: Box<dyn LinkStream>,
     peer: usize,
     buffer_bytes: usize,
     window: usize,

@@ -5,17 +5,16 @@
 //! holds more than `window` unconsumed data frames from this peer.
 
 use std::io::{ErrorKind, IoSlice, Read, Write};
-use std::net::TcpStream;
 
 use heddle_wire::{Codec, Frame, FrameRef, Header, Kind, Limits, HEADER_LEN};
 
-use super::{Link, Polled};
+use super::{Link, LinkStream, Polled};
 use crate::{Error, Result};
 
 /// One peer's TCP link.
 #[derive(Debug)]
 pub(crate) struct TcpLink {
-    stream: TcpStream,
+    stream: Box<dyn LinkStream>,
     peer: usize,
     limits: Limits,
     window: usize,
@@ -35,14 +34,15 @@ impl TcpLink {
     /// # Errors
     /// [`Error::Io`] if the socket options cannot be set.
     pub(crate) fn new(
-        stream: TcpStream,
+        stream: Box<dyn LinkStream>,
         peer: usize,
         buffer_bytes: usize,
         window: usize,
     ) -> Result<TcpLink> {
         let ctx = |what: &str| format!("{what} on the connection to rank {peer}");
-        stream.set_nodelay(true).map_err(|e| Error::io(ctx("setting TCP_NODELAY"), e))?;
-        stream.set_nonblocking(true).map_err(|e| Error::io(ctx("setting non-blocking mode"), e))?;
+        let socket = stream.socket();
+        socket.set_nodelay(true).map_err(|e| Error::io(ctx("setting TCP_NODELAY"), e))?;
+        socket.set_nonblocking(true).map_err(|e| Error::io(ctx("setting non-blocking mode"), e))?;
         Ok(TcpLink {
             stream,
             peer,
@@ -74,7 +74,8 @@ impl TcpLink {
         self.out_pos = 0;
     }
 
-    /// Pushes staged bytes; returns whether none remain.
+    /// Pushes staged bytes (ours, then any the stream sealed but holds); returns whether
+    /// none remain.
     pub(crate) fn flush(&mut self) -> bool {
         while self.out_pos < self.out.len() {
             match self.stream.write(&self.out[self.out_pos..]) {
@@ -87,7 +88,17 @@ impl TcpLink {
         }
         self.out.clear();
         self.out_pos = 0;
-        true
+        if self.closed.is_some() {
+            return true;
+        }
+        match self.stream.push() {
+            Ok(done) => done,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => false,
+            Err(e) => {
+                self.close(format!("send failed: {e}"));
+                true
+            }
+        }
     }
 
     fn fill(&mut self) -> Result<bool> {
