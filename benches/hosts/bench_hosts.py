@@ -75,13 +75,15 @@ def json_lines(text: str) -> list[dict]:
     return out
 
 
-def heddle(net: Net, flags: list[str], algorithms: str) -> list[dict]:
+def heddle(
+    net: Net, flags: list[str], algorithms: str, extra: dict[str, str] | None = None
+) -> list[dict]:
     program = " ".join([str(RELEASE / "examples" / "bench_collectives"), *flags])
     script = (
         f"set -- {' '.join(net.names)}; i=$((HEDDLE_RANK / {PER_HOST} + 1)); "
         f"eval ns=\\${{$i}}; HEDDLE_HOST_ID=host-$i exec ip netns exec $ns {program}"
     )
-    env = dict(os.environ, HEDDLE_SPIN_POLLS="16", HEDDLE_ALGORITHMS=algorithms)
+    env = dict(os.environ, HEDDLE_SPIN_POLLS="16", HEDDLE_ALGORITHMS=algorithms, **(extra or {}))
     n = str(HOSTS * PER_HOST)
     cmd = [str(RELEASE / "heddle"), "run", "-n", n, "--master-bind", f"{SUBNET}.254:0"]
     p = subprocess.run(

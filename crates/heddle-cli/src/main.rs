@@ -104,6 +104,11 @@ struct RunArgs {
     /// temporary directory).
     #[arg(long)]
     checkpoint_dir: Option<std::path::PathBuf>,
+    /// What protects the job's TCP connections: tls (TLS 1.3, a per-job CA), mac (an
+    /// HMAC per frame, not encrypted) or none (default: TLS between hosts, plaintext on
+    /// loopback; or HEDDLE_SECURITY).
+    #[arg(long, value_parser = manual::parse_security)]
+    security: Option<heddle_runtime::Security>,
     /// The program and its arguments.
     #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true)]
     command: Vec<String>,
@@ -160,6 +165,9 @@ fn run(args: RunArgs) -> i32 {
     if let Err(e) = spec.settings_from(|k| std::env::var(k).ok()) {
         eprintln!("heddle run: {e}");
         return 2;
+    }
+    if let Some(security) = args.security {
+        spec.security = security;
     }
     for (flag, bounds, value, field) in [
         (

@@ -13,7 +13,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use heddle_comm::settings;
-use heddle_runtime::{LaunchSpec, MasterConfig};
+use heddle_runtime::{LaunchSpec, MasterConfig, Security};
+
+/// A `--security` value.
+pub(crate) fn parse_security(v: &str) -> Result<Security, String> {
+    Security::parse(v).map_err(|e| e.to_string())
+}
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct MasterArgs {
@@ -38,6 +43,11 @@ pub(crate) struct MasterArgs {
     /// HEDDLE_HEARTBEAT_TIMEOUT_S).
     #[arg(long)]
     heartbeat_timeout: Option<f64>,
+    /// What protects the job's connections: tls, mac or none (default: TLS between hosts,
+    /// plaintext on loopback; or HEDDLE_SECURITY). The same for the master and every
+    /// worker.
+    #[arg(long, value_parser = parse_security)]
+    security: Option<Security>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -57,6 +67,11 @@ pub(crate) struct WorkerArgs {
     /// Seconds between SIGTERM and SIGKILL when stopping workers.
     #[arg(long, default_value_t = 2.0)]
     kill_grace: f64,
+    /// What protects the job's connections: tls, mac or none (default: TLS between hosts,
+    /// plaintext on loopback; or HEDDLE_SECURITY). The same for the master and every
+    /// worker.
+    #[arg(long, value_parser = parse_security)]
+    security: Option<Security>,
     /// The program and its arguments.
     #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true)]
     command: Vec<String>,
@@ -87,6 +102,9 @@ fn master_config(args: &MasterArgs) -> Result<MasterConfig, String> {
     }
     heddle_runtime::check_heartbeat(spec.heartbeat, spec.heartbeat_timeout)
         .map_err(|e| e.to_string())?;
+    if let Some(security) = args.security {
+        spec.security = security;
+    }
     Ok(MasterConfig {
         world_size: args.world_size,
         token: String::new(),
@@ -145,6 +163,13 @@ pub(crate) fn worker(args: WorkerArgs) -> i32 {
         }
     }
     spec.kill_grace = Duration::from_secs_f64(args.kill_grace.max(0.0));
+    if let Err(e) = spec.settings_from(|k| std::env::var(k).ok()) {
+        eprintln!("heddle worker: {e}");
+        return 2;
+    }
+    if let Some(security) = args.security {
+        spec.security = security;
+    }
     match heddle_runtime::run_worker(&spec, &args.master, &token) {
         Ok(outcome) => outcome.exit_code(),
         Err(e) => {
