@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_hosts import Net, heddle, p50  # noqa: E402
+from bench_hosts import Net, heddle, p50
 
 MODES = ["none", "mac", "tls"]
 
@@ -28,6 +28,9 @@ def main() -> None:
     ap.add_argument("--sizes", default="65536,1048576,16777216")
     ap.add_argument("--collectives", default="allreduce")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument(
+        "--algorithms", default="", help="HEDDLE_ALGORITHMS for every run (default: the table's)"
+    )
     ap.add_argument("--json")
     args = ap.parse_args()
     flags = ["--sizes", args.sizes, "--collectives", args.collectives]
@@ -37,7 +40,7 @@ def main() -> None:
     with Net() as net:
         for _ in range(args.rounds):
             for mode in MODES:
-                runs[mode].append(heddle(net, flags, "", {"HEDDLE_SECURITY": mode}))
+                runs[mode].append(heddle(net, flags, args.algorithms, {"HEDDLE_SECURITY": mode}))
     rows = []
     for c in colls:
         for size in sizes:

@@ -22,7 +22,8 @@ usage: heddle run [-n N] [--init-timeout S] [--transport auto|shm|tcp]
                   [--heartbeat-interval S] [--heartbeat-timeout S]
                   [--checkpoint-interval S] [--checkpoint-dir DIR]
                   [--alignment-timeout S|off] [--launcher local|mpirun|slurm]
-                  [--launcher-args ARGS] [--allocate salloc|sbatch] [--] PROGRAM [ARGS...]
+                  [--launcher-args ARGS] [--allocate salloc|sbatch]
+                  [--security tls|mac|none] [--] PROGRAM [ARGS...]
 
 Run PROGRAM as N workers on this machine, or through mpirun or Slurm. A PROGRAM ending
 in .py (or -m MODULE, -c CODE) runs under this Python interpreter.
@@ -95,6 +96,7 @@ _VALUE_OPTIONS = {
     "--launcher": "launcher",
     "--launcher-args": "launcher_args",
     "--allocate": "allocate",
+    "--security": "security",
 }
 
 
@@ -118,6 +120,7 @@ def _parse_run(args: Sequence[str]) -> dict[str, Any]:
         "launcher": "local",
         "launcher_args": None,
         "allocate": None,
+        "security": None,
     }
     i = 0
     while i < len(args):
@@ -225,6 +228,8 @@ def run(args: Sequence[str]) -> int:
     env = list(checkpoints)
     if opts["transport"] is not None:
         env.append(("HEDDLE_TRANSPORT", opts["transport"]))
+    if opts["security"] is not None:
+        env.append(("HEDDLE_SECURITY", opts["security"]))
     if "PYTHONUNBUFFERED" not in os.environ:
         # Worker output goes through pipes: unbuffered, lines appear as they are printed.
         env.append(("PYTHONUNBUFFERED", "1"))

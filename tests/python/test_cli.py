@@ -52,6 +52,19 @@ def test_transport_flag_reaches_workers():
     assert p.returncode == 0 and sorted(p.stdout.splitlines()) == ["[0] tcp", "[1] tcp"], p.stderr
 
 
+def test_security_flag_reaches_workers_and_tls_links_carry_the_job():
+    code = (
+        "import os, heddle; c = heddle.init(); "
+        "import numpy as np; x = np.arange(100000, dtype=np.float64) * (c.rank + 1); "
+        "y = c.allreduce(x); assert np.array_equal(y, np.arange(100000) * 3.0); "
+        "print(os.environ['HEDDLE_SECURITY'])"
+    )
+    for mode in ("tls", "mac"):
+        p = heddle("run", "-n", "2", "--transport", "tcp", "--security", mode, "-c", code)
+        out = sorted(p.stdout.splitlines())
+        assert p.returncode == 0 and out == [f"[0] {mode}", f"[1] {mode}"], p.stderr
+
+
 def test_usage_errors_exit_2():
     p = heddle("run", "-n", "2")
     assert p.returncode == 2 and "no program given" in p.stderr
@@ -61,6 +74,8 @@ def test_usage_errors_exit_2():
     assert p.returncode == 2 and "unknown option --bogus" in p.stderr
     p = heddle("run", "-n", "2", "--transport", "carrier-pigeon", "x.py")
     assert p.returncode == 2 and "HEDDLE_TRANSPORT" in p.stderr
+    p = heddle("run", "-n", "2", "--security", "ssl", "x.py")
+    assert p.returncode == 2 and "HEDDLE_SECURITY" in p.stderr and "tls, mac or none" in p.stderr
     p = heddle("run", "-n", "2", "x.py", env={"HEDDLE_TIMEOUTS": "3"})
     assert p.returncode == 2 and "unknown setting HEDDLE_TIMEOUTS" in p.stderr
     p = heddle("frobnicate")

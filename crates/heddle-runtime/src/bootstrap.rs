@@ -41,7 +41,8 @@ pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
     let local_ip = sock.local_addr().map_err(|e| Error::io("reading the local address", e))?.ip();
     set_deadline(&sock, deadline)?;
     let mut opening = secure::open_to_master(sock, env.security, deadline)?;
-    let Control::Challenge { nonce } = control::recv(&mut opening.stream)? else {
+    let first = control::recv(&mut opening.stream).map_err(|e| opening.first_message_error(e));
+    let Control::Challenge { nonce } = first? else {
         return Err(Error::Protocol("the master did not send a challenge".into()));
     };
 

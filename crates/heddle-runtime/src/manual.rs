@@ -115,9 +115,11 @@ fn claim(
     token: &str,
     count: usize,
 ) -> Result<(Vec<usize>, usize, Duration, Duration)> {
+    let mut opening = opening;
+    let first = control::recv(&mut opening.stream).map_err(|e| opening.first_message_error(e));
     let (mut stream, fingerprint) = (opening.stream, opening.fingerprint);
     let stream = &mut stream;
-    let Control::Challenge { nonce } = control::recv(stream)? else {
+    let Control::Challenge { nonce } = first? else {
         return Err(Error::Protocol("the master did not send a challenge".into()));
     };
     let mac = control::mac(token, &format!("claim|{nonce}|{fingerprint}|{count}"));

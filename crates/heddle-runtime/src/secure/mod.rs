@@ -177,6 +177,21 @@ impl Opening {
     }
 }
 
+impl Opening {
+    /// Explains a failure to read the master's first message: a master under TLS waits
+    /// for a TLS hello and then closes a plaintext connection.
+    pub(crate) fn first_message_error(&self, e: Error) -> Error {
+        match (self.mode, e) {
+            (LinkMode::Mac | LinkMode::Plain, Error::Io { source, .. }) => Error::Auth(format!(
+                "the job master closed the connection before its challenge ({source}): if it \
+                 uses TLS, set {} (or --security) the same here",
+                Security::VAR
+            )),
+            (_, e) => e,
+        }
+    }
+}
+
 /// Opens a worker's connection to the job master under `security`.
 ///
 /// # Errors

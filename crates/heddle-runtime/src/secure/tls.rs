@@ -180,6 +180,10 @@ pub(crate) fn accept_master(
 ) -> Result<TlsStream> {
     let conn = ServerConnection::new(config.clone()).map_err(|e| tls_error("starting TLS", e))?;
     TlsStream::handshake(conn.into(), sock, deadline).map_err(|e| {
+        let e = match e.kind() {
+            ErrorKind::WouldBlock | ErrorKind::TimedOut => "no TLS hello in time".to_string(),
+            _ => e.to_string(),
+        };
         tls_error("TLS handshake failed (is HEDDLE_SECURITY the same for this worker?)", e)
     })
 }
@@ -224,11 +228,19 @@ impl ServerCertVerifier for BoundLater {
     }
 }
 
+/// Bytes read from the socket at once. rustls reads at most 4 KiB per call by itself, a
+/// system call each: a 1 MiB message took 256 of them, and a fifth of a TLS link's time.
+const RECEIVE_CHUNK: usize = 256 << 10;
+
 /// A TLS session on a socket, readable and writable like the socket: blocking while the
 /// socket blocks (handshake, control messages), non-blocking once a link drives it.
 pub(crate) struct TlsStream {
     conn: Connection,
     sock: TcpStream,
+    /// Received, not yet handed to rustls: `received[taken..filled]`.
+    received: Vec<u8>,
+    taken: usize,
+    filled: usize,
 }
 
 impl std::fmt::Debug for TlsStream {
@@ -248,7 +260,25 @@ impl TlsStream {
             conn.complete_io(&mut sock)?;
         }
         conn.set_buffer_limit(Some(SEALED_LIMIT));
-        Ok(TlsStream { conn, sock })
+        Ok(TlsStream { conn, sock, received: Vec::new(), taken: 0, filled: 0 })
+    }
+
+    /// Hands rustls the next received bytes, reading a large chunk from the socket when
+    /// none are left; `Ok(0)` at the end of the stream.
+    fn read_tls(&mut self) -> io::Result<usize> {
+        if self.taken == self.filled {
+            if self.received.is_empty() {
+                self.received = vec![0; RECEIVE_CHUNK];
+            }
+            self.filled = self.sock.read(&mut self.received)?;
+            self.taken = 0;
+            if self.filled == 0 {
+                return Ok(0);
+            }
+        }
+        let n = self.conn.read_tls(&mut &self.received[self.taken..self.filled])?;
+        self.taken += n;
+        Ok(n)
     }
 
     /// The certificate the other side presented, if any.
@@ -281,7 +311,7 @@ impl Read for TlsStream {
             if eof {
                 return Ok(n);
             }
-            match self.conn.read_tls(&mut self.sock) {
+            match self.read_tls() {
                 Ok(0) => eof = true,
                 Ok(_) => {
                     self.conn
