@@ -11,7 +11,9 @@ Needs root and iproute2. Run from the repository root after `make build`::
 Every process of the six shares this machine's cores, so both sides are told to yield
 rather than spin when idle (HEDDLE_SPIN_POLLS=16; Open MPI's mpi_yield_when_idle). Open MPI
 uses its TCP transport even between two ranks of one namespace: its shared-memory transport
-(vader) crashes when the "hosts" share a hostname, as namespaces do.
+(vader) crashes when the "hosts" share a hostname, as namespaces do. Open MPI's TCP links are
+plaintext, so Heddle's are too here (HEDDLE_SECURITY=none); bench_security.py measures what
+TLS and HMAC cost.
 """
 
 from __future__ import annotations
@@ -83,7 +85,14 @@ def heddle(
         f"set -- {' '.join(net.names)}; i=$((HEDDLE_RANK / {PER_HOST} + 1)); "
         f"eval ns=\\${{$i}}; HEDDLE_HOST_ID=host-$i exec ip netns exec $ns {program}"
     )
-    env = dict(os.environ, HEDDLE_SPIN_POLLS="16", HEDDLE_ALGORITHMS=algorithms, **(extra or {}))
+    # Plaintext links, as Open MPI's TCP transport, unless told (bench_security.py).
+    env = {
+        **os.environ,
+        "HEDDLE_SPIN_POLLS": "16",
+        "HEDDLE_ALGORITHMS": algorithms,
+        "HEDDLE_SECURITY": "none",
+        **(extra or {}),
+    }
     n = str(HOSTS * PER_HOST)
     cmd = [str(RELEASE / "heddle"), "run", "-n", n, "--master-bind", f"{SUBNET}.254:0"]
     p = subprocess.run(
