@@ -5,14 +5,23 @@ CARGO ?= cargo
 JOBS ?= 2
 RELEASE := target/release
 
-.PHONY: all build demo test lint lint-rust test-rust test-deps test-spec test-python test-fuzz python-install bench bench-python fuzz clean
+.PHONY: all build build-deps demo test lint lint-rust test-rust test-deps test-spec test-python test-fuzz python-install bench bench-python fuzz clean
 .PHONY: bench-compare bench-compare-quick
 
 all: build
 
 ## Build the `heddle` binary and every example (release).
-build:
+build: build-deps
 	$(CARGO) build -j$(JOBS) --release --bins --examples
+
+## System packages the build needs: the examples carry the MPI transport (the `heddle`
+## crate's default `mpi` feature), built against Open MPI (libopenmpi-dev) through bindgen
+## (libclang-dev).
+build-deps:
+	@dpkg -s libopenmpi-dev libclang-dev >/dev/null 2>&1 || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \
+	    --no-install-recommends libopenmpi-dev openmpi-bin libclang-dev; }
 
 ## Build everything and run the demos, each printing a verified JSON summary:
 ## collectives, then word count (200 MB of generated text) and K-means (1 M points)
@@ -32,7 +41,7 @@ lint: lint-rust lint-python
 
 ## cargo fmt --check; clippy on every target with warnings as errors; rustdoc with warnings
 ## as errors (the libraries; the extension module's items are documented in its .pyi).
-lint-rust:
+lint-rust: build-deps
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy -j$(JOBS) --release --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -j$(JOBS) --no-deps --workspace --lib --exclude heddle-python
@@ -45,7 +54,7 @@ test-rust: test-deps
 
 ## System packages the tests run against: redis-server (Redis Streams source and sink),
 ## Open MPI's mpirun (jobs started by another launcher).
-test-deps:
+test-deps: build-deps
 	@command -v redis-server >/dev/null && command -v mpirun >/dev/null || { \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \

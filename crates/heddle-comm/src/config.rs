@@ -16,6 +16,8 @@ pub enum TransportChoice {
     Shm,
     /// TCP for every peer.
     Tcp,
+    /// MPI point-to-point for every peer (a build with the `mpi` feature, under `mpirun`).
+    Mpi,
 }
 
 impl FromStr for TransportChoice {
@@ -25,8 +27,9 @@ impl FromStr for TransportChoice {
             "auto" | "" => Ok(TransportChoice::Auto),
             "shm" => Ok(TransportChoice::Shm),
             "tcp" => Ok(TransportChoice::Tcp),
+            "mpi" => Ok(TransportChoice::Mpi),
             other => Err(Error::Config(format!(
-                "HEDDLE_TRANSPORT={other:?} is not one of auto, shm, tcp"
+                "HEDDLE_TRANSPORT={other:?} is not one of auto, shm, tcp, mpi"
             ))),
         }
     }

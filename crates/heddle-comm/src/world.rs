@@ -102,6 +102,17 @@ impl WorldBuilder {
         Ok(())
     }
 
+    /// Uses MPI point-to-point for `peer` (the `mpi` feature).
+    #[cfg(feature = "mpi")]
+    pub fn add_mpi(&mut self, peer: usize, world: &transport::mpi::MpiWorld) {
+        self.links[peer] = Some(Box::new(transport::mpi::MpiLink::new(
+            world,
+            peer,
+            self.config.buffer_bytes,
+            self.config.window,
+        )));
+    }
+
     /// Tells which host each world rank runs on (equal numbers: one host), for host-aware
     /// collectives; this rank's number also counts the workers sharing its host.
     ///

@@ -24,7 +24,11 @@ use crate::{Error, Result, WorkerEnv};
 /// [`Error::Auth`] or I/O errors when the job cannot start.
 pub fn init() -> Result<Communicator> {
     crate::env::check_known_keys(std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()))?;
-    init_with(&WorkerEnv::from_env()?, CommConfig::from_env()?)
+    let config = CommConfig::from_env()?;
+    if config.transport == TransportChoice::Mpi {
+        return crate::mpi_world::init(config);
+    }
+    init_with(&WorkerEnv::from_env()?, config)
 }
 
 /// [`init`] with an explicit environment and configuration.
@@ -32,6 +36,9 @@ pub fn init() -> Result<Communicator> {
 /// # Errors
 /// As [`init`].
 pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
+    if config.transport == TransportChoice::Mpi {
+        return crate::mpi_world::init(config);
+    }
     let Some(link) = crate::rendezvous::master_link(env)? else {
         return Ok(heddle_comm::solo(config)?);
     };
@@ -66,18 +73,8 @@ pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
     let (ms, joined) = register(opening, &nonce, me.clone(), env, token, deadline)?;
     let peers = joined.peers;
 
-    let mut names: Vec<&str> = Vec::new();
-    let hosts: Vec<u32> = peers
-        .iter()
-        .map(|p| match names.iter().position(|n| *n == p.host) {
-            Some(i) => i as u32,
-            None => {
-                names.push(&p.host);
-                (names.len() - 1) as u32
-            }
-        })
-        .collect();
-    builder.set_hosts(hosts)?;
+    let names: Vec<String> = peers.iter().map(|p| p.host.clone()).collect();
+    builder.set_hosts(host_numbers(&names))?;
     let use_shm = |p: &PeerInfo| {
         p.host == me.host
             && !p.tcp_only
@@ -304,6 +301,21 @@ fn create_segment(builder: &WorldBuilder, token: &str, rank: usize) -> Option<Sh
     }
 }
 
+/// One number per distinct host name, in order of first appearance, for each rank.
+pub(crate) fn host_numbers(names: &[String]) -> Vec<u32> {
+    let mut seen: Vec<&str> = Vec::new();
+    names
+        .iter()
+        .map(|n| match seen.iter().position(|s| s == n) {
+            Some(i) => i as u32,
+            None => {
+                seen.push(n);
+                (seen.len() - 1) as u32
+            }
+        })
+        .collect()
+}
+
 /// This host's identity: `HEDDLE_HOST_ID`, else the hostname.
 pub(crate) fn host_id() -> String {
     if let Ok(h) = std::env::var("HEDDLE_HOST_ID") {
@@ -324,7 +336,7 @@ pub(crate) fn host_id() -> String {
 /// A panic on any thread of this worker aborts the job (after the usual panic message),
 /// so the other workers' calls fail at once with its message instead of waiting for this
 /// worker until they time out.
-fn abort_on_panic(abort: &std::sync::Arc<heddle_comm::JobAbort>, rank: usize) {
+pub(crate) fn abort_on_panic(abort: &std::sync::Arc<heddle_comm::JobAbort>, rank: usize) {
     let abort = abort.clone();
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {

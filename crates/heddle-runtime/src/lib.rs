@@ -20,6 +20,7 @@ mod launcher;
 mod local;
 mod manual;
 mod master;
+mod mpi_world;
 mod output;
 mod peer_links;
 mod rendezvous;

@@ -6,6 +6,9 @@ pub(crate) mod ring;
 pub mod shm;
 pub(crate) mod tcp;
 
+#[cfg(feature = "mpi")]
+pub mod mpi;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
