@@ -39,7 +39,8 @@ fn collectives_and_dataflow_run_over_mpi() {
     let out = mpirun(&mark, 3, &[&collectives, "--elements", "100000"]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
-    let json = stdout.lines().find(|l| l.contains("\"example\": \"collectives\"")).expect("summary");
+    let json =
+        stdout.lines().find(|l| l.contains("\"example\": \"collectives\"")).expect("summary");
     // Every link is MPI: none of them is a TCP link of Heddle's.
     assert!(json.contains("\"ok\": true") && json.contains("\"tcp_peers\": 0"), "{json}");
     assert!(json.contains("\"ranks\": 3"), "{json}");
@@ -66,4 +67,17 @@ fn a_failing_rank_aborts_the_mpi_job_with_its_message() {
     assert!(stderr.contains("rank 1 cannot go on"), "{stderr}");
     assert!(stderr.contains("aborting the MPI job"), "{stderr}");
     assert_no_survivors(&mark);
+}
+
+#[test]
+fn heddle_run_points_mpi_transport_jobs_to_mpirun() {
+    let mark = marker("mpi-run");
+    let child = command(&mark, &["run", "-n", "2", "--", "true"])
+        .env("HEDDLE_TRANSPORT", "mpi")
+        .spawn()
+        .expect("run heddle");
+    let out = wait_bounded(child, Duration::from_secs(30));
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("HEDDLE_TRANSPORT=mpi mpirun -n N PROGRAM"), "{stderr}");
 }

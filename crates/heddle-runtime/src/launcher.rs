@@ -107,8 +107,9 @@ impl LaunchSpec {
     }
 
     /// Checks the spec before anything starts: at least one worker, heartbeats that leave
-    /// room for two beats, `allocation` only with Slurm, and no more workers than the
-    /// Slurm allocation this runs in has tasks.
+    /// room for two beats, no MPI transport (its jobs start under `mpirun` directly),
+    /// `allocation` only with Slurm, and no more workers than the Slurm allocation this
+    /// runs in has tasks.
     ///
     /// # Errors
     /// [`Error::Env`] saying what is wrong and what to do.
@@ -117,6 +118,15 @@ impl LaunchSpec {
             return Err(Error::Env("-n must be at least 1".into()));
         }
         crate::env::check_heartbeat(self.heartbeat, self.heartbeat_timeout)?;
+        let transport =
+            self.env.iter().rev().find(|(k, _)| k == "HEDDLE_TRANSPORT").map(|(_, v)| v.clone());
+        if transport.or_else(|| std::env::var("HEDDLE_TRANSPORT").ok()).as_deref() == Some("mpi") {
+            return Err(Error::Env(
+                "HEDDLE_TRANSPORT=mpi jobs are started by mpirun or srun themselves (MPI gives \
+                 the ranks and carries the links): run `HEDDLE_TRANSPORT=mpi mpirun -n N PROGRAM`"
+                    .into(),
+            ));
+        }
         if self.allocation != Allocation::Srun && self.launcher != Launcher::Slurm {
             return Err(Error::Env("--allocate goes with --launcher slurm".into()));
         }

@@ -71,7 +71,10 @@ impl MpiWorld {
     /// # Errors
     /// [`Error::Config`] if MPI cannot start or cannot give full thread support.
     pub fn init() -> Result<MpiWorld> {
-        WORLD.get_or_init(|| Self::start().map_err(|e| e.to_string())).clone().map_err(Error::Config)
+        WORLD
+            .get_or_init(|| Self::start().map_err(|e| e.to_string()))
+            .clone()
+            .map_err(Error::Config)
     }
 
     fn start() -> Result<MpiWorld> {
@@ -226,7 +229,8 @@ impl MpiLink {
     }
 
     fn isend(&mut self, bytes: Vec<u8>) -> Result<()> {
-        let mut request = ffi::RSMPI_REQUEST_NULL;
+        // SAFETY: reading a constant the MPI shim defines.
+        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
         // SAFETY: the buffer is kept in `sends` (its heap block does not move) until
         // MPI_Test reports the send complete.
         let code = unsafe {
@@ -253,7 +257,8 @@ impl MpiLink {
             return Ok(Some(held));
         }
         let mut found: c_int = 0;
-        let mut message = ffi::RSMPI_MESSAGE_NULL;
+        // SAFETY: reading a constant the MPI shim defines.
+        let mut message = unsafe { ffi::RSMPI_MESSAGE_NULL };
         // SAFETY: MPI_Status is plain data MPI fills in.
         let mut status: ffi::MPI_Status = unsafe { std::mem::zeroed() };
         // SAFETY: valid out-pointers; a matched message is received below, exactly once.
@@ -325,14 +330,15 @@ impl Link for MpiLink {
                 .map_err(|source| Error::Wire { rank: self.peer, source })?;
             let kind = frame.header.kind;
             if kind == Kind::Credit && frame.header.edge == 0 {
-                let n = <[u8; 4]>::try_from(frame.payload).map(u32::from_le_bytes).map_err(|_| {
-                    Error::Wire {
-                        rank: self.peer,
-                        source: heddle_wire::Error::Inconsistent(
-                            "a credit payload must be exactly 4 bytes",
-                        ),
-                    }
-                })?;
+                let n =
+                    <[u8; 4]>::try_from(frame.payload).map(u32::from_le_bytes).map_err(|_| {
+                        Error::Wire {
+                            rank: self.peer,
+                            source: heddle_wire::Error::Inconsistent(
+                                "a credit payload must be exactly 4 bytes",
+                            ),
+                        }
+                    })?;
                 self.credits += n as usize;
                 continue;
             }
