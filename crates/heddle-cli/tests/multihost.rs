@@ -15,13 +15,7 @@ use common::net::Hosts;
 use common::*;
 
 fn hosts(count: usize) -> Option<Hosts> {
-    match Hosts::create(count) {
-        Ok(h) => Some(h),
-        Err(why) => {
-            eprintln!("!!! NOT TESTED: cannot create network namespaces here: {why}");
-            None
-        }
-    }
+    Hosts::create_or_say_why(count)
 }
 
 /// `heddle run -n 6` with two ranks on each of three hosts.

@@ -15,13 +15,7 @@ use common::net::{Hosts, Sniffer};
 use common::*;
 
 fn hosts(count: usize) -> Option<Hosts> {
-    match Hosts::create(count) {
-        Ok(h) => Some(h),
-        Err(why) => {
-            eprintln!("!!! NOT TESTED: cannot create network namespaces here: {why}");
-            None
-        }
-    }
+    Hosts::create_or_say_why(count)
 }
 
 const CANARY: &[u8] = b"heddlecanary";

@@ -51,6 +51,33 @@ pub(crate) trait Link: std::fmt::Debug + Send {
     }
 }
 
+/// The frame limits of a link whose buffers hold `buffer_bytes` (header included).
+pub(crate) fn link_limits(buffer_bytes: usize) -> heddle_wire::Limits {
+    heddle_wire::Limits {
+        max_frame_payload: (buffer_bytes - heddle_wire::HEADER_LEN) as u32,
+        ..heddle_wire::Limits::default()
+    }
+}
+
+/// The credits a link's `Credit` frame (edge 0) grants: its 4-byte payload.
+///
+/// # Errors
+/// [`crate::Error::Wire`] naming `peer` if the payload is not 4 bytes.
+pub(crate) fn granted(payload: &[u8], peer: usize) -> Result<usize> {
+    <[u8; 4]>::try_from(payload).map(|b| u32::from_le_bytes(b) as usize).map_err(|_| {
+        crate::Error::Wire {
+            rank: peer,
+            source: heddle_wire::Error::Inconsistent("a credit payload must be exactly 4 bytes"),
+        }
+    })
+}
+
+/// A `Credit` frame (edge 0) granting `n` buffers back to the sender.
+pub(crate) fn grant_frame(n: usize) -> heddle_wire::Frame {
+    let header = heddle_wire::Header::new(heddle_wire::Kind::Credit);
+    heddle_wire::Frame::data(header, heddle_wire::Codec::Raw, (n as u32).to_le_bytes().to_vec())
+}
+
 /// A link of any transport.
 pub(crate) type BoxedLink = Box<dyn Link>;
 

@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 use std::os::raw::c_int;
 use std::sync::OnceLock;
 
-use heddle_wire::{Codec, Frame, FrameRef, Header, Kind, Limits, HEADER_LEN};
+use heddle_wire::{FrameRef, Header, Kind, Limits, HEADER_LEN};
 use mpi::ffi;
 
 use super::{Link, Polled};
@@ -194,10 +194,7 @@ impl MpiLink {
         MpiLink {
             comm: world.comm,
             peer,
-            limits: Limits {
-                max_frame_payload: (buffer_bytes - HEADER_LEN) as u32,
-                ..Limits::default()
-            },
+            limits: super::link_limits(buffer_bytes),
             window,
             credits: window,
             consumed_ungranted: 0,
@@ -299,8 +296,7 @@ impl MpiLink {
     }
 
     fn grant(&mut self) -> Result<()> {
-        let n = std::mem::take(&mut self.consumed_ungranted) as u32;
-        let frame = Frame::data(Header::new(Kind::Credit), Codec::Raw, n.to_le_bytes().to_vec());
+        let frame = super::grant_frame(std::mem::take(&mut self.consumed_ungranted));
         self.isend(frame.encode_to_vec())
     }
 }
@@ -330,16 +326,7 @@ impl Link for MpiLink {
                 .map_err(|source| Error::Wire { rank: self.peer, source })?;
             let kind = frame.header.kind;
             if kind == Kind::Credit && frame.header.edge == 0 {
-                let n =
-                    <[u8; 4]>::try_from(frame.payload).map(u32::from_le_bytes).map_err(|_| {
-                        Error::Wire {
-                            rank: self.peer,
-                            source: heddle_wire::Error::Inconsistent(
-                                "a credit payload must be exactly 4 bytes",
-                            ),
-                        }
-                    })?;
-                self.credits += n as usize;
+                self.credits += super::granted(frame.payload, self.peer)?;
                 continue;
             }
             if !f(&frame.header, frame.payload)? {

@@ -6,7 +6,7 @@
 
 use std::io::{ErrorKind, IoSlice, Read, Write};
 
-use heddle_wire::{Codec, Frame, FrameRef, Header, Kind, Limits, HEADER_LEN};
+use heddle_wire::{FrameRef, Header, Kind, Limits, HEADER_LEN};
 
 use super::{Link, LinkStream, Polled};
 use crate::{Error, Result};
@@ -46,10 +46,7 @@ impl TcpLink {
         Ok(TcpLink {
             stream,
             peer,
-            limits: Limits {
-                max_frame_payload: (buffer_bytes - HEADER_LEN) as u32,
-                ..Limits::default()
-            },
+            limits: super::link_limits(buffer_bytes),
             window,
             credits: window,
             consumed_ungranted: 0,
@@ -132,8 +129,7 @@ impl TcpLink {
     }
 
     fn grant(&mut self) -> Result<()> {
-        let n = std::mem::take(&mut self.consumed_ungranted) as u32;
-        let frame = Frame::data(Header::new(Kind::Credit), Codec::Raw, n.to_le_bytes().to_vec());
+        let frame = super::grant_frame(std::mem::take(&mut self.consumed_ungranted));
         if self.closed.is_none() {
             frame.encode(&mut self.out);
             self.flush();
@@ -203,15 +199,7 @@ impl Link for TcpLink {
                     // Edge 0 grants this connection's buffers; other credits belong to
                     // dataflow edges and go up with the data.
                     Kind::Credit if frame.header.edge == 0 => {
-                        let n = <[u8; 4]>::try_from(frame.payload)
-                            .map(u32::from_le_bytes)
-                            .map_err(|_| Error::Wire {
-                                rank: self.peer,
-                                source: heddle_wire::Error::Inconsistent(
-                                    "a credit payload must be exactly 4 bytes",
-                                ),
-                            })?;
-                        self.credits += n as usize;
+                        self.credits += super::granted(frame.payload, self.peer)?;
                         self.in_start += used;
                     }
                     kind => {

@@ -75,14 +75,6 @@ impl Security {
         }
     }
 
-    /// Reads `HEDDLE_SECURITY` from the process environment.
-    ///
-    /// # Errors
-    /// As [`Security::parse`].
-    pub fn from_env() -> Result<Security> {
-        Self::parse(&std::env::var(Self::VAR).unwrap_or_default())
-    }
-
     /// How a connection between `local` and `peer` is protected.
     pub(crate) fn for_link(self, local: IpAddr, peer: IpAddr) -> LinkMode {
         match self {
