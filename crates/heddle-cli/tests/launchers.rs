@@ -151,14 +151,8 @@ fn master_and_workers_started_by_hand() {
         command(&mark, &["master", "--world-size", "3", "--token-file", token.to_str().unwrap()])
             .spawn()
             .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(master.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let addr = line.trim().to_string();
-    assert!(addr.parse::<std::net::SocketAddr>().is_ok(), "join address line: {line:?}");
+    let addr = first_line(&mut master);
+    assert!(addr.parse::<std::net::SocketAddr>().is_ok(), "join address line: {addr:?}");
     let mode = std::fs::metadata(&token).unwrap().permissions();
     assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o600);
 

@@ -83,13 +83,7 @@ fn a_wrong_token_over_tls_is_refused_and_the_job_still_runs() {
             .arg(&token)
             .spawn()
             .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(master.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let addr = line.trim().to_string();
+    let addr = first_line(&mut master);
     let worker = |host: usize, file: &std::path::Path, program: &str| {
         std::process::Command::new("ip")
             .args(["netns", "exec", &h.ns(host), heddle().to_str().unwrap()])

@@ -17,6 +17,9 @@ use heddle_wire::FrameRef;
 use crate::control::{Control, CONTROL_LIMIT};
 use crate::{Error, Result};
 
+/// Bytes a reader asks the stream for at once.
+const CHUNK: usize = 16 << 10;
+
 /// One admitted control connection; clones share it.
 #[derive(Debug, Clone)]
 pub(crate) struct Channel {
@@ -88,7 +91,6 @@ impl Channel {
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut inbox = self.inbox.lock().unwrap_or_else(PoisonError::into_inner);
         let fail = |e: std::io::Error| Error::io("reading a control message", e);
-        let mut chunk = vec![0u8; 16 << 10];
         loop {
             match FrameRef::decode(&inbox, &CONTROL_LIMIT) {
                 Ok((frame, used)) => {
@@ -99,10 +101,15 @@ impl Channel {
                 Err(heddle_wire::Error::Truncated { .. }) => {}
                 Err(e) => return Err(Error::Protocol(format!("malformed control frame: {e}"))),
             }
-            let read = self.stream.lock().unwrap_or_else(PoisonError::into_inner).read(&mut chunk);
+            // Read straight into the inbox's tail, then keep what arrived.
+            let had = inbox.len();
+            inbox.resize(had + CHUNK, 0);
+            let read =
+                self.stream.lock().unwrap_or_else(PoisonError::into_inner).read(&mut inbox[had..]);
+            inbox.truncate(had + *read.as_ref().unwrap_or(&0));
             match read {
                 Ok(0) => return Err(fail(ErrorKind::UnexpectedEof.into())),
-                Ok(n) => inbox.extend_from_slice(&chunk[..n]),
+                Ok(_) => {}
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     wait(self.fd, libc::POLLIN, deadline).map_err(fail)?
                 }

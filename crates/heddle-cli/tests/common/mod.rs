@@ -86,6 +86,17 @@ pub fn assert_no_survivors(mark: &str) {
     }
 }
 
+/// The first line `child` prints (trimmed): `heddle master`'s join address, say.
+pub fn first_line(child: &mut Child) -> String {
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().expect("piped stdout")),
+        &mut line,
+    )
+    .expect("read the first line");
+    line.trim().to_string()
+}
+
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
