@@ -100,3 +100,46 @@ fn a_typed_message_into_a_buffer_of_another_type_is_refused_naming_both() {
         }
     });
 }
+
+/// A worker waiting on a dataflow edge finds its peer gone a moment before the job
+/// master's word that the peer failed: it reports the abort (the peer's own error), not
+/// the lost peer, as a collective does. (Seen on a loaded machine: a Python rank that
+/// raised exited before its abort reached the others.)
+#[test]
+fn a_dataflow_wait_reports_an_abort_that_follows_the_peer_loss() {
+    use std::net::{TcpListener, TcpStream};
+
+    use heddle_comm::{AbortCause, WorldBuilder};
+
+    let config = CommConfig { timeout: Duration::from_secs(30), ..CommConfig::default() };
+    let mut b0 = WorldBuilder::new(0, 2, config.clone()).unwrap();
+    let mut b1 = WorldBuilder::new(1, 2, config).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    b0.add_tcp(1, TcpStream::connect(listener.local_addr().unwrap()).unwrap()).unwrap();
+    b1.add_tcp(0, listener.accept().unwrap().0).unwrap();
+    let (c0, c1) = (b0.build().unwrap(), b1.build().unwrap());
+    let mut edge = c0.open_edge(5, 1 << 16).unwrap();
+    let abort = c0.abort_handle();
+    // Rank 1 dies; its abort arrives 60 ms later.
+    drop(c1);
+    let relay = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(60));
+        abort.receive(AbortCause::new(1, "ValueError", "boom on rank 1"));
+    });
+    let err = loop {
+        let moved = match edge.lock().poll() {
+            Ok(moved) => moved,
+            Err(e) => break e,
+        };
+        if moved {
+            edge.moved();
+        } else if let Err(e) = edge.wait(&[1], &|| "a record from rank 1".into()) {
+            break e;
+        }
+    };
+    relay.join().unwrap();
+    match err {
+        Error::Aborted(cause) => assert_eq!((cause.origin, cause.kind.as_str()), (1, "ValueError")),
+        other => panic!("expected the abort, got {other:?}"),
+    }
+}

@@ -57,7 +57,7 @@ const SEND_DONE: usize = usize::MAX;
 
 /// How long a rank that finds a peer gone waits for the job's abort (the job master's
 /// relay of the peer's own failure) before it reports the lost peer instead.
-const PEER_LOSS_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
+const PEER_LOSS_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl Engine {
     /// An engine for world rank `rank` over `links` (indexed by world rank; the entry for
@@ -102,7 +102,7 @@ impl Engine {
     /// step with its peers (a message cut short, a malformed frame, a broken link), and
     /// returns `e`. Errors the caller may catch and go on from (a bad argument, a timeout,
     /// an undecodable object) stay local, as with MPI's `MPI_ERRORS_RETURN`; a lost peer is
-    /// the launcher's to report.
+    /// the launcher's to report, unless the job's abort arrives in [`PEER_LOSS_GRACE`].
     fn failed(&self, e: Error) -> Error {
         match e {
             Error::Truncated { .. }
@@ -110,7 +110,24 @@ impl Engine {
             | Error::CollectiveMismatch { .. }
             | Error::Wire { .. }
             | Error::Io { .. } => self.abort.fail(self.rank, e),
+            Error::PeerLost { .. } => self.aborted_instead(e),
             e => e,
+        }
+    }
+
+    /// A peer that failed took the job down with it: the job master's word of why is
+    /// usually on its way, and it says more than the lost peer. Returns the job's abort if
+    /// it arrives within [`PEER_LOSS_GRACE`], else `lost`.
+    fn aborted_instead(&self, lost: Error) -> Error {
+        let until = std::time::Instant::now() + PEER_LOSS_GRACE;
+        loop {
+            if let Err(aborted) = self.abort.check() {
+                return aborted;
+            }
+            if std::time::Instant::now() >= until {
+                return lost;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
         }
     }
 
@@ -131,7 +148,7 @@ impl Engine {
         self.abort.check()?;
         if idle.check_due(now) {
             for &p in peers {
-                self.links[p].check_alive(p)?;
+                self.links[p].check_alive(p).map_err(|e| self.failed(e))?;
             }
         }
         let waited = idle.waited(now);
@@ -268,13 +285,7 @@ impl Engine {
             if let Err(e) = self.links[peer].check_alive(peer) {
                 self.progress(sends, recvs, state, offsets)?;
                 if self.waiting_on(sends, offsets, recvs, state).contains(&peer) {
-                    // A peer that failed took the job down with it: the job master's word
-                    // of why is usually on its way, and it says more than the lost peer.
-                    let until = std::time::Instant::now() + PEER_LOSS_GRACE;
-                    while std::time::Instant::now() < until {
-                        self.abort.check()?;
-                        std::thread::sleep(std::time::Duration::from_millis(5));
-                    }
+                    // `exchange` gives the job's abort its chance to arrive instead.
                     return Err(match e {
                         Error::PeerLost { rank, detail } => Error::PeerLost {
                             rank,
