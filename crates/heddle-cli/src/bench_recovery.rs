@@ -22,14 +22,14 @@ pub(crate) struct BenchRecoveryArgs {
     /// Workers of every run.
     #[arg(long, default_value_t = 4)]
     workers: usize,
-    /// Events of each stream_window run.
-    #[arg(long, default_value_t = 8_000_000)]
+    /// Events of each stream_window run (30 M: 7–9 s and several checkpoints a run).
+    #[arg(long, default_value_t = 30_000_000)]
     events: u64,
     /// Seconds between checkpoints in the checkpointed runs.
     #[arg(long, default_value_t = 1.0)]
     interval: f64,
     /// Runs of each kind (with and without checkpoints), interleaved.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 5)]
     repeat: usize,
     /// Kills (recoveries) to time.
     #[arg(long, default_value_t = 5)]

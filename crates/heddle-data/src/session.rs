@@ -20,6 +20,8 @@ pub(crate) struct Inner {
     pub(crate) workers: Vec<WorkerSpec>,
     pub(crate) parallelism: u32,
     pub(crate) opts: Options,
+    /// The options of streams (a smaller receive budget than batch stages).
+    pub(crate) stream_opts: Options,
     /// Executor threads per worker (`None`: heddle-task's default).
     pub(crate) threads: Option<usize>,
     pub(crate) next_id: AtomicUsize,
@@ -76,6 +78,7 @@ impl Session {
             workers,
             parallelism,
             opts: Options::batch(),
+            stream_opts: Options::streaming(),
             threads: None,
             next_id: AtomicUsize::new(0),
             skipped: Arc::default(),
@@ -110,7 +113,9 @@ impl Session {
         Ok(Session(Arc::new(Inner { parallelism: partitions, ..inner })))
     }
 
-    /// Uses `opts` for the operations between stages (buffers, spill budget and directories).
+    /// Uses `opts` for the operations between stages (buffers, spill budget and
+    /// directories), of data sets and of streams alike; [`Session::with_spill`] changes
+    /// only where and beyond what sorted runs spill.
     ///
     /// ```
     /// let mut opts = heddle_dataflow::Options::batch();
@@ -128,7 +133,31 @@ impl Session {
         let inner = Arc::try_unwrap(self.0).map_err(|_| {
             crate::Error::InvalidArgument("set options before making data sets".into())
         })?;
-        Ok(Session(Arc::new(Inner { opts, ..inner })))
+        let stream_opts = Options { mode: heddle_dataflow::Mode::Streaming, ..opts.clone() };
+        Ok(Session(Arc::new(Inner { opts, stream_opts, ..inner })))
+    }
+
+    /// Keeps up to `budget_bytes` of records in memory per target of an operation that
+    /// holds them (keyed gather, sort, join) and spills sorted runs to `dirs` beyond it;
+    /// the other options keep their defaults.
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let s = s.with_spill(1 << 20, vec![std::env::temp_dir()])?;
+    /// let sorted = s.range(0, 1000).map(|x| (999 - x, x)).sort_by_key()?;
+    /// assert_eq!(sorted.collect()?.unwrap()[999], (999, 0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] once data sets exist.
+    pub fn with_spill(self, budget_bytes: usize, dirs: Vec<std::path::PathBuf>) -> Result<Session> {
+        let inner = Arc::try_unwrap(self.0).map_err(|_| {
+            crate::Error::InvalidArgument("set the spill budget before making data sets".into())
+        })?;
+        let opts = inner.opts.clone().spill(budget_bytes, dirs.clone());
+        let stream_opts = inner.stream_opts.clone().spill(budget_bytes, dirs);
+        Ok(Session(Arc::new(Inner { opts, stream_opts, ..inner })))
     }
 
     /// Runs each worker's tasks on `threads` executor threads (see

@@ -11,7 +11,6 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use heddle_dataflow::Options;
 use heddle_task::{Compute, Edge, Plan, Record, RoundRobin, StopHandle, Strategy};
 
 use crate::dataset::DataSet;
@@ -180,8 +179,7 @@ impl<T: Record> Stream<T> {
         let sink = b.graph.compute("sink", self.data.parallelism(), sink);
         b.graph.connect(&v, &sink, Edge::direct());
         let plan = Plan::new(&b.graph, &session.0.workers, &RoundRobin)?;
-        let opts = Options { mode: heddle_dataflow::Mode::Streaming, ..session.0.opts.clone() };
-        let mut job = session.job(&b, &plan, opts)?;
+        let mut job = session.job(&b, &plan, session.0.stream_opts.clone())?;
         if let Some(stop) = stop {
             job = job.stop_with(stop);
         }

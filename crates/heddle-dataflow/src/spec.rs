@@ -91,16 +91,18 @@ pub struct Options {
 }
 
 impl Options {
-    /// Batch mode with default sizes.
+    /// Batch mode with default sizes: an 8 MiB receive budget.
     pub fn batch() -> Options {
-        Options { mode: Mode::Batch, ..Options::streaming() }
+        Options { mode: Mode::Batch, budget_bytes: 8 << 20, ..Options::streaming() }
     }
 
-    /// Streaming mode with default sizes.
+    /// Streaming mode with default sizes: a 1 MiB receive budget, so that a checkpoint
+    /// barrier waits behind (or, unaligned, copies) little of the records in flight; its
+    /// throughput was the same as with 8 MiB (docs/fault-tolerance.md).
     pub fn streaming() -> Options {
         Options {
             mode: Mode::Streaming,
-            budget_bytes: 8 << 20,
+            budget_bytes: 1 << 20,
             batch_bytes: 32 << 10,
             timeout: None,
             spill: SpillConfig::default(),

@@ -121,8 +121,8 @@ impl PySession {
                     missing.display()
                 )));
             }
-            let opts = Options::batch().spill(memory_budget.unwrap_or(defaults.budget_bytes), dirs);
-            s.with_options(opts).map_err(errors::data)?
+            s.with_spill(memory_budget.unwrap_or(defaults.budget_bytes), dirs)
+                .map_err(errors::data)?
         } else {
             s
         };
