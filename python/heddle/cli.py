@@ -23,7 +23,8 @@ usage: heddle run [-n N] [--init-timeout S] [--transport auto|shm|tcp]
                   [--checkpoint-interval S] [--checkpoint-dir DIR]
                   [--alignment-timeout S|off] [--launcher local|mpirun|slurm]
                   [--launcher-args ARGS] [--allocate salloc|sbatch]
-                  [--security tls|mac|none] [--] PROGRAM [ARGS...]
+                  [--security tls|mac|none] [--dashboard ADDR|off]
+                  [--] PROGRAM [ARGS...]
 
 Run PROGRAM as N workers on this machine, or through mpirun or Slurm. A PROGRAM ending
 in .py (or -m MODULE, -c CODE) runs under this Python interpreter.
@@ -59,6 +60,10 @@ options:
   --launcher-args ARGS arguments for mpirun, srun, salloc or sbatch, before the program
                        (one string, split at spaces: --launcher-args "--oversubscribe")
   --allocate A         with --launcher slurm: salloc, or sbatch --wait, around srun
+  --security S         what protects the job's TCP connections: tls, mac or none
+                       (default: TLS between hosts, plaintext on loopback)
+  --dashboard ADDR     where the live web dashboard and /metrics are served, HOST:PORT
+                       (default 127.0.0.1:0: a free port on loopback, printed) or off
   -h, --help           show this help
 
 Each worker gets HEDDLE_RANK, HEDDLE_WORLD_SIZE, HEDDLE_MASTER and HEDDLE_JOB_TOKEN; its
@@ -97,6 +102,7 @@ _VALUE_OPTIONS = {
     "--launcher-args": "launcher_args",
     "--allocate": "allocate",
     "--security": "security",
+    "--dashboard": "dashboard",
 }
 
 
@@ -121,6 +127,7 @@ def _parse_run(args: Sequence[str]) -> dict[str, Any]:
         "launcher_args": None,
         "allocate": None,
         "security": None,
+        "dashboard": "127.0.0.1:0",
     }
     i = 0
     while i < len(args):
@@ -253,6 +260,7 @@ def run(args: Sequence[str]) -> int:
             launcher=opts["launcher"],
             launcher_args=(opts["launcher_args"] or "").split(),
             allocate=opts["allocate"],
+            dashboard=opts["dashboard"],
             **beats,
         )
     except ConfigError as e:

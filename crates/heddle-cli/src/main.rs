@@ -109,6 +109,10 @@ struct RunArgs {
     /// loopback; or HEDDLE_SECURITY).
     #[arg(long, value_parser = manual::parse_security)]
     security: Option<heddle_runtime::Security>,
+    /// Where to serve the web dashboard and /metrics while the job runs: HOST:PORT (port
+    /// 0: a free one; the address is printed) or off. Loopback unless told otherwise.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    dashboard: heddle_runtime::DashboardAddr,
     /// The program and its arguments.
     #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true)]
     command: Vec<String>,
@@ -169,6 +173,7 @@ fn run(args: RunArgs) -> i32 {
     if let Some(security) = args.security {
         spec.security = security;
     }
+    spec.dashboard = args.dashboard;
     for (flag, bounds, value, field) in [
         (
             "--heartbeat-interval",

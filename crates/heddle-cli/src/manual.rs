@@ -48,6 +48,10 @@ pub(crate) struct MasterArgs {
     /// worker.
     #[arg(long, value_parser = parse_security)]
     security: Option<Security>,
+    /// Where to serve the web dashboard and /metrics: HOST:PORT (port 0: a free one) or
+    /// off. Loopback unless told otherwise.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    dashboard: heddle_runtime::DashboardAddr,
 }
 
 #[derive(Debug, clap::Args)]
@@ -136,7 +140,7 @@ pub(crate) fn master(args: MasterArgs) -> i32 {
             args.token_file.display()
         );
     };
-    match heddle_runtime::serve_master(config, &args.token_file, announce) {
+    match heddle_runtime::serve_master(config, &args.token_file, args.dashboard, announce) {
         Ok(outcome) => outcome.exit_code(),
         Err(e) => {
             eprintln!("heddle master: {e}");

@@ -189,6 +189,9 @@ impl Communicator {
             timeout: opts.timeout.unwrap_or(self.config().timeout),
             op: c.name(),
             signature,
+            algorithm: alg.name(),
+            bytes: bytes as u64,
+            started: std::time::Instant::now(),
         };
         (alg, step)
     }

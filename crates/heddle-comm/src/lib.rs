@@ -33,6 +33,7 @@ mod element;
 mod engine;
 mod error;
 mod idle;
+pub mod metrics;
 mod object;
 pub mod private;
 mod reassembly;

@@ -345,13 +345,15 @@ pub(crate) fn abort_on_panic(abort: &std::sync::Arc<heddle_comm::JobAbort>, rank
     }));
 }
 
-/// Tells the master every `interval` that this worker is alive, from a thread of its own
-/// (so a worker busy computing, or waiting in Python, still beats; a stopped one does not).
+/// Tells the master every `interval` that this worker is alive, with its metrics, from a
+/// thread of its own (so a worker busy computing, or waiting in Python, still beats; a
+/// stopped one does not).
 /// Ends when the master connection fails.
 fn send_heartbeats(ms: Channel, interval: Duration, timeout: Duration) {
     let spawned = std::thread::Builder::new().name("heddle-heartbeat".into()).spawn(move || loop {
         std::thread::sleep(interval);
-        if ms.send(&Control::Heartbeat, timeout).is_err() {
+        let beat = Control::Metrics { snapshot: Box::new(heddle_comm::metrics::snapshot()) };
+        if ms.send(&beat, timeout).is_err() {
             return;
         }
     });

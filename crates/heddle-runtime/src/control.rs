@@ -34,7 +34,7 @@ pub struct PeerInfo {
 }
 
 /// Every control message.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Control {
     /// Sent by whoever accepts a connection: prove you know the token.
@@ -102,6 +102,12 @@ pub enum Control {
     },
     /// The sender is alive (both ways, every heartbeat interval, once the job runs).
     Heartbeat,
+    /// A worker is alive, and what it has done so far (worker to master, every heartbeat
+    /// interval, instead of [`Control::Heartbeat`]).
+    Metrics {
+        /// Its counters ([`heddle_comm::metrics::snapshot`]).
+        snapshot: Box<heddle_comm::metrics::Snapshot>,
+    },
     /// `heddle worker` asks for ranks to start (worker to master, instead of `Register`).
     Claim {
         /// How many ranks.

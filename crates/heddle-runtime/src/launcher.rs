@@ -84,6 +84,9 @@ pub struct LaunchSpec {
     pub allocation: Allocation,
     /// What protects the job's connections (`HEDDLE_SECURITY`).
     pub security: Security,
+    /// Where the web dashboard and `/metrics` are served (default: a free port on
+    /// loopback).
+    pub dashboard: crate::DashboardAddr,
 }
 
 impl LaunchSpec {
@@ -103,6 +106,7 @@ impl LaunchSpec {
             launcher_args: Vec::new(),
             allocation: Allocation::Srun,
             security: Security::Auto,
+            dashboard: crate::DashboardAddr::default(),
         }
     }
 
@@ -231,10 +235,17 @@ pub fn run_job(spec: &LaunchSpec) -> Result<JobOutcome> {
         .first()
         .ok_or_else(|| Error::Env("no program given: heddle run -n N -- PROGRAM ARGS...".into()))?;
     let signal = catch_signals()?;
+    let observed = crate::observatory::global();
+    let name = std::path::Path::new(program)
+        .file_name()
+        .map_or(program.as_str(), |n| n.to_str().unwrap_or(program));
+    // Stops (the page then says the job ended) when the launcher returns.
+    let _dashboard = crate::dashboard::open(spec.dashboard, name, spec.workers)?;
     // One id for every attempt: streams keep their default checkpoints under it.
     let run = hex::encode(rand::random::<[u8; 8]>());
     let mut attempt = 0;
     loop {
+        observed.begin_attempt(attempt);
         let outcome = match spec.launcher {
             Launcher::Local => crate::local::run_attempt(spec, program, attempt, &run, &signal)?,
             Launcher::Mpirun | Launcher::Slurm => {
@@ -244,11 +255,13 @@ pub fn run_job(spec: &LaunchSpec) -> Result<JobOutcome> {
         let failed =
             matches!(outcome, JobOutcome::WorkerFailed { .. } | JobOutcome::LauncherFailed { .. });
         if !failed || attempt >= spec.restarts {
+            observed.ended(ended_with(&outcome));
             default_checkpoints(&run, matches!(outcome, JobOutcome::Success));
             return Ok(outcome);
         }
         let sig = signal.load(Ordering::SeqCst);
         if sig != 0 {
+            observed.ended(Some(format!("interrupted by signal {sig}")));
             return Ok(JobOutcome::Interrupted { signal: sig as i32 });
         }
         attempt += 1;
@@ -258,6 +271,16 @@ pub fn run_job(spec: &LaunchSpec) -> Result<JobOutcome> {
             spec.restarts + 1,
             spec.restarts
         );
+    }
+}
+
+/// Why the job failed, in words (`None`: it succeeded).
+fn ended_with(outcome: &JobOutcome) -> Option<String> {
+    match outcome {
+        JobOutcome::Success => None,
+        JobOutcome::WorkerFailed { rank, status, .. } => Some(format!("rank {rank} {status}")),
+        JobOutcome::LauncherFailed { launcher, status, .. } => Some(format!("{launcher} {status}")),
+        JobOutcome::Interrupted { signal } => Some(format!("interrupted by signal {signal}")),
     }
 }
 

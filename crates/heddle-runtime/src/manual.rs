@@ -25,9 +25,11 @@ use crate::{Error, Result};
 pub fn serve_master(
     mut config: MasterConfig,
     token_file: &Path,
+    dashboard: crate::DashboardAddr,
     announce: impl FnOnce(&str),
 ) -> Result<JobOutcome> {
     let signal = crate::launcher::catch_signals()?;
+    let _dashboard = crate::dashboard::open(dashboard, "heddle master", config.world_size)?;
     config.token = hex::encode(rand::random::<[u8; 32]>());
     crate::token_file::write(token_file, &config.token)?;
     let master = match JobMaster::start(config.clone()) {
@@ -73,6 +75,10 @@ pub fn serve_master(
     };
     master.shutdown();
     let _ = std::fs::remove_file(token_file);
+    crate::observatory::global().ended(match &outcome {
+        JobOutcome::Success => None,
+        other => Some(format!("{other:?}")),
+    });
     Ok(outcome)
 }
 

@@ -284,7 +284,10 @@ fn serve(
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        Ok(()) => relay_failures(&mut streams, &peers, &config, &stop, reports),
+        Ok(()) => {
+            crate::observatory::global().running(&peers);
+            relay_failures(&mut streams, &peers, &config, &stop, reports)
+        }
     }
     for (_, s) in &streams {
         s.shutdown();
@@ -349,6 +352,7 @@ fn relay_failures(
         }
         if let Some(rank) = silent(&heard, reports, config.heartbeat_timeout) {
             heard[rank] = None;
+            crate::observatory::global().worker_state(rank, "silent");
             // The timeout, not the silence measured, so the message is the same however
             // late this pass came.
             let cause = no_heartbeat(rank, peers, config.heartbeat_timeout);
@@ -386,16 +390,22 @@ fn handle(
     if let Some(Some(h)) = heard.get_mut(from) {
         *h = Instant::now();
     }
+    let observed = crate::observatory::global();
     match msg {
         None => {
+            observed.worker_state(from, "exited");
             if let Some(c) =
                 reports.closed.lock().unwrap_or_else(PoisonError::into_inner).get_mut(from)
             {
                 *c = true;
             }
         }
-        Some(Control::Heartbeat) => {}
-        Some(Control::Failed { cause }) => abort_all(streams, broken, from, cause, reports),
+        Some(Control::Heartbeat) => observed.heard(from, None),
+        Some(Control::Metrics { snapshot }) => observed.heard(from, Some(*snapshot)),
+        Some(Control::Failed { cause }) => {
+            observed.worker_state(from, "failed");
+            abort_all(streams, broken, from, cause, reports)
+        }
         Some(other) => tracing::warn!("rank {from} sent an unexpected message: {other:?}"),
     }
 }

@@ -54,7 +54,9 @@ pub(crate) fn copy_lines(
 /// [`copy_lines`] to this process's stdout or stderr.
 pub(crate) fn forward(input: impl Read, rank: usize, is_err: bool) {
     let prefix = format!("[{rank}] ").into_bytes();
+    let observed = crate::observatory::global();
     let _ = copy_lines(input, &prefix, MAX_LINE, |line| {
+        observed.log(rank, is_err, &line[prefix.len()..]);
         if is_err {
             io::stderr().lock().write_all(line)
         } else {

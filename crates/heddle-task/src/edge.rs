@@ -20,7 +20,8 @@ type MakeOp<T, U> =
     Arc<dyn Fn(&Communicator, EdgeSpec, Options) -> heddle_dataflow::Result<BoxedOp<T, U>>>;
 
 /// How an edge connects instances; decides whether it can be chained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum EdgeKind {
     /// Instance i to instance i.
     Direct,

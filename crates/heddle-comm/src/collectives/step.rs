@@ -23,6 +23,16 @@ pub(crate) struct Step<'c> {
     pub(crate) op: &'static str,
     /// The call's signature, on every message it sends and checked on every one it receives.
     pub(crate) signature: Signature,
+    /// The algorithm running, its buffer's bytes and when it began (for [`crate::metrics`]).
+    pub(crate) algorithm: &'static str,
+    pub(crate) bytes: u64,
+    pub(crate) started: std::time::Instant,
+}
+
+impl Drop for Step<'_> {
+    fn drop(&mut self) {
+        crate::metrics::collective(self.op, self.algorithm, self.bytes, self.started.elapsed());
+    }
 }
 
 impl Step<'_> {

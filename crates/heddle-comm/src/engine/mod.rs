@@ -73,7 +73,7 @@ impl Engine {
         let n = links.len();
         Engine {
             rank,
-            links,
+            links: links.into_iter().map(crate::transport::Metered::wrap).collect(),
             inbound: (0..n).map(|_| Inbound::default()).collect(),
             unexpected: Unexpected::new(n, (window * (fragment + heddle_wire::HEADER_LEN)) as u64),
             fragment,

@@ -45,9 +45,53 @@ pub(crate) trait Link: std::fmt::Debug + Send {
     /// Whether everything sent so far has left this process (pushes staged bytes).
     fn flushed(&mut self) -> bool;
 
+    /// The transport's name in reports and metrics: `tcp`, `shm`, `mpi` or `local`.
+    fn transport(&self) -> &'static str;
+
     /// Whether this link is TCP (for reporting).
     fn is_tcp(&self) -> bool {
-        false
+        self.transport() == "tcp"
+    }
+}
+
+/// A link that counts the bytes it sent ([`crate::metrics::bytes_sent`]).
+#[derive(Debug)]
+pub(crate) struct Metered {
+    inner: BoxedLink,
+    sent: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Metered {
+    pub(crate) fn wrap(inner: BoxedLink) -> BoxedLink {
+        let sent = crate::metrics::bytes_sent(inner.transport());
+        Box::new(Metered { inner, sent })
+    }
+}
+
+impl Link for Metered {
+    fn try_send(&mut self, header: &Header, payload: &[u8]) -> Result<bool> {
+        let sent = self.inner.try_send(header, payload)?;
+        if sent {
+            let bytes = (heddle_wire::HEADER_LEN + payload.len()) as u64;
+            self.sent.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(sent)
+    }
+
+    fn poll(&mut self, f: &mut dyn FnMut(&Header, &[u8]) -> Result<bool>) -> Result<Polled> {
+        self.inner.poll(f)
+    }
+
+    fn check_alive(&mut self, rank: usize) -> Result<()> {
+        self.inner.check_alive(rank)
+    }
+
+    fn flushed(&mut self) -> bool {
+        self.inner.flushed()
+    }
+
+    fn transport(&self) -> &'static str {
+        self.inner.transport()
     }
 }
 

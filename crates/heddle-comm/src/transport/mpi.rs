@@ -351,4 +351,8 @@ impl Link for MpiLink {
     fn flushed(&mut self) -> bool {
         self.reap().is_ok() && self.sends.is_empty()
     }
+
+    fn transport(&self) -> &'static str {
+        "mpi"
+    }
 }

@@ -194,4 +194,12 @@ impl Link for RingLink {
     fn flushed(&mut self) -> bool {
         true
     }
+
+    fn transport(&self) -> &'static str {
+        if self.pid.is_some() {
+            "shm"
+        } else {
+            "local"
+        }
+    }
 }

@@ -240,7 +240,7 @@ impl Link for TcpLink {
         self.flush()
     }
 
-    fn is_tcp(&self) -> bool {
-        true
+    fn transport(&self) -> &'static str {
+        "tcp"
     }
 }

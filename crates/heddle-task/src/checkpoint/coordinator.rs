@@ -406,6 +406,7 @@ impl Checkpoints {
                 Ok(()) => {
                     self.store.append_history(&commit);
                     self.store.prune(&[], &|_| false, Some(KEEP));
+                    heddle_comm::metrics::checkpoint(f.started.elapsed(), f.bytes);
                     c.stats.push(CheckpointStats {
                         checkpoint: f.id,
                         duration_ms,

@@ -175,6 +175,7 @@ impl<'c> Job<'c> {
                 outs.entry(s).or_default().push(output);
             }
         }
+        heddle_comm::metrics::set_graph(super::observe::graph(graph));
         // The local task instances.
         let mut tasks = Vec::new();
         let mut task_ids = Vec::new();
@@ -190,14 +191,17 @@ impl<'c> Job<'c> {
                 };
                 let inbox = inboxes.remove(&t).map(|(typed, _)| typed);
                 let outputs = outs.remove(&t).unwrap_or_default();
-                tasks.push(def.factory.build(
+                let observed = super::observe::Observed::new(graph, v, i, comm.rank());
+                let mut run = def.factory.build(
                     info,
                     inbox,
                     inputs,
                     outputs,
                     def.strategy,
                     vertex_comms.remove(&v),
-                )?);
+                )?;
+                run.observe(observed);
+                tasks.push(run);
                 task_ids.push(t);
             }
         }

@@ -8,6 +8,7 @@ pub(crate) mod inbox;
 mod job;
 mod job_checkpoints;
 mod job_loops;
+mod observe;
 pub(crate) mod outputs;
 mod pool;
 #[cfg(test)]

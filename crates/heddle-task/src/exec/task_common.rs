@@ -24,6 +24,8 @@ pub(crate) struct Common<O> {
     pub(crate) done: bool,
     /// The job's checkpoints, when it takes them.
     pub(crate) barriers: Option<Arc<Barriers>>,
+    /// Live counters for the dashboard and `/metrics`.
+    pub(crate) observed: Option<super::observe::Observed>,
     /// The last checkpoint this task snapshotted, and the last it was told completed.
     pub(crate) snapshotted: u64,
     pub(crate) notified: u64,
@@ -64,6 +66,7 @@ impl<O: Clone> Common<O> {
             stats,
             done: false,
             barriers: None,
+            observed: None,
             snapshotted: 0,
             notified: 0,
             pending: None,
@@ -186,12 +189,20 @@ impl<O: Clone> Common<O> {
         if self.strategy.period() != before.period() {
             self.next_tick = None;
         }
-        self.stats.emitted += self.outputs.flush();
+        let emitted = self.outputs.flush();
+        self.stats.emitted += emitted;
+        if let Some(o) = &self.observed {
+            o.gave(emitted);
+        }
         Ok(r)
     }
 
-    pub(crate) fn outputs_have_room(&self) -> bool {
-        self.outputs.have_room()
+    pub(crate) fn outputs_have_room(&mut self) -> bool {
+        let room = self.outputs.have_room();
+        if let Some(o) = &mut self.observed {
+            o.room(room);
+        }
+        room
     }
 
     pub(crate) fn finish_outputs(&mut self) {

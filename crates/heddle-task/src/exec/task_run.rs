@@ -62,6 +62,8 @@ pub(crate) trait TaskRun: Send {
     /// Takes part in the job's checkpoints from now on; `restored` is the checkpoint the
     /// job resumed from (0: none).
     fn checkpoints(&mut self, barriers: Arc<Barriers>, restored: u64);
+    /// Reports to `observed` from now on.
+    fn observe(&mut self, observed: super::observe::Observed);
     /// Restores the state of a completed checkpoint, and the records it held in flight
     /// to or from the task (before `prepare`).
     fn restore(&mut self, state: Option<&[u8]>, inflight: Option<&[u8]>) -> Result<()>;
@@ -159,6 +161,10 @@ where
 
     fn checkpoints(&mut self, barriers: Arc<Barriers>, restored: u64) {
         self.common.take_part(barriers, restored);
+    }
+
+    fn observe(&mut self, observed: super::observe::Observed) {
+        self.common.observed = Some(observed);
     }
 
     fn restore(&mut self, state: Option<&[u8]>, inflight: Option<&[u8]>) -> Result<()> {
@@ -282,6 +288,9 @@ where
         }
         self.common.runs += done;
         self.common.stats.executed += done;
+        if let Some(o) = &self.common.observed {
+            o.took(done);
+        }
         Ok(true)
     }
 }
@@ -378,6 +387,10 @@ where
 
     fn checkpoints(&mut self, barriers: Arc<Barriers>, restored: u64) {
         self.common.take_part(barriers, restored);
+    }
+
+    fn observe(&mut self, observed: super::observe::Observed) {
+        self.common.observed = Some(observed);
     }
 
     fn restore(&mut self, state: Option<&[u8]>, inflight: Option<&[u8]>) -> Result<()> {

@@ -1,0 +1,179 @@
+//! The launcher's web dashboard: a live page of the job (its graph, tasks, back-pressure,
+//! workers, collectives, checkpoints and output), the JSON it is drawn from, and
+//! `/metrics` for Prometheus — all on one address, served by axum on a thread of its own
+//! from what the job master and the output forwarders record
+//! ([`crate::observatory`]). The page is embedded: nothing is fetched from elsewhere.
+//!
+//! | path | what |
+//! |---|---|
+//! | `/` | the page, updating every second |
+//! | `/api/v1/job` | name, state, attempt, elapsed, graph, checkpoints |
+//! | `/api/v1/tasks` | every task instance's records in and out and rates; edges' back-pressure |
+//! | `/api/v1/workers` | rank, host, pid, CPU %, resident memory, heartbeat age, state |
+//! | `/api/v1/collectives` | calls, bytes, p50 / p99 latency by operation and algorithm |
+//! | `/api/v1/logs` | the tail of the workers' output |
+//! | `/metrics` | the OpenMetrics text format |
+
+mod prometheus;
+
+use std::net::SocketAddr;
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+
+use crate::observatory::{global, State};
+use crate::{Error, Result};
+
+/// The page, with its styles and script inline.
+const PAGE: &str = include_str!("index.html");
+
+/// Where `heddle run --dashboard` serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DashboardAddr {
+    /// No dashboard.
+    Off,
+    /// Serve on this address (port 0: any free port).
+    On(SocketAddr),
+}
+
+impl Default for DashboardAddr {
+    fn default() -> DashboardAddr {
+        DashboardAddr::On(SocketAddr::from(([127, 0, 0, 1], 0)))
+    }
+}
+
+impl std::str::FromStr for DashboardAddr {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<DashboardAddr> {
+        if s == "off" {
+            return Ok(DashboardAddr::Off);
+        }
+        s.parse().map(DashboardAddr::On).map_err(|_| {
+            Error::Env(format!(
+                "--dashboard {s:?} is not an address: give HOST:PORT (127.0.0.1:8080; port 0 \
+                 picks a free one) or off"
+            ))
+        })
+    }
+}
+
+/// Starts the dashboard at `addr` (none when off) for job `name` of `workers` workers,
+/// and says where it is on stderr.
+///
+/// # Errors
+/// [`Error::Io`] naming the address if it cannot be bound.
+pub(crate) fn open(addr: DashboardAddr, name: &str, workers: usize) -> Result<Option<Dashboard>> {
+    global().begin_job(name, workers);
+    let DashboardAddr::On(addr) = addr else { return Ok(None) };
+    let d = Dashboard::start(addr)?;
+    eprintln!("heddle: dashboard at http://{}/", d.addr());
+    Ok(Some(d))
+}
+
+/// A running dashboard; stops when dropped.
+#[derive(Debug)]
+pub(crate) struct Dashboard {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Dashboard {
+    /// Binds `addr` and serves on a thread of its own.
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the address if it cannot be bound (taken, not local).
+    pub(crate) fn start(addr: SocketAddr) -> Result<Dashboard> {
+        let listener = std::net::TcpListener::bind(addr).map_err(|e| {
+            Error::io(
+                format!(
+                    "binding the dashboard to {addr} (--dashboard): another address, port 0 \
+                     for any free one, or --dashboard off"
+                ),
+                e,
+            )
+        })?;
+        listener.set_nonblocking(true).map_err(|e| Error::io("setting up the dashboard", e))?;
+        let addr =
+            listener.local_addr().map_err(|e| Error::io("reading the dashboard address", e))?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .map_err(|e| Error::io("starting the dashboard's runtime", e))?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("heddle-dashboard".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let listener = match tokio::net::TcpListener::from_std(listener) {
+                        Ok(l) => l,
+                        Err(e) => {
+                            tracing::warn!("the dashboard cannot serve: {e}");
+                            return;
+                        }
+                    };
+                    let served = axum::serve(listener, router())
+                        .with_graceful_shutdown(async {
+                            let _ = stopped.await;
+                        })
+                        .await;
+                    if let Err(e) = served {
+                        tracing::warn!("the dashboard stopped: {e}");
+                    }
+                })
+            })
+            .map_err(|e| Error::io("starting the dashboard thread", e))?;
+        Ok(Dashboard { addr, stop: Some(stop), thread: Some(thread) })
+    }
+
+    /// The address it serves on.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for Dashboard {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn json(view: fn(&State) -> serde_json::Value) -> Response {
+    let value = view(&global().lock());
+    ([(header::CONTENT_TYPE, "application/json")], value.to_string()).into_response()
+}
+
+fn router() -> Router {
+    Router::new()
+        .route("/", get(|| async { ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], PAGE) }))
+        .route("/api/v1/job", get(|| async { json(State::job) }))
+        .route("/api/v1/tasks", get(|| async { json(State::tasks) }))
+        .route("/api/v1/workers", get(|| async { json(State::workers) }))
+        .route("/api/v1/collectives", get(|| async { json(State::collectives) }))
+        .route("/api/v1/logs", get(|| async { json(State::logs) }))
+        .route(
+            "/metrics",
+            get(|| async {
+                let text = prometheus::render(&global().lock());
+                let kind = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+                ([(header::CONTENT_TYPE, kind)], text)
+            }),
+        )
+        .fallback(|uri: axum::http::Uri| async move {
+            (
+                StatusCode::NOT_FOUND,
+                format!(
+                    "no page {uri} on the Heddle dashboard: try /, /api/v1/job, /api/v1/tasks, \
+                     /api/v1/workers, /api/v1/collectives, /api/v1/logs or /metrics\n"
+                ),
+            )
+        })
+}

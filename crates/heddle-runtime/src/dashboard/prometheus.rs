@@ -1,0 +1,165 @@
+//! `GET /metrics`: the job's metrics in the OpenMetrics text format (which Prometheus
+//! scrapes), encoded by `prometheus-client` from the workers' last snapshots.
+
+use std::collections::BTreeMap;
+
+use heddle_comm::metrics::LATENCY_BUCKETS;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::observatory::State;
+
+type Labels = Vec<(&'static str, String)>;
+
+/// A histogram's buckets (not cumulative; the last is `+Inf`), sum and count.
+#[derive(Debug, Clone)]
+struct Histogram {
+    buckets: Vec<u64>,
+    sum: f64,
+}
+
+impl Histogram {
+    fn encode(&self, m: &mut prometheus_client::encoding::MetricEncoder<'_>) -> std::fmt::Result {
+        // Per bucket, not cumulative (the encoder sums them); `f64::MAX` is its `+Inf`.
+        let bounds: Vec<(f64, u64)> = self
+            .buckets
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| (LATENCY_BUCKETS.get(i).copied().unwrap_or(f64::MAX), n))
+            .collect();
+        m.encode_histogram::<NoLabelSet>(self.sum, self.buckets.iter().sum(), &bounds, None)
+    }
+}
+
+/// The values of one scrape.
+#[derive(Debug, Default)]
+struct Scrape {
+    attempt: u64,
+    workers: u64,
+    records_in: Vec<(Labels, u64)>,
+    records_out: Vec<(Labels, u64)>,
+    backpressure: Vec<(Labels, f64)>,
+    bytes_sent: BTreeMap<String, u64>,
+    collectives: Vec<(Labels, Histogram)>,
+    resident: Vec<(Labels, u64)>,
+    cpu: Vec<(Labels, f64)>,
+    checkpoints: Option<Histogram>,
+}
+
+impl prometheus_client::collector::Collector for Scrape {
+    fn encode(&self, mut e: DescriptorEncoder) -> std::fmt::Result {
+        let attempt = "The job's attempt (0 first; each restart adds one)";
+        e.encode_descriptor("heddle_job_attempt", attempt, None, MetricType::Gauge)?
+            .encode_gauge(&self.attempt)?;
+        e.encode_descriptor("heddle_workers", "Workers of the job", None, MetricType::Gauge)?
+            .encode_gauge(&self.workers)?;
+        counters(&mut e, "heddle_task_records_in", "Records a task took in", &self.records_in)?;
+        counters(&mut e, "heddle_task_records_out", "Records a task gave out", &self.records_out)?;
+        let help = "Share of the last interval the edge's senders waited for credit";
+        let mut m =
+            e.encode_descriptor("heddle_edge_backpressure_ratio", help, None, MetricType::Gauge)?;
+        for (labels, v) in &self.backpressure {
+            m.encode_family(labels)?.encode_gauge(v)?;
+        }
+        let help = "Bytes the workers sent, by transport";
+        let mut m = e.encode_descriptor("heddle_bytes_sent", help, None, MetricType::Counter)?;
+        for (transport, v) in &self.bytes_sent {
+            m.encode_family(&vec![("transport", transport.clone())])?
+                .encode_counter::<NoLabelSet, _, u64>(v, None)?;
+        }
+        let help = "Collective calls' latency, by operation and algorithm";
+        let unit = Unit::Seconds;
+        let mut m =
+            e.encode_descriptor("heddle_collective", help, Some(&unit), MetricType::Histogram)?;
+        for (labels, h) in &self.collectives {
+            h.encode(&mut m.encode_family(labels)?)?;
+        }
+        let help = "Resident memory of each worker process";
+        let unit = Unit::Bytes;
+        let mut m = e.encode_descriptor(
+            "heddle_worker_resident_memory",
+            help,
+            Some(&unit),
+            MetricType::Gauge,
+        )?;
+        for (labels, v) in &self.resident {
+            m.encode_family(labels)?.encode_gauge(v)?;
+        }
+        let help = "CPU time (user and system) of each worker process";
+        let mut m =
+            e.encode_descriptor("heddle_worker_cpu_seconds", help, None, MetricType::Counter)?;
+        for (labels, v) in &self.cpu {
+            m.encode_family(labels)?.encode_counter::<NoLabelSet, _, u64>(v, None)?;
+        }
+        if let Some(h) = &self.checkpoints {
+            let help = "Checkpoints' duration, trigger to the last acknowledgement";
+            let unit = Unit::Seconds;
+            let mut m = e.encode_descriptor(
+                "heddle_checkpoint_duration",
+                help,
+                Some(&unit),
+                MetricType::Histogram,
+            )?;
+            h.encode(&mut m)?;
+        }
+        Ok(())
+    }
+}
+
+fn counters(
+    e: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    values: &[(Labels, u64)],
+) -> std::fmt::Result {
+    let mut m = e.encode_descriptor(name, help, None, MetricType::Counter)?;
+    for (labels, v) in values {
+        m.encode_family(labels)?.encode_counter::<NoLabelSet, _, u64>(v, None)?;
+    }
+    Ok(())
+}
+
+/// The text of `GET /metrics` for `state`.
+pub(crate) fn render(state: &State) -> String {
+    let mut scrape =
+        Scrape { attempt: state.attempt.into(), workers: state.size as u64, ..Scrape::default() };
+    let tasks = state.tasks();
+    for t in tasks["tasks"].as_array().into_iter().flatten() {
+        let labels: Labels = vec![
+            ("task", t["task"].as_str().unwrap_or_default().to_string()),
+            ("index", t["index"].to_string()),
+            ("worker", t["worker"].to_string()),
+        ];
+        scrape.records_in.push((labels.clone(), t["records_in"].as_u64().unwrap_or(0)));
+        scrape.records_out.push((labels, t["records_out"].as_u64().unwrap_or(0)));
+    }
+    for e in tasks["edges"].as_array().into_iter().flatten() {
+        let labels = vec![("edge", e["edge"].as_str().unwrap_or_default().to_string())];
+        scrape.backpressure.push((labels, e["backpressure_ratio"].as_f64().unwrap_or(0.0)));
+    }
+    for w in state.workers.values() {
+        let Some((_, last)) = &w.last else { continue };
+        for (transport, bytes) in &last.bytes_sent {
+            *scrape.bytes_sent.entry(transport.clone()).or_default() += bytes;
+        }
+        let labels = vec![("rank", w.rank.to_string()), ("host", w.host.clone())];
+        scrape.resident.push((labels.clone(), last.resident_bytes));
+        scrape.cpu.push((labels, last.cpu_seconds));
+        if let Some(c) = &last.checkpoints {
+            if scrape.checkpoints.is_none() {
+                scrape.checkpoints = Some(Histogram { buckets: c.buckets.clone(), sum: c.seconds });
+            }
+        }
+    }
+    for c in state.collective_totals() {
+        let labels = vec![("operation", c.operation.clone()), ("algorithm", c.algorithm.clone())];
+        scrape.collectives.push((labels, Histogram { buckets: c.buckets, sum: c.seconds }));
+    }
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(scrape));
+    let mut text = String::new();
+    // Writing to a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
+    text
+}
