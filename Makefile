@@ -53,12 +53,14 @@ test-rust: test-deps
 	HEDDLE_TASK_THREADS=2 $(CARGO) test -j$(JOBS) --release -p heddle-task -p heddle-data --tests
 
 ## System packages the tests run against: redis-server (Redis Streams source and sink),
-## Open MPI's mpirun (jobs started by another launcher).
+## Open MPI's mpirun (jobs started by another launcher), headless Chromium and its driver
+## (the dashboard's browser test).
 test-deps: build-deps
-	@command -v redis-server >/dev/null && command -v mpirun >/dev/null || { \
+	@command -v redis-server >/dev/null && command -v mpirun >/dev/null \
+	  && command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \
-	    --no-install-recommends redis-server openmpi-bin; }
+	    --no-install-recommends redis-server openmpi-bin chromium chromium-driver; }
 
 ## The golden vectors still match their independent Python generator.
 test-spec:
@@ -76,7 +78,7 @@ python-install:
 	CARGO_BUILD_JOBS=$(JOBS) $(PY) -m pip install -q --disable-pip-version-check .
 
 ## pytest: the Python API in a world of one and in jobs of 2, 3 and 4 workers.
-test-python: python-install
+test-python: test-deps python-install
 	$(PY) -m pytest -q tests/python
 
 ## Python lint (ruff and mypy pinned in tests/python/requirements.txt): ruff's rules and its

@@ -12,7 +12,7 @@
 //! | `/api/v1/workers` | rank, host, pid, CPU %, resident memory, heartbeat age, state |
 //! | `/api/v1/collectives` | calls, bytes, p50 / p99 latency by operation and algorithm |
 //! | `/api/v1/logs` | the tail of the workers' output |
-//! | `/metrics` | the OpenMetrics text format |
+//! | `/metrics` | OpenMetrics when asked for, else the Prometheus text format 0.0.4 |
 
 mod prometheus;
 
@@ -151,6 +151,20 @@ fn json(view: fn(&State) -> serde_json::Value) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], value.to_string()).into_response()
 }
 
+/// `/metrics` in OpenMetrics for a scraper that asks for it (as Prometheus does), else in
+/// the Prometheus text format 0.0.4.
+fn metrics(headers: &axum::http::HeaderMap) -> Response {
+    let text = prometheus::render(&global().lock());
+    let accept = headers.get(header::ACCEPT).and_then(|a| a.to_str().ok()).unwrap_or_default();
+    if accept.contains("application/openmetrics-text") {
+        let kind = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+        ([(header::CONTENT_TYPE, kind)], text).into_response()
+    } else {
+        let kind = "text/plain; version=0.0.4; charset=utf-8";
+        ([(header::CONTENT_TYPE, kind)], prometheus::classic(&text)).into_response()
+    }
+}
+
 fn router() -> Router {
     Router::new()
         .route("/", get(|| async { ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], PAGE) }))
@@ -159,14 +173,7 @@ fn router() -> Router {
         .route("/api/v1/workers", get(|| async { json(State::workers) }))
         .route("/api/v1/collectives", get(|| async { json(State::collectives) }))
         .route("/api/v1/logs", get(|| async { json(State::logs) }))
-        .route(
-            "/metrics",
-            get(|| async {
-                let text = prometheus::render(&global().lock());
-                let kind = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-                ([(header::CONTENT_TYPE, kind)], text)
-            }),
-        )
+        .route("/metrics", get(|headers: axum::http::HeaderMap| async move { metrics(&headers) }))
         .fallback(|uri: axum::http::Uri| async move {
             (
                 StatusCode::NOT_FOUND,

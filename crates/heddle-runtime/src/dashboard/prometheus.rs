@@ -120,7 +120,37 @@ fn counters(
     Ok(())
 }
 
-/// The text of `GET /metrics` for `state`.
+/// The Prometheus text format 0.0.4 of OpenMetrics text `om`, for scrapers that do not
+/// ask for OpenMetrics: a counter's family takes its samples' `_total` name, and the
+/// `# UNIT` and `# EOF` lines go.
+pub(crate) fn classic(om: &str) -> String {
+    let mut out = String::with_capacity(om.len());
+    let mut help: Option<&str> = None;
+    for line in om.lines() {
+        if line.starts_with("# HELP ") {
+            help = Some(line);
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, ""));
+            let name = if kind == "counter" { format!("{name}_total") } else { name.into() };
+            if let Some(h) = help.take() {
+                let text = h.splitn(4, ' ').nth(3).unwrap_or_default();
+                out.push_str(&format!("# HELP {name} {text}\n"));
+            }
+            out.push_str(&format!("# TYPE {name} {kind}\n"));
+            continue;
+        }
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The OpenMetrics text of `GET /metrics` for `state`.
 pub(crate) fn render(state: &State) -> String {
     let mut scrape =
         Scrape { attempt: state.attempt.into(), workers: state.size as u64, ..Scrape::default() };
@@ -162,4 +192,18 @@ pub(crate) fn render(state: &State) -> String {
     // Writing to a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
     text
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counters_take_their_total_name_in_the_classic_format() {
+        let om = "# HELP x Records in\n# TYPE x counter\nx_total{a=\"1\"} 5\n# HELP d Time\n\
+                  # TYPE d histogram\n# UNIT d seconds\nd_count 1\n# EOF\n";
+        assert_eq!(
+            super::classic(om),
+            "# HELP x_total Records in\n# TYPE x_total counter\nx_total{a=\"1\"} 5\n\
+             # HELP d Time\n# TYPE d histogram\nd_count 1\n"
+        );
+    }
 }
