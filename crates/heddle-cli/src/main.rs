@@ -113,22 +113,38 @@ struct RunArgs {
     /// 0: a free one; the address is printed) or off. Loopback unless told otherwise.
     #[arg(long, default_value = "127.0.0.1:0")]
     dashboard: heddle_runtime::DashboardAddr,
+    /// How the launcher and the workers write their logs (levels from HEDDLE_LOG):
+    /// text, or json (one object per line; sets HEDDLE_LOG_FORMAT).
+    #[arg(long, value_enum)]
+    log_format: Option<LogFormat>,
     /// The program and its arguments.
     #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true)]
     command: Vec<String>,
 }
 
+/// A `--log-format`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+impl LogFormat {
+    fn as_str(self) -> &'static str {
+        match self {
+            LogFormat::Text => "text",
+            LogFormat::Json => "json",
+        }
+    }
+}
+
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("HEDDLE_LOG")
-                .unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
     let cli = Cli::parse();
+    let format = match &cli.command {
+        Cmd::Run(args) => args.log_format.map(LogFormat::as_str),
+        _ => None,
+    };
+    heddle_runtime::install_logging("heddle", format);
     let code = match cli.command {
         Cmd::Run(args) => run(args),
         Cmd::Bench(BenchCmd::Collectives(args)) => {
@@ -174,6 +190,9 @@ fn run(args: RunArgs) -> i32 {
         spec.security = security;
     }
     spec.dashboard = args.dashboard;
+    if let Some(f) = args.log_format {
+        spec.env.push((heddle_runtime::LOG_FORMAT_VAR.into(), f.as_str().into()));
+    }
     for (flag, bounds, value, field) in [
         (
             "--heartbeat-interval",

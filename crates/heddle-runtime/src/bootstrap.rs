@@ -23,6 +23,7 @@ use crate::{Error, Result, WorkerEnv};
 /// [`Error::Env`] for a bad environment; [`Error::Refused`], [`Error::Timeout`],
 /// [`Error::Auth`] or I/O errors when the job cannot start.
 pub fn init() -> Result<Communicator> {
+    crate::logging::install_logging("heddle: worker", None);
     crate::env::check_known_keys(std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()))?;
     let config = CommConfig::from_env()?;
     if config.transport == TransportChoice::Mpi {
@@ -36,6 +37,7 @@ pub fn init() -> Result<Communicator> {
 /// # Errors
 /// As [`init`].
 pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
+    crate::logging::install_logging(&format!("heddle: rank {}", env.rank), None);
     if config.transport == TransportChoice::Mpi {
         return crate::mpi_world::init(config);
     }
@@ -133,6 +135,13 @@ pub fn init_with(env: &WorkerEnv, config: CommConfig) -> Result<Communicator> {
     abort_on_panic(&abort, env.rank);
     send_heartbeats(ms.clone(), env.heartbeat, env.heartbeat_timeout);
     watch_master(ms, env, abort);
+    tracing::info!(
+        rank = env.rank,
+        size = env.size,
+        tcp_peers = comm.tcp_peers(),
+        attempt = env.attempt,
+        "joined the job"
+    );
     Ok(comm)
 }
 

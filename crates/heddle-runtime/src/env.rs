@@ -107,6 +107,7 @@ const RUNTIME_KEYS: &[&str] = &[
     "HEDDLE_HOST_ID",
     "HEDDLE_SECURITY",
     "HEDDLE_LOG",
+    "HEDDLE_LOG_FORMAT",
     // The job directory, where workers register their scratch directories.
     "HEDDLE_JOB_DIR",
     // Executor threads per worker, read by heddle-task's jobs.

@@ -19,6 +19,7 @@ mod guardian;
 mod job_files;
 mod launcher;
 mod local;
+mod logging;
 mod manual;
 mod master;
 mod mpi_world;
@@ -35,6 +36,7 @@ pub use env::{check_environment, check_heartbeat, check_known_keys, Launch, Work
 pub use error::{Error, ErrorVariant, Result};
 pub use external::default_master_bind;
 pub use launcher::{run_job, Allocation, JobOutcome, LaunchSpec, Launcher};
+pub use logging::{install_logging, LOG_FORMAT_VAR};
 pub use manual::{run_worker, serve_master};
 pub use master::{JobMaster, MasterConfig};
 pub use secure::Security;
