@@ -24,6 +24,7 @@ usage: heddle run [-n N] [--init-timeout S] [--transport auto|shm|tcp]
                   [--alignment-timeout S|off] [--launcher local|mpirun|slurm]
                   [--launcher-args ARGS] [--allocate salloc|sbatch]
                   [--security tls|mac|none] [--dashboard ADDR|off]
+                  [--progress auto|never] [--log-format text|json]
                   [--] PROGRAM [ARGS...]
 
 Run PROGRAM as N workers on this machine, or through mpirun or Slurm. A PROGRAM ending
@@ -64,6 +65,10 @@ options:
                        (default: TLS between hosts, plaintext on loopback)
   --dashboard ADDR     where the live web dashboard and /metrics are served, HOST:PORT
                        (default 127.0.0.1:0: a free port on loopback, printed) or off
+  --progress P         a progress bar of the running stage on a terminal: auto (when
+                       stderr is one) or never
+  --log-format F       how workers write their logs (levels from HEDDLE_LOG): text or json
+                       (sets HEDDLE_LOG_FORMAT)
   -h, --help           show this help
 
 Each worker gets HEDDLE_RANK, HEDDLE_WORLD_SIZE, HEDDLE_MASTER and HEDDLE_JOB_TOKEN; its
@@ -103,6 +108,8 @@ _VALUE_OPTIONS = {
     "--allocate": "allocate",
     "--security": "security",
     "--dashboard": "dashboard",
+    "--progress": "progress",
+    "--log-format": "log_format",
 }
 
 
@@ -128,6 +135,8 @@ def _parse_run(args: Sequence[str]) -> dict[str, Any]:
         "allocate": None,
         "security": None,
         "dashboard": "127.0.0.1:0",
+        "progress": "auto",
+        "log_format": None,
     }
     i = 0
     while i < len(args):
@@ -237,6 +246,8 @@ def run(args: Sequence[str]) -> int:
         env.append(("HEDDLE_TRANSPORT", opts["transport"]))
     if opts["security"] is not None:
         env.append(("HEDDLE_SECURITY", opts["security"]))
+    if opts["log_format"] is not None:
+        env.append(("HEDDLE_LOG_FORMAT", opts["log_format"]))
     if "PYTHONUNBUFFERED" not in os.environ:
         # Worker output goes through pipes: unbuffered, lines appear as they are printed.
         env.append(("PYTHONUNBUFFERED", "1"))
@@ -261,6 +272,7 @@ def run(args: Sequence[str]) -> int:
             launcher_args=(opts["launcher_args"] or "").split(),
             allocate=opts["allocate"],
             dashboard=opts["dashboard"],
+            progress=opts["progress"],
             **beats,
         )
     except ConfigError as e:

@@ -113,6 +113,10 @@ struct RunArgs {
     /// 0: a free one; the address is printed) or off. Loopback unless told otherwise.
     #[arg(long, default_value = "127.0.0.1:0")]
     dashboard: heddle_runtime::DashboardAddr,
+    /// A progress bar of the stage running (records of the known total, rate, ETA) on
+    /// a terminal: auto (when stderr is one) or never.
+    #[arg(long, default_value = "auto")]
+    progress: heddle_runtime::ProgressMode,
     /// How the launcher and the workers write their logs (levels from HEDDLE_LOG):
     /// text, or json (one object per line; sets HEDDLE_LOG_FORMAT).
     #[arg(long, value_enum)]
@@ -190,6 +194,7 @@ fn run(args: RunArgs) -> i32 {
         spec.security = security;
     }
     spec.dashboard = args.dashboard;
+    spec.progress = args.progress;
     if let Some(f) = args.log_format {
         spec.env.push((heddle_runtime::LOG_FORMAT_VAR.into(), f.as_str().into()));
     }

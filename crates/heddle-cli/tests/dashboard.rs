@@ -188,3 +188,44 @@ fn a_taken_dashboard_port_is_named_and_nothing_starts() {
     assert!(text(&out.stderr).contains("HOST:PORT"), "{}", text(&out.stderr));
     assert_no_survivors(&mark);
 }
+
+/// `GET path` with extra request headers: the status code.
+fn status_with(addr: &str, path: &str, headers: &str) -> u16 {
+    let mut s = TcpStream::connect(addr).expect("connect to the dashboard");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{headers}Connection: close\r\n\r\n")
+        .expect("send");
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).expect("read the reply");
+    reply.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+}
+
+#[test]
+fn a_dashboard_off_loopback_asks_for_its_token() {
+    let mark = marker("dashboard-token");
+    let mut child =
+        command(&mark, &["run", "--dashboard", "0.0.0.0:0", "-n", "1", "--", "sleep", "4"])
+            .spawn()
+            .expect("spawn heddle run");
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    stderr.read_line(&mut line).expect("the dashboard line");
+    let (port, token) = line
+        .trim()
+        .strip_prefix("heddle: dashboard at http://0.0.0.0:")
+        .and_then(|rest| rest.split_once("/?token="))
+        .unwrap_or_else(|| panic!("the address carries a token: {line:?}"));
+    assert_eq!(token.len(), 32, "{token}");
+    let addr = format!("127.0.0.1:{port}");
+    assert_eq!(status_with(&addr, "/api/v1/job", ""), 401);
+    assert_eq!(status_with(&addr, "/metrics", "Authorization: Bearer wrong\r\n"), 401);
+    assert_eq!(status_with(&addr, &format!("/?token={token}"), ""), 200);
+    assert_eq!(
+        status_with(&addr, "/api/v1/job", &format!("Cookie: heddle_dashboard={token}\r\n")),
+        200
+    );
+    assert_eq!(status_with(&addr, "/metrics", &format!("Authorization: Bearer {token}\r\n")), 200);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_no_survivors(&mark);
+}

@@ -164,6 +164,21 @@ pub struct Snapshot {
     /// Checkpoints this worker saw complete (rank 0: all of the job's), with the last's
     /// duration (ms) and size.
     pub checkpoints: Option<CheckpointSample>,
+    /// The stage running now, once one started.
+    pub progress: Option<ProgressSample>,
+}
+
+/// How far the batch stage running now is: records its sources gave out, of how many.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgressSample {
+    /// The stage's number on this worker (1, 2, ...: each job run is one).
+    pub stage: u64,
+    /// Its vertices, in order (`range#0 → map#1 → collect`).
+    pub name: String,
+    /// Records the stage's sources gave out on this worker.
+    pub done: u64,
+    /// Records they will give out in all, when every source knows (`None`: unknown).
+    pub total: Option<u64>,
 }
 
 /// Completed checkpoints.
@@ -189,6 +204,14 @@ struct Registry {
     collectives: Mutex<BTreeMap<(&'static str, &'static str), CollectiveSample>>,
     bytes_sent: Mutex<BTreeMap<&'static str, Arc<AtomicU64>>>,
     checkpoints: Mutex<Option<CheckpointSample>>,
+    /// The stage: its number and name; records done and expected; whether a source
+    /// could not say how many it has.
+    stage: Mutex<(u64, String)>,
+    done: AtomicU64,
+    total: AtomicU64,
+    /// Some source said how many records it has; some could not.
+    known: std::sync::atomic::AtomicBool,
+    unknown: std::sync::atomic::AtomicBool,
 }
 
 fn registry() -> &'static Registry {
@@ -200,9 +223,36 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The job now running on this worker has `graph`.
+/// The job now running on this worker has `graph`: a new stage starts.
 pub fn set_graph(graph: Graph) {
-    *lock(&registry().graph) = Some(graph);
+    let r = registry();
+    let name: Vec<&str> = graph.vertices.iter().map(|v| v.name.as_str()).collect();
+    {
+        let mut stage = lock(&r.stage);
+        *stage = (stage.0 + 1, name.join(" → "));
+        r.done.store(0, Ordering::Relaxed);
+        r.total.store(0, Ordering::Relaxed);
+        r.known.store(false, Ordering::Relaxed);
+        r.unknown.store(false, Ordering::Relaxed);
+    }
+    *lock(&r.graph) = Some(graph);
+}
+
+/// A source of the stage will give out `records` records (`None`: it cannot say).
+pub fn expect_records(records: Option<u64>) {
+    let r = registry();
+    match records {
+        Some(n) => {
+            r.total.fetch_add(n, Ordering::Relaxed);
+            r.known.store(true, Ordering::Relaxed);
+        }
+        None => r.unknown.store(true, Ordering::Relaxed),
+    }
+}
+
+/// A source of the stage gave out `n` more records.
+pub fn records_done(n: u64) {
+    registry().done.fetch_add(n, Ordering::Relaxed);
 }
 
 /// The counters of instance `index` of vertex `task` on `worker` (new ones each call:
@@ -316,7 +366,19 @@ pub fn snapshot() -> Snapshot {
         cpu_seconds,
         resident_bytes,
         checkpoints: lock(&r.checkpoints).clone(),
+        progress: progress(r),
     }
+}
+
+fn progress(r: &Registry) -> Option<ProgressSample> {
+    let (stage, name) = lock(&r.stage).clone();
+    (stage > 0).then(|| ProgressSample {
+        stage,
+        name,
+        done: r.done.load(Ordering::Relaxed),
+        total: (r.known.load(Ordering::Relaxed) && !r.unknown.load(Ordering::Relaxed))
+            .then(|| r.total.load(Ordering::Relaxed)),
+    })
 }
 
 /// This process's CPU seconds (user + system) and resident bytes, from `/proc/self`

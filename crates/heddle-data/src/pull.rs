@@ -85,19 +85,30 @@ impl<T: Send + 'static> Source for PullSource<T> {
         if self.ended {
             return Ok(Produced::Done);
         }
+        if self.pull.is_none() {
+            // Files, sockets and generators cannot say how many records they hold.
+            heddle_comm::metrics::expect_records(None);
+        }
         let pull = self.puller();
+        let mut given = 0;
+        let mut produced = Produced::More;
         for _ in 0..PER_CALL {
             match pull.pull().map_err(crate::Error::into_task)? {
-                Pulled::Item(x) => ctx.emit(x),
+                Pulled::Item(x) => {
+                    given += 1;
+                    ctx.emit(x);
+                }
                 Pulled::Pending => break,
                 Pulled::End => {
                     self.pull = None;
                     self.ended = true;
-                    return Ok(Produced::Done);
+                    produced = Produced::Done;
+                    break;
                 }
             }
         }
-        Ok(Produced::More)
+        heddle_comm::metrics::records_done(given);
+        Ok(produced)
     }
 
     fn snapshot(&mut self, _: &mut Context<'_, T>, _: u64) -> Result<Option<Vec<u8>>> {

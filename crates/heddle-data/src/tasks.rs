@@ -37,7 +37,14 @@ impl<T: Send + 'static> Source for IterSource<T> {
         if self.iter.is_none() {
             self.emitted = 0;
         }
-        let iter = self.iter.get_or_insert_with(|| make(index, p));
+        let iter = self.iter.get_or_insert_with(|| {
+            let iter = make(index, p);
+            let (low, high) = iter.size_hint();
+            heddle_comm::metrics::expect_records((Some(low) == high).then_some(low as u64));
+            iter
+        });
+        let before = self.emitted;
+        let mut produced = Produced::More;
         for _ in 0..PER_CALL {
             match iter.next() {
                 Some(Ok(x)) => {
@@ -47,11 +54,13 @@ impl<T: Send + 'static> Source for IterSource<T> {
                 Some(Err(e)) => return Err(e.into_task()),
                 None => {
                     self.iter = None;
-                    return Ok(Produced::Done);
+                    produced = Produced::Done;
+                    break;
                 }
             }
         }
-        Ok(Produced::More)
+        heddle_comm::metrics::records_done(self.emitted - before);
+        Ok(produced)
     }
 
     fn snapshot(&mut self, _: &mut Context<'_, T>, _: u64) -> Result<Option<Vec<u8>>> {

@@ -36,7 +36,8 @@ use crate::errors::{self, Kind};
     launcher = "local",
     launcher_args = None,
     allocate = None,
-    dashboard = "127.0.0.1:0"
+    dashboard = "127.0.0.1:0",
+    progress = "auto"
 ))]
 #[allow(clippy::too_many_arguments)] // Python keyword arguments, all with defaults
 pub(crate) fn run_job(
@@ -54,6 +55,7 @@ pub(crate) fn run_job(
     launcher_args: Option<Vec<String>>,
     allocate: Option<&str>,
     dashboard: &str,
+    progress: &str,
 ) -> PyResult<i32> {
     // Every worker would refuse a bad setting: refuse it once, before starting any.
     let mut vars: Vec<(String, String)> = std::env::vars_os()
@@ -108,6 +110,7 @@ pub(crate) fn run_job(
     heddle_runtime::check_heartbeat(spec.heartbeat, spec.heartbeat_timeout)
         .map_err(errors::runtime)?;
     spec.dashboard = dashboard.parse().map_err(errors::runtime)?;
+    spec.progress = progress.parse().map_err(errors::runtime)?;
     spec.restarts = restarts;
     spec.env = job_env;
     spec.init_timeout = init_timeout;

@@ -108,6 +108,8 @@ const RUNTIME_KEYS: &[&str] = &[
     "HEDDLE_SECURITY",
     "HEDDLE_LOG",
     "HEDDLE_LOG_FORMAT",
+    // The launcher's dashboard off loopback.
+    "HEDDLE_DASHBOARD_TOKEN",
     // The job directory, where workers register their scratch directories.
     "HEDDLE_JOB_DIR",
     // Executor threads per worker, read by heddle-task's jobs.

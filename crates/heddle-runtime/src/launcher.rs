@@ -87,6 +87,8 @@ pub struct LaunchSpec {
     /// Where the web dashboard and `/metrics` are served (default: a free port on
     /// loopback).
     pub dashboard: crate::DashboardAddr,
+    /// Whether a progress bar is drawn on a terminal.
+    pub progress: crate::ProgressMode,
 }
 
 impl LaunchSpec {
@@ -107,6 +109,7 @@ impl LaunchSpec {
             allocation: Allocation::Srun,
             security: Security::Auto,
             dashboard: crate::DashboardAddr::default(),
+            progress: crate::ProgressMode::Auto,
         }
     }
 
@@ -241,6 +244,7 @@ pub fn run_job(spec: &LaunchSpec) -> Result<JobOutcome> {
         .map_or(program.as_str(), |n| n.to_str().unwrap_or(program));
     // Stops (the page then says the job ended) when the launcher returns.
     let _dashboard = crate::dashboard::open(spec.dashboard, name, spec.workers)?;
+    let _progress = crate::progress::Progress::start(spec.progress);
     // One id for every attempt: streams keep their default checkpoints under it.
     let run = hex::encode(rand::random::<[u8; 8]>());
     let mut attempt = 0;

@@ -316,6 +316,23 @@ impl State {
     }
 }
 
+impl State {
+    /// The newest stage any worker runs: its name, the records its sources gave out on
+    /// every worker at that stage, and how many they will in all (`None`: unknown).
+    pub(crate) fn progress(&self) -> Option<(u64, String, u64, Option<u64>)> {
+        let samples: Vec<&heddle_comm::metrics::ProgressSample> =
+            self.workers.values().filter_map(|w| w.last.as_ref()?.1.progress.as_ref()).collect();
+        let newest = samples.iter().max_by_key(|p| p.stage)?;
+        let at: Vec<_> = samples.iter().filter(|p| p.stage == newest.stage).collect();
+        let done = at.iter().map(|p| p.done).sum();
+        // Every worker must have said, or the total is not known yet.
+        let total = (at.len() == self.workers.len())
+            .then(|| at.iter().map(|p| p.total).sum::<Option<u64>>())
+            .flatten();
+        Some((newest.stage, newest.name.clone(), done, total))
+    }
+}
+
 /// Flink's back-pressure levels.
 fn level(ratio: f64) -> &'static str {
     if ratio <= OK {

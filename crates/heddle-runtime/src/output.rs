@@ -57,11 +57,13 @@ pub(crate) fn forward(input: impl Read, rank: usize, is_err: bool) {
     let observed = crate::observatory::global();
     let _ = copy_lines(input, &prefix, MAX_LINE, |line| {
         observed.log(rank, is_err, &line[prefix.len()..]);
-        if is_err {
-            io::stderr().lock().write_all(line)
-        } else {
-            io::stdout().lock().write_all(line)
-        }
+        crate::progress::around(|| {
+            if is_err {
+                io::stderr().lock().write_all(line)
+            } else {
+                io::stdout().lock().write_all(line)
+            }
+        })
     });
 }
 

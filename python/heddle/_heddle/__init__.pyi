@@ -83,6 +83,7 @@ def run_job(
     launcher_args: list[str] | None = None,
     allocate: str | None = None,
     dashboard: str = "127.0.0.1:0",
+    progress: str = "auto",
 ) -> int:
     """Runs ``command`` as ``workers`` processes (``heddle run``), on this machine or through
     ``mpirun``/Slurm (``launcher``); returns the exit code."""

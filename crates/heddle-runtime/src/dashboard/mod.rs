@@ -68,9 +68,42 @@ impl std::str::FromStr for DashboardAddr {
 pub(crate) fn open(addr: DashboardAddr, name: &str, workers: usize) -> Result<Option<Dashboard>> {
     global().begin_job(name, workers);
     let DashboardAddr::On(addr) = addr else { return Ok(None) };
-    let d = Dashboard::start(addr)?;
-    eprintln!("heddle: dashboard at http://{}/", d.addr());
+    // Off loopback, every request must carry a token: `HEDDLE_DASHBOARD_TOKEN`, or one
+    // made now and printed in the address (as Jupyter does).
+    let token = (!addr.ip().is_loopback()).then(|| {
+        std::env::var(TOKEN_VAR)
+            .ok()
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| hex::encode(rand::random::<[u8; 16]>()))
+    });
+    let d = Dashboard::start(addr, token.clone())?;
+    match token {
+        Some(t) => eprintln!("heddle: dashboard at http://{}/?token={t}", d.addr()),
+        None => eprintln!("heddle: dashboard at http://{}/", d.addr()),
+    }
     Ok(Some(d))
+}
+
+/// The token a dashboard off loopback asks for (default: a new one, printed).
+pub(crate) const TOKEN_VAR: &str = "HEDDLE_DASHBOARD_TOKEN";
+
+/// The cookie a page opened with `?token=` keeps it in.
+const COOKIE: &str = "heddle_dashboard";
+
+/// Whether `req` carries `token`: as `?token=`, a bearer token or the page's cookie.
+fn carries(req: &axum::extract::Request, token: &str) -> bool {
+    let same = |t: &str| {
+        t.len() == token.len() && t.bytes().zip(token.bytes()).fold(0, |d, (a, b)| d | (a ^ b)) == 0
+    };
+    let query = req.uri().query().unwrap_or_default();
+    let in_query = query.split('&').filter_map(|kv| kv.strip_prefix("token=")).any(same);
+    let header = |name| req.headers().get_all(name).iter().filter_map(|v| v.to_str().ok());
+    let bearer = header(header::AUTHORIZATION).filter_map(|v| v.strip_prefix("Bearer ")).any(same);
+    let cookie = header(header::COOKIE)
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().strip_prefix(COOKIE)?.strip_prefix('='))
+        .any(same);
+    in_query || bearer || cookie
 }
 
 /// A running dashboard; stops when dropped.
@@ -86,7 +119,7 @@ impl Dashboard {
     ///
     /// # Errors
     /// [`Error::Io`] naming the address if it cannot be bound (taken, not local).
-    pub(crate) fn start(addr: SocketAddr) -> Result<Dashboard> {
+    pub(crate) fn start(addr: SocketAddr, token: Option<String>) -> Result<Dashboard> {
         let listener = std::net::TcpListener::bind(addr).map_err(|e| {
             Error::io(
                 format!(
@@ -115,7 +148,7 @@ impl Dashboard {
                             return;
                         }
                     };
-                    let served = axum::serve(listener, router())
+                    let served = axum::serve(listener, router(token))
                         .with_graceful_shutdown(async {
                             let _ = stopped.await;
                         })
@@ -165,7 +198,29 @@ fn metrics(headers: &axum::http::HeaderMap) -> Response {
     }
 }
 
-fn router() -> Router {
+/// Refuses a request without the token (when there is one); a page opened with
+/// `?token=` keeps it in a cookie for its own requests.
+async fn guard(
+    token: Option<std::sync::Arc<str>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let Some(token) = token else { return next.run(req).await };
+    if !carries(&req, &token) {
+        let why = "this dashboard needs its token: open the address heddle printed \
+                   (…/?token=…), or send Authorization: Bearer TOKEN\n";
+        return (StatusCode::UNAUTHORIZED, why).into_response();
+    }
+    let mut res = next.run(req).await;
+    let cookie = format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/");
+    if let Ok(v) = axum::http::HeaderValue::from_str(&cookie) {
+        res.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    res
+}
+
+fn router(token: Option<String>) -> Router {
+    let token: Option<std::sync::Arc<str>> = token.map(Into::into);
     Router::new()
         .route("/", get(|| async { ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], PAGE) }))
         .route("/api/v1/job", get(|| async { json(State::job) }))
@@ -183,4 +238,5 @@ fn router() -> Router {
                 ),
             )
         })
+        .layer(axum::middleware::from_fn(move |req, next| guard(token.clone(), req, next)))
 }
