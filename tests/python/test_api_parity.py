@@ -50,6 +50,7 @@ RENAMED: dict[str, dict[str, tuple[str, ...]]] = {
         "new": ("__init__(comm)",),
         "with_partitions": ("__init__(partitions)",),
         "with_options": ("__init__(memory_budget)", "__init__(spill_dirs)"),
+        "with_spill": ("__init__(memory_budget)", "__init__(spill_dirs)"),
         "with_checkpoints": (
             "__init__(checkpoint_interval)",
             "__init__(checkpoint_dir)",

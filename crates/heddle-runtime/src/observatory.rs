@@ -16,8 +16,9 @@ use serde_json::{json, Value};
 
 use crate::control::PeerInfo;
 
-/// Lines of worker output kept for the dashboard.
+/// Lines of worker output kept for the dashboard, and the bytes kept of each.
 const LOG_LINES: usize = 400;
+const LOG_LINE_BYTES: usize = 4096;
 
 /// Back-pressure ratios at or below this are OK, and above [`HIGH`] HIGH (as Flink).
 const OK: f64 = 0.10;
@@ -145,6 +146,9 @@ impl Observatory {
 
     /// A line (without its newline) rank `rank` wrote to stdout or (`is_err`) stderr.
     pub(crate) fn log(&self, rank: usize, is_err: bool, line: &[u8]) {
+        // The page shows a line's start: a worker printing megabytes a line must not
+        // make the launcher keep hundreds of them.
+        let line = &line[..line.len().min(LOG_LINE_BYTES)];
         let text = String::from_utf8_lossy(line).trim_end_matches(['\n', '\r']).to_string();
         let mut s = self.lock();
         if s.logs.len() >= LOG_LINES {
