@@ -14,9 +14,16 @@ use common::{assert_no_survivors, command, example, marker, text, wait_bounded};
 
 /// `GET path` on `addr`: the status code and the body.
 fn get(addr: &str, path: &str) -> (u16, String) {
+    request(addr, path, "")
+}
+
+/// `GET path` on `addr` with extra request `headers` (each ending in CRLF): the status
+/// code and the body.
+fn request(addr: &str, path: &str, headers: &str) -> (u16, String) {
     let mut s = TcpStream::connect(addr).expect("connect to the dashboard");
     s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").expect("send");
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{headers}Connection: close\r\n\r\n")
+        .expect("send");
     let mut reply = String::new();
     s.read_to_string(&mut reply).expect("read the reply");
     let status = reply.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
@@ -191,13 +198,7 @@ fn a_taken_dashboard_port_is_named_and_nothing_starts() {
 
 /// `GET path` with extra request headers: the status code.
 fn status_with(addr: &str, path: &str, headers: &str) -> u16 {
-    let mut s = TcpStream::connect(addr).expect("connect to the dashboard");
-    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{headers}Connection: close\r\n\r\n")
-        .expect("send");
-    let mut reply = String::new();
-    s.read_to_string(&mut reply).expect("read the reply");
-    reply.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+    request(addr, path, headers).0
 }
 
 #[test]

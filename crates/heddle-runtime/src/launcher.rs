@@ -279,7 +279,7 @@ pub fn run_job(spec: &LaunchSpec) -> Result<JobOutcome> {
 }
 
 /// Why the job failed, in words (`None`: it succeeded).
-fn ended_with(outcome: &JobOutcome) -> Option<String> {
+pub(crate) fn ended_with(outcome: &JobOutcome) -> Option<String> {
     match outcome {
         JobOutcome::Success => None,
         JobOutcome::WorkerFailed { rank, status, .. } => Some(format!("rank {rank} {status}")),

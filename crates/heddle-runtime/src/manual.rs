@@ -75,10 +75,7 @@ pub fn serve_master(
     };
     master.shutdown();
     let _ = std::fs::remove_file(token_file);
-    crate::observatory::global().ended(match &outcome {
-        JobOutcome::Success => None,
-        other => Some(format!("{other:?}")),
-    });
+    crate::observatory::global().ended(crate::launcher::ended_with(&outcome));
     Ok(outcome)
 }
 

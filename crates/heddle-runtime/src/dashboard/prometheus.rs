@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use heddle_comm::metrics::LATENCY_BUCKETS;
-use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeCounterValue, EncodeGaugeValue, NoLabelSet,
+};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
@@ -57,11 +59,7 @@ impl prometheus_client::collector::Collector for Scrape {
         counters(&mut e, "heddle_task_records_in", "Records a task took in", &self.records_in)?;
         counters(&mut e, "heddle_task_records_out", "Records a task gave out", &self.records_out)?;
         let help = "Share of the last interval the edge's senders waited for credit";
-        let mut m =
-            e.encode_descriptor("heddle_edge_backpressure_ratio", help, None, MetricType::Gauge)?;
-        for (labels, v) in &self.backpressure {
-            m.encode_family(labels)?.encode_gauge(v)?;
-        }
+        gauges(&mut e, "heddle_edge_backpressure_ratio", help, None, &self.backpressure)?;
         let help = "Bytes the workers sent, by transport";
         let mut m = e.encode_descriptor("heddle_bytes_sent", help, None, MetricType::Counter)?;
         for (transport, v) in &self.bytes_sent {
@@ -76,22 +74,10 @@ impl prometheus_client::collector::Collector for Scrape {
             h.encode(&mut m.encode_family(labels)?)?;
         }
         let help = "Resident memory of each worker process";
-        let unit = Unit::Bytes;
-        let mut m = e.encode_descriptor(
-            "heddle_worker_resident_memory",
-            help,
-            Some(&unit),
-            MetricType::Gauge,
-        )?;
-        for (labels, v) in &self.resident {
-            m.encode_family(labels)?.encode_gauge(v)?;
-        }
+        let memory = "heddle_worker_resident_memory";
+        gauges(&mut e, memory, help, Some(Unit::Bytes), &self.resident)?;
         let help = "CPU time (user and system) of each worker process";
-        let mut m =
-            e.encode_descriptor("heddle_worker_cpu_seconds", help, None, MetricType::Counter)?;
-        for (labels, v) in &self.cpu {
-            m.encode_family(labels)?.encode_counter::<NoLabelSet, _, u64>(v, None)?;
-        }
+        counters(&mut e, "heddle_worker_cpu_seconds", help, &self.cpu)?;
         if let Some(h) = &self.checkpoints {
             let help = "Checkpoints' duration, trigger to the last acknowledgement";
             let unit = Unit::Seconds;
@@ -107,15 +93,29 @@ impl prometheus_client::collector::Collector for Scrape {
     }
 }
 
-fn counters(
+fn counters<V: EncodeCounterValue>(
     e: &mut DescriptorEncoder<'_>,
     name: &str,
     help: &str,
-    values: &[(Labels, u64)],
+    values: &[(Labels, V)],
 ) -> std::fmt::Result {
     let mut m = e.encode_descriptor(name, help, None, MetricType::Counter)?;
     for (labels, v) in values {
         m.encode_family(labels)?.encode_counter::<NoLabelSet, _, u64>(v, None)?;
+    }
+    Ok(())
+}
+
+fn gauges<V: EncodeGaugeValue>(
+    e: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    unit: Option<Unit>,
+    values: &[(Labels, V)],
+) -> std::fmt::Result {
+    let mut m = e.encode_descriptor(name, help, unit.as_ref(), MetricType::Gauge)?;
+    for (labels, v) in values {
+        m.encode_family(labels)?.encode_gauge(v)?;
     }
     Ok(())
 }
