@@ -1,6 +1,7 @@
 //! The dashboard of `heddle run`: while a streaming job runs, its JSON API names every
 //! task of the graph and their counts grow, `/metrics` holds the conventional names, the
-//! page is served, an unknown path is a 404, and a taken port is a clear error.
+//! page is served, an unknown path is a 404, a taken port is a clear error, and with
+//! `HEDDLE_METRICS=off` only the workers are shown.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -53,10 +54,15 @@ fn json(addr: &str, path: &str) -> Value {
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path} is not JSON ({e}): {body}"))
 }
 
+/// The sum of `field` (a count) over every task instance so far.
+fn summed(addr: &str, field: &str) -> u64 {
+    let tasks = json(addr, "/api/v1/tasks");
+    tasks["tasks"].as_array().unwrap().iter().map(|t| t[field].as_u64().unwrap()).sum()
+}
+
 /// Records given out by every task instance so far.
 fn records_out(addr: &str) -> u64 {
-    let tasks = json(addr, "/api/v1/tasks");
-    tasks["tasks"].as_array().unwrap().iter().map(|t| t["records_out"].as_u64().unwrap()).sum()
+    summed(addr, "records_out")
 }
 
 #[test]
@@ -137,6 +143,9 @@ fn a_running_job_shows_its_tasks_rates_and_metrics() {
     std::thread::sleep(Duration::from_millis(2500));
     let after = records_out(&addr);
     assert!(after > before, "records out did not grow: {before} then {after}");
+    // Records cross the dataflow edges serialized: bytes leave and arrive.
+    let (sent, received) = (summed(&addr, "bytes_out"), summed(&addr, "bytes_in"));
+    assert!(sent > 0 && received > 0, "bytes out {sent}, in {received}");
     let workers = json(&addr, "/api/v1/workers");
     let workers = workers["workers"].as_array().unwrap();
     assert_eq!(workers.len(), 2);
@@ -152,6 +161,8 @@ fn a_running_job_shows_its_tasks_rates_and_metrics() {
     for name in [
         "heddle_task_records_in_total{",
         "heddle_task_records_out_total{",
+        "heddle_task_bytes_in_total{",
+        "heddle_task_bytes_out_total{",
         "heddle_edge_backpressure_ratio{",
         "heddle_bytes_sent_total{transport=\"shm\"}",
         "heddle_collective_seconds_bucket{",
@@ -228,5 +239,50 @@ fn a_dashboard_off_loopback_asks_for_its_token() {
     assert_eq!(status_with(&addr, "/metrics", &format!("Authorization: Bearer {token}\r\n")), 200);
     let _ = child.kill();
     let _ = child.wait();
+    assert_no_survivors(&mark);
+}
+
+#[test]
+fn metrics_turned_off_leave_the_workers_only() {
+    let mark = marker("dashboard-off");
+    let window = example("stream_window");
+    let args = ["--generate", "--events", "4000000", "--rate", "1000000"];
+    let mut child =
+        command(&mark, &["run", "--dashboard", "127.0.0.1:0", "-n", "2", "--", &window])
+            .args(args)
+            .env("HEDDLE_METRICS", "off")
+            .spawn()
+            .expect("spawn heddle run");
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    stderr.read_line(&mut line).expect("the dashboard line");
+    let addr = line
+        .trim()
+        .strip_prefix("heddle: dashboard at http://")
+        .and_then(|a| a.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("the first line names the dashboard: {line:?}"))
+        .to_string();
+    let drain = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = stderr.read_to_string(&mut rest);
+        rest
+    });
+    // Two reports from every worker: the job is well under way.
+    std::thread::sleep(Duration::from_millis(2500));
+    let workers = json(&addr, "/api/v1/workers");
+    let workers = workers["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 2);
+    assert!(workers.iter().all(|w| w["rss_bytes"].as_u64().unwrap() > 1 << 20), "{workers:?}");
+    let tasks = json(&addr, "/api/v1/tasks");
+    assert_eq!(tasks["tasks"].as_array().map(Vec::len), Some(0), "{tasks}");
+    assert!(json(&addr, "/api/v1/job")["graph"].is_null());
+    let (_, metrics) = get(&addr, "/metrics");
+    assert!(metrics.contains("heddle_worker_resident_memory_bytes{"), "{metrics}");
+    assert!(!metrics.contains("heddle_task_records_in_total{"), "{metrics}");
+    assert!(!metrics.contains("heddle_bytes_sent_total{"), "{metrics}");
+    let out = wait_bounded(child, Duration::from_secs(60));
+    let rest = drain.join().unwrap();
+    assert!(out.status.success(), "{rest}");
+    assert!(text(&out.stdout).contains("\"ok\": true"), "{}", text(&out.stdout));
     assert_no_survivors(&mark);
 }

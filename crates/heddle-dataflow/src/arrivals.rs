@@ -189,6 +189,7 @@ impl EdgeCore {
         let item = self.targets.get_mut(&target)?.pop()?;
         if let Incoming::Records { payload, .. } = &item {
             self.ready_bytes -= payload.len();
+            *self.bytes_received.entry(target).or_default() += payload.len() as u64;
         }
         Some(item)
     }

@@ -57,6 +57,9 @@ pub struct EdgeCore {
     pub(crate) relay_outstanding: usize,
     /// Messages to targets climb this tree (reduce, gather in batch mode).
     pub(crate) up: Option<UpTree>,
+    /// Serialized record bytes each local source queued, and each local target took.
+    pub(crate) bytes_sent: HashMap<TaskId, u64>,
+    pub(crate) bytes_received: HashMap<TaskId, u64>,
 }
 
 impl EdgeCore {
@@ -117,6 +120,8 @@ impl EdgeCore {
             hosts: comm.hosts(),
             relay_outstanding: 0,
             up: None,
+            bytes_sent: HashMap::new(),
+            bytes_received: HashMap::new(),
             spec,
         })
     }
@@ -238,6 +243,9 @@ impl EdgeCore {
     }
 
     fn queue(&mut self, kind: Kind, source: TaskId, target: TaskId, data: Vec<u8>) {
+        if kind == Kind::Data {
+            *self.bytes_sent.entry(source).or_default() += data.len() as u64;
+        }
         let seq = self.sequence.entry((source, target)).or_insert(0);
         let sequence = *seq;
         *seq += 1;
@@ -469,5 +477,13 @@ impl<S: Semantics> Operation for Dataflow<S> {
 
     fn wait(&mut self) -> Result<()> {
         self.core.wait()
+    }
+
+    fn bytes_sent(&self, source: TaskId) -> u64 {
+        self.core.bytes_sent.get(&source).copied().unwrap_or(0)
+    }
+
+    fn bytes_received(&self, target: TaskId) -> u64 {
+        self.core.bytes_received.get(&target).copied().unwrap_or(0)
     }
 }

@@ -140,4 +140,11 @@ pub trait Operation {
     /// [`heddle_comm::Error::Timeout`] (inside [`Error::Comm`]) after the configured time without
     /// progress, or a lost peer.
     fn wait(&mut self) -> Result<()>;
+
+    /// Serialized bytes (records with their length prefixes) local source `source` has
+    /// queued on this edge since it opened: what Flink calls a task's bytes out.
+    fn bytes_sent(&self, source: TaskId) -> u64;
+
+    /// Serialized bytes local target `target` has taken from this edge since it opened.
+    fn bytes_received(&self, target: TaskId) -> u64;
 }

@@ -29,6 +29,10 @@ pub fn check_environment(vars: &[(String, String)]) -> Result<()> {
     if let Some(t) = get("HEDDLE_TRANSPORT").filter(|t| !t.is_empty()) {
         t.parse::<heddle_comm::TransportChoice>().map_err(|e| Error::Env(setting_message(e)))?;
     }
+    let metrics = heddle_comm::metrics::METRICS_ENV;
+    if let Some(v) = get(metrics).filter(|v| heddle_comm::metrics::switch(v).is_none()) {
+        return Err(Error::Env(format!("{metrics}={v:?}: use on or off")));
+    }
     Ok(())
 }
 
@@ -110,6 +114,8 @@ const RUNTIME_KEYS: &[&str] = &[
     "HEDDLE_LOG_FORMAT",
     // The launcher's dashboard off loopback.
     "HEDDLE_DASHBOARD_TOKEN",
+    // Workers' counting for the dashboard and /metrics (on unless `off`).
+    heddle_comm::metrics::METRICS_ENV,
     // The job directory, where workers register their scratch directories.
     "HEDDLE_JOB_DIR",
     // Executor threads per worker, read by heddle-task's jobs.
@@ -453,6 +459,15 @@ mod tests {
         );
         let e = check_known_keys(["HEDDLE_FROBNICATE".to_string()]).unwrap_err().to_string();
         assert!(e.contains("known settings: HEDDLE_RANK"), "{e}");
+    }
+
+    #[test]
+    fn the_metrics_switch_takes_on_or_off() {
+        let vars = |v: &str| vec![("HEDDLE_METRICS".to_string(), v.to_string())];
+        assert!(check_environment(&vars("off")).is_ok());
+        assert!(check_environment(&vars("on")).is_ok());
+        let e = check_environment(&vars("sometimes")).unwrap_err().to_string();
+        assert!(e.contains("HEDDLE_METRICS=\"sometimes\": use on or off"), "{e}");
     }
 
     #[test]

@@ -210,13 +210,15 @@ impl State {
                 let before = prev.and_then(|(_, p)| {
                     p.tasks.iter().find(|b| b.task == t.task && b.index == t.index)
                 });
-                let (in0, out0) =
-                    before.map_or((t.records_in, t.records_out), |b| (b.records_in, b.records_out));
+                let b = before.unwrap_or(t);
                 tasks.push(json!({
                     "task": t.task, "index": t.index, "worker": t.worker,
                     "records_in": t.records_in, "records_out": t.records_out,
-                    "records_in_per_s": rate(t.records_in, in0, seconds),
-                    "records_out_per_s": rate(t.records_out, out0, seconds),
+                    "bytes_in": t.bytes_in, "bytes_out": t.bytes_out,
+                    "records_in_per_s": rate(t.records_in, b.records_in, seconds),
+                    "records_out_per_s": rate(t.records_out, b.records_out, seconds),
+                    "bytes_in_per_s": rate(t.bytes_in, b.bytes_in, seconds),
+                    "bytes_out_per_s": rate(t.bytes_out, b.bytes_out, seconds),
                 }));
             }
             for e in &last.edges {

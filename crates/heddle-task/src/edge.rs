@@ -16,7 +16,7 @@ use serde::Serialize;
 /// A boxed dataflow operation between the instances of two vertices.
 pub(crate) type BoxedOp<T, U> = Box<dyn Operation<In = T, Out = U>>;
 
-type MakeOp<T, U> =
+pub(crate) type MakeOp<T, U> =
     Arc<dyn Fn(&Communicator, EdgeSpec, Options) -> heddle_dataflow::Result<BoxedOp<T, U>>>;
 
 /// How an edge connects instances; decides whether it can be chained.

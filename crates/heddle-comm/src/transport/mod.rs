@@ -62,7 +62,11 @@ pub(crate) struct Metered {
 }
 
 impl Metered {
+    /// `inner`, counted (unless metrics are off).
     pub(crate) fn wrap(inner: BoxedLink) -> BoxedLink {
+        if !crate::metrics::enabled() {
+            return inner;
+        }
         let sent = crate::metrics::bytes_sent(inner.transport());
         Box::new(Metered { inner, sent })
     }

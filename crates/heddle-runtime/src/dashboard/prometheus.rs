@@ -41,6 +41,8 @@ struct Scrape {
     workers: u64,
     records_in: Vec<(Labels, u64)>,
     records_out: Vec<(Labels, u64)>,
+    bytes_in: Vec<(Labels, u64)>,
+    bytes_out: Vec<(Labels, u64)>,
     backpressure: Vec<(Labels, f64)>,
     bytes_sent: BTreeMap<String, u64>,
     collectives: Vec<(Labels, Histogram)>,
@@ -58,6 +60,10 @@ impl prometheus_client::collector::Collector for Scrape {
             .encode_gauge(&self.workers)?;
         counters(&mut e, "heddle_task_records_in", "Records a task took in", &self.records_in)?;
         counters(&mut e, "heddle_task_records_out", "Records a task gave out", &self.records_out)?;
+        let help = "Serialized bytes a task took from its input edges";
+        counters(&mut e, "heddle_task_bytes_in", help, &self.bytes_in)?;
+        let help = "Serialized bytes a task sent on its output edges";
+        counters(&mut e, "heddle_task_bytes_out", help, &self.bytes_out)?;
         let help = "Share of the last interval the edge's senders waited for credit";
         gauges(&mut e, "heddle_edge_backpressure_ratio", help, None, &self.backpressure)?;
         let help = "Bytes the workers sent, by transport";
@@ -161,8 +167,11 @@ pub(crate) fn render(state: &State) -> String {
             ("index", t["index"].to_string()),
             ("worker", t["worker"].to_string()),
         ];
-        scrape.records_in.push((labels.clone(), t["records_in"].as_u64().unwrap_or(0)));
-        scrape.records_out.push((labels, t["records_out"].as_u64().unwrap_or(0)));
+        let count = |key: &str| t[key].as_u64().unwrap_or(0);
+        scrape.records_in.push((labels.clone(), count("records_in")));
+        scrape.records_out.push((labels.clone(), count("records_out")));
+        scrape.bytes_in.push((labels.clone(), count("bytes_in")));
+        scrape.bytes_out.push((labels, count("bytes_out")));
     }
     for e in tasks["edges"].as_array().into_iter().flatten() {
         let labels = vec![("edge", e["edge"].as_str().unwrap_or_default().to_string())];

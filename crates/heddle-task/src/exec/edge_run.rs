@@ -3,14 +3,17 @@
 //! between them.
 
 use std::any::Any;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use heddle_comm::metrics::TaskCounters;
 use heddle_comm::Communicator;
 use heddle_dataflow::{EdgeSpec, Options, TaskId};
 
 use super::barriers::Barriers;
 use super::inbox::{lock, SharedInbox};
-use super::outputs::{ChainedOutput, EdgeOutput, OpEdge, Outbox, TaskOutput};
+use super::op_edge::OpEdge;
+use super::outputs::{ChainedOutput, EdgeOutput, Outbox, TaskOutput};
 use crate::edge::Edge;
 use crate::{Error, Result};
 
@@ -28,6 +31,8 @@ pub(crate) trait EdgeRun {
     fn close_pass(&mut self);
     /// Takes part in the job's checkpoints (an overdue one's barriers overtake).
     fn checkpoints(&mut self, _barriers: Arc<Barriers>) {}
+    /// Counts the bytes its local tasks send and receive, into their `counters`.
+    fn observe(&mut self, _counters: &HashMap<TaskId, Arc<TaskCounters>>) {}
 }
 
 /// Builds an edge's instance on a worker: links the downstream inboxes (`Box<dyn Any>`
@@ -109,6 +114,8 @@ impl<T: Send + 'static, U: Send + 'static> EdgeFactory for Edge<T, U> {
             held,
             open: Vec::new(),
             barriers: None,
+            sent: Vec::new(),
+            received: Vec::new(),
         };
         Ok((Box::new(run), outputs))
     }

@@ -175,7 +175,19 @@ impl<'c> Job<'c> {
                 outs.entry(s).or_default().push(output);
             }
         }
-        heddle_comm::metrics::set_graph(super::observe::graph(graph));
+        // Each local instance's counters, shared by the instance and its edges.
+        let mut counters = HashMap::new();
+        if heddle_comm::metrics::enabled() {
+            heddle_comm::metrics::set_graph(super::observe::graph(graph));
+            for (v, def) in graph.vertices.iter().enumerate() {
+                for (i, t) in local(v) {
+                    counters.insert(t, heddle_comm::metrics::task(&def.name, i, comm.rank()));
+                }
+            }
+            for edge in &mut edges {
+                edge.observe(&counters);
+            }
+        }
         // The local task instances.
         let mut tasks = Vec::new();
         let mut task_ids = Vec::new();
@@ -191,7 +203,8 @@ impl<'c> Job<'c> {
                 };
                 let inbox = inboxes.remove(&t).map(|(typed, _)| typed);
                 let outputs = outs.remove(&t).unwrap_or_default();
-                let observed = super::observe::Observed::new(graph, v, i, comm.rank());
+                let observed =
+                    counters.get(&t).map(|c| super::observe::Observed::new(graph, v, c.clone()));
                 let mut run = def.factory.build(
                     info,
                     inbox,
@@ -200,7 +213,9 @@ impl<'c> Job<'c> {
                     def.strategy,
                     vertex_comms.remove(&v),
                 )?;
-                run.observe(observed);
+                if let Some(observed) = observed {
+                    run.observe(observed);
+                }
                 tasks.push(run);
                 task_ids.push(t);
             }

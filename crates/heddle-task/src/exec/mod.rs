@@ -9,6 +9,7 @@ mod job;
 mod job_checkpoints;
 mod job_loops;
 mod observe;
+mod op_edge;
 pub(crate) mod outputs;
 mod pool;
 #[cfg(test)]

@@ -36,8 +36,8 @@ pub(crate) struct Observed {
 }
 
 impl Observed {
-    /// The counters of instance `index` of vertex `v` on `worker`.
-    pub(crate) fn new(graph: &TaskGraph, v: usize, index: u32, worker: usize) -> Observed {
+    /// An instance of vertex `v` counting into `live`.
+    pub(crate) fn new(graph: &TaskGraph, v: usize, live: Arc<TaskCounters>) -> Observed {
         let name = &graph.vertices[v].name;
         let waits = graph
             .edges
@@ -45,7 +45,7 @@ impl Observed {
             .filter(|e| e.from == v)
             .map(|e| (metrics::edge(&format!("{name} -> {}", graph.vertices[e.to].name)), false))
             .collect();
-        Observed { live: metrics::task(name, index, worker), waits }
+        Observed { live, waits }
     }
 
     /// `n` records taken in.

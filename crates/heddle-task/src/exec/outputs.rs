@@ -1,20 +1,14 @@
-//! Where a task's records go: the [`Context`] a task emits through, the task's
-//! [`Outputs`] (flushed after every call into each output port: an edge's outbox, or a
-//! chained task's inbox on this worker), and the edge pump that offers each outbox to the
-//! edge's dataflow operation and hands what it delivers to the inboxes. A record's way out
-//! of a task, from `emit` to the operation, is this file.
+//! Where a task's records go: the [`Context`] a task emits through and the task's
+//! [`Outputs`], flushed after every call into each output port: an edge's outbox (which
+//! `op_edge.rs` offers to the edge's operation), or a chained task's inbox on this worker.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use heddle_comm::Communicator;
-use heddle_dataflow::{EdgeSpec, Event, Offer, Options, TaskId};
 
-use super::barriers::Barriers;
-use super::edge_run::{EdgeRun, Target};
 use super::inbox::{lock, SharedInbox, QUEUE_CAP};
 use crate::checkpoint::Codec;
-use crate::edge::BoxedOp;
 use crate::{Error, Result, Strategy, TaskInfo};
 
 /// Handed to every task call: emit records, see who and where it is, call collectives
@@ -358,126 +352,5 @@ impl<T, U: Send> TaskOutput<T> for ChainedOutput<T, U> {
 
     fn barrier(&self, id: u64, _overtake: bool) {
         lock(&self.inbox).barrier(self.slot, id);
-    }
-}
-
-/// Records an inbox may take past [`QUEUE_CAP`] while an overdue checkpoint's barrier
-/// overtakes them (a bound of last resort: the edge's credit window is the usual one).
-const OVERTAKEN_CAP: usize = 64 * QUEUE_CAP;
-
-pub(crate) type MakeOp<T, U> = std::sync::Arc<
-    dyn Fn(&Communicator, EdgeSpec, Options) -> heddle_dataflow::Result<BoxedOp<T, U>>,
->;
-
-/// An edge through a dataflow operation.
-pub(crate) struct OpEdge<T, U> {
-    pub(crate) make: MakeOp<T, U>,
-    pub(crate) op: Option<BoxedOp<T, U>>,
-    pub(crate) outboxes: Vec<(TaskId, Arc<Mutex<Outbox<T>>>)>,
-    pub(crate) inboxes: Vec<Target<U>>,
-    /// A record the operation handed back (edge full), per source (as `outboxes`).
-    pub(crate) held: Vec<Option<T>>,
-    /// Positions in `outboxes` of the sources whose end the operation has not been told
-    /// (a pump visits only these: a graph may have thousands of sources on a worker).
-    pub(crate) open: Vec<usize>,
-    /// The job's checkpoints: an overdue one's barriers overtake the outboxes.
-    pub(crate) barriers: Option<Arc<Barriers>>,
-}
-
-impl<T, U> EdgeRun for OpEdge<T, U> {
-    fn open(&mut self, comm: &Communicator, spec: EdgeSpec, opts: Options) -> Result<()> {
-        self.op = Some((self.make)(comm, spec, opts)?);
-        self.open = (0..self.outboxes.len()).collect();
-        for (_, o) in &self.outboxes {
-            lock(o).finished = false;
-        }
-        Ok(())
-    }
-
-    fn pump(&mut self) -> Result<bool> {
-        let op = self
-            .op
-            .as_mut()
-            .ok_or_else(|| Error::Graph("an edge was pumped outside a pass".into()))?;
-        let mut moved = false;
-        let overdue = self.barriers.as_ref().is_some_and(|b| b.overdue());
-        let mut k = 0;
-        while k < self.open.len() {
-            let at = self.open[k];
-            let (s, outbox) = &self.outboxes[at];
-            if overdue {
-                lock(outbox).overtake();
-            }
-            loop {
-                if self.held[at].is_none() {
-                    let due = lock(outbox).due_barrier();
-                    if let Some(id) = due {
-                        op.barrier(*s, id)?;
-                        moved = true;
-                        continue;
-                    }
-                }
-                let next = self.held[at].take().or_else(|| lock(outbox).pop());
-                let Some(record) = next else { break };
-                match op.offer(*s, record)? {
-                    Offer::Accepted => moved = true,
-                    Offer::Full(back) => {
-                        self.held[at] = Some(back);
-                        break;
-                    }
-                }
-            }
-            let ended = lock(outbox).drained();
-            if ended && self.held[at].is_none() {
-                op.finish(*s)?;
-                self.open.swap_remove(k);
-                moved = true;
-            } else {
-                k += 1;
-            }
-        }
-        moved |= op.progress()?;
-        // An overdue checkpoint's barrier overtakes the records before it on this worker:
-        // they are taken into the inbox past its usual bound (the edge's credit window
-        // bounds them) so that the task can snapshot at once, copying them.
-        let triggered = self.barriers.as_ref().map_or(0, |b| b.triggered());
-        for (t, inbox, slot) in &self.inboxes {
-            let mut inbox = lock(inbox);
-            // Past a barrier, the target's other inputs catch up before this one goes on.
-            while !inbox.blocked(*slot)
-                && (inbox.items.len() < QUEUE_CAP
-                    || (overdue
-                        && inbox.items.len() < OVERTAKEN_CAP
-                        && inbox.awaits(*slot, triggered)))
-            {
-                match op.poll(*t) {
-                    Some(Event::Data(u)) => inbox.push(*slot, u),
-                    Some(Event::End) => inbox.end(*slot),
-                    Some(Event::Barrier(id)) => inbox.barrier(*slot, id),
-                    None => break,
-                }
-                moved = true;
-            }
-        }
-        Ok(moved)
-    }
-
-    fn is_done(&self) -> bool {
-        self.op.as_ref().is_none_or(|op| op.is_done()) && self.held.iter().all(Option::is_none)
-    }
-
-    fn wait(&mut self) -> Result<()> {
-        match self.op.as_mut() {
-            Some(op) => Ok(op.wait()?),
-            None => Ok(()),
-        }
-    }
-
-    fn close_pass(&mut self) {
-        self.op = None;
-    }
-
-    fn checkpoints(&mut self, barriers: Arc<Barriers>) {
-        self.barriers = Some(barriers);
     }
 }

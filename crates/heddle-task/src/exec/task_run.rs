@@ -282,9 +282,10 @@ where
             }
             Ok(())
         })?;
+        // What the call left goes back in front, in order.
         let mut inbox = lock(&self.inbox);
-        for (k, item) in items.enumerate() {
-            inbox.items.insert(k, item);
+        for item in items.rev() {
+            inbox.items.push_front(item);
         }
         self.common.runs += done;
         self.common.stats.executed += done;

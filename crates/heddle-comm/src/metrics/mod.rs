@@ -35,6 +35,8 @@ pub const LATENCY_BUCKETS: [f64; 14] =
 pub struct TaskCounters {
     records_in: AtomicU64,
     records_out: AtomicU64,
+    bytes_in: AtomicU64,
+    bytes_out: AtomicU64,
 }
 
 impl TaskCounters {
@@ -46,6 +48,16 @@ impl TaskCounters {
     /// `n` more records given out (emitted).
     pub fn add_out(&self, n: u64) {
         self.records_out.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// `n` more serialized bytes taken from the task's input edges.
+    pub fn add_bytes_in(&self, n: u64) {
+        self.bytes_in.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// `n` more serialized bytes sent on the task's output edges.
+    pub fn add_bytes_out(&self, n: u64) {
+        self.bytes_out.fetch_add(n, Ordering::Relaxed);
     }
 }
 
@@ -114,6 +126,13 @@ pub struct TaskSample {
     pub records_in: u64,
     /// Records given out so far.
     pub records_out: u64,
+    /// Serialized bytes taken from input edges so far (chained edges move records
+    /// without serializing them and count none).
+    #[serde(default)]
+    pub bytes_in: u64,
+    /// Serialized bytes sent on output edges so far.
+    #[serde(default)]
+    pub bytes_out: u64,
 }
 
 /// One edge's back-pressure samples on this worker.
@@ -223,8 +242,48 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The variable that turns counting off in a worker: `HEDDLE_METRICS=off` (or `0`,
+/// `false`, `no`). The dashboard then shows the workers (CPU, memory, heartbeats, logs)
+/// but no graph, tasks, edges, collectives or transports.
+pub const METRICS_ENV: &str = "HEDDLE_METRICS";
+
+/// Whether this process counts (read once from [`METRICS_ENV`]; on unless turned off).
+///
+/// ```
+/// // On unless HEDDLE_METRICS says otherwise.
+/// assert_eq!(heddle_comm::metrics::enabled(), std::env::var("HEDDLE_METRICS").is_err());
+/// ```
+pub fn enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        let value = std::env::var(METRICS_ENV).unwrap_or_default();
+        switch(&value).unwrap_or_else(|| {
+            tracing::warn!("{METRICS_ENV}={value:?} is neither on nor off: metrics stay on");
+            true
+        })
+    })
+}
+
+/// A value of [`METRICS_ENV`]: `Some(true)` for on (also empty, `1`, `true`, `yes`),
+/// `Some(false)` for off (`0`, `false`, `no`), `None` for anything else.
+///
+/// ```
+/// use heddle_comm::metrics::switch;
+/// assert_eq!((switch("off"), switch("ON"), switch("maybe")), (Some(false), Some(true), None));
+/// ```
+pub fn switch(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "" | "on" | "1" | "true" | "yes" => Some(true),
+        "off" | "0" | "false" | "no" => Some(false),
+        _ => None,
+    }
+}
+
 /// The job now running on this worker has `graph`: a new stage starts.
 pub fn set_graph(graph: Graph) {
+    if !enabled() {
+        return;
+    }
     let r = registry();
     let name: Vec<&str> = graph.vertices.iter().map(|v| v.name.as_str()).collect();
     {
@@ -240,6 +299,9 @@ pub fn set_graph(graph: Graph) {
 
 /// A source of the stage will give out `records` records (`None`: it cannot say).
 pub fn expect_records(records: Option<u64>) {
+    if !enabled() {
+        return;
+    }
     let r = registry();
     match records {
         Some(n) => {
@@ -252,6 +314,9 @@ pub fn expect_records(records: Option<u64>) {
 
 /// A source of the stage gave out `n` more records.
 pub fn records_done(n: u64) {
+    if !enabled() {
+        return;
+    }
     registry().done.fetch_add(n, Ordering::Relaxed);
 }
 
@@ -284,6 +349,9 @@ fn bucket(seconds: f64) -> usize {
 
 /// A collective call ended.
 pub fn collective(operation: &'static str, algorithm: &'static str, bytes: u64, took: Duration) {
+    if !enabled() {
+        return;
+    }
     let seconds = took.as_secs_f64();
     let mut all = lock(&registry().collectives);
     let c = all.entry((operation, algorithm)).or_insert_with(|| CollectiveSample {
@@ -300,6 +368,9 @@ pub fn collective(operation: &'static str, algorithm: &'static str, bytes: u64, 
 
 /// A checkpoint of the job completed, taking `took`, `bytes` in size.
 pub fn checkpoint(took: Duration, bytes: u64) {
+    if !enabled() {
+        return;
+    }
     let seconds = took.as_secs_f64();
     let mut c = lock(&registry().checkpoints);
     let c = c.get_or_insert_with(|| CheckpointSample {
@@ -348,6 +419,8 @@ pub fn snapshot() -> Snapshot {
                 worker: *worker,
                 records_in: c.records_in.load(Ordering::Relaxed),
                 records_out: c.records_out.load(Ordering::Relaxed),
+                bytes_in: c.bytes_in.load(Ordering::Relaxed),
+                bytes_out: c.bytes_out.load(Ordering::Relaxed),
             })
             .collect(),
         edges: lock(&r.edges)
@@ -402,39 +475,4 @@ fn process_usage() -> (f64, u64) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn collectives_fall_in_their_latency_buckets() {
-        collective("test_op", "linear", 8, Duration::from_micros(3));
-        collective("test_op", "linear", 8, Duration::from_secs(10));
-        let s = snapshot();
-        let c = s.collectives.iter().find(|c| c.operation == "test_op").unwrap();
-        assert_eq!((c.calls, c.bytes), (2, 16));
-        assert_eq!(c.buckets[1], 1, "3 µs is in the 5 µs bucket");
-        assert_eq!(c.buckets[LATENCY_BUCKETS.len()], 1, "10 s is above every bound");
-    }
-
-    #[test]
-    fn the_process_uses_some_cpu_and_memory() {
-        let (cpu, rss) = process_usage();
-        let spin = std::time::Instant::now();
-        while spin.elapsed() < Duration::from_millis(30) {}
-        let (cpu2, _) = process_usage();
-        assert!(rss > 1 << 20, "{rss}");
-        assert!(cpu2 >= cpu, "{cpu} then {cpu2}");
-    }
-
-    #[test]
-    fn a_waiting_sender_is_sampled_as_blocked() {
-        let e = edge("a -> b");
-        let mut was = false;
-        e.set_waiting(true, &mut was);
-        std::thread::sleep(Duration::from_millis(100));
-        e.set_waiting(false, &mut was);
-        let s = snapshot();
-        let sample = s.edges.iter().find(|e| e.edge == "a -> b").unwrap();
-        assert!(sample.blocked > 0 && sample.blocked <= sample.samples, "{sample:?}");
-    }
-}
+mod tests;
