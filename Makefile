@@ -6,7 +6,7 @@ JOBS ?= 2
 RELEASE := target/release
 
 .PHONY: all build build-deps demo test lint lint-rust test-rust test-deps test-spec test-python test-fuzz python-install bench bench-python fuzz clean
-.PHONY: bench-compare bench-compare-quick
+.PHONY: bench-compare bench-compare-quick bench-observability
 
 all: build
 
@@ -98,6 +98,11 @@ lint-python: python-install
 ## heddle.comm Allreduce (8 B, 2 ranks) against mpi4py in the same run, with the ratio.
 bench-python: python-install
 	$(PY) benches/python/bench_allreduce.py
+
+## What the dashboard's metrics cost on word count: instructions under callgrind (checked:
+## under 1 %) and time, HEDDLE_METRICS on against off (docs/observability.md, "Cost").
+bench-observability: build
+	$(PYTHON) benches/observability/overhead.py
 
 ## Heddle vs Open MPI (mpi4py), installed on demand into benches/.venv-mpi.
 bench: build
