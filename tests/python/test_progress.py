@@ -1,6 +1,6 @@
 """The launcher's progress bar: drawn on a terminal (a pseudo-terminal here) with the stage,
-the records done of the known total, the rate and the time left; never drawn into a pipe
-or with ``--progress never``."""
+the records done of the known total (the bytes read, for a text file), the rate and the
+time left; never drawn into a pipe or with ``--progress never``."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from conftest import JOB_TIMEOUT, JOBS, job_env
 RECORDS = 6_000_000
 
 
-def run(*flags: str, terminal: bool) -> tuple[int, str, str]:
+def run(*flags: str, terminal: bool, job: tuple[str, ...] = ()) -> tuple[int, str, str]:
     cmd = [sys.executable, "-m", "heddle", "run", "-n", "2", "--dashboard", "off"]
     # Reports five times a second, so that a short job shows a rate.
     cmd += ["--heartbeat-interval", "0.2", *flags]
-    cmd += [str(JOBS / "progress_count.py"), str(RECORDS)]
+    cmd += list(job) or [str(JOBS / "progress_count.py"), str(RECORDS)]
     if not terminal:
         p = subprocess.run(
             cmd, check=False, env=job_env(), capture_output=True, text=True, timeout=JOB_TIMEOUT
@@ -52,6 +52,24 @@ def test_a_batch_job_on_a_terminal_shows_its_stage_records_rate_and_eta():
     assert bars, err
     assert any(re.search(r"\[[=> ]{30}\]", b) for b in bars), bars
     assert any(re.search(r"[\d.]+ [KM]?/s, ETA ", b) for b in bars), bars
+
+
+def test_a_text_file_job_shows_the_bytes_read_of_the_file(tmp_path):
+    path = tmp_path / "lines.txt"
+    lines = 2_000_000
+    with open(path, "w") as f:
+        for i in range(lines // 4):
+            f.write(f"w{i} alpha\nbeta gamma\r\n\nlast of four {i}\n")
+    size = path.stat().st_size
+    code, out, err = run(terminal=True, job=(str(JOBS / "progress_lines.py"), str(path)))
+    assert code == 0 and f'"count": {lines}' in out, err
+    assert re.search(r"stage \d+: text_file#0 → map#\d+", err), err
+    # indicatif's binary units: the file's size as the total.
+    total = f"{size / 2**20:.2f} MiB"
+    bars = [line for line in re.split(r"[\r\n]", err) if f"/{total}" in line]
+    assert bars, (total, err)
+    assert any(re.search(r"\[[=> ]{30}\]", b) for b in bars), bars
+    assert any(re.search(r"[\d.]+ [KM]iB/s, ETA ", b) for b in bars), bars
 
 
 def test_no_bar_into_a_pipe_or_with_progress_never():

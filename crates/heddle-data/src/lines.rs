@@ -61,7 +61,12 @@ pub(crate) struct Lines {
     segments: Vec<(Planned, u64, u64)>,
     current: Option<(BufReader<File>, Planned, u64, u64, Option<u64>)>,
     buf: Vec<u8>,
+    /// Bytes read and not yet reported to the stage's progress.
+    unreported: u64,
 }
+
+/// Bytes of lines read between two reports to the stage's progress.
+const REPORT_BYTES: u64 = 1 << 20;
 
 impl Lines {
     pub(crate) fn new(files: Arc<Vec<Planned>>, i: u32, p: u32) -> Lines {
@@ -77,7 +82,7 @@ impl Lines {
             at += f.len;
         }
         segments.reverse();
-        Lines { segments, current: None, buf: Vec::new() }
+        Lines { segments, current: None, buf: Vec::new(), unreported: 0 }
     }
 
     /// Opens the next segment, skipping a line that started before it.
@@ -148,6 +153,10 @@ impl Lines {
             }
             let at = Position { file: planned.path.clone(), offset: *pos, line: *line };
             *pos += n;
+            self.unreported += n;
+            if self.unreported >= REPORT_BYTES {
+                heddle_comm::metrics::bytes_read(std::mem::take(&mut self.unreported));
+            }
             if let Some(l) = line.as_mut() {
                 *l += 1;
             }
@@ -171,6 +180,14 @@ pub(crate) struct Numbered(Lines);
 impl Lines {
     pub(crate) fn into_numbered(self) -> Numbered {
         Numbered(self)
+    }
+}
+
+impl Drop for Lines {
+    fn drop(&mut self) {
+        if self.unreported > 0 {
+            heddle_comm::metrics::bytes_read(self.unreported);
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use crate::error::io;
 use crate::input_files::{planned_files, Planned};
 use crate::lines::{open, Lines, Position};
 use crate::session::Session;
-use crate::tasks::{IterSource, MakeIter};
+use crate::tasks::{IterSource, MakeIter, PartitionBytes};
 use crate::text_blocks::MAX_LINE_BYTES;
 use crate::Locked;
 use crate::{Error, Result};
@@ -25,17 +25,38 @@ pub(crate) fn from_iter_fn<T: Record>(
     name: &str,
     make: MakeIter<T>,
 ) -> DataSet<T> {
+    from_files_iter_fn(session, name, make, None)
+}
+
+/// As [`from_iter_fn`], for a source whose partition `i` of `p` reads `bytes(i, p)` bytes
+/// of files (its progress counts them).
+pub(crate) fn from_files_iter_fn<T: Record>(
+    session: &Session,
+    name: &str,
+    make: MakeIter<T>,
+    bytes: Option<PartitionBytes>,
+) -> DataSet<T> {
     let p = session.partitions();
     DataSet::new(session, name, move |b, vname| {
-        let m = make.clone();
+        let (m, bytes) = (make.clone(), bytes.clone());
         let v: Vertex<(), T> = b.graph.source(vname, p, move |i| IterSource {
             emitted: 0,
             make: m.clone(),
+            bytes: bytes.clone(),
             index: i,
             parallelism: p,
             iter: None,
         });
         Ok(v)
+    })
+}
+
+/// The bytes partition `i` of `p` of `files` reads (a share of their total).
+pub(crate) fn file_shares(files: &[Planned]) -> PartitionBytes {
+    let total: u64 = files.iter().map(|f| f.len).sum();
+    Arc::new(move |i, p| {
+        let r = share(total, i, p);
+        r.end - r.start
     })
 }
 
@@ -143,10 +164,12 @@ impl Session {
     /// A path that names no readable file.
     pub fn text_file(&self, path: impl AsRef<Path>) -> Result<DataSet<String>> {
         let files = Arc::new(planned_files(path.as_ref())?);
-        Ok(from_iter_fn(
+        let bytes = Some(file_shares(&files));
+        Ok(from_files_iter_fn(
             self,
             "text_file",
             Arc::new(move |i, p| Box::new(Lines::new(files.clone(), i, p))),
+            bytes,
         ))
     }
 
@@ -180,6 +203,7 @@ impl Session {
         on_malformed: OnMalformed,
     ) -> Result<DataSet<T>> {
         let files = Arc::new(planned_files(path.as_ref())?);
+        let bytes = Some(file_shares(&files));
         // The first line of the first file: the header, or the row that sets the width.
         let first = match files.first() {
             Some(Planned { path: f, .. }) => Some((f.display().to_string(), first_record(f)?)),
@@ -190,7 +214,7 @@ impl Session {
         });
         let header = Arc::new(if headers { first.map(|(_, r)| r) } else { None });
         let skipped = self.0.skipped.clone();
-        Ok(from_iter_fn(
+        Ok(from_files_iter_fn(
             self,
             "read_csv",
             Arc::new(move |i, p| {
@@ -219,6 +243,7 @@ impl Session {
                 });
                 Box::new(rows)
             }),
+            bytes,
         ))
     }
 
@@ -269,8 +294,9 @@ impl Session {
         on_malformed: OnMalformed,
     ) -> Result<DataSet<T>> {
         let files = Arc::new(planned_files(path.as_ref())?);
+        let bytes = Some(file_shares(&files));
         let skipped = self.0.skipped.clone();
-        Ok(from_iter_fn(
+        Ok(from_files_iter_fn(
             self,
             "read_json_lines",
             Arc::new(move |i, p| {
@@ -292,6 +318,7 @@ impl Session {
                 });
                 Box::new(rows)
             }),
+            bytes,
         ))
     }
 }

@@ -19,9 +19,15 @@ const PER_CALL: usize = 4096;
 pub(crate) type MakeIter<T> =
     Arc<dyn Fn(u32, u32) -> Box<dyn Iterator<Item = crate::Result<T>> + Send> + Send + Sync>;
 
+/// The bytes of files partition `i` of `p` of a source reads.
+pub(crate) type PartitionBytes = Arc<dyn Fn(u32, u32) -> u64 + Send + Sync>;
+
 /// A source over an iterator per partition.
 pub(crate) struct IterSource<T> {
     pub(crate) make: MakeIter<T>,
+    /// For a source that reads files: how many bytes each partition reads (its progress
+    /// counts bytes, as the reader reports them, instead of records).
+    pub(crate) bytes: Option<PartitionBytes>,
     pub(crate) index: u32,
     pub(crate) parallelism: u32,
     pub(crate) iter: Option<Box<dyn Iterator<Item = crate::Result<T>> + Send>>,
@@ -37,10 +43,16 @@ impl<T: Send + 'static> Source for IterSource<T> {
         if self.iter.is_none() {
             self.emitted = 0;
         }
+        let bytes = &self.bytes;
         let iter = self.iter.get_or_insert_with(|| {
             let iter = make(index, p);
-            let (low, high) = iter.size_hint();
-            heddle_comm::metrics::expect_records((Some(low) == high).then_some(low as u64));
+            match bytes {
+                Some(bytes) => heddle_comm::metrics::expect_bytes(bytes(index, p)),
+                None => {
+                    let (low, high) = iter.size_hint();
+                    heddle_comm::metrics::expect_records((Some(low) == high).then_some(low as u64));
+                }
+            }
             iter
         });
         let before = self.emitted;

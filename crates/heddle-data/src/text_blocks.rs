@@ -10,7 +10,8 @@ use std::sync::Arc;
 use crate::dataset::DataSet;
 use crate::input_files::{planned_files, Planned};
 use crate::session::Session;
-use crate::sources::from_iter_fn;
+use crate::sources::from_files_iter_fn;
+use crate::tasks::PartitionBytes;
 use crate::{Error, Result};
 
 /// Blocks of about `block_bytes` over some files: block `j` of [`TextBlocks::count`] covers
@@ -42,6 +43,22 @@ impl TextBlocks {
     /// Number of blocks.
     pub fn count(&self) -> u64 {
         self.n
+    }
+
+    /// The blocks partition `i` of `p` reads.
+    ///
+    /// ```
+    /// let dir = std::env::temp_dir().join(format!("heddle-doc-part-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// std::fs::write(dir.join("in.txt"), "a\nb\nc\n")?;
+    /// let blocks = heddle_data::TextBlocks::new(&dir, 2)?; // 6 bytes: 3 blocks
+    /// assert_eq!((blocks.partition(0, 2), blocks.partition(1, 2)), (0..1, 1..3));
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn partition(&self, i: u32, p: u32) -> std::ops::Range<u64> {
+        let (i, p) = (u64::from(i), u64::from(p.max(1)));
+        self.n * i / p..self.n * (i + 1) / p
     }
 
     /// The lines that start in block `j`, each ending with a newline (empty if none does).
@@ -177,27 +194,38 @@ impl Session {
         }
         let path = path.as_ref().to_path_buf();
         let blocks = Arc::new(TextBlocks::new(&path, block_bytes)?);
-        Ok(from_iter_fn(
+        let shares = blocks.clone();
+        let bytes: PartitionBytes = Arc::new(move |i, p| {
+            let r = shares.partition(i, p);
+            shares.start(r.end) - shares.start(r.start)
+        });
+        Ok(from_files_iter_fn(
             self,
             "text_blocks",
             Arc::new(move |i, p| {
                 let (b, path) = (blocks.clone(), path.clone());
-                let n = b.count();
-                let range = n * u64::from(i) / u64::from(p)..n * (u64::from(i) + 1) / u64::from(p);
-                Box::new(range.filter_map(move |j| match b.read(j) {
-                    Ok(bytes) if bytes.is_empty() => None,
-                    Ok(bytes) => Some(String::from_utf8(bytes).map_err(|_| {
-                        Error::InvalidArgument(format!(
-                            "{}: the block from byte {} is not UTF-8 text",
-                            path.display(),
-                            b.start(j)
-                        ))
-                    })),
-                    Err(e) => Some(Err(e)),
+                let range = b.partition(i, p);
+                Box::new(range.filter_map(move |j| {
+                    heddle_comm::metrics::bytes_read(b.start(j + 1) - b.start(j));
+                    b.read(j).map_or_else(|e| Some(Err(e)), |bytes| utf8(bytes, &path, b.start(j)))
                 }))
             }),
+            Some(bytes),
         ))
     }
+}
+
+/// Block `bytes` from byte `start` of `path`'s files as text: `None` for an empty block
+/// (no line starts in it).
+fn utf8(bytes: Vec<u8>, path: &Path, start: u64) -> Option<Result<String>> {
+    (!bytes.is_empty()).then(|| {
+        String::from_utf8(bytes).map_err(|_| {
+            Error::InvalidArgument(format!(
+                "{}: the block from byte {start} is not UTF-8 text",
+                path.display()
+            ))
+        })
+    })
 }
 
 #[cfg(test)]

@@ -322,20 +322,38 @@ impl State {
     }
 }
 
+/// How far the newest stage is, over every worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StageProgress {
+    /// Its number and name.
+    pub(crate) stage: u64,
+    pub(crate) name: String,
+    /// Bytes its file sources read, when every worker's sources read files (else records
+    /// its sources gave out).
+    pub(crate) bytes: bool,
+    /// Done so far, and in all (`None`: unknown).
+    pub(crate) done: u64,
+    pub(crate) total: Option<u64>,
+}
+
 impl State {
-    /// The newest stage any worker runs: its name, the records its sources gave out on
-    /// every worker at that stage, and how many they will in all (`None`: unknown).
-    pub(crate) fn progress(&self) -> Option<(u64, String, u64, Option<u64>)> {
+    /// The newest stage any worker runs: what its sources did on every worker at that
+    /// stage, of how much in all (known once every worker has said).
+    pub(crate) fn progress(&self) -> Option<StageProgress> {
         let samples: Vec<&heddle_comm::metrics::ProgressSample> =
             self.workers.values().filter_map(|w| w.last.as_ref()?.1.progress.as_ref()).collect();
         let newest = samples.iter().max_by_key(|p| p.stage)?;
         let at: Vec<_> = samples.iter().filter(|p| p.stage == newest.stage).collect();
-        let done = at.iter().map(|p| p.done).sum();
+        let everyone = at.len() == self.workers.len();
+        let records: Option<u64> = at.iter().map(|p| p.total).sum();
+        let bytes: Option<u64> = at.iter().map(|p| p.bytes_total).sum();
+        let (bytes, done, total) = match (records, bytes) {
+            (None, Some(total)) => (true, at.iter().map(|p| p.bytes_done).sum(), Some(total)),
+            (records, _) => (false, at.iter().map(|p| p.done).sum(), records),
+        };
         // Every worker must have said, or the total is not known yet.
-        let total = (at.len() == self.workers.len())
-            .then(|| at.iter().map(|p| p.total).sum::<Option<u64>>())
-            .flatten();
-        Some((newest.stage, newest.name.clone(), done, total))
+        let total = total.filter(|_| everyone);
+        Some(StageProgress { stage: newest.stage, name: newest.name.clone(), bytes, done, total })
     }
 }
 

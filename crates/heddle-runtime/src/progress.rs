@@ -1,6 +1,6 @@
 //! The launcher's progress bar: while a job runs on a terminal, the stage its workers run
-//! (its vertices), the records its sources gave out of the known total, the rate and the
-//! time left — redrawn from the workers' reports ([`crate::observatory`]). Nothing is
+//! (its vertices), the records its sources gave out (or the bytes its file sources read)
+//! of the known total, the rate and the time left — redrawn from the workers' reports ([`crate::observatory`]). Nothing is
 //! drawn when stderr is not a terminal, or with `--progress never`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -80,12 +80,18 @@ impl Drop for Progress {
     }
 }
 
-fn bar_for(name: &str, total: Option<u64>) -> ProgressBar {
-    let (bar, template) = match total {
-        Some(n) => {
+fn bar_for(name: &str, total: Option<u64>, bytes: bool) -> ProgressBar {
+    let (bar, template) = match (total, bytes) {
+        (Some(n), false) => {
             (ProgressBar::new(n), "{prefix} [{bar:30}] {human_pos}/{human_len} records{msg}")
         }
-        None => (ProgressBar::new_spinner(), "{prefix} {spinner} {human_pos} records{msg}"),
+        (Some(n), true) => {
+            (ProgressBar::new(n), "{prefix} [{bar:30}] {binary_bytes}/{binary_total_bytes}{msg}")
+        }
+        (None, false) => {
+            (ProgressBar::new_spinner(), "{prefix} {spinner} {human_pos} records{msg}")
+        }
+        (None, true) => (ProgressBar::new_spinner(), "{prefix} {spinner} {binary_bytes}{msg}"),
     };
     if let Ok(style) = ProgressStyle::with_template(template) {
         bar.set_style(style.progress_chars("=> "));
@@ -95,8 +101,11 @@ fn bar_for(name: &str, total: Option<u64>) -> ProgressBar {
     bar
 }
 
-/// A rate in words: `1.23 M/s`.
-fn rate(per_s: f64) -> String {
+/// A rate in words: `1.23 M/s`, or `12.50 MiB/s` for `bytes`.
+fn rate(per_s: f64, bytes: bool) -> String {
+    if bytes {
+        return format!("{}/s", indicatif::BinaryBytes(per_s as u64));
+    }
     match per_s {
         r if r >= 1e9 => format!("{:.2} G/s", r / 1e9),
         r if r >= 1e6 => format!("{:.2} M/s", r / 1e6),
@@ -105,14 +114,19 @@ fn rate(per_s: f64) -> String {
     }
 }
 
-/// The rate and time left, from the records done at two reports.
-fn rate_and_eta(from: (Instant, u64), to: (Instant, u64), total: Option<u64>) -> String {
+/// The rate and time left, from what was done at two reports.
+fn rate_and_eta(
+    from: (Instant, u64),
+    to: (Instant, u64),
+    total: Option<u64>,
+    bytes: bool,
+) -> String {
     let seconds = to.0.duration_since(from.0).as_secs_f64();
     if seconds <= 0.0 {
         return String::new(); // one report so far: no rate yet
     }
     let per_s = to.1.saturating_sub(from.1) as f64 / seconds;
-    let mut words = format!(", {}", rate(per_s));
+    let mut words = format!(", {}", rate(per_s, bytes));
     if let (Some(total), true) = (total, per_s > 0.0) {
         let left = total.saturating_sub(to.1) as f64 / per_s;
         words.push_str(&format!(
@@ -124,37 +138,39 @@ fn rate_and_eta(from: (Instant, u64), to: (Instant, u64), total: Option<u64>) ->
 }
 
 fn draw(stop: &AtomicBool) {
-    let mut shown: Option<(u64, Option<u64>, ProgressBar)> = None;
-    // The records done when they last changed, and the change before.
+    let mut shown: Option<(u64, Option<u64>, bool, ProgressBar)> = None;
+    // What was done when it last changed, and at the change before.
     let mut seen: Option<((Instant, u64), (Instant, u64))> = None;
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(200));
-        let Some((stage, name, done, total)) = crate::observatory::global().lock().progress()
-        else {
+        let Some(p) = crate::observatory::global().lock().progress() else {
             continue;
         };
-        if shown.as_ref().is_none_or(|(s, t, _)| *s != stage || *t != total) {
-            if let Some((_, _, old)) = shown.take() {
+        let same = |(s, t, b, _): &(u64, Option<u64>, bool, ProgressBar)| {
+            (*s, *t, *b) == (p.stage, p.total, p.bytes)
+        };
+        if !shown.as_ref().is_some_and(same) {
+            if let Some((_, _, _, old)) = shown.take() {
                 old.finish();
             }
-            let bar = bar_for(&format!("stage {stage}: {name}"), total);
+            let bar = bar_for(&format!("stage {}: {}", p.stage, p.name), p.total, p.bytes);
             *current().lock().unwrap_or_else(PoisonError::into_inner) = Some(bar.clone());
-            shown = Some((stage, total, bar));
+            shown = Some((p.stage, p.total, p.bytes, bar));
             seen = None;
         }
-        let now = (Instant::now(), done);
+        let now = (Instant::now(), p.done);
         seen = match seen {
             None => Some((now, now)),
-            Some((_, last)) if last.1 != done => Some((last, now)),
+            Some((_, last)) if last.1 != p.done => Some((last, now)),
             unchanged => unchanged,
         };
-        if let (Some((_, _, bar)), Some((from, to))) = (&shown, seen) {
-            bar.set_position(done);
-            bar.set_message(rate_and_eta(from, to, total));
+        if let (Some((_, _, _, bar)), Some((from, to))) = (&shown, seen) {
+            bar.set_position(p.done);
+            bar.set_message(rate_and_eta(from, to, p.total, p.bytes));
         }
     }
     *current().lock().unwrap_or_else(PoisonError::into_inner) = None;
-    if let Some((_, _, bar)) = shown {
+    if let Some((_, _, _, bar)) = shown {
         bar.finish();
     }
 }

@@ -25,6 +25,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod progress;
+
+pub use progress::{bytes_read, expect_bytes, expect_records, records_done, ProgressSample};
+
 /// Upper bounds (seconds) of the collective latency histogram's buckets; the last bucket,
 /// above them all, is `+Inf`.
 pub const LATENCY_BUCKETS: [f64; 14] =
@@ -187,19 +191,6 @@ pub struct Snapshot {
     pub progress: Option<ProgressSample>,
 }
 
-/// How far the batch stage running now is: records its sources gave out, of how many.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProgressSample {
-    /// The stage's number on this worker (1, 2, ...: each job run is one).
-    pub stage: u64,
-    /// Its vertices, in order (`range#0 → map#1 → collect`).
-    pub name: String,
-    /// Records the stage's sources gave out on this worker.
-    pub done: u64,
-    /// Records they will give out in all, when every source knows (`None`: unknown).
-    pub total: Option<u64>,
-}
-
 /// Completed checkpoints.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CheckpointSample {
@@ -223,14 +214,8 @@ struct Registry {
     collectives: Mutex<BTreeMap<(&'static str, &'static str), CollectiveSample>>,
     bytes_sent: Mutex<BTreeMap<&'static str, Arc<AtomicU64>>>,
     checkpoints: Mutex<Option<CheckpointSample>>,
-    /// The stage: its number and name; records done and expected; whether a source
-    /// could not say how many it has.
-    stage: Mutex<(u64, String)>,
-    done: AtomicU64,
-    total: AtomicU64,
-    /// Some source said how many records it has; some could not.
-    known: std::sync::atomic::AtomicBool,
-    unknown: std::sync::atomic::AtomicBool,
+    /// The batch stage running now.
+    stage: progress::Stage,
 }
 
 fn registry() -> &'static Registry {
@@ -286,38 +271,8 @@ pub fn set_graph(graph: Graph) {
     }
     let r = registry();
     let name: Vec<&str> = graph.vertices.iter().map(|v| v.name.as_str()).collect();
-    {
-        let mut stage = lock(&r.stage);
-        *stage = (stage.0 + 1, name.join(" → "));
-        r.done.store(0, Ordering::Relaxed);
-        r.total.store(0, Ordering::Relaxed);
-        r.known.store(false, Ordering::Relaxed);
-        r.unknown.store(false, Ordering::Relaxed);
-    }
+    r.stage.start(name.join(" → "));
     *lock(&r.graph) = Some(graph);
-}
-
-/// A source of the stage will give out `records` records (`None`: it cannot say).
-pub fn expect_records(records: Option<u64>) {
-    if !enabled() {
-        return;
-    }
-    let r = registry();
-    match records {
-        Some(n) => {
-            r.total.fetch_add(n, Ordering::Relaxed);
-            r.known.store(true, Ordering::Relaxed);
-        }
-        None => r.unknown.store(true, Ordering::Relaxed),
-    }
-}
-
-/// A source of the stage gave out `n` more records.
-pub fn records_done(n: u64) {
-    if !enabled() {
-        return;
-    }
-    registry().done.fetch_add(n, Ordering::Relaxed);
 }
 
 /// The counters of instance `index` of vertex `task` on `worker` (new ones each call:
@@ -439,19 +394,8 @@ pub fn snapshot() -> Snapshot {
         cpu_seconds,
         resident_bytes,
         checkpoints: lock(&r.checkpoints).clone(),
-        progress: progress(r),
+        progress: r.stage.sample(),
     }
-}
-
-fn progress(r: &Registry) -> Option<ProgressSample> {
-    let (stage, name) = lock(&r.stage).clone();
-    (stage > 0).then(|| ProgressSample {
-        stage,
-        name,
-        done: r.done.load(Ordering::Relaxed),
-        total: (r.known.load(Ordering::Relaxed) && !r.unknown.load(Ordering::Relaxed))
-            .then(|| r.total.load(Ordering::Relaxed)),
-    })
 }
 
 /// This process's CPU seconds (user + system) and resident bytes, from `/proc/self`
