@@ -11,17 +11,18 @@ in the script::
     comm.Allreduce(heddle.IN_PLACE, x, op=heddle.SUM)   # in place on x's memory
     total = comm.allreduce(comm.rank)                   # any picklable object
 
-Uppercase methods (``Allreduce``, ``Bcast``, ``Reduce``, ``Allgather``, ``Gather``,
-``Scatter``, ``Alltoall``, their ``v`` forms, ``Send``, ``Recv``, ``Sendrecv``,
-``Barrier``) work on buffers — numpy arrays or any contiguous buffer-protocol object of
-bool, int8..int64, uint8..uint64, float32 or float64 (data-moving calls accept any element
-type) — reading and writing their memory directly. They are implemented natively and
-release the GIL while they wait.
+Uppercase methods (``Allreduce``, ``Scan``, ``Exscan``, ``Bcast``, ``Reduce``,
+``Allgather``, ``Gather``, ``Scatter``, ``Alltoall``, their ``v`` forms, ``Send``,
+``Recv``, ``Sendrecv``, ``Barrier``) work on buffers — numpy arrays or any contiguous
+buffer-protocol object of bool, int8..int64, uint8..uint64, float32 or float64
+(data-moving calls accept any element type) — reading and writing their memory directly.
+They are implemented natively and release the GIL while they wait.
 
-Lowercase methods (``bcast``, ``reduce``, ``allreduce``, ``gather``, ``allgather``,
-``scatter``, ``alltoall``, ``send``, ``recv``, ``sendrecv``) move picklable objects with
-pickle protocol 5: large buffers inside the objects (numpy arrays, bytearrays, ...) travel
-out of band, and received arrays are views of the received memory rather than copies.
+Lowercase methods (``bcast``, ``reduce``, ``allreduce``, ``scan``, ``exscan``, ``gather``,
+``allgather``, ``scatter``, ``alltoall``, ``send``, ``recv``, ``sendrecv``) move picklable
+objects with pickle protocol 5: large buffers inside the objects (numpy arrays, bytearrays,
+...) travel out of band, and received arrays are views of the received memory rather than
+copies.
 """
 
 from __future__ import annotations
@@ -341,6 +342,19 @@ class Comm(_comm.Comm):
         the result. For numpy arrays prefer :meth:`Allreduce`, which reduces in place."""
         fold = _object_op(op)
         return functools.reduce(fold, self.allgather(sendobj))
+
+    def scan(self, sendobj: Any, op: OpLike | None = SUM) -> Any:
+        """Inclusive prefix reduction of objects: rank r gets the objects of ranks 0 to r
+        combined with ``op`` (as :meth:`reduce`) in rank order."""
+        fold = _object_op(op)
+        return functools.reduce(fold, self.allgather(sendobj)[: self.rank + 1])
+
+    def exscan(self, sendobj: Any, op: OpLike | None = SUM) -> Any:
+        """Exclusive prefix reduction of objects: rank r gets the objects of ranks 0 to
+        r - 1 combined with ``op`` in rank order; rank 0 gets ``None`` (as mpi4py)."""
+        fold = _object_op(op)
+        values = self.allgather(sendobj)[: self.rank]
+        return functools.reduce(fold, values) if values else None
 
 
 _world: Comm | None = None

@@ -94,6 +94,8 @@ RENAMED: dict[str, dict[str, tuple[str, ...]]] = {
         "allreduce": ("Allreduce",),
         "reduce_scatter": ("Reduce_scatter",),
         "reduce_scatter_block": ("Reduce_scatter_block",),
+        "scan": ("Scan", "scan"),
+        "exscan": ("Exscan", "exscan"),
     },
 }
 
@@ -151,6 +153,8 @@ INTENTIONALLY_ABSENT: dict[str, dict[str, str]] = {
                 "allreduce",
                 "reduce_scatter",
                 "reduce_scatter_block",
+                "scan",
+                "exscan",
             )
         },
     },

@@ -2,29 +2,11 @@
 //! so fragmentation, credit flow control and partial writes are exercised by the same
 //! collectives as the ring transports, with buffers small enough to force them.
 
-use std::net::{TcpListener, TcpStream};
-
-use heddle_comm::{Algorithm, CallOptions, CommConfig, Communicator, Op, WorldBuilder};
+use heddle_comm::{Algorithm, CallOptions, CommConfig, Communicator, Op};
 
 mod common;
 
-use common::{configs, on_every_rank, value};
-
-fn tcp_world(n: usize, config: &CommConfig) -> Vec<Communicator> {
-    let mut builders: Vec<WorldBuilder> =
-        (0..n).map(|r| WorldBuilder::new(r, n, config.clone()).unwrap()).collect();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    for a in 0..n {
-        for b in a + 1..n {
-            let out = TcpStream::connect(addr).unwrap();
-            let (inc, _) = listener.accept().unwrap();
-            builders[a].add_tcp(b, out).unwrap();
-            builders[b].add_tcp(a, inc).unwrap();
-        }
-    }
-    builders.into_iter().map(|b| b.build().unwrap()).collect()
-}
+use common::{configs, on_every_rank, tcp_world, value};
 
 fn world(n: usize, config: CommConfig, f: impl Fn(&Communicator) + Sync) {
     on_every_rank(tcp_world(n, &config), f);

@@ -206,6 +206,33 @@ impl PyComm {
         self.allreduce(py, sendbuf, recvbuf, op)
     }
 
+    /// Inclusive prefix reduction: rank r's ``recvbuf`` gets ``sendbuf`` of ranks 0 to r
+    /// combined with ``op`` in rank order. ``sendbuf`` may be ``heddle.IN_PLACE``.
+    #[pyo3(name = "Scan", signature = (sendbuf, recvbuf, op = None))]
+    fn scan_buf(
+        &self,
+        py: Python<'_>,
+        sendbuf: &Bound<'_, PyAny>,
+        recvbuf: &Bound<'_, PyAny>,
+        op: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        self.in_place_reduction(py, "Scan", sendbuf, recvbuf, op)
+    }
+
+    /// Exclusive prefix reduction: rank r's ``recvbuf`` gets ``sendbuf`` of ranks 0 to
+    /// r - 1 combined with ``op`` in rank order; rank 0's ``recvbuf`` is left holding its
+    /// own ``sendbuf`` (MPI leaves it undefined).
+    #[pyo3(name = "Exscan", signature = (sendbuf, recvbuf, op = None))]
+    fn exscan_buf(
+        &self,
+        py: Python<'_>,
+        sendbuf: &Bound<'_, PyAny>,
+        recvbuf: &Bound<'_, PyAny>,
+        op: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        self.in_place_reduction(py, "Exscan", sendbuf, recvbuf, op)
+    }
+
     /// Combines every rank's ``sendbuf`` with ``op`` into ``recvbuf`` at ``root`` (other
     /// ranks may pass ``None`` as ``recvbuf``). At the root ``sendbuf`` may be
     /// ``heddle.IN_PLACE``: the input is then ``recvbuf``.

@@ -1,5 +1,5 @@
 //! The bodies of `heddle._heddle.comm.Comm`'s collectives on equal blocks: `Allreduce`,
-//! `Reduce`, `Reduce_scatter_block`, `Bcast`, `Gather`, `Scatter`, `Allgather`, `Alltoall`.
+//! `Scan`, `Exscan`, `Reduce`, `Reduce_scatter_block`, `Bcast`, `Gather`, `Scatter`, `Allgather`, `Alltoall`.
 
 use pyo3::prelude::*;
 
@@ -19,24 +19,42 @@ impl PyComm {
         recvbuf: &Bound<'_, PyAny>,
         op: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
+        self.in_place_reduction(py, "Allreduce", sendbuf, recvbuf, op)
+    }
+
+    /// `Comm.Allreduce`, `Comm.Scan` and `Comm.Exscan`: `sendbuf` copied into `recvbuf`
+    /// (unless in place), then reduced there.
+    pub(crate) fn in_place_reduction(
+        &self,
+        py: Python<'_>,
+        call: &'static str,
+        sendbuf: &Bound<'_, PyAny>,
+        recvbuf: &Bound<'_, PyAny>,
+        op: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         let code = op_code(op)?;
         let recv = Buffer::get(recvbuf, true, "recvbuf")?;
-        code.check(recv.dtype, "Allreduce")?;
+        code.check(recv.dtype, call)?;
         let region = aligned(&recv, "recvbuf")?;
         if !in_place(sendbuf) && !sendbuf.is(recvbuf) {
             let send = Buffer::get(sendbuf, false, "sendbuf")?;
-            check_pair("Allreduce", &send, "sendbuf", &recv, "recvbuf")?;
-            check_len("Allreduce", "sendbuf", &send, recv.bytes(), "as many as recvbuf")?;
+            check_pair(call, &send, "sendbuf", &recv, "recvbuf")?;
+            check_len(call, "sendbuf", &send, recv.bytes(), "as many as recvbuf")?;
             // SAFETY: both buffers are exported; recvbuf is writable.
             unsafe { region.copy_from(send.region()) };
         }
         let (comm, dtype) = (self.comm(), recv.dtype);
         // SAFETY: recvbuf stays exported until after the call; it is writable and aligned.
         blocking(py, || {
-            with_element!(dtype, T => comm.allreduce(
-                unsafe { region.typed_mut::<T>() },
-                typed::<T>(code)
-            ))
+            with_element!(dtype, T => {
+                let buf = unsafe { region.typed_mut::<T>() };
+                let op = typed::<T>(code);
+                match call {
+                    "Scan" => comm.scan(buf, op),
+                    "Exscan" => comm.exscan(buf, op),
+                    _ => comm.allreduce(buf, op),
+                }
+            })
         })
         .map_err(errors::comm)
     }

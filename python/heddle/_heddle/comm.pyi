@@ -93,6 +93,11 @@ class Comm:
     def Allreduce(self, sendbuf: Buffer | InPlace, recvbuf: Buffer, op: Op | None = None) -> None:
         """Element-wise reduction of every rank's ``sendbuf`` into ``recvbuf`` everywhere;
         ``sendbuf=IN_PLACE`` reduces ``recvbuf`` in place."""
+    def Scan(self, sendbuf: Buffer | InPlace, recvbuf: Buffer, op: Op | None = None) -> None:
+        """Inclusive prefix reduction: rank r's ``recvbuf`` gets ranks 0..r combined."""
+    def Exscan(self, sendbuf: Buffer | InPlace, recvbuf: Buffer, op: Op | None = None) -> None:
+        """Exclusive prefix reduction: rank r's ``recvbuf`` gets ranks 0..r-1 combined
+        (rank 0's is left holding its ``sendbuf``)."""
     def Reduce(
         self, sendbuf: Buffer | InPlace, recvbuf: Buffer | None, op: Op | None = None, root: int = 0
     ) -> None:

@@ -107,6 +107,18 @@ for dt in REDUCIBLE:
             comm.Allreduce(heddle.IN_PLACE, x, op=op)
             check(f"Allreduce IN_PLACE {case} n={n}", x, want)
 
+            # Prefix reductions: numpy's reduction of the stack's first rows (one row is
+            # its own reduction, as in MPI: LAND of a single 3 stays 3).
+            def prefix(rows, dt=dt, op=op):
+                return rows[0] if len(rows) == 1 else reference(op, rows, np.dtype(dt))
+
+            out = np.empty_like(mine)
+            comm.Scan(mine, out, op=op)
+            check(f"Scan {case} n={n}", out, prefix(stack[: r + 1]))
+            x = mine.copy()
+            comm.Exscan(heddle.IN_PLACE, x, op=op)
+            check(f"Exscan IN_PLACE {case} n={n}", x, prefix(stack[:r]) if r > 0 else mine)
+
             root = (n + len(op.name)) % p
             recv = np.empty_like(mine) if r == root else None
             comm.Reduce(mine, recv, op=op, root=root)

@@ -68,6 +68,10 @@ named_enum!(
         Alltoall = "alltoall",
         /// reduce_scatter
         ReduceScatter = "reduce_scatter",
+        /// inclusive prefix reduction
+        Scan = "scan",
+        /// exclusive prefix reduction
+        Exscan = "exscan",
     }
 );
 
@@ -80,7 +84,7 @@ named_enum!(
         BinomialTree = "binomial_tree",
         /// Scatter then ring allgather (van de Geijn broadcast).
         ScatterAllgather = "scatter_allgather",
-        /// Recursive doubling (allreduce; allgather on powers of two).
+        /// Recursive doubling (allreduce, scan, exscan; allgather on powers of two).
         RecursiveDoubling = "recursive_doubling",
         /// Ring: reduce-scatter then allgather (allreduce), or p−1 neighbour steps.
         Ring = "ring",
@@ -123,6 +127,7 @@ impl Algorithm {
                 | (C::Allgather, A::Ring | A::RecursiveDoubling | A::Bruck | A::Hierarchical)
                 | (C::Alltoall, A::Pairwise | A::Linear)
                 | (C::ReduceScatter, A::Ring | A::ReduceBroadcast)
+                | (C::Scan | C::Exscan, A::RecursiveDoubling)
         )
     }
 
@@ -150,6 +155,7 @@ fn fallback(c: Collective) -> Algorithm {
         Collective::Allgather => Algorithm::Ring,
         Collective::Alltoall => Algorithm::Pairwise,
         Collective::ReduceScatter => Algorithm::ReduceBroadcast,
+        Collective::Scan | Collective::Exscan => Algorithm::RecursiveDoubling,
     }
 }
 
