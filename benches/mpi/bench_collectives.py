@@ -15,7 +15,7 @@ implements exactly the semantics below, takes the same flags and prints the same
 Flags
 -----
 ``--sizes``        comma-separated message sizes in bytes (default 8,1024,65536,1048576,16777216)
-``--collectives``  comma-separated subset of allreduce,broadcast,allgather,alltoall,pingpong,
+``--collectives``  comma-separated subset of allreduce,scan,broadcast,allgather,alltoall,pingpong,
                    bandwidth (default: all, in that order)
 ``--iters N``      timed iterations for every size (default: the size-scaled rule below)
 ``--warmup N``     untimed iterations before the timed ones (default: the rule below)
@@ -99,7 +99,15 @@ import numpy as np
 from mpi4py import MPI
 
 DEFAULT_SIZES = [8, 1024, 65536, 1048576, 16777216]
-ALL_COLLECTIVES = ["allreduce", "broadcast", "allgather", "alltoall", "pingpong", "bandwidth"]
+ALL_COLLECTIVES = [
+    "allreduce",
+    "scan",
+    "broadcast",
+    "allgather",
+    "alltoall",
+    "pingpong",
+    "bandwidth",
+]
 PINGPONG_BYTES = 8
 BANDWIDTH_BYTES = 16 * 1024 * 1024
 WINDOW = 8
@@ -156,6 +164,26 @@ class Allreduce(Bench):
 
     def op(self):
         self.comm.Allreduce(self.send, self.recv, op=MPI.SUM)
+
+    def verify(self) -> bool:
+        self.recv.fill(np.nan)
+        self.op()
+        return bool(np.array_equal(self.recv, self.expected))
+
+
+class Scan(Bench):
+    def __init__(self, comm, nbytes):
+        super().__init__(comm, nbytes)
+        n = max(1, nbytes // 8)
+        self.nbytes = n * 8
+        i = np.arange(n, dtype=np.int64)
+        self.send = (self.rank + 1 + i % 7).astype(np.float64)
+        self.recv = np.zeros(n, dtype=np.float64)
+        r = self.rank
+        self.expected = ((r + 1) * (r + 2) // 2 + (r + 1) * (i % 7)).astype(np.float64)
+
+    def op(self):
+        self.comm.Scan(self.send, self.recv, op=MPI.SUM)
 
     def verify(self) -> bool:
         self.recv.fill(np.nan)
@@ -283,6 +311,7 @@ class Bandwidth(Bench):
 
 BENCHES = {
     "allreduce": Allreduce,
+    "scan": Scan,
     "broadcast": Broadcast,
     "allgather": Allgather,
     "alltoall": Alltoall,

@@ -25,7 +25,7 @@ struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "allreduce,broadcast,allgather,alltoall,pingpong,bandwidth"
+        default_value = "allreduce,scan,broadcast,allgather,alltoall,pingpong,bandwidth"
     )]
     collectives: Vec<String>,
     /// Untimed iterations before the timed ones (default: clamp(iters/10, 2, 100)).
@@ -148,6 +148,35 @@ impl Bench<'_> {
         self.report("allreduce", n * 8, t, ok, false)
     }
 
+    fn scan(&mut self, bytes: usize) -> CommResult {
+        let r = self.comm.rank();
+        let n = (bytes / 8).max(1);
+        let input: Vec<f64> = (0..n).map(|i| (r + 1 + i % 7) as f64).collect();
+        // In place, as allreduce: the input is restored before each run, untimed.
+        let mut buf = input.clone();
+        let (warmup, iters) = self.rounds(n * 8);
+        self.comm.barrier()?;
+        for _ in 0..warmup {
+            buf.copy_from_slice(&input);
+            self.comm.scan(&mut buf, Op::Sum)?;
+        }
+        self.comm.barrier()?;
+        let mut t = vec![0.0f64; iters];
+        for slot in t.iter_mut() {
+            buf.copy_from_slice(&input);
+            let s = Instant::now();
+            self.comm.scan(&mut buf, Op::Sum)?;
+            *slot = s.elapsed().as_secs_f64();
+        }
+        self.comm.allreduce(&mut t, Op::Max)?;
+        buf.copy_from_slice(&input);
+        self.comm.scan(&mut buf, Op::Sum)?;
+        // Ranks 0..=r each add q + 1 + i % 7.
+        let want = |i: usize| ((r + 1) * (r + 2) / 2 + (r + 1) * (i % 7)) as f64;
+        let ok = buf.iter().enumerate().all(|(i, &x)| x == want(i));
+        self.report("scan", n * 8, t, ok, false)
+    }
+
     fn broadcast(&mut self, bytes: usize) -> CommResult {
         let r = self.comm.rank();
         let content: Vec<u8> = (0..bytes).map(|i| ((i * 7 + 1) % 251) as u8).collect();
@@ -268,10 +297,11 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut b = Bench { comm: &comm, args: &args, all_ok: true };
     for c in &args.collectives {
         match c.as_str() {
-            "allreduce" | "broadcast" | "allgather" | "alltoall" => {
+            "allreduce" | "scan" | "broadcast" | "allgather" | "alltoall" => {
                 for &bytes in &args.sizes {
                     match c.as_str() {
                         "allreduce" => b.allreduce(bytes)?,
+                        "scan" => b.scan(bytes)?,
                         "broadcast" => b.broadcast(bytes)?,
                         "allgather" => b.allgather(bytes)?,
                         _ => b.alltoall(bytes)?,

@@ -95,7 +95,8 @@ impl Communicator {
         let sig = Signature::new(c, T::DTYPE, Some(buf.len()), op.code());
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(buf);
         let (_, mut s) = self.begin(sig, opts, bytes.len(), true);
+        let commutative = !matches!(op, Op::Custom(_));
         let f = move |acc: &mut [u8], inc: &[u8]| op.apply_bytes(acc, inc);
-        scan::run(&mut s, bytes, c == Collective::Exscan, &f)
+        scan::run(&mut s, bytes, c == Collective::Exscan, commutative, &f)
     }
 }

@@ -14,41 +14,52 @@ use crate::engine::Sink;
 use crate::Result;
 
 /// Replaces `buf` by the reduction of every rank's `buf` up to this one (`exclusive`:
-/// before this one; rank 0's `buf` is then left as it was).
+/// before this one; rank 0's `buf` is then left as it was). A `commutative` operator
+/// folds what comes from below on the right, saving a copy of the buffer per round.
 pub(crate) fn run(
     s: &mut Step<'_>,
     buf: &mut [u8],
     exclusive: bool,
+    commutative: bool,
     f: &dyn Fn(&mut [u8], &[u8]),
 ) -> Result<()> {
     let (p, me) = (s.size(), s.rank);
-    let mut partial = buf.to_vec();
-    let mut incoming = vec![0u8; buf.len()];
-    let mut left = vec![0u8; buf.len()];
+    let mut partial = s.scratch(0);
+    partial.extend_from_slice(buf);
+    let mut incoming = s.scratch(buf.len());
+    let mut left = Vec::new();
     // Whether `buf` holds a prefix yet (an exclusive scan starts with none).
     let mut have = !exclusive;
     let mut mask = 1;
     while mask < p {
         let partner = me ^ mask;
+        let last = mask << 1 >= p;
         if partner < p {
             s.sendrecv(partner, &partial, partner, Sink::Copy(&mut incoming))?;
             if partner < me {
                 // incoming ⊕ buf: the lower block's reduction comes first.
-                if have {
-                    left.copy_from_slice(&incoming);
-                    f(&mut left, buf);
-                    buf.copy_from_slice(&left);
-                } else {
+                if !have {
                     buf.copy_from_slice(&incoming);
                     have = true;
+                } else if commutative {
+                    f(buf, &incoming);
+                } else {
+                    left.clear();
+                    left.extend_from_slice(&incoming);
+                    f(&mut left, buf);
+                    buf.copy_from_slice(&left);
                 }
-                f(&mut incoming, &partial);
-                std::mem::swap(&mut partial, &mut incoming);
-            } else {
+                if !last {
+                    f(&mut incoming, &partial);
+                    std::mem::swap(&mut partial, &mut incoming);
+                }
+            } else if !last {
                 f(&mut partial, &incoming);
             }
         }
         mask <<= 1;
     }
+    s.return_scratch(partial);
+    s.return_scratch(incoming);
     Ok(())
 }

@@ -101,6 +101,16 @@ impl Step<'_> {
         self.engine.exchange(&s, &mut [], self.op, self.timeout)
     }
 
+    /// A zeroed buffer of `len` bytes, reused across calls ([`crate::engine`]'s scratch).
+    pub(crate) fn scratch(&mut self, len: usize) -> Vec<u8> {
+        self.engine.scratch(len)
+    }
+
+    /// Hands a [`Step::scratch`] buffer back.
+    pub(crate) fn return_scratch(&mut self, v: Vec<u8>) {
+        self.engine.return_scratch(v);
+    }
+
     /// One receive.
     pub(crate) fn recv(&mut self, from: usize, sink: Sink<'_>) -> Result<()> {
         let mut r =

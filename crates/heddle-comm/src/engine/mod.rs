@@ -51,7 +51,13 @@ pub(crate) struct Engine {
     pub(crate) channels: Channels,
     /// The world's job-wide abort: checked while waiting, raised on a local failure.
     abort: Arc<JobAbort>,
+    /// Buffers collectives lend for their intermediate data ([`Engine::scratch`]).
+    scratch: Vec<Vec<u8>>,
 }
+
+/// Scratch buffers kept between collective calls, and the largest kept.
+const SCRATCH_KEPT: usize = 4;
+const SCRATCH_MAX_BYTES: usize = 64 << 20;
 
 const SEND_DONE: usize = usize::MAX;
 
@@ -82,6 +88,24 @@ impl Engine {
             spin_polls,
             channels: Channels::new(rank, n, fragment),
             abort,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// A zeroed buffer of `len` bytes for a collective's intermediate data, reused from
+    /// call to call: fresh memory costs a page fault per 4 KiB (256 for 1 MiB), which made
+    /// a 1 MiB scan ten times slower. Hand it back with [`Engine::return_scratch`].
+    pub(crate) fn scratch(&mut self, len: usize) -> Vec<u8> {
+        let mut v = self.scratch.pop().unwrap_or_default();
+        v.clear();
+        v.resize(len, 0);
+        v
+    }
+
+    /// Keeps `v` for the next [`Engine::scratch`] (a few, up to 64 MiB each).
+    pub(crate) fn return_scratch(&mut self, v: Vec<u8>) {
+        if self.scratch.len() < SCRATCH_KEPT && v.capacity() <= SCRATCH_MAX_BYTES {
+            self.scratch.push(v);
         }
     }
 

@@ -12,7 +12,7 @@ use crate::Result;
 pub(crate) fn run(s: &mut Step<'_>, buf: &mut [u8], f: &dyn Fn(&mut [u8], &[u8])) -> Result<()> {
     let p = s.size();
     if let Some(v) = fold_in(s, buf, f)? {
-        let mut tmp = vec![0u8; buf.len()];
+        let mut tmp = s.scratch(buf.len());
         let mut mask = 1;
         while mask < pof2(p) {
             let partner = unfold_rank(p, v ^ mask);
@@ -20,6 +20,7 @@ pub(crate) fn run(s: &mut Step<'_>, buf: &mut [u8], f: &dyn Fn(&mut [u8], &[u8])
             f(buf, &tmp);
             mask <<= 1;
         }
+        s.return_scratch(tmp);
     }
     fold_out(s, buf)
 }
