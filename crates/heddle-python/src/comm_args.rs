@@ -92,36 +92,48 @@ pub(crate) fn aligned(buf: &Buffer, name: &str) -> PyResult<Region> {
     Ok(r)
 }
 
-/// A `[buffer, counts]` argument of the `v` collectives (counts in elements).
+/// A vector collective's buffer spec, as mpi4py takes it: `[buffer, counts]`,
+/// `[buffer, (counts, displs)]` or `[buffer, counts, displs]` (counts and displacements in
+/// elements, one per rank). Returns the buffer, the counts and the displacements if any.
 pub(crate) fn vspec<'py>(
     obj: &Bound<'py, PyAny>,
     name: &str,
-) -> PyResult<(Bound<'py, PyAny>, Vec<usize>)> {
+) -> PyResult<(Bound<'py, PyAny>, Vec<usize>, Option<Vec<usize>>)> {
+    let forms = "[buffer, counts], [buffer, (counts, displs)] or [buffer, counts, displs] \
+                 (in elements, one per rank; the type is the buffer's)";
     let parts: Vec<Bound<'py, PyAny>> = if let Ok(l) = obj.cast::<PyList>() {
         l.iter().collect()
     } else if let Ok(t) = obj.cast::<PyTuple>() {
         t.iter().collect()
     } else {
-        return Err(argument(format!(
-            "{name} must be [buffer, counts] (counts in elements, one per rank)"
-        )));
+        return Err(argument(format!("{name} must be {forms}")));
     };
-    if parts.len() != 2 {
-        return Err(argument(format!(
-            "{name} must be [buffer, counts]; displacements and datatypes are not supported \
-             (blocks are packed in rank order, the type is the buffer's)"
-        )));
+    let numbers = |o: &Bound<'py, PyAny>, what: &str| -> PyResult<Vec<usize>> {
+        let values: Vec<i64> = o.extract().map_err(|_| {
+            argument(format!("{name}: {what} must be a sequence of integers, one per rank"))
+        })?;
+        values
+            .into_iter()
+            .map(|v| {
+                usize::try_from(v)
+                    .map_err(|_| argument(format!("{name}: {what} must not be negative")))
+            })
+            .collect()
+    };
+    match parts.as_slice() {
+        [buf, counts] if counts.extract::<Vec<i64>>().is_ok() => {
+            Ok((buf.clone(), numbers(counts, "counts")?, None))
+        }
+        [buf, pair] => {
+            let (counts, displs): (Bound<'py, PyAny>, Bound<'py, PyAny>) =
+                pair.extract().map_err(|_| argument(format!("{name} must be {forms}")))?;
+            Ok((buf.clone(), numbers(&counts, "counts")?, Some(numbers(&displs, "displs")?)))
+        }
+        [buf, counts, displs] => {
+            Ok((buf.clone(), numbers(counts, "counts")?, Some(numbers(displs, "displs")?)))
+        }
+        _ => Err(argument(format!("{name} must be {forms}; datatypes are not supported yet"))),
     }
-    let counts: Vec<i64> = parts[1].extract().map_err(|_| {
-        argument(format!("{name}: counts must be a sequence of element counts, one per rank"))
-    })?;
-    let counts = counts
-        .into_iter()
-        .map(|c| {
-            usize::try_from(c).map_err(|_| argument(format!("{name}: counts must not be negative")))
-        })
-        .collect::<PyResult<Vec<usize>>>()?;
-    Ok((parts[0].clone(), counts))
 }
 
 /// A message tag.

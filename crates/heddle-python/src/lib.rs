@@ -22,6 +22,7 @@ mod buffer;
 mod checkpointing;
 mod comm;
 mod comm_args;
+mod comm_blocks;
 mod comm_collectives;
 mod comm_objects;
 mod comm_p2p;

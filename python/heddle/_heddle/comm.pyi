@@ -33,9 +33,15 @@ __all__ = [
 
 # Buffers (typing_extensions.Buffer): anything exporting a contiguous buffer, e.g. numpy
 # arrays, bytearray, memoryview, array.array.
-#: ``[buffer, counts]`` of the ``v`` collectives; counts in elements, one per rank (an alias
-#: of the stub only, hence private).
-_BufferSpec: TypeAlias = list[Any] | tuple[Any, Sequence[int]]
+#: ``[buffer, counts]``, ``[buffer, (counts, displs)]`` or ``[buffer, counts, displs]`` of
+#: the ``v`` collectives; counts and displacements in elements, one per rank (an alias of
+#: the stub only, hence private).
+_BufferSpec: TypeAlias = (
+    list[Any]
+    | tuple[Any, Sequence[int]]
+    | tuple[Any, tuple[Sequence[int], Sequence[int]]]
+    | tuple[Any, Sequence[int], Sequence[int]]
+)
 
 @final
 class Op:
@@ -124,7 +130,7 @@ class Comm:
     def Alltoall(self, sendbuf: Buffer | InPlace, recvbuf: Buffer) -> None:
         """Block j of rank i's ``sendbuf`` into block i of rank j's ``recvbuf``."""
     def Gatherv(self, sendbuf: Buffer, recvbuf: _BufferSpec | None, root: int = 0) -> None:
-        """Uneven gather: ``recvbuf = [buffer, counts]`` at ``root``."""
+        """Uneven gather: ``recvbuf = [buffer, counts]`` (or with displacements) at ``root``."""
     def Allgatherv(self, sendbuf: Buffer, recvbuf: _BufferSpec) -> None:
         """Uneven allgather: ``recvbuf = [buffer, counts]``."""
     def Scatterv(self, sendbuf: _BufferSpec | None, recvbuf: Buffer, root: int = 0) -> None:

@@ -249,6 +249,48 @@ out = np.zeros(sum(recv_counts), dtype=np.int64)
 comm.Alltoallv([send, send_counts], [out, recv_counts])
 check("Alltoallv", out, np.concatenate([payload(i, r) for i in range(p)]))
 
+# With displacements (mpi4py's [buf, (counts, displs)]): blocks in reverse rank order with
+# a gap of 2 before each; the gaps keep their -1.
+displs = []
+at = 0
+for q in reversed(range(p)):
+    at += 2
+    displs.append(at)
+    at += counts[q]
+displs.reverse()  # rank q's block starts at displs[q]
+width = at
+
+
+def placed(blocks_by_rank):
+    want = np.full(width, -1.0)
+    for q in range(p):
+        want[displs[q] : displs[q] + counts[q]] = blocks_by_rank[q]
+    return want
+
+
+out = np.full(width, -1.0) if r == root else None
+comm.Gatherv(blocks[r], [out, (counts, displs)] if r == root else None, root=root)
+if r == root:
+    check("Gatherv displs", out, placed(blocks))
+out = np.full(width, -1.0)
+comm.Allgatherv(blocks[r], [out, counts, displs])
+check("Allgatherv displs", out, placed(blocks))
+out = np.zeros(counts[r])
+spread = placed(blocks)
+comm.Scatterv([spread, (counts, displs)] if r == 0 else None, out, root=0)
+check("Scatterv displs", out, blocks[r])
+# Alltoallv with the received blocks in reverse order and the sent ones packed.
+recv_displs = [sum(recv_counts[i + 1 :]) for i in range(p)]
+out = np.zeros(sum(recv_counts), dtype=np.int64)
+comm.Alltoallv([send, send_counts], [out, (recv_counts, recv_displs)])
+want = np.concatenate([payload(i, r) for i in reversed(range(p))])
+check("Alltoallv displs", out, want)
+try:
+    comm.Allgatherv(blocks[r], [np.zeros(width), counts, [width] * p])
+    raise AssertionError("a block past the end was accepted")
+except heddle.ArgumentError as e:
+    assert "block of rank 0" in str(e) and "past the buffer" in str(e), e
+
 # Send and receive buffers that are overlapping views of one array: as if sendbuf were
 # copied first (rank i's array is arange + 100 i).
 base = lambda i, n: np.arange(n, dtype=np.float64) + 100 * i  # noqa: E731
