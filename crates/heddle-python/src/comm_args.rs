@@ -129,7 +129,7 @@ pub(crate) fn vspec<'py>(
                 pair.extract().map_err(|_| argument(format!("{name} must be {forms}")))?;
             Ok((buf.clone(), numbers(&counts, "counts")?, Some(numbers(&displs, "displs")?)))
         }
-        [buf, counts, displs] => {
+        [buf, counts, displs] if displs.extract::<Vec<i64>>().is_ok() => {
             Ok((buf.clone(), numbers(counts, "counts")?, Some(numbers(displs, "displs")?)))
         }
         _ => Err(argument(format!("{name} must be {forms}; datatypes are not supported yet"))),
