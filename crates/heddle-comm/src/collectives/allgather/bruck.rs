@@ -12,7 +12,7 @@ use crate::Result;
 pub(crate) fn run(s: &mut Step<'_>, send: &[u8], recv: &mut [u8]) -> Result<()> {
     let (p, r) = (s.size(), s.rank);
     let c = send.len();
-    let mut tmp = vec![0u8; p * c];
+    let mut tmp = s.scratch(p * c);
     tmp[..c].copy_from_slice(send);
     let mut k = 1;
     while k < p {
@@ -25,5 +25,6 @@ pub(crate) fn run(s: &mut Step<'_>, send: &[u8], recv: &mut [u8]) -> Result<()> 
         let dst = (r + i) % p;
         recv[dst * c..(dst + 1) * c].copy_from_slice(&tmp[i * c..(i + 1) * c]);
     }
+    s.return_scratch(tmp);
     Ok(())
 }

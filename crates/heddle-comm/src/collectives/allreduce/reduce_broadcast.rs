@@ -7,7 +7,9 @@ use crate::collectives::{broadcast, reduce, Step};
 use crate::Result;
 
 pub(crate) fn run(s: &mut Step<'_>, buf: &mut [u8], f: &dyn Fn(&mut [u8], &[u8])) -> Result<()> {
-    let send = buf.to_vec();
+    let mut send = s.scratch(0);
+    send.extend_from_slice(buf);
     reduce::binomial_tree::run(s, &send, buf, 0, f)?;
+    s.return_scratch(send);
     broadcast::binomial_tree::run(s, buf, 0)
 }

@@ -17,7 +17,8 @@ pub(crate) fn run(
 ) -> Result<()> {
     let (p, r) = (s.size(), s.rank);
     let d = displacements(counts);
-    let mut acc = send.to_vec();
+    let mut acc = s.scratch(0);
+    acc.extend_from_slice(send);
     let (right, left) = ((r + 1) % p, (r + p - 1) % p);
     for k in 0..p - 1 {
         let (out, inc) =
@@ -25,5 +26,6 @@ pub(crate) fn run(
         s.sendrecv(right, out, left, Sink::Reduce(inc, f))?;
     }
     recv.copy_from_slice(&acc[d[r].0..d[r].0 + d[r].1]);
+    s.return_scratch(acc);
     Ok(())
 }
