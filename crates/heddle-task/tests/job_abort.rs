@@ -7,30 +7,12 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use common::on_workers;
+use common::{on_workers, Numbers};
 use heddle_comm::Communicator;
 use heddle_task::{
     Compute, Context, Edge, Error, Job, Plan, Produced, Result, RoundRobin, Source, TaskGraph,
     WorkerSpec,
 };
-
-/// Emits `0..end`, 64 per call.
-struct Numbers {
-    next: u64,
-    end: u64,
-}
-
-impl Source for Numbers {
-    type Out = u64;
-    fn next(&mut self, ctx: &mut Context<'_, u64>) -> Result<Produced> {
-        let stop = (self.next + 64).min(self.end);
-        for x in self.next..stop {
-            ctx.emit(x);
-        }
-        self.next = stop;
-        Ok(if self.next == self.end { Produced::Done } else { Produced::More })
-    }
-}
 
 /// Instance `bad` fails at its 100th record; the others count what they see.
 struct FailsOnOneInstance {
@@ -55,7 +37,7 @@ impl Compute for FailsOnOneInstance {
 fn run_failing_job(comm: &Communicator, total: &Arc<AtomicU64>) -> Result<()> {
     let n = comm.size() as u32;
     let mut g = TaskGraph::new();
-    let src = g.source("numbers", n, |_| Numbers { next: 0, end: 200_000 });
+    let src = g.source("numbers", n, |_| Numbers { next: 0, end: 200_000, per_call: 64 });
     let total = total.clone();
     let check = g.compute("check", n, move |_| FailsOnOneInstance {
         bad: 1,
@@ -102,7 +84,7 @@ fn an_abort_is_local_in_a_world_of_one() {
     let comm = heddle_comm::solo(heddle_comm::CommConfig::default()).unwrap();
     let total = Arc::new(AtomicU64::new(0));
     let mut g = TaskGraph::new();
-    let src = g.source("numbers", 2, |_| Numbers { next: 0, end: 1000 });
+    let src = g.source("numbers", 2, |_| Numbers { next: 0, end: 1000, per_call: 64 });
     let t = total.clone();
     let check =
         g.compute("check", 2, move |_| FailsOnOneInstance { bad: 1, seen: 0, total: t.clone() });

@@ -6,30 +6,10 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use common::on_workers;
+use common::{on_workers, Numbers};
 use heddle_comm::metrics;
 use heddle_dataflow::Options;
-use heddle_task::{
-    Compute, Context, Edge, Job, Plan, Produced, Result, RoundRobin, Source, TaskGraph, WorkerSpec,
-};
-
-/// Emits `count` numbers, 100 per call.
-struct Numbers {
-    next: u64,
-    end: u64,
-}
-
-impl Source for Numbers {
-    type Out = u64;
-    fn next(&mut self, ctx: &mut Context<'_, u64>) -> Result<Produced> {
-        let stop = (self.next + 100).min(self.end);
-        for x in self.next..stop {
-            ctx.emit(x);
-        }
-        self.next = stop;
-        Ok(if self.next == self.end { Produced::Done } else { Produced::More })
-    }
-}
+use heddle_task::{Compute, Context, Edge, Job, Plan, Result, RoundRobin, TaskGraph, WorkerSpec};
 
 /// Counts what it receives.
 struct Count(Arc<Mutex<u64>>);
@@ -59,6 +39,7 @@ fn bytes_out_of_the_sources_are_the_bytes_into_the_targets() {
             let s = g.source(&src, 2, |i| Numbers {
                 next: u64::from(i) * PER_SOURCE,
                 end: u64::from(i + 1) * PER_SOURCE,
+                per_call: 100,
             });
             let c = seen.clone();
             let d = g.compute(&dst, 2, move |_| Count(c.clone()));

@@ -7,32 +7,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::on_workers;
+use common::{on_workers, Numbers};
 use heddle_comm::{CommConfig, Communicator};
 use heddle_dataflow::{Options, TaskId};
 use heddle_task::{
     Compute, Context, DataLocality, Edge, Error, FirstFit, Job, Plan, Produced, Resources, Result,
     RoundRobin, Scheduler, Source, Strategy, TaskGraph, WorkerSpec,
 };
-
-/// Emits `count` numbers starting at `start`, `per_call` per call.
-struct Numbers {
-    next: u64,
-    end: u64,
-    per_call: u64,
-}
-
-impl Source for Numbers {
-    type Out = u64;
-    fn next(&mut self, ctx: &mut Context<'_, u64>) -> Result<Produced> {
-        let stop = (self.next + self.per_call).min(self.end);
-        for x in self.next..stop {
-            ctx.emit(x);
-        }
-        self.next = stop;
-        Ok(if self.next == self.end { Produced::Done } else { Produced::More })
-    }
-}
 
 /// Emits `(x % keys, 1)`.
 struct Keyed {

@@ -1,4 +1,5 @@
-//! What the task-system tests share: in-process worlds, and bounded waits.
+//! What the task-system tests share: in-process worlds, a numbers source, and bounded
+//! waits.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -7,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use heddle_comm::{local_world, CommConfig, Communicator};
 use heddle_task::ports::Dispatcher;
+use heddle_task::{Context, Produced, Result, Source};
 
 /// Runs `body(comm)` on every worker of an in-process world of `n` (threads) and returns
 /// their results in rank order. A failure shows as a timeout in seconds, not minutes.
@@ -36,4 +38,23 @@ pub fn wait_until(done: impl Fn() -> bool) -> bool {
         thread::sleep(Duration::from_micros(200));
     }
     true
+}
+
+/// Emits `next..end`, `per_call` numbers per call.
+pub struct Numbers {
+    pub next: u64,
+    pub end: u64,
+    pub per_call: u64,
+}
+
+impl Source for Numbers {
+    type Out = u64;
+    fn next(&mut self, ctx: &mut Context<'_, u64>) -> Result<Produced> {
+        let stop = (self.next + self.per_call).min(self.end);
+        for x in self.next..stop {
+            ctx.emit(x);
+        }
+        self.next = stop;
+        Ok(if self.next == self.end { Produced::Done } else { Produced::More })
+    }
 }
