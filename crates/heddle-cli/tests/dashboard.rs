@@ -5,6 +5,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -65,29 +66,20 @@ fn records_out(addr: &str) -> u64 {
     summed(addr, "records_out")
 }
 
-#[test]
-fn a_running_job_shows_its_tasks_rates_and_metrics() {
-    let mark = marker("dashboard");
+/// Starts `heddle run --dashboard 127.0.0.1:0 -n 2 -- stream_window --generate` with
+/// `events` at `rate` and the extra `env`: the child, the dashboard's address, and a
+/// thread collecting the rest of its stderr.
+fn start_window(
+    mark: &str,
+    events: &str,
+    rate: &str,
+    env: &[(&str, &str)],
+) -> (Child, String, std::thread::JoinHandle<String>) {
     let window = example("stream_window");
-    let mut child = command(
-        &mark,
-        &[
-            "run",
-            "--dashboard",
-            "127.0.0.1:0",
-            "-n",
-            "2",
-            "--",
-            &window,
-            "--generate",
-            "--events",
-            "40000000",
-            "--rate",
-            "2000000",
-        ],
-    )
-    .spawn()
-    .expect("spawn heddle run");
+    let mut cmd = command(mark, &["run", "--dashboard", "127.0.0.1:0", "-n", "2", "--", &window]);
+    cmd.args(["--generate", "--events", events, "--rate", rate]);
+    cmd.envs(env.iter().copied());
+    let mut child = cmd.spawn().expect("spawn heddle run");
     let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
     let mut line = String::new();
     stderr.read_line(&mut line).expect("the dashboard line");
@@ -102,6 +94,13 @@ fn a_running_job_shows_its_tasks_rates_and_metrics() {
         let _ = stderr.read_to_string(&mut rest);
         rest
     });
+    (child, addr, drain)
+}
+
+#[test]
+fn a_running_job_shows_its_tasks_rates_and_metrics() {
+    let mark = marker("dashboard");
+    let (child, addr, drain) = start_window(&mark, "40000000", "2000000", &[]);
     // The graph once the workers' first reports are in.
     let until = Instant::now() + Duration::from_secs(30);
     let job = loop {
@@ -245,28 +244,8 @@ fn a_dashboard_off_loopback_asks_for_its_token() {
 #[test]
 fn metrics_turned_off_leave_the_workers_only() {
     let mark = marker("dashboard-off");
-    let window = example("stream_window");
-    let args = ["--generate", "--events", "4000000", "--rate", "1000000"];
-    let mut child =
-        command(&mark, &["run", "--dashboard", "127.0.0.1:0", "-n", "2", "--", &window])
-            .args(args)
-            .env("HEDDLE_METRICS", "off")
-            .spawn()
-            .expect("spawn heddle run");
-    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-    let mut line = String::new();
-    stderr.read_line(&mut line).expect("the dashboard line");
-    let addr = line
-        .trim()
-        .strip_prefix("heddle: dashboard at http://")
-        .and_then(|a| a.strip_suffix('/'))
-        .unwrap_or_else(|| panic!("the first line names the dashboard: {line:?}"))
-        .to_string();
-    let drain = std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = stderr.read_to_string(&mut rest);
-        rest
-    });
+    let (child, addr, drain) =
+        start_window(&mark, "4000000", "1000000", &[("HEDDLE_METRICS", "off")]);
     // Two reports from every worker: the job is well under way.
     std::thread::sleep(Duration::from_millis(2500));
     let workers = json(&addr, "/api/v1/workers");

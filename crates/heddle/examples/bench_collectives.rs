@@ -122,7 +122,28 @@ impl Bench<'_> {
     }
 
     fn allreduce(&mut self, bytes: usize) -> CommResult {
-        let (p, r) = (self.comm.size(), self.comm.rank());
+        let p = self.comm.size();
+        let want = |i: usize| (p * (p + 1) / 2 + p * (i % 7)) as f64;
+        self.reduction("allreduce", bytes, |c, b| c.allreduce(b, Op::Sum), want)
+    }
+
+    fn scan(&mut self, bytes: usize) -> CommResult {
+        let r = self.comm.rank();
+        // Ranks 0..=r each add q + 1 + i % 7.
+        let want = |i: usize| ((r + 1) * (r + 2) / 2 + (r + 1) * (i % 7)) as f64;
+        self.reduction("scan", bytes, |c, b| c.scan(b, Op::Sum), want)
+    }
+
+    /// Times `call`, an in-place sum of `r + 1 + i % 7` (element i on rank r), and checks
+    /// element i of the result against `want(i)`.
+    fn reduction(
+        &mut self,
+        name: &str,
+        bytes: usize,
+        call: impl Fn(&Communicator, &mut [f64]) -> CommResult,
+        want: impl Fn(usize) -> f64,
+    ) -> CommResult {
+        let r = self.comm.rank();
         let n = (bytes / 8).max(1);
         let input: Vec<f64> = (0..n).map(|i| (r + 1 + i % 7) as f64).collect();
         // Only an in-place API: restore the input before each run (untimed, as the spec allows).
@@ -131,50 +152,21 @@ impl Bench<'_> {
         self.comm.barrier()?;
         for _ in 0..warmup {
             buf.copy_from_slice(&input);
-            self.comm.allreduce(&mut buf, Op::Sum)?;
+            call(self.comm, &mut buf)?;
         }
         self.comm.barrier()?;
         let mut t = vec![0.0f64; iters];
         for slot in t.iter_mut() {
             buf.copy_from_slice(&input);
             let s = Instant::now();
-            self.comm.allreduce(&mut buf, Op::Sum)?;
+            call(self.comm, &mut buf)?;
             *slot = s.elapsed().as_secs_f64();
         }
         self.comm.allreduce(&mut t, Op::Max)?;
         buf.copy_from_slice(&input);
-        self.comm.allreduce(&mut buf, Op::Sum)?;
-        let ok = buf.iter().enumerate().all(|(i, &x)| x == (p * (p + 1) / 2 + p * (i % 7)) as f64);
-        self.report("allreduce", n * 8, t, ok, false)
-    }
-
-    fn scan(&mut self, bytes: usize) -> CommResult {
-        let r = self.comm.rank();
-        let n = (bytes / 8).max(1);
-        let input: Vec<f64> = (0..n).map(|i| (r + 1 + i % 7) as f64).collect();
-        // In place, as allreduce: the input is restored before each run, untimed.
-        let mut buf = input.clone();
-        let (warmup, iters) = self.rounds(n * 8);
-        self.comm.barrier()?;
-        for _ in 0..warmup {
-            buf.copy_from_slice(&input);
-            self.comm.scan(&mut buf, Op::Sum)?;
-        }
-        self.comm.barrier()?;
-        let mut t = vec![0.0f64; iters];
-        for slot in t.iter_mut() {
-            buf.copy_from_slice(&input);
-            let s = Instant::now();
-            self.comm.scan(&mut buf, Op::Sum)?;
-            *slot = s.elapsed().as_secs_f64();
-        }
-        self.comm.allreduce(&mut t, Op::Max)?;
-        buf.copy_from_slice(&input);
-        self.comm.scan(&mut buf, Op::Sum)?;
-        // Ranks 0..=r each add q + 1 + i % 7.
-        let want = |i: usize| ((r + 1) * (r + 2) / 2 + (r + 1) * (i % 7)) as f64;
+        call(self.comm, &mut buf)?;
         let ok = buf.iter().enumerate().all(|(i, &x)| x == want(i));
-        self.report("scan", n * 8, t, ok, false)
+        self.report(name, n * 8, t, ok, false)
     }
 
     fn broadcast(&mut self, bytes: usize) -> CommResult {
