@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::comm_args::InPlace;
+use crate::comm_collectives::Reduction;
 use crate::errors::{self, argument};
 use crate::interrupt::blocking;
 
@@ -216,7 +217,7 @@ impl PyComm {
         recvbuf: &Bound<'_, PyAny>,
         op: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        self.in_place_reduction(py, "Scan", sendbuf, recvbuf, op)
+        self.in_place_reduction(py, Reduction::Scan, sendbuf, recvbuf, op)
     }
 
     /// Exclusive prefix reduction: rank r's ``recvbuf`` gets ``sendbuf`` of ranks 0 to
@@ -230,7 +231,7 @@ impl PyComm {
         recvbuf: &Bound<'_, PyAny>,
         op: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        self.in_place_reduction(py, "Exscan", sendbuf, recvbuf, op)
+        self.in_place_reduction(py, Reduction::Exscan, sendbuf, recvbuf, op)
     }
 
     /// Combines every rank's ``sendbuf`` with ``op`` into ``recvbuf`` at ``root`` (other

@@ -10,6 +10,25 @@ use crate::errors::{self, argument};
 use crate::interrupt::blocking;
 use crate::op::{typed, with_element};
 
+/// The reductions whose result replaces the receive buffer on every rank.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Reduction {
+    Allreduce,
+    Scan,
+    Exscan,
+}
+
+impl Reduction {
+    /// The Python method's name, for errors.
+    fn name(self) -> &'static str {
+        match self {
+            Reduction::Allreduce => "Allreduce",
+            Reduction::Scan => "Scan",
+            Reduction::Exscan => "Exscan",
+        }
+    }
+}
+
 impl PyComm {
     /// `Comm.Allreduce` (documented on the Python method in `comm.rs`).
     pub(crate) fn allreduce(
@@ -19,7 +38,7 @@ impl PyComm {
         recvbuf: &Bound<'_, PyAny>,
         op: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        self.in_place_reduction(py, "Allreduce", sendbuf, recvbuf, op)
+        self.in_place_reduction(py, Reduction::Allreduce, sendbuf, recvbuf, op)
     }
 
     /// `Comm.Allreduce`, `Comm.Scan` and `Comm.Exscan`: `sendbuf` copied into `recvbuf`
@@ -27,11 +46,12 @@ impl PyComm {
     pub(crate) fn in_place_reduction(
         &self,
         py: Python<'_>,
-        call: &'static str,
+        reduction: Reduction,
         sendbuf: &Bound<'_, PyAny>,
         recvbuf: &Bound<'_, PyAny>,
         op: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
+        let call = reduction.name();
         let code = op_code(op)?;
         let recv = Buffer::get(recvbuf, true, "recvbuf")?;
         code.check(recv.dtype, call)?;
@@ -49,10 +69,10 @@ impl PyComm {
             with_element!(dtype, T => {
                 let buf = unsafe { region.typed_mut::<T>() };
                 let op = typed::<T>(code);
-                match call {
-                    "Scan" => comm.scan(buf, op),
-                    "Exscan" => comm.exscan(buf, op),
-                    _ => comm.allreduce(buf, op),
+                match reduction {
+                    Reduction::Allreduce => comm.allreduce(buf, op),
+                    Reduction::Scan => comm.scan(buf, op),
+                    Reduction::Exscan => comm.exscan(buf, op),
                 }
             })
         })
