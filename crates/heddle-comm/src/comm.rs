@@ -3,6 +3,9 @@
 //! collectives in `collectives/`.
 
 mod p2p;
+mod requests;
+
+pub use requests::{Request, Status};
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};

@@ -47,7 +47,7 @@ pub use abort::{AbortCause, JobAbort, Reporter};
 pub use channels::{Delivered, Envelope, DATAFLOW_EDGE};
 pub use channels::{EdgeChannels, EdgeIo, EdgeLink};
 pub use collectives::{Algorithm, CallOptions, Collective};
-pub use comm::Communicator;
+pub use comm::{Communicator, Request, Status};
 pub use config::{closest, CommConfig, TransportChoice};
 pub use element::{CustomOp, Element, Op};
 pub use error::{Error, ErrorVariant, Result};

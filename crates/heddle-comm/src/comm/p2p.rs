@@ -9,7 +9,7 @@ use crate::stamp::Signature;
 use crate::{Element, Error, Result};
 
 impl Communicator {
-    fn check_rank(&self, r: usize, what: &str) -> Result<()> {
+    pub(super) fn check_rank(&self, r: usize, what: &str) -> Result<()> {
         if r < self.size() {
             Ok(())
         } else {

@@ -5,7 +5,7 @@ use std::collections::{HashMap, VecDeque};
 
 use heddle_wire::{Codec, Header, Kind};
 
-use super::Engine;
+use super::{Engine, Matched, Pattern};
 use crate::channels::DATAFLOW_EDGE;
 use crate::stamp::{self, Signature};
 use crate::transport::Polled;
@@ -68,39 +68,53 @@ pub(super) enum RecvState {
 #[derive(Debug)]
 enum Incoming {
     Posted(usize),
-    Stored { edge: u32, tag: u32, data: Vec<u8>, codec: Codec, signature: Signature },
+    /// Taken by the non-blocking receive with this id.
+    Request(u64),
+    Stored {
+        edge: u32,
+        tag: u32,
+        data: Vec<u8>,
+        codec: Codec,
+        signature: Signature,
+    },
 }
 
 #[derive(Debug, Default)]
 pub(super) struct Inbound {
     current: Option<Incoming>,
+    /// The message waiting at the head of the link for its receive (seen by probes).
+    pub(super) head: Option<Matched>,
     offset: u64,
     msg_len: u64,
 }
 
 type MatchKey = (usize, u32, u32);
 
+/// An early message: its arrival number, element type, collective call and bytes.
+type Early = (u64, Codec, Signature, Vec<u8>);
+
 /// Messages that arrived before a receive matching them was posted, kept in arrival order
 /// per (peer, edge, tag), with the bytes held per peer bounded by a window's worth.
 #[derive(Debug)]
 pub(super) struct Unexpected {
-    messages: HashMap<MatchKey, VecDeque<(Codec, Signature, Vec<u8>)>>,
+    messages: HashMap<MatchKey, VecDeque<Early>>,
     bytes: Vec<u64>,
     limit: u64,
+    arrivals: u64,
 }
 
 impl Unexpected {
     /// An empty store for `peers` peers, copying aside at most `limit` bytes per peer
     /// (unless a receive from that peer is queued behind the message).
     pub(super) fn new(peers: usize, limit: u64) -> Unexpected {
-        Unexpected { messages: HashMap::new(), bytes: vec![0; peers], limit }
+        Unexpected { messages: HashMap::new(), bytes: vec![0; peers], limit, arrivals: 0 }
     }
 
     /// Completes `r` from the oldest stored message with its (peer, edge, tag); returns
     /// whether there was one.
     pub(super) fn deliver(&mut self, r: &mut RecvOp<'_>) -> Result<bool> {
         let key = (r.peer, r.edge, r.tag);
-        let Some((codec, signature, msg)) =
+        let Some((_, codec, signature, msg)) =
             self.messages.get_mut(&key).and_then(VecDeque::pop_front)
         else {
             return Ok(false);
@@ -109,6 +123,35 @@ impl Unexpected {
         r.check(r.peer, codec, signature)?;
         deliver_whole(r, &msg)?;
         Ok(true)
+    }
+
+    /// The key of the oldest stored message `pattern` matches.
+    fn oldest(&self, pattern: &Pattern) -> Option<MatchKey> {
+        if let (Some(peer), Some(tag)) = (pattern.peer, pattern.tag) {
+            let key = (peer, pattern.edge, tag);
+            return self.messages.get(&key).is_some_and(|q| !q.is_empty()).then_some(key);
+        }
+        self.messages
+            .iter()
+            .filter(|(&(p, e, t), q)| !q.is_empty() && pattern.matches(p, e, t))
+            .min_by_key(|(_, q)| q[0].0)
+            .map(|(&k, _)| k)
+    }
+
+    /// Where the oldest stored message `pattern` matches came from, without taking it.
+    pub(super) fn peek(&self, pattern: &Pattern) -> Option<Matched> {
+        let key = self.oldest(pattern)?;
+        let (_, codec, _, data) = &self.messages[&key][0];
+        Some(Matched { peer: key.0, tag: key.2, len: data.len() as u64, codec: *codec })
+    }
+
+    /// Takes the oldest stored message `pattern` matches.
+    pub(super) fn take(&mut self, pattern: &Pattern) -> Option<(Matched, Signature, Vec<u8>)> {
+        let key = self.oldest(pattern)?;
+        let (_, codec, signature, data) = self.messages.get_mut(&key)?.pop_front()?;
+        self.bytes[key.0] -= data.len() as u64;
+        let m = Matched { peer: key.0, tag: key.2, len: data.len() as u64, codec };
+        Some((m, signature, data))
     }
 }
 
@@ -121,7 +164,7 @@ impl Engine {
         recvs: &mut [RecvOp<'_>],
         state: &mut [RecvState],
     ) -> Result<Polled> {
-        let Engine { links, inbound, unexpected, channels, .. } = self;
+        let Engine { links, inbound, unexpected, channels, requests, .. } = self;
         let inb = &mut inbound[peer];
         let mut handler = |h: &Header, payload: &[u8]| -> Result<bool> {
             if h.kind != Kind::Data || h.edge & DATAFLOW_EDGE != 0 {
@@ -141,23 +184,29 @@ impl Engine {
                         && recvs[i].edge == h.edge
                         && recvs[i].tag == h.tag
                 });
-                match posted {
-                    Some(i) => {
+                // Non-blocking receives were posted before this call's own.
+                let request = requests.claim(peer, h)?;
+                inb.head = None;
+                match (request, posted) {
+                    (Some(id), _) => inb.current = Some(Incoming::Request(id)),
+                    (None, Some(i)) => {
                         recvs[i].check(peer, h.codec, Signature(h.sequence))?;
                         start_sink(&mut recvs[i], peer, h.msg_len)?;
                         state[i] = RecvState::Active;
                         inb.current = Some(Incoming::Posted(i));
                     }
-                    None => {
+                    (None, None) => {
                         // An early message is copied aside only while that stays within the
                         // window's worth of bytes; a larger one waits in the link (the sender
                         // stalls on credit) until its receive is posted, so a receiver that
                         // runs behind costs no extra copy. Exception: a receive we are waiting
                         // for from this same peer may be queued behind it, so take it then.
                         let fits = unexpected.bytes[peer] + h.msg_len <= unexpected.limit;
-                        let blocking = (0..recvs.len())
-                            .any(|i| state[i] == RecvState::Waiting && recvs[i].peer == peer);
+                        let blocking = requests.waits_on(peer)
+                            || (0..recvs.len())
+                                .any(|i| state[i] == RecvState::Waiting && recvs[i].peer == peer);
                         if !fits && !blocking {
+                            inb.head = Some(Matched::of(peer, h));
                             return Ok(false);
                         }
                         unexpected.bytes[peer] += h.msg_len;
@@ -181,6 +230,7 @@ impl Engine {
             match inb.current.as_mut() {
                 None => return Err(bad("a middle fragment arrived with no message in progress")),
                 Some(Incoming::Posted(i)) => write_sink(&mut recvs[*i].sink, off as usize, payload),
+                Some(Incoming::Request(id)) => requests.write(*id, off as usize, payload),
                 Some(Incoming::Stored { data, .. }) => data.extend_from_slice(payload),
             }
             inb.offset += payload.len() as u64;
@@ -190,7 +240,13 @@ impl Engine {
                 }
                 match inb.current.take() {
                     Some(Incoming::Posted(i)) => state[i] = RecvState::Done,
+                    Some(Incoming::Request(id)) => requests.complete_recv(id),
                     Some(Incoming::Stored { edge, tag, data, codec, signature }) => {
+                        let m = Matched { peer, tag, len: data.len() as u64, codec };
+                        let Some(data) = requests.deliver(m, edge, signature, data)? else {
+                            unexpected.bytes[peer] -= m.len;
+                            return Ok(true);
+                        };
                         let waiting = (0..recvs.len()).find(|&i| {
                             state[i] == RecvState::Waiting
                                 && recvs[i].peer == peer
@@ -204,11 +260,14 @@ impl Engine {
                                 deliver_whole(&mut recvs[i], &data)?;
                                 state[i] = RecvState::Done;
                             }
-                            None => unexpected
-                                .messages
-                                .entry((peer, edge, tag))
-                                .or_default()
-                                .push_back((codec, signature, data)),
+                            None => {
+                                unexpected.arrivals += 1;
+                                unexpected
+                                    .messages
+                                    .entry((peer, edge, tag))
+                                    .or_default()
+                                    .push_back((unexpected.arrivals, codec, signature, data));
+                            }
                         }
                     }
                     None => {}

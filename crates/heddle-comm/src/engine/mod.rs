@@ -18,9 +18,15 @@ use crate::transport::{BoxedLink, Polled};
 use crate::{Error, JobAbort, Result};
 
 mod matching;
+mod request_wait;
+mod requests;
+
+pub(crate) use request_wait::Need;
 
 use matching::{Inbound, RecvState, Unexpected};
 pub(crate) use matching::{RecvOp, Sink};
+use requests::Requests;
+pub(crate) use requests::{Finished, Matched, Memory, Pattern};
 
 /// One message to send to a peer (world rank).
 #[derive(Debug, Clone, Copy)]
@@ -53,6 +59,8 @@ pub(crate) struct Engine {
     abort: Arc<JobAbort>,
     /// Buffers collectives lend for their intermediate data ([`Engine::scratch`]).
     scratch: Vec<Vec<u8>>,
+    /// Posted non-blocking sends and receives.
+    requests: Requests,
 }
 
 /// Scratch buffers kept between collective calls, and the largest kept.
@@ -89,6 +97,7 @@ impl Engine {
             channels: Channels::new(rank, n, fragment),
             abort,
             scratch: Vec::new(),
+            requests: Requests::default(),
         }
     }
 
@@ -276,7 +285,8 @@ impl Engine {
         state: &mut [RecvState],
         offsets: &mut [usize],
     ) -> Result<bool> {
-        let mut progressed = self.push_sends(sends, offsets)?;
+        let mut progressed = self.push_requests()?;
+        progressed |= self.push_sends(sends, offsets)?;
         progressed |= self.channels.push(&mut self.links)?;
         for peer in 0..self.links.len() {
             while self.poll_one(peer, recvs, state)? == Polled::Consumed {
@@ -329,41 +339,23 @@ impl Engine {
     fn push_sends(&mut self, sends: &[SendOp<'_>], offsets: &mut [usize]) -> Result<bool> {
         let mut progressed = false;
         for i in 0..sends.len() {
+            let s = &sends[i];
             if offsets[i] == SEND_DONE
-                || (0..i).any(|j| sends[j].peer == sends[i].peer && offsets[j] != SEND_DONE)
+                || (0..i).any(|j| sends[j].peer == s.peer && offsets[j] != SEND_DONE)
+                || self.requests.sending_to(s.peer)
             {
                 continue;
             }
-            let s = &sends[i];
-            let len = s.data.len();
-            let last_index = if len == 0 { 0 } else { (len - 1) / self.fragment } as u64;
-            loop {
-                let off = offsets[i];
-                let n = self.fragment.min(len - off);
-                let index = (off / self.fragment) as u64;
-                let header = Header {
-                    kind: Kind::Data,
-                    flags: Flags::for_fragment(index, last_index),
-                    codec: s.codec,
-                    key_len: 0,
-                    edge: s.edge,
-                    tag: s.tag,
-                    source: self.rank as u32,
-                    target: s.peer as u32,
-                    sequence: s.signature.0,
-                    msg_len: len as u64,
-                    frag_len: n as u32,
-                };
-                if !self.links[s.peer].try_send(&header, &s.data[off..off + n])? {
-                    break;
-                }
-                progressed = true;
-                if index == last_index {
-                    offsets[i] = SEND_DONE;
-                    break;
-                }
-                offsets[i] = off + n;
-            }
+            let frame = Frame { peer: s.peer, edge: s.edge, tag: s.tag, codec: s.codec };
+            progressed |= push_message(
+                &mut self.links,
+                self.rank,
+                self.fragment,
+                frame,
+                s.signature,
+                s.data,
+                &mut offsets[i],
+            )?;
         }
         Ok(progressed)
     }
@@ -416,5 +408,57 @@ impl Engine {
             "rank {} still sending to ranks {to:?} and receiving from ranks {from:?}",
             self.rank
         )
+    }
+}
+
+/// Where a message goes and what it holds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Frame {
+    pub(crate) peer: usize,
+    pub(crate) edge: u32,
+    pub(crate) tag: u32,
+    pub(crate) codec: Codec,
+}
+
+/// Sends the fragments of `data` from `*offset` on that the link to `f.peer` has room
+/// for; sets `*offset` to [`SEND_DONE`] after the last. Returns whether any left.
+fn push_message(
+    links: &mut [BoxedLink],
+    rank: usize,
+    fragment: usize,
+    f: Frame,
+    signature: Signature,
+    data: &[u8],
+    offset: &mut usize,
+) -> Result<bool> {
+    let len = data.len();
+    let last_index = if len == 0 { 0 } else { (len - 1) / fragment } as u64;
+    let mut progressed = false;
+    loop {
+        let off = *offset;
+        let n = fragment.min(len - off);
+        let index = (off / fragment) as u64;
+        let header = Header {
+            kind: Kind::Data,
+            flags: Flags::for_fragment(index, last_index),
+            codec: f.codec,
+            key_len: 0,
+            edge: f.edge,
+            tag: f.tag,
+            source: rank as u32,
+            target: f.peer as u32,
+            sequence: signature.0,
+            msg_len: len as u64,
+            frag_len: n as u32,
+        };
+        if !links[f.peer].try_send(&header, &data[off..off + n])? {
+            return Ok(progressed);
+        }
+        progressed = true;
+        if index == last_index {
+            *offset = SEND_DONE;
+            return Ok(true);
+        }
+        *offset = off + n;
     }
 }
