@@ -25,7 +25,7 @@ usage: heddle run [-n N] [--init-timeout S] [--transport auto|shm|tcp]
                   [--launcher-args ARGS] [--allocate salloc|sbatch]
                   [--security tls|mac|none] [--dashboard ADDR|off]
                   [--progress auto|never] [--log-format text|json]
-                  [--] PROGRAM [ARGS...]
+                  [--mpi4py] [--] PROGRAM [ARGS...]
 
 Run PROGRAM as N workers on this machine, or through mpirun or Slurm. A PROGRAM ending
 in .py (or -m MODULE, -c CODE) runs under this Python interpreter.
@@ -67,6 +67,8 @@ options:
                        (default 127.0.0.1:0: a free port on loopback, printed) or off
   --progress P         a progress bar of the running stage on a terminal: auto (when
                        stderr is one) or never
+  --mpi4py             programs written for mpi4py run unchanged: `from mpi4py import
+                       MPI` in the workers loads heddle.MPI (this job only)
   --log-format F       how workers write their logs (levels from HEDDLE_LOG): text or json
                        (sets HEDDLE_LOG_FORMAT)
   -h, --help           show this help
@@ -147,6 +149,10 @@ def _parse_run(args: Sequence[str]) -> dict[str, Any]:
         if a in ("-h", "--help"):
             opts["help"] = True
             return opts
+        if a == "--mpi4py":
+            opts["mpi4py"] = True
+            i += 1
+            continue
         name, value = a, None
         if a.startswith("--") and "=" in a:
             name, value = a.split("=", 1)
@@ -273,6 +279,7 @@ def run(args: Sequence[str]) -> int:
             allocate=opts["allocate"],
             dashboard=opts["dashboard"],
             progress=opts["progress"],
+            mpi4py=opts.get("mpi4py", False),
             **beats,
         )
     except ConfigError as e:

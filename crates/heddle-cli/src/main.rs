@@ -121,6 +121,10 @@ struct RunArgs {
     /// text, or json (one object per line; sets HEDDLE_LOG_FORMAT).
     #[arg(long, value_enum)]
     log_format: Option<LogFormat>,
+    /// Programs written for mpi4py run unchanged: `from mpi4py import MPI` in the workers
+    /// loads heddle.MPI (for this job only; an installed mpi4py is not shadowed elsewhere).
+    #[arg(long)]
+    mpi4py: bool,
     /// The program and its arguments.
     #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true)]
     command: Vec<String>,
@@ -195,6 +199,7 @@ fn run(args: RunArgs) -> i32 {
     }
     spec.dashboard = args.dashboard;
     spec.progress = args.progress;
+    spec.mpi4py = args.mpi4py;
     if let Some(f) = args.log_format {
         spec.env.push((heddle_runtime::LOG_FORMAT_VAR.into(), f.as_str().into()));
     }

@@ -244,6 +244,31 @@ impl Communicator {
         }))
     }
 
+    /// A communicator of this process alone (MPI's `COMM_SELF`), made without
+    /// communicating: its messages go to itself over the loopback link, in a context of
+    /// their own.
+    ///
+    /// # Examples
+    /// ```
+    /// let world = heddle_comm::solo().unwrap();
+    /// let me = world.self_comm();
+    /// assert_eq!((me.rank(), me.size()), (0, 1));
+    /// let mut r = me.irecv(vec![0u8; 2], Some(0), Some(1)).unwrap();
+    /// me.send(&[4u8, 2], 0, 1).unwrap();
+    /// assert_eq!(r.wait().unwrap().unwrap().bytes, 2);
+    /// ```
+    pub fn self_comm(&self) -> Communicator {
+        Communicator {
+            shared: self.shared.clone(),
+            ctx: derive_context(self.ctx, u32::MAX, u32::MAX),
+            members: Arc::from([self.members[self.rank]]),
+            rank: 0,
+            collective_seq: AtomicU32::new(0),
+            split_seq: AtomicU32::new(0),
+            layout: OnceLock::new(),
+        }
+    }
+
     /// Waits until every rank has called `barrier`.
     ///
     /// # Errors

@@ -245,8 +245,8 @@ impl Drop for Buffer {
 /// section that runs without the GIL.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Region {
-    ptr: *mut u8,
-    len: usize,
+    pub(crate) ptr: *mut u8,
+    pub(crate) len: usize,
 }
 
 // SAFETY: a region is plain memory kept alive by its exported buffer, which outlives every

@@ -105,6 +105,16 @@ fn job_aborted(message: String, cause: heddle_comm::AbortCause) -> PyErr {
 
 /// Maps a communication-layer error to its exception.
 pub(crate) fn comm(e: heddle_comm::Error) -> PyErr {
+    let variant = e.kind();
+    let err = comm_class(e);
+    // `heddle.MPI` maps the variant to an MPI error class (`ERR_TRUNCATE`, ...).
+    Python::attach(|py| {
+        let _ = err.value(py).setattr("variant", variant);
+    });
+    err
+}
+
+fn comm_class(e: heddle_comm::Error) -> PyErr {
     use heddle_comm::Error as E;
     let message = e.to_string();
     match e {

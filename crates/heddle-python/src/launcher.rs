@@ -37,7 +37,8 @@ use crate::errors::{self, Kind};
     launcher_args = None,
     allocate = None,
     dashboard = "127.0.0.1:0",
-    progress = "auto"
+    progress = "auto",
+    mpi4py = false
 ))]
 #[allow(clippy::too_many_arguments)] // Python keyword arguments, all with defaults
 pub(crate) fn run_job(
@@ -56,6 +57,7 @@ pub(crate) fn run_job(
     allocate: Option<&str>,
     dashboard: &str,
     progress: &str,
+    mpi4py: bool,
 ) -> PyResult<i32> {
     // Every worker would refuse a bad setting: refuse it once, before starting any.
     let mut vars: Vec<(String, String)> = std::env::vars_os()
@@ -111,6 +113,7 @@ pub(crate) fn run_job(
         .map_err(errors::runtime)?;
     spec.dashboard = dashboard.parse().map_err(errors::runtime)?;
     spec.progress = progress.parse().map_err(errors::runtime)?;
+    spec.mpi4py = mpi4py;
     spec.restarts = restarts;
     spec.env = job_env;
     spec.init_timeout = init_timeout;

@@ -26,6 +26,7 @@ mod comm_blocks;
 mod comm_collectives;
 mod comm_objects;
 mod comm_p2p;
+mod comm_requests;
 mod comm_vector;
 mod data_output;
 mod data_parquet;
@@ -80,6 +81,7 @@ fn _heddle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     submodule(m, "comm", "Communicators, reduction operators and pickled-object framing.", |c| {
         op::register(c)?;
         comm::register(c)?;
+        comm_requests::register(c)?;
         comm_objects::register(c)
     })?;
     submodule(m, "task", "Task graphs of Python tasks: declarations, plans and jobs.", |t| {

@@ -140,6 +140,10 @@ pub(crate) fn run_attempt(
             vars.push((k, v));
         }
     }
+    if spec.mpi4py {
+        let path = crate::local::python_path(spec, &vars);
+        vars.extend(crate::mpi4py_shim::install(files.dir(), path.as_deref())?);
+    }
     let mut cmd = command(spec, &vars);
     cmd.envs(vars.iter().map(|(k, v)| (k, v))).stdin(Stdio::null());
     guardian.adopt(&mut cmd);

@@ -89,6 +89,8 @@ pub struct LaunchSpec {
     pub dashboard: crate::DashboardAddr,
     /// Whether a progress bar is drawn on a terminal.
     pub progress: crate::ProgressMode,
+    /// Whether `import mpi4py` in the workers loads `heddle.MPI` (`--mpi4py`).
+    pub mpi4py: bool,
 }
 
 impl LaunchSpec {
@@ -110,6 +112,7 @@ impl LaunchSpec {
             security: Security::Auto,
             dashboard: crate::DashboardAddr::default(),
             progress: crate::ProgressMode::Auto,
+            mpi4py: false,
         }
     }
 

@@ -22,6 +22,7 @@ mod local;
 mod logging;
 mod manual;
 mod master;
+mod mpi4py_shim;
 mod mpi_world;
 mod observatory;
 mod output;

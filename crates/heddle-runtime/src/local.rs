@@ -54,6 +54,9 @@ pub(crate) fn run_attempt(
     let Attempt { token, files, mut guardian, master } = Attempt::start(spec)?;
     let mut env = worker_env(spec, &master.addr().to_string(), &token, attempt, run);
     env.push((heddle_comm::scratch::JOB_DIR_VAR.into(), files.dir().display().to_string()));
+    if spec.mpi4py {
+        env.extend(crate::mpi4py_shim::install(files.dir(), python_path(spec, &env).as_deref())?);
+    }
     let ranks: Vec<usize> = (0..spec.workers).collect();
     let (mut workers, out_rx) = spawn(spec, program, &ranks, &env, &guardian)?;
     // Which rank aborted the job, once one did; asked when `failed` has exited, so first
@@ -73,6 +76,12 @@ pub(crate) fn run_attempt(
     master.shutdown();
     drop(files);
     Ok(outcome)
+}
+
+/// The `PYTHONPATH` the workers would get: the job's own setting, else the launcher's.
+pub(crate) fn python_path(spec: &LaunchSpec, env: &[(String, String)]) -> Option<String> {
+    let own = env.iter().chain(&spec.env).rev().find(|(k, _)| k == "PYTHONPATH");
+    own.map(|(_, v)| v.clone()).or_else(|| std::env::var("PYTHONPATH").ok())
 }
 
 /// What every attempt of a job starts with.
@@ -153,7 +162,8 @@ pub(crate) fn spawn(
             .env("HEDDLE_RANK", rank.to_string())
             .env("HEDDLE_WORLD_SIZE", spec.workers.to_string())
             .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
+            // As mpirun: the launcher's standard input goes to rank 0.
+            .stdin(if rank == 0 { Stdio::inherit() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         guardian.adopt(&mut cmd);

@@ -84,6 +84,7 @@ def run_job(
     allocate: str | None = None,
     dashboard: str = "127.0.0.1:0",
     progress: str = "auto",
+    mpi4py: bool = False,
 ) -> int:
     """Runs ``command`` as ``workers`` processes (``heddle run``), on this machine or through
     ``mpirun``/Slurm (``launcher``); returns the exit code."""

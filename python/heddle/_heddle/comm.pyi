@@ -186,3 +186,53 @@ def parse_bcast_head(head: Buffer, n: int) -> tuple[memoryview, list[int]]:
     """The pickle of a received broadcast head of ``n`` buffers, and their lengths."""
 
 def abort_job_with(kind: str, message: str, task: str | None = None) -> bool: ...
+
+# --- non-blocking point-to-point (heddle.MPI's requests; comm_requests.rs) ----------------
+
+_Status = tuple[int, int, int]
+
+@final
+class Request:
+    """A non-blocking send or receive under way; holds its buffer until dropped."""
+
+    def wait(self) -> _Status | None:
+        """Blocks until finished; ``(source, tag, bytes)`` for a receive, else ``None``."""
+    def test(self) -> bool:
+        """Moves the links once; whether it has finished."""
+    @property
+    def done(self) -> bool: ...
+    def status(self) -> _Status | None: ...
+    def cancel(self) -> bool:
+        """Cancels a receive no message has started to match; whether it did."""
+    @property
+    def cancelled(self) -> bool: ...
+    def take_bytes(self) -> bytearray | None:
+        """The message of a finished ``irecv_bytes`` (once)."""
+    def release(self) -> None:
+        """Releases the buffer of a finished request."""
+
+def isend(comm: Comm, buf: Buffer, dest: int, tag: int = 0) -> Request:
+    """Starts sending ``buf`` to ``dest``."""
+
+def irecv(comm: Comm, buf: Buffer, source: int | None = None, tag: int | None = None) -> Request:
+    """Starts receiving into ``buf`` (``None``: any source or tag)."""
+
+def irecv_bytes(comm: Comm, source: int | None = None, tag: int | None = None) -> Request:
+    """Starts receiving a message of any length."""
+
+def probe(
+    comm: Comm, source: int | None = None, tag: int | None = None, block: bool = True
+) -> _Status | None:
+    """``(source, tag, bytes)`` of the next matching message, without receiving it."""
+
+def waitall(reqs: list[Request]) -> list[_Status | None]:
+    """Waits for every request."""
+
+def waitany(reqs: list[Request]) -> int | None:
+    """Waits for one unfinished request; its index (``None``: all had finished)."""
+
+def world_ranks(comm: Comm) -> list[int]:
+    """The world ranks of the members, in rank order."""
+
+def self_comm(comm: Comm) -> Comm:
+    """A communicator of this process alone, made without communicating."""
