@@ -6,7 +6,7 @@ JOBS ?= 2
 RELEASE := target/release
 
 .PHONY: all build build-deps demo test lint lint-rust test-rust test-deps test-spec test-python test-fuzz python-install bench bench-python fuzz clean
-.PHONY: bench-compare bench-compare-quick bench-observability
+.PHONY: bench-compare bench-compare-quick bench-observability mpi4py-reference
 
 all: build
 
@@ -77,9 +77,14 @@ python-install:
 	$(PY) -m pip install -q --disable-pip-version-check -r tests/python/requirements.txt
 	CARGO_BUILD_JOBS=$(JOBS) $(PY) -m pip install -q --disable-pip-version-check .
 
-## pytest: the Python API in a world of one and in jobs of 2, 3 and 4 workers.
-test-python: test-deps python-install
+## pytest: the Python API in a world of one and in jobs of 2, 3 and 4 workers. The real
+## mpi4py on Open MPI (benches/.venv-mpi) is the reference of test_mpi4py_compat.py.
+test-python: test-deps python-install mpi4py-reference
 	$(PY) -m pytest -q tests/python
+
+## The real mpi4py, built against the system's Open MPI, in benches/.venv-mpi (idempotent).
+mpi4py-reference:
+	benches/mpi/setup.sh >/dev/null
 
 ## Python lint (ruff and mypy pinned in tests/python/requirements.txt): ruff's rules and its
 ## formatting on the package, tests, examples and benchmarks; `mypy --strict` on the package;

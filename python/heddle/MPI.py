@@ -33,59 +33,13 @@ import socket
 import time
 from typing import Any, NoReturn
 
-from heddle._heddle.comm import IN_PLACE
 from heddle._mpi.comm import (
-    APPNUM,
-    COMM_NULL,
-    COMM_SELF,
-    COMM_TYPE_HW_GUIDED,
-    COMM_TYPE_HW_UNGUIDED,
-    COMM_TYPE_RESOURCE_GUIDED,
-    COMM_TYPE_SHARED,
     COMM_WORLD,
-    HOST,
-    IO,
-    LASTUSEDCODE,
-    TAG_UB,
-    UNIVERSE_SIZE,
-    WTIME_IS_GLOBAL,
-    Comm,
-    Intracomm,
     Unsupported,
     attach_world,
 )
 from heddle._mpi.datatypes import *  # noqa: F403 - the predefined datatypes
-from heddle._mpi.datatypes import Datatype
 from heddle._mpi.errors import *  # noqa: F403 - the error classes
-from heddle._mpi.errors import Exception, Get_error_class, Get_error_string
-from heddle._mpi.group import CONGRUENT, GROUP_EMPTY, GROUP_NULL, IDENT, SIMILAR, UNEQUAL, Group
-from heddle._mpi.ops import (
-    BAND,
-    BOR,
-    BXOR,
-    LAND,
-    LOR,
-    LXOR,
-    MAX,
-    MAXLOC,
-    MIN,
-    MINLOC,
-    NO_OP,
-    OP_NULL,
-    PROD,
-    REPLACE,
-    SUM,
-    Op,
-)
-from heddle._mpi.request import (
-    ANY_SOURCE,
-    ANY_TAG,
-    PROC_NULL,
-    REQUEST_NULL,
-    UNDEFINED,
-    Request,
-    Status,
-)
 
 ROOT = -4
 VERSION = 3

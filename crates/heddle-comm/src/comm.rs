@@ -21,7 +21,7 @@ use crate::{AbortCause, CommConfig, JobAbort, Result};
 #[cfg(doc)]
 use crate::Error;
 
-const COLLECTIVE_EDGE: u32 = 0x8000_0000;
+pub(crate) const COLLECTIVE_EDGE: u32 = 0x8000_0000;
 
 #[derive(Debug)]
 pub(crate) struct Shared {

@@ -29,6 +29,15 @@ __all__ = [
     "parse_object_head",
     "bcast_head",
     "parse_bcast_head",
+    "Request",
+    "isend",
+    "irecv",
+    "irecv_bytes",
+    "probe",
+    "waitall",
+    "waitany",
+    "world_ranks",
+    "self_comm",
 ]
 
 # Buffers (typing_extensions.Buffer): anything exporting a contiguous buffer, e.g. numpy
@@ -189,7 +198,7 @@ def abort_job_with(kind: str, message: str, task: str | None = None) -> bool: ..
 
 # --- non-blocking point-to-point (heddle.MPI's requests; comm_requests.rs) ----------------
 
-_Status = tuple[int, int, int]
+_Status: TypeAlias = tuple[int, int, int]
 
 @final
 class Request:

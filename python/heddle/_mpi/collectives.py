@@ -142,7 +142,7 @@ class Collectives:
         if native is not None:
             self._c.Reduce(_data(s, sendbuf), _data(r, recvbuf), native, root)
         else:
-            mine = (r if s is None else s).data  # type: ignore[union-attr]
+            mine = (r if s is None else s).data
             parts = self._c.gather(np.array(mine), root)
             if parts is not None:
                 r.data[...] = _fold(op, list(parts), r.datatype)

@@ -86,6 +86,9 @@ class Unsupported(NotImplementedError, AttributeError):
 class Comm(PointToPoint, Collectives):
     """A communicator (mpi4py's ``Comm``)."""
 
+    _native_comm: Any
+    _name: str
+
     def __init__(self, comm: Comm | None = None, *, native: Any = None, name: str = "") -> None:
         if comm is not None:
             native, name = comm._native_comm, comm._name

@@ -23,6 +23,11 @@ from heddle._mpi.errors import ERR_ARG, ERR_BUFFER, ERR_COUNT, ERR_TYPE, Excepti
 class Datatype:
     """An element type of messages (mpi4py's ``Datatype``)."""
 
+    _name: str
+    _layout: np.ndarray
+    _extent: int
+    _predefined: bool
+
     def __init__(
         self,
         datatype: Datatype | None = None,
@@ -205,9 +210,11 @@ LONG_DOUBLE_INT = _make("MPI_LONG_DOUBLE_INT", _pair("g"))
 #: The datatype of a buffer with no type given, by numpy type character.
 _BY_CHAR = {
     t._base.char: t  # type: ignore[union-attr]
-    for t in (BYTE, SIGNED_CHAR, SHORT, UNSIGNED_SHORT, INT, UNSIGNED, LONG, UNSIGNED_LONG)
-    + (LONG_LONG, UNSIGNED_LONG_LONG, FLOAT, DOUBLE, LONG_DOUBLE, C_BOOL, C_COMPLEX)
-    + (C_DOUBLE_COMPLEX,)
+    for t in (
+        *(BYTE, SIGNED_CHAR, SHORT, UNSIGNED_SHORT, INT, UNSIGNED, LONG, UNSIGNED_LONG),
+        *(LONG_LONG, UNSIGNED_LONG_LONG, FLOAT, DOUBLE, LONG_DOUBLE, C_BOOL, C_COMPLEX),
+        C_DOUBLE_COMPLEX,
+    )
 }
 
 
@@ -257,8 +264,7 @@ def flat_view(buf: Any, base: np.dtype[Any], writable: bool, what: str) -> np.nd
     if mv.nbytes % base.itemsize:
         raise Exception(
             ERR_BUFFER,
-            f"{what} holds {mv.nbytes} bytes, not a whole number of "
-            f"{base.itemsize}-byte elements",
+            f"{what} holds {mv.nbytes} bytes, not a whole number of {base.itemsize}-byte elements",
         )
     if mv.nbytes == 0:
         return np.empty(0, dtype=base)

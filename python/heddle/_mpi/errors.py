@@ -73,7 +73,7 @@ def Get_error_class(errorcode: int) -> int:
     return errorcode
 
 
-class Exception(builtins.RuntimeError):  # noqa: A001 - mpi4py's name
+class Exception(builtins.RuntimeError):
     """An MPI error (mpi4py's ``MPI.Exception``): ``error_class``, ``error_code`` and
     ``Get_error_string()``; the text says what went wrong and, where Heddle knows, what
     to do."""

@@ -18,10 +18,13 @@ UNEQUAL = 3
 class Group:
     """An ordered set of processes (mpi4py's ``Group``)."""
 
+    _members: tuple[int, ...]
+    _me: int
+
     def __init__(self, group: Group | None = None, *, members: Sequence[int] = (), me: int = -1):
         if group is not None:
             members, me = group._members, group._me
-        self._members: tuple[int, ...] = tuple(members)
+        self._members = tuple(members)
         self._me = me  # this process's world rank
         self._null = group is None and me == -2
 

@@ -45,8 +45,11 @@ class Op:
         combine ``inbuf`` (lower ranks) into ``inoutbuf`` in place."""
         if not callable(function):
             raise Exception(ERR_OP, f"Op.Create: {function!r} is not callable")
-        return cls(f"user operator {getattr(function, '__name__', '?')}", user=function,
-                   commute=bool(commute))
+        return cls(
+            f"user operator {getattr(function, '__name__', '?')}",
+            user=function,
+            commute=bool(commute),
+        )
 
     def Free(self) -> None:
         if self.is_predefined:
@@ -85,7 +88,7 @@ class Op:
             raise Exception(ERR_OP, f"{self._name} cannot reduce buffers")
         out = incoming.copy()
         self._user(acc, out, datatype)
-        return out
+        return np.asarray(out)
 
     def __eq__(self, other: object) -> bool:
         return self is other

@@ -143,7 +143,7 @@ class PointToPoint:
         status: Status | None = None,
     ) -> None:
         """As ``Sendrecv`` with one buffer: the received message replaces the sent one."""
-        data, m = _buffer(buf, True, "buf")
+        data, _ = _buffer(buf, True, "buf")
         sent = bytearray(memoryview(data).cast("B"))
         s = _native.isend(self._c, sent, dest, sendtag) if dest != PROC_NULL else None
         self.Recv(buf, source, recvtag, status)

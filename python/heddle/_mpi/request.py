@@ -173,9 +173,7 @@ class Request:
 
     @classmethod
     @mpi_errors
-    def Waitall(
-        cls, requests: Sequence[Request], statuses: list[Status] | None = None
-    ) -> bool:
+    def Waitall(cls, requests: Sequence[Request], statuses: list[Status] | None = None) -> bool:
         cls.waitall(requests, statuses)
         return True
 
@@ -200,9 +198,7 @@ class Request:
 
     @classmethod
     @mpi_errors
-    def waitany(
-        cls, requests: Sequence[Request], status: Status | None = None
-    ) -> tuple[int, Any]:
+    def waitany(cls, requests: Sequence[Request], status: Status | None = None) -> tuple[int, Any]:
         _check(requests)
         active = [(i, r) for i, r in enumerate(requests) if r._native is not None]
         if not active:
@@ -244,9 +240,7 @@ class Request:
 
     @classmethod
     @mpi_errors
-    def Testany(
-        cls, requests: Sequence[Request], status: Status | None = None
-    ) -> tuple[int, bool]:
+    def Testany(cls, requests: Sequence[Request], status: Status | None = None) -> tuple[int, bool]:
         i, flag, _ = cls.testany(requests, status)
         return i, flag
 

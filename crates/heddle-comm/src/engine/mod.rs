@@ -404,10 +404,21 @@ impl Engine {
         state: &[RecvState],
     ) -> String {
         let (to, from) = Self::unfinished(sends, offsets, recvs, state);
-        format!(
+        let mut text = format!(
             "rank {} still sending to ranks {to:?} and receiving from ranks {from:?}",
             self.rank
-        )
+        );
+        // Point-to-point messages: say which tags (a collective's tags are call numbers).
+        let waiting: Vec<String> = recvs
+            .iter()
+            .zip(state)
+            .filter(|(r, &s)| s != RecvState::Done && r.edge & crate::comm::COLLECTIVE_EDGE == 0)
+            .map(|(r, _)| format!("a message from rank {} with tag {}", r.peer, r.tag))
+            .collect();
+        if !waiting.is_empty() {
+            text = format!("{text}: waiting for {}", waiting.join(", "));
+        }
+        text
     }
 }
 
