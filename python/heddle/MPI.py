@@ -33,13 +33,75 @@ import socket
 import time
 from typing import Any, NoReturn
 
+from heddle._heddle.comm import (
+    IN_PLACE as IN_PLACE,
+)
 from heddle._mpi.comm import (
-    COMM_WORLD,
+    APPNUM as APPNUM,
+    COMM_NULL as COMM_NULL,
+    COMM_SELF as COMM_SELF,
+    COMM_TYPE_HW_GUIDED as COMM_TYPE_HW_GUIDED,
+    COMM_TYPE_HW_UNGUIDED as COMM_TYPE_HW_UNGUIDED,
+    COMM_TYPE_RESOURCE_GUIDED as COMM_TYPE_RESOURCE_GUIDED,
+    COMM_TYPE_SHARED as COMM_TYPE_SHARED,
+    COMM_WORLD as COMM_WORLD,
+    HOST as HOST,
+    IO as IO,
+    LASTUSEDCODE as LASTUSEDCODE,
+    TAG_UB as TAG_UB,
+    UNIVERSE_SIZE as UNIVERSE_SIZE,
+    WTIME_IS_GLOBAL as WTIME_IS_GLOBAL,
+    Comm as Comm,
+    Intracomm as Intracomm,
     Unsupported,
     attach_world,
 )
 from heddle._mpi.datatypes import *  # noqa: F403 - the predefined datatypes
+from heddle._mpi.datatypes import (
+    Datatype as Datatype,
+)
 from heddle._mpi.errors import *  # noqa: F403 - the error classes
+from heddle._mpi.errors import (
+    Exception as Exception,
+    Get_error_class as Get_error_class,
+    Get_error_string as Get_error_string,
+)
+from heddle._mpi.group import (
+    CONGRUENT as CONGRUENT,
+    GROUP_EMPTY as GROUP_EMPTY,
+    GROUP_NULL as GROUP_NULL,
+    IDENT as IDENT,
+    SIMILAR as SIMILAR,
+    UNEQUAL as UNEQUAL,
+    Group as Group,
+)
+from heddle._mpi.ops import (
+    BAND as BAND,
+    BOR as BOR,
+    BXOR as BXOR,
+    LAND as LAND,
+    LOR as LOR,
+    LXOR as LXOR,
+    MAX as MAX,
+    MAXLOC as MAXLOC,
+    MIN as MIN,
+    MINLOC as MINLOC,
+    NO_OP as NO_OP,
+    OP_NULL as OP_NULL,
+    PROD as PROD,
+    REPLACE as REPLACE,
+    SUM as SUM,
+    Op as Op,
+)
+from heddle._mpi.request import (
+    ANY_SOURCE as ANY_SOURCE,
+    ANY_TAG as ANY_TAG,
+    PROC_NULL as PROC_NULL,
+    REQUEST_NULL as REQUEST_NULL,
+    UNDEFINED as UNDEFINED,
+    Request as Request,
+    Status as Status,
+)
 
 ROOT = -4
 VERSION = 3

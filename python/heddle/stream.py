@@ -30,8 +30,7 @@ from collections.abc import Iterable
 from typing import Any, Callable, NamedTuple, Union
 
 from heddle._batches import from_batch, to_batch
-from heddle._heddle import data as _data
-from heddle._heddle import task as _task
+from heddle._heddle import data as _data, task as _task
 
 __all__ = ["Stream", "Window", "Windowed", "StopHandle"]
 

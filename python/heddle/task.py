@@ -86,8 +86,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
 from heddle._checkpoints import Interval, job_name, seconds
-from heddle._heddle import comm as _comm
-from heddle._heddle import task as _task
+from heddle._heddle import comm as _comm, task as _task
 from heddle.comm import Comm
 
 __all__ = [

@@ -136,6 +136,18 @@ INTENTIONALLY_ABSENT: dict[str, dict[str, str]] = {
             "(heddle._abort) ends an idle worker; there is nothing left to poll"
         ),
         "tcp_peers": "a transport diagnostic of the Rust tests and benchmarks, not a user op",
+        # Non-blocking and wildcard point-to-point are Python's through heddle.MPI, with
+        # mpi4py's Request and Status (test_mpi_api.py, test_mpi4py_compat.py).
+        "isend": "heddle.MPI: Comm.Isend (buffers), Comm.isend (objects)",
+        "isend_bytes": "heddle.MPI: Comm.isend (objects travel as bytes)",
+        "isend_raw": "heddle.MPI: what Comm.Isend is built on (a Python buffer)",
+        "irecv": "heddle.MPI: Comm.Irecv (buffers), Comm.irecv (objects)",
+        "irecv_bytes": "heddle.MPI: what Comm.irecv is built on",
+        "irecv_raw": "heddle.MPI: what Comm.Irecv is built on (a Python buffer)",
+        "recv_any": "heddle.MPI: Comm.Recv with ANY_SOURCE/ANY_TAG and a Status",
+        "probe": "heddle.MPI: Comm.Probe/probe",
+        "iprobe": "heddle.MPI: Comm.Iprobe/iprobe",
+        "self_comm": "heddle.MPI.COMM_SELF",
         **{
             f"{op}_with": _CALL_OPTIONS
             for op in (

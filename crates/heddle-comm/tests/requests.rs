@@ -234,3 +234,19 @@ fn a_message_longer_than_the_receive_buffer_is_an_error() {
         }
     });
 }
+
+#[test]
+fn a_thread_waiting_does_not_shut_out_another_threads_send() {
+    let config = CommConfig { timeout: Duration::from_secs(5), ..CommConfig::default() };
+    let world = heddle_comm::WorldBuilder::new(0, 1, config).unwrap().build().unwrap();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let mut r = world.irecv(vec![0u32; 2], Some(0), Some(1)).unwrap();
+            r.wait().unwrap().unwrap().bytes
+        });
+        std::thread::sleep(Duration::from_millis(50)); // the waiter is in `wait` by now
+        let mut send = world.isend(vec![7u32, 9], 0, 1).unwrap();
+        send.wait().unwrap();
+        assert_eq!(waiter.join().unwrap(), 8);
+    });
+}

@@ -10,9 +10,7 @@ submodules to ``sys.modules`` (``import heddle._heddle.comm`` works once it is l
 import builtins
 from typing import Any, Final
 
-from heddle._heddle import comm as comm
-from heddle._heddle import data as data
-from heddle._heddle import task as task
+from heddle._heddle import comm as comm, data as data, task as task
 
 # The module's own `__all__` (pyo3 lists every name it adds).
 __all__ = [

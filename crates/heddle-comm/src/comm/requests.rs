@@ -8,7 +8,7 @@ use std::sync::Arc;
 use heddle_wire::{Codec, Dtype};
 
 use super::{Communicator, Shared};
-use crate::engine::{Finished, Matched, Memory, Need, Pattern};
+use crate::engine::{wait_unlocked, Awaited, Finished, Matched, Memory, Need, Pattern};
 use crate::{Element, Error, Result};
 
 /// Where a received (or probed) message came from and what it holds (MPI's `Status`).
@@ -89,11 +89,9 @@ impl<B> Request<B> {
             return Ok(s);
         }
         let h = &mut self.handle;
-        let timeout = h.shared.config.timeout;
-        let mut engine = h.shared.lock();
-        engine.wait_requests(&[h.id], Need::All, "wait", timeout)?;
-        let f = engine.take_finished(h.id).ok_or_else(lost)?;
-        drop(engine);
+        let id = h.id;
+        let f =
+            wait_unlocked(&h.shared, Awaited::Requests(&[id], Need::All), |e| e.take_finished(id))?;
         h.finish(f);
         Ok(h.done.flatten())
     }
@@ -202,10 +200,9 @@ impl<B> Request<B> {
         }
         let ids: Vec<u64> = open.iter().map(|h| h.id).collect();
         let shared = first.shared.clone();
-        let op = if need == Need::All { "waitall" } else { "waitany" };
-        let timeout = shared.config.timeout;
-        let r = shared.lock().wait_requests(&ids, need, op, timeout);
-        r
+        wait_unlocked(&shared, Awaited::Requests(&ids, need), |e| {
+            e.finished(&ids, need).then_some(())
+        })
     }
 }
 
@@ -424,8 +421,8 @@ impl Communicator {
     /// ```
     pub fn probe(&self, source: Option<usize>, tag: Option<u32>) -> Result<Status> {
         let p = self.pattern(source, tag)?;
-        let m = self.lock().probe(p, true, self.config().timeout)?;
-        Ok(status(&self.members, m.expect("a waiting probe returns a message")))
+        let m = wait_unlocked(&self.shared, Awaited::Probe(&p), |e| e.probe(&p))?;
+        Ok(status(&self.members, m))
     }
 
     /// As [`Communicator::probe`], but only looks (once): `None` if nothing matches yet.
@@ -434,7 +431,8 @@ impl Communicator {
     /// As [`Communicator::probe`], except that it never times out.
     pub fn iprobe(&self, source: Option<usize>, tag: Option<u32>) -> Result<Option<Status>> {
         let p = self.pattern(source, tag)?;
-        let m = self.lock().probe(p, false, self.config().timeout)?;
-        Ok(m.map(|m| status(&self.members, m)))
+        let mut engine = self.lock();
+        engine.pass()?;
+        Ok(engine.probe(&p).map(|m| status(&self.members, m)))
     }
 }

@@ -21,7 +21,7 @@ mod matching;
 mod request_wait;
 mod requests;
 
-pub(crate) use request_wait::Need;
+pub(crate) use request_wait::{wait_unlocked, Awaited, Need};
 
 use matching::{Inbound, RecvState, Unexpected};
 pub(crate) use matching::{RecvOp, Sink};

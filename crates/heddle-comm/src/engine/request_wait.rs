@@ -5,10 +5,49 @@ use std::time::Duration;
 
 use super::requests::{Finished, Matched, Memory, Pattern, RecvRequest};
 use super::{Engine, Idle, RecvState};
-use crate::Result;
+use crate::comm::Shared;
+use crate::{Error, Result};
 
-#[cfg(doc)]
-use crate::Error;
+/// What a wait waits for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Awaited<'a> {
+    /// `need` of these requests.
+    Requests(&'a [u64], Need),
+    /// A message this pattern matches.
+    Probe(&'a Pattern),
+}
+
+/// Runs passes over the links until `done` says so, with the engine's lock taken for one
+/// pass at a time: other threads of the worker post, test and wait in between (a thread
+/// blocked in `wait` does not shut out another's `isend`).
+///
+/// # Errors
+/// As [`Engine::pass`] and [`Engine::check_wait`].
+pub(crate) fn wait_unlocked<T>(
+    shared: &Shared,
+    awaited: Awaited<'_>,
+    mut done: impl FnMut(&mut Engine) -> Option<T>,
+) -> Result<T> {
+    let timeout = shared.config.timeout;
+    let mut idle = Idle::default();
+    loop {
+        let spin = {
+            let mut engine = shared.lock();
+            let progressed = engine.pass()?;
+            if let Some(t) = done(&mut engine) {
+                return Ok(t);
+            }
+            if progressed {
+                idle = Idle::default();
+                continue;
+            }
+            engine.spin_polls()
+        };
+        if let Some(now) = idle.wait(spin) {
+            shared.lock().check_wait(&mut idle, now, awaited, timeout)?;
+        }
+    }
+}
 
 /// How many of a set of requests a wait needs finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,70 +79,66 @@ impl Engine {
         self.requests.finished.remove(&id)
     }
 
-    /// Moves the links until `need` of `ids` have finished (they stay to be taken).
+    /// One pass over the links; returns whether anything moved.
     ///
     /// # Errors
-    /// [`Error::Timeout`] naming what is still awaited when nothing moved for `timeout`;
-    /// [`Error::PeerLost`] or [`Error::Aborted`]; a failure of a pass.
-    pub(crate) fn wait_requests(
-        &mut self,
-        ids: &[u64],
-        need: Need,
-        op: &'static str,
-        timeout: Duration,
-    ) -> Result<()> {
+    /// A failure of the pass (a lost peer, a malformed frame, a message that does not fit).
+    pub(crate) fn pass(&mut self) -> Result<bool> {
         self.abort.check()?;
-        let done = |e: &Engine| match need {
-            Need::All => ids.iter().all(|id| e.is_finished(*id)),
-            Need::Any => ids.is_empty() || ids.iter().any(|id| e.is_finished(*id)),
-        };
-        let mut idle = Idle::default();
-        loop {
-            let progressed =
-                self.progress(&[], &mut [], &mut [], &mut []).map_err(|e| self.failed(e))?;
-            if done(self) {
-                return Ok(());
-            }
-            if progressed {
-                idle = Idle::default();
-                continue;
-            }
-            let peers = self.request_peers(ids);
-            let what = self.describe_requests(ids);
-            self.idle(&mut idle, &peers, timeout, op, &|| what.clone())?;
+        self.progress(&[], &mut [], &mut [], &mut []).map_err(|e| self.failed(e))
+    }
+
+    /// Whether `need` of `ids` have finished.
+    pub(crate) fn finished(&self, ids: &[u64], need: Need) -> bool {
+        match need {
+            Need::All => ids.iter().all(|id| self.is_finished(*id)),
+            Need::Any => ids.is_empty() || ids.iter().any(|id| self.is_finished(*id)),
         }
     }
 
-    /// Waits for a message `pattern` matches to arrive and says where it came from,
-    /// without receiving it; `wait: false` only looks once.
+    /// After an idle spell of a wait for `ids` (`None`: a probe for `pattern`): fails if
+    /// the job was aborted, a peer the wait needs is gone, or nothing moved for `timeout`.
     ///
     /// # Errors
-    /// As [`Engine::wait_requests`].
-    pub(crate) fn probe(
+    /// [`Error::Aborted`], [`Error::PeerLost`] or [`Error::Timeout`] naming what is awaited.
+    pub(crate) fn check_wait(
         &mut self,
-        pattern: Pattern,
-        wait: bool,
+        idle: &mut Idle,
+        now: std::time::Instant,
+        awaited: Awaited<'_>,
         timeout: Duration,
-    ) -> Result<Option<Matched>> {
+    ) -> Result<()> {
         self.abort.check()?;
-        let mut idle = Idle::default();
-        loop {
-            let progressed =
-                self.progress(&[], &mut [], &mut [], &mut []).map_err(|e| self.failed(e))?;
-            if let Some(m) = self.probed(&pattern) {
-                return Ok(Some(m));
+        let (peers, op) = match awaited {
+            Awaited::Requests(ids, need) => {
+                (self.request_peers(ids), if need == Need::All { "wait" } else { "waitany" })
             }
-            if !wait {
-                return Ok(None);
+            Awaited::Probe(p) => (p.peer.into_iter().collect(), "probe"),
+        };
+        if idle.check_due(now) {
+            for &p in &peers {
+                self.links[p].check_alive(p).map_err(|e| self.failed(e))?;
             }
-            if progressed {
-                idle = Idle::default();
-                continue;
-            }
-            let peers: Vec<usize> = pattern.peer.into_iter().collect();
-            let what = format!("rank {} probing for {}", self.rank, describe(&pattern));
-            self.idle(&mut idle, &peers, timeout, "probe", &|| what.clone())?;
         }
+        let waited = idle.waited(now);
+        if waited >= timeout {
+            let detail = match awaited {
+                Awaited::Requests(ids, _) => self.describe_requests(ids),
+                Awaited::Probe(p) => format!("rank {} probing for {}", self.rank, describe(p)),
+            };
+            return Err(self.failed(Error::Timeout { op, waited, detail }));
+        }
+        Ok(())
+    }
+
+    /// Idle polls before a waiting thread yields.
+    pub(crate) fn spin_polls(&self) -> u32 {
+        self.spin_polls
+    }
+
+    /// Where a message `pattern` matches came from, if one has arrived (not received).
+    pub(crate) fn probe(&self, pattern: &Pattern) -> Option<Matched> {
+        self.probed(pattern)
     }
 
     fn probed(&self, pattern: &Pattern) -> Option<Matched> {
