@@ -333,4 +333,22 @@ def variants() -> list[Variant]:
                 workload, "heddle", label, make, harness_check=check, note=note[0] if note else ""
             )
         )
+    # heddle.futures: a driver rank submits, WORKERS ranks run the tasks (as Ray's and Dask's
+    # driver and their WORKERS worker processes).
+    futures_ex = heddle_python_example("futures_tasks")
+    if futures_ex and python_example_runs(py, futures_ex):
+
+        def make_futures(d, out, s, st, ex=futures_ex):
+            return [py, "-m", "heddle", "run", "-n", str(WORKERS + 1), str(ex), "--tasks", s.tasks]
+
+        v.append(
+            Variant(
+                "tasks",
+                "heddle",
+                "Python heddle.futures, executor.submit per task (futures_tasks.py)",
+                make_futures,
+                note=f"a driver rank and {WORKERS} worker ranks, as Ray's and Dask's driver and "
+                "workers",
+            )
+        )
     return v

@@ -38,7 +38,6 @@ def install(name: str) -> None:
     package = sys.modules[name]
     package.__version__ = MPI4PY_VERSION  # type: ignore[attr-defined]
     package.rc = _Rc()  # type: ignore[attr-defined]
-    package.__path__ = []
     mpi = _lazy(f"{name}.MPI", "heddle.MPI")
     package.MPI = mpi  # type: ignore[attr-defined]
 

@@ -36,10 +36,11 @@ def reference_python() -> Path:
     return MPI4PY_PYTHON
 
 
-def under_mpirun(program: Path, stdin: str = "") -> str:
+def under_mpirun(program: Path, stdin: str = "", *, module: str | None = None) -> str:
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     env = {k: v for k, v in env.items() if not k.startswith("HEDDLE_")}
-    cmd = ["mpirun", "--oversubscribe", "-n", str(RANKS), str(reference_python()), str(program)]
+    cmd = ["mpirun", "--oversubscribe", "-n", str(RANKS), str(reference_python())]
+    cmd += ["-m", module, str(program)] if module else [str(program)]
     proc = subprocess.run(
         cmd, input=stdin, capture_output=True, text=True, timeout=TIMEOUT, env=env, check=False
     )
@@ -47,9 +48,12 @@ def under_mpirun(program: Path, stdin: str = "") -> str:
     return proc.stdout
 
 
-def under_heddle(program: Path, stdin: str = "", *, flag: bool = True, n: int = RANKS) -> str:
+def under_heddle(
+    program: Path, stdin: str = "", *, flag: bool = True, n: int = RANKS, module: str | None = None
+) -> str:
     cmd = [sys.executable, "-m", "heddle", "run", "-n", str(n)]
     cmd += ["--mpi4py"] if flag else []
+    cmd += ["-m", module] if module else []
     proc = subprocess.run(
         [*cmd, str(program)],
         input=stdin,
@@ -73,6 +77,15 @@ def test_the_same_output_as_mpi4py_on_open_mpi(name: str) -> None:
     expected = under_mpirun(program)
     assert expected.strip(), "the reference printed nothing"
     assert under_heddle(program) == expected
+
+
+def test_mpi4py_futures_executors_give_the_same_results() -> None:
+    comm = PROGRAMS / "futures_comm.py"
+    assert under_heddle(comm) == under_mpirun(comm)
+    pool = PROGRAMS / "futures_pool.py"
+    expected = under_mpirun(pool, module="mpi4py.futures")
+    assert "starmap [32, 27, 100]" in expected
+    assert under_heddle(pool, module="mpi4py.futures") == expected
 
 
 def test_standard_input_goes_to_rank_0_as_with_mpirun() -> None:

@@ -54,9 +54,9 @@ impl PyRequest {
         blocking(py, || req.test()).map_err(errors::comm)
     }
 
-    /// Whether it has finished (as last seen by ``wait`` or ``test``).
+    /// Whether it has finished, without moving the links (cheaper than ``test``).
     #[getter]
-    fn done(&self) -> bool {
+    fn done(&mut self) -> bool {
         self.req.is_done()
     }
 

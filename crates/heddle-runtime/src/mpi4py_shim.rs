@@ -16,6 +16,15 @@ const INIT_PY: &str = "\"\"\"mpi4py answered by Heddle for this job (heddle run 
 `from mpi4py import MPI` gives heddle.MPI.\"\"\"\n\nfrom heddle._mpi4py import install as \
 _install\n\n_install(__name__)\n";
 
+/// `mpi4py.futures`: `heddle.futures`, which has mpi4py's names too.
+const FUTURES_INIT_PY: &str = "\"\"\"mpi4py.futures answered by Heddle for this job: \
+heddle.futures.\"\"\"\n\nfrom heddle.futures import *  # noqa: F403\nfrom heddle.futures \
+import MPICommExecutor, MPIPoolExecutor  # noqa: F401\n";
+
+/// `python -m mpi4py.futures script.py`: `python -m heddle.futures script.py`.
+const FUTURES_MAIN_PY: &str = "import sys\n\nfrom heddle.futures.__main__ import main\n\n\
+sys.exit(main(sys.argv[1:]))\n";
+
 /// Where the package goes in the job directory.
 const SHIM_DIR: &str = "mpi4py-shim";
 
@@ -27,14 +36,20 @@ const SHIM_DIR: &str = "mpi4py-shim";
 pub(crate) fn install(job_dir: &Path, inherited: Option<&str>) -> Result<Vec<(String, String)>> {
     let root = job_dir.join(SHIM_DIR);
     let package = root.join("mpi4py");
-    for dir in [&root, &package] {
+    let futures = package.join("futures");
+    for dir in [&root, &package, &futures] {
         private::create_dir(dir)
             .map_err(|e| Error::io(format!("making {} for --mpi4py", dir.display()), e))?;
     }
-    let file = package.join("__init__.py");
-    private::create_file(&file)
-        .and_then(|mut f| f.write_all(INIT_PY.as_bytes()))
-        .map_err(|e| Error::io(format!("writing {} for --mpi4py", file.display()), e))?;
+    for (file, text) in [
+        (package.join("__init__.py"), INIT_PY),
+        (futures.join("__init__.py"), FUTURES_INIT_PY),
+        (futures.join("__main__.py"), FUTURES_MAIN_PY),
+    ] {
+        private::create_file(&file)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .map_err(|e| Error::io(format!("writing {} for --mpi4py", file.display()), e))?;
+    }
     let mut path = root.display().to_string();
     if let Some(rest) = inherited.filter(|p| !p.is_empty()) {
         path = format!("{path}:{rest}");
@@ -57,6 +72,8 @@ mod tests {
         assert_eq!(env[0], ("PYTHONPATH".into(), format!("{}:/opt/lib", root.display())));
         let init = root.join("mpi4py/__init__.py");
         assert_eq!(std::fs::read_to_string(&init).unwrap(), INIT_PY);
+        let main = root.join("mpi4py/futures/__main__.py");
+        assert_eq!(std::fs::read_to_string(main).unwrap(), FUTURES_MAIN_PY);
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!((mode(&root), mode(&init)), (0o700, 0o600));
         std::fs::remove_dir_all(&dir).unwrap();

@@ -112,9 +112,18 @@ impl<B> Request<B> {
         Ok(h.done.is_some())
     }
 
-    /// Whether it has finished (as last seen by `wait` or `test`).
-    pub fn is_done(&self) -> bool {
-        self.handle.done.is_some()
+    /// Whether it has finished, without moving the links (cheaper than
+    /// [`Request::test`]: the links move in any other call of the worker).
+    pub fn is_done(&mut self) -> bool {
+        if self.handle.done.is_some() {
+            return true;
+        }
+        let h = &mut self.handle;
+        let f = h.shared.lock().take_finished(h.id);
+        if let Some(f) = f {
+            h.finish(f);
+        }
+        h.done.is_some()
     }
 
     /// The received message's status once finished.
@@ -177,13 +186,16 @@ impl<B> Request<B> {
     /// # Errors
     /// As [`Request::wait_all`].
     pub fn wait_any(reqs: &mut [&mut Request<B>]) -> Result<Option<(usize, Option<Status>)>> {
-        if reqs.iter().all(|r| r.is_done()) {
+        // Active: not yet seen finished by a wait or test of the caller's.
+        let active: Vec<usize> =
+            (0..reqs.len()).filter(|&i| reqs[i].handle.done.is_none()).collect();
+        if active.is_empty() {
             return Ok(None);
         }
         Self::wait_set(reqs, Need::Any)?;
-        for (i, r) in reqs.iter_mut().enumerate() {
-            if !r.is_done() && r.test()? {
-                return Ok(Some((i, r.status())));
+        for i in active {
+            if reqs[i].test()? {
+                return Ok(Some((i, reqs[i].status())));
             }
         }
         Err(lost())
