@@ -15,8 +15,8 @@ implements exactly the semantics below, takes the same flags and prints the same
 Flags
 -----
 ``--sizes``        comma-separated message sizes in bytes (default 8,1024,65536,1048576,16777216)
-``--collectives``  comma-separated subset of allreduce,scan,broadcast,allgather,alltoall,pingpong,
-                   bandwidth (default: all, in that order)
+``--collectives``  comma-separated subset of allreduce,scan,broadcast,allgather,alltoall,ring,
+                   pingpong,bandwidth (default: all, in that order)
 ``--iters N``      timed iterations for every size (default: the size-scaled rule below)
 ``--warmup N``     untimed iterations before the timed ones (default: the rule below)
 ``--quick``        ten times fewer iterations (smoke test; numbers are noisier)
@@ -42,6 +42,9 @@ allgather  each rank contributes ``bytes`` u8; every rank ends with size * bytes
 alltoall   ``bytes`` u8 per peer: send buffer size * bytes, block d goes to rank d; receive
            buffer size * bytes, block s came from rank s. Element i of the block sent by s to
            d -> (s * 31 + d * 17 + i) % 251.
+ring       non-blocking point to point: each rank posts Irecv(``bytes`` u8) from rank r - 1 and
+           Isend(``bytes`` u8) to rank r + 1 (mod size), then Waitall on both. Rank r's element
+           i -> (i * 7 + r) % 251; the received block must be rank r - 1's.
 pingpong   ranks 0 and 1 only (other ranks just wait), always 8 bytes (u8), regardless of
            --sizes: rank 0 Send(8 B) to 1, rank 1 Recv then Send the same 8 B back, rank 0 Recv.
            One iteration = one round trip; its time is HALF the round trip measured on rank 0
@@ -237,6 +240,30 @@ class Alltoall(Bench):
         return bool(np.array_equal(self.recv, self.expected))
 
 
+class Ring(Bench):
+    """Isend to the right, Irecv from the left, Waitall: non-blocking point to point."""
+
+    def __init__(self, comm, nbytes):
+        super().__init__(comm, nbytes)
+        self.right, self.left = (self.rank + 1) % self.size, (self.rank - 1) % self.size
+        self.send = u8_pattern(nbytes, self.rank)
+        self.recv = np.zeros(nbytes, dtype=np.uint8)
+        self.expected = u8_pattern(nbytes, self.left)
+
+    def op(self):
+        MPI.Request.Waitall(
+            [
+                self.comm.Irecv(self.recv, source=self.left, tag=3),
+                self.comm.Isend(self.send, dest=self.right, tag=3),
+            ]
+        )
+
+    def verify(self) -> bool:
+        self.recv.fill(0)
+        self.op()
+        return bool(np.array_equal(self.recv, self.expected))
+
+
 class Pingpong(Bench):
     """Half round trip of 8 bytes between ranks 0 and 1, timed on rank 0."""
 
@@ -308,6 +335,7 @@ BENCHES = {
     "broadcast": Broadcast,
     "allgather": Allgather,
     "alltoall": Alltoall,
+    "ring": Ring,
     "pingpong": Pingpong,
     "bandwidth": Bandwidth,
 }

@@ -10,7 +10,7 @@
 use std::time::Instant;
 
 use clap::Parser;
-use heddle::{Communicator, Op};
+use heddle::{Communicator, Op, Request};
 
 const PINGPONG_BYTES: usize = 8;
 const BANDWIDTH_BYTES: usize = 16 << 20;
@@ -25,7 +25,7 @@ struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "allreduce,scan,broadcast,allgather,alltoall,pingpong,bandwidth"
+        default_value = "allreduce,scan,broadcast,allgather,alltoall,ring,pingpong,bandwidth"
     )]
     collectives: Vec<String>,
     /// Untimed iterations before the timed ones (default: clamp(iters/10, 2, 100)).
@@ -209,6 +209,29 @@ impl Bench<'_> {
         self.report("alltoall", bytes, t, ok, false)
     }
 
+    fn ring(&mut self, bytes: usize) -> CommResult {
+        let (p, r) = (self.comm.size(), self.comm.rank());
+        let (right, left) = ((r + 1) % p, (r + p - 1) % p);
+        let pattern =
+            |rank: usize| -> Vec<u8> { (0..bytes).map(|i| ((i * 7 + rank) % 251) as u8).collect() };
+        let mut bufs = Some((pattern(r), vec![0u8; bytes]));
+        let once = |st: &mut Option<(Vec<u8>, Vec<u8>)>| -> CommResult {
+            let (send, recv) = st.take().expect("the buffers come back after each round");
+            let mut s = self.comm.isend(send, right, 3)?;
+            let mut q = self.comm.irecv(recv, Some(left), Some(3))?;
+            Request::wait_all(&mut [&mut q, &mut s])?;
+            *st = Some((s.into_buffer()?, q.into_buffer()?));
+            Ok(())
+        };
+        let t = self.time(bytes, &mut bufs, true, once)?;
+        if let Some((_, recv)) = bufs.as_mut() {
+            recv.fill(0);
+        }
+        once(&mut bufs)?;
+        let ok = bufs.is_some_and(|(_, recv)| recv == pattern(left));
+        self.report("ring", bytes, t, ok, false)
+    }
+
     fn pingpong_once(
         &self,
         msg: &[u8; PINGPONG_BYTES],
@@ -289,13 +312,14 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut b = Bench { comm: &comm, args: &args, all_ok: true };
     for c in &args.collectives {
         match c.as_str() {
-            "allreduce" | "scan" | "broadcast" | "allgather" | "alltoall" => {
+            "allreduce" | "scan" | "broadcast" | "allgather" | "alltoall" | "ring" => {
                 for &bytes in &args.sizes {
                     match c.as_str() {
                         "allreduce" => b.allreduce(bytes)?,
                         "scan" => b.scan(bytes)?,
                         "broadcast" => b.broadcast(bytes)?,
                         "allgather" => b.allgather(bytes)?,
+                        "ring" => b.ring(bytes)?,
                         _ => b.alltoall(bytes)?,
                     }
                 }

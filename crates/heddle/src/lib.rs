@@ -12,7 +12,7 @@
 
 pub use heddle_comm::{
     local_world, solo, Algorithm, CallOptions, Collective, CommConfig, Communicator, CustomOp,
-    Element, Op, TransportChoice,
+    Element, Op, Request, Status, TransportChoice,
 };
 pub use heddle_runtime::WorkerEnv;
 

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// Collectives in table order (also the default `--collectives`).
 pub(super) const COLLECTIVES: &[&str] =
-    &["allreduce", "scan", "broadcast", "allgather", "alltoall", "pingpong", "bandwidth"];
+    &["allreduce", "scan", "broadcast", "allgather", "alltoall", "ring", "pingpong", "bandwidth"];
 
 /// One measurement line printed by either side.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
