@@ -339,7 +339,17 @@ def variants() -> list[Variant]:
     if futures_ex and python_example_runs(py, futures_ex):
 
         def make_futures(d, out, s, st, ex=futures_ex):
-            return [py, "-m", "heddle", "run", "-n", str(WORKERS + 1), str(ex), "--tasks", s.tasks]
+            return [
+                py,
+                "-m",
+                "heddle",
+                "run",
+                "-n",
+                str(WORKERS + 1),
+                str(ex),
+                "--tasks",
+                str(s.tasks),
+            ]
 
         v.append(
             Variant(
