@@ -30,6 +30,7 @@ mod peer_links;
 mod progress;
 mod rendezvous;
 mod secure;
+mod stdin_forward;
 pub mod token_file;
 
 pub use bootstrap::{init, init_with};

@@ -162,13 +162,16 @@ pub(crate) fn spawn(
             .env("HEDDLE_RANK", rank.to_string())
             .env("HEDDLE_WORLD_SIZE", spec.workers.to_string())
             .envs(env.iter().map(|(k, v)| (k, v)))
-            // As mpirun: the launcher's standard input goes to rank 0.
-            .stdin(if rank == 0 { Stdio::inherit() } else { Stdio::null() })
+            // As mpirun: the launcher's standard input goes to rank 0 (stdin_forward.rs).
+            .stdin(if rank == 0 { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         guardian.adopt(&mut cmd);
         match cmd.spawn() {
             Ok(mut child) => {
+                if let Some(pipe) = child.stdin.take() {
+                    crate::stdin_forward::forward_to(pipe);
+                }
                 forward(child.stdout.take(), rank, false, out_tx.clone());
                 forward(child.stderr.take(), rank, true, out_tx.clone());
                 workers.push(Worker { rank, child, status: None });
