@@ -22,9 +22,11 @@ their ``v`` forms, ``Reduce_scatter(_block)``, ``Scan``, ``Exscan``; the predefi
 datatypes with ``Create_contiguous``/``Create_vector`` and buffer specifications
 ``[buf, TYPE]``, ``[buf, count, TYPE]``, ``[buf, (counts, displs), TYPE]``; the predefined
 operators with ``MAXLOC``/``MINLOC`` and ``Op.Create``; groups; ``Dup``, ``Split``,
-``Split_type``, ``Create``, ``Compare``, ``Free``. Calls Heddle does not offer
-(non-blocking collectives, one-sided windows, files, dynamic processes, topologies) raise
-``NotImplementedError`` naming the call. ``docs/mpi4py.md`` lists coverage call by call.
+``Split_type``, ``Create``, ``Compare``, ``Free``; the non-blocking collectives
+``Ibarrier``, ``Ibcast``, ``Ireduce``, ``Iallreduce``, ``Igather``, ``Iallgather``,
+``Iscatter``, ``Ialltoall``. Calls Heddle does not offer (their v-forms, one-sided
+windows, files, dynamic processes, topologies) raise ``NotImplementedError`` naming the
+call. ``docs/mpi4py.md`` lists coverage call by call.
 """
 
 from __future__ import annotations

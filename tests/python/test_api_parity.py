@@ -148,6 +148,7 @@ INTENTIONALLY_ABSENT: dict[str, dict[str, str]] = {
         "probe": "heddle.MPI: Comm.Probe/probe",
         "iprobe": "heddle.MPI: Comm.Iprobe/iprobe",
         "self_comm": "heddle.MPI.COMM_SELF",
+        "shadow": "where heddle.MPI's non-blocking collectives run (Ibarrier, Iallreduce, ...)",
         **{
             f"{op}_with": _CALL_OPTIONS
             for op in (

@@ -269,6 +269,28 @@ impl Communicator {
         }
     }
 
+    /// The same ranks in a context of their own, made without communicating (every rank
+    /// derives the same one): where non-blocking collectives built on point-to-point
+    /// messages run, apart from the caller's messages.
+    ///
+    /// # Examples
+    /// ```
+    /// let world = heddle_comm::solo().unwrap();
+    /// let shadow = world.shadow();
+    /// assert_eq!((shadow.rank(), shadow.size()), (world.rank(), world.size()));
+    /// ```
+    pub fn shadow(&self) -> Communicator {
+        Communicator {
+            shared: self.shared.clone(),
+            ctx: derive_context(self.ctx, u32::MAX - 1, u32::MAX),
+            members: self.members.clone(),
+            rank: self.rank,
+            collective_seq: AtomicU32::new(0),
+            split_seq: AtomicU32::new(0),
+            layout: OnceLock::new(),
+        }
+    }
+
     /// Waits until every rank has called `barrier`.
     ///
     /// # Errors

@@ -201,6 +201,12 @@ fn self_comm(comm: &PyComm) -> PyComm {
     PyComm::wrap(comm.comm().self_comm())
 }
 
+/// The same ranks in a context of their own (``heddle.MPI``'s non-blocking collectives).
+#[pyfunction]
+fn shadow_comm(comm: &PyComm) -> PyComm {
+    PyComm::wrap(comm.comm().shadow())
+}
+
 /// Adds the request API to `heddle._heddle.comm`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRequest>()?;
@@ -213,6 +219,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         pyo3::wrap_pyfunction!(waitany, m)?,
         pyo3::wrap_pyfunction!(world_ranks, m)?,
         pyo3::wrap_pyfunction!(self_comm, m)?,
+        pyo3::wrap_pyfunction!(shadow_comm, m)?,
     ] {
         m.add_function(f)?;
     }

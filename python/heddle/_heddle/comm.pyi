@@ -38,6 +38,7 @@ __all__ = [
     "waitany",
     "world_ranks",
     "self_comm",
+    "shadow_comm",
 ]
 
 # Buffers (typing_extensions.Buffer): anything exporting a contiguous buffer, e.g. numpy
@@ -220,10 +221,12 @@ class Request:
     def release(self) -> None:
         """Releases the buffer of a finished request."""
 
-def isend(comm: Comm, buf: Buffer, dest: int, tag: int = 0) -> Request:
+# ``buf``: any object with the buffer protocol (numpy arrays included, which the type
+# checker does not see as ``Buffer``).
+def isend(comm: Comm, buf: Any, dest: int, tag: int = 0) -> Request:
     """Starts sending ``buf`` to ``dest``."""
 
-def irecv(comm: Comm, buf: Buffer, source: int | None = None, tag: int | None = None) -> Request:
+def irecv(comm: Comm, buf: Any, source: int | None = None, tag: int | None = None) -> Request:
     """Starts receiving into ``buf`` (``None``: any source or tag)."""
 
 def irecv_bytes(comm: Comm, source: int | None = None, tag: int | None = None) -> Request:
@@ -245,3 +248,6 @@ def world_ranks(comm: Comm) -> list[int]:
 
 def self_comm(comm: Comm) -> Comm:
     """A communicator of this process alone, made without communicating."""
+
+def shadow_comm(comm: Comm) -> Comm:
+    """The same ranks in a context of their own, made without communicating."""

@@ -14,6 +14,7 @@ from heddle._heddle import comm as _native
 from heddle._mpi.collectives import Collectives
 from heddle._mpi.errors import ERR_ARG, ERR_COMM, Exception, mpi_errors
 from heddle._mpi.group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group
+from heddle._mpi.nonblocking import NonBlocking
 from heddle._mpi.p2p import PointToPoint
 from heddle._mpi.request import UNDEFINED
 
@@ -56,17 +57,9 @@ UNSUPPORTED = frozenset(
         "improbe",
         "Send_init",
         "Recv_init",
-        "Ibarrier",
-        "Ibcast",
-        "Ireduce",
-        "Iallreduce",
-        "Igather",
         "Igatherv",
-        "Iallgather",
         "Iallgatherv",
-        "Iscatter",
         "Iscatterv",
-        "Ialltoall",
         "Ialltoallv",
         "Iscan",
         "Iexscan",
@@ -83,7 +76,7 @@ class Unsupported(NotImplementedError, AttributeError):
     """An mpi4py call Heddle does not offer (see docs/mpi4py.md)."""
 
 
-class Comm(PointToPoint, Collectives):
+class Comm(PointToPoint, Collectives, NonBlocking):
     """A communicator (mpi4py's ``Comm``)."""
 
     _native_comm: Any

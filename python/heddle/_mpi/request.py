@@ -99,6 +99,10 @@ class Request:
         self._status = status
         self._cancelled = False
 
+    #: Whether this request is a schedule of several native ones (a non-blocking
+    #: collective) that finishes through its own ``Wait``/``Test``.
+    _composite = False
+
     def __bool__(self) -> bool:
         return self._native is not None
 
@@ -183,6 +187,9 @@ class Request:
         cls, requests: Sequence[Request], statuses: list[Status] | None = None
     ) -> list[Any]:
         _check(requests)
+        for r in requests:
+            if r._composite:
+                r.Wait()
         natives = [r._native for r in requests if r._native is not None]
         if natives:
             _native.waitall(natives)
@@ -200,6 +207,11 @@ class Request:
     @mpi_errors
     def waitany(cls, requests: Sequence[Request], status: Status | None = None) -> tuple[int, Any]:
         _check(requests)
+        if any(r._composite and r for r in requests):
+            while True:  # a collective among them: poll them all, each Test a pass
+                i, flag, value = cls.testany(requests, status)
+                if flag:
+                    return i, value
         active = [(i, r) for i, r in enumerate(requests) if r._native is not None]
         if not active:
             if status is not None:
@@ -217,7 +229,7 @@ class Request:
         i, _ = cls.waitany(requests)
         if i == UNDEFINED:
             return None
-        done = [i] + [j for j, r in enumerate(requests) if j != i and r._native and r.Test()]
+        done = [i] + [j for j, r in enumerate(requests) if j != i and r and r.Test()]
         for k, j in enumerate(done):
             if statuses is not None and k < len(statuses):
                 statuses[k]._fill(requests[j]._status)
@@ -234,7 +246,7 @@ class Request:
         cls, requests: Sequence[Request], statuses: list[Status] | None = None
     ) -> tuple[bool, list[Any] | None]:
         _check(requests)
-        if not all(r._native is None or r._native.test() for r in requests):
+        if not all(_test_one(r) for r in requests):
             return False, None
         return True, [r._complete(_status_at(statuses, i)) for i, r in enumerate(requests)]
 
@@ -250,11 +262,14 @@ class Request:
         cls, requests: Sequence[Request], status: Status | None = None
     ) -> tuple[int, bool, Any]:
         _check(requests)
-        active = [(i, r) for i, r in enumerate(requests) if r._native is not None]
+        active = [(i, r) for i, r in enumerate(requests) if r]
         if not active:
             return UNDEFINED, True, None
         for i, r in active:
-            if r._native.test():
+            if r._composite:
+                if r.Test(status):
+                    return i, True, None
+            elif r._native.test():
                 return i, True, r._complete(status)
         return UNDEFINED, False, None
 
@@ -264,9 +279,9 @@ class Request:
         cls, requests: Sequence[Request], statuses: list[Status] | None = None
     ) -> list[int] | None:
         _check(requests)
-        if all(r._native is None for r in requests):
+        if not any(requests):
             return None
-        done = [i for i, r in enumerate(requests) if r._native is not None and r.Test()]
+        done = [i for i, r in enumerate(requests) if r and r.Test()]
         for k, j in enumerate(done):
             if statuses is not None and k < len(statuses):
                 statuses[k]._fill(requests[j]._status)
@@ -275,6 +290,13 @@ class Request:
     def __repr__(self) -> str:
         state = "active" if self._native is not None else "inactive"
         return f"<heddle.MPI.Request {state}>"
+
+
+def _test_one(r: Request) -> bool:
+    """One request tested (a pass over the links); an inactive one counts as done."""
+    if r._composite:
+        return bool(r.Test())
+    return r._native is None or bool(r._native.test())
 
 
 def _check(requests: Sequence[Request]) -> None:

@@ -1,0 +1,51 @@
+"""Non-blocking collectives overlapping work: Iallreduce, Ibcast, Ireduce, Igather,
+Iscatter, Iallgather, Ialltoall and Ibarrier, waited with Wait, Test loops and Waitall."""
+
+import numpy as np
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+out = []
+x = np.arange(6, dtype="f8") + rank
+total = np.zeros(6)
+req = comm.Iallreduce(x, total, op=MPI.SUM)
+busy = sum(i * i for i in range(10_000))  # work while the reduction is under way
+req.Wait()
+out.append(("iallreduce", total.tolist(), busy > 0))
+mx = np.zeros(3, dtype="i")
+r2 = comm.Iallreduce(np.array([rank, -rank, rank % 2], dtype="i"), mx, op=MPI.MAX)
+b = np.arange(5, dtype="l") * 3 if rank == 0 else np.zeros(5, dtype="l")
+r3 = comm.Ibcast(b, root=0)
+red = np.zeros(2, dtype="f8") if rank == size - 1 else None
+r4 = comm.Ireduce(np.array([rank + 1.0, 2.0]), red, op=MPI.PROD, root=size - 1)
+MPI.Request.Waitall([r2, r3, r4])
+out.append(("several", mx.tolist(), b.tolist(), red.tolist() if red is not None else None))
+g = np.zeros(2 * size, dtype="i") if rank == 1 % size else None
+r5 = comm.Igather(np.array([rank, 10 * rank], dtype="i"), g, root=1 % size)
+while not r5.Test():
+    pass
+out.append(("igather", g.tolist() if g is not None else None))
+src = np.arange(3 * size, dtype="f4") if rank == 0 else None
+part = np.zeros(3, dtype="f4")
+comm.Iscatter(src, part, root=0).Wait()
+out.append(("iscatter", part.tolist()))
+every = np.zeros(size, dtype="i")
+comm.Iallgather(np.array([rank * rank], dtype="i"), every).Wait()
+out.append(("iallgather", every.tolist()))
+a2a = np.zeros(2 * size, dtype="i")
+comm.Ialltoall(np.arange(2 * size, dtype="i") + 100 * rank, a2a).Wait()
+out.append(("ialltoall", a2a.tolist()))
+inplace = np.full(4, rank + 1.0)
+comm.Iallreduce(MPI.IN_PLACE, inplace, op=MPI.SUM).Wait()
+out.append(("in place", inplace.tolist()))
+barrier = comm.Ibarrier()
+polls = 0
+while not barrier.Test():
+    polls += 1
+out.append(("ibarrier", True))
+all_out = comm.gather(out, root=0)
+if rank == 0:
+    for r_, o in enumerate(all_out):
+        for line in o:
+            print(r_, line)
