@@ -250,7 +250,7 @@ impl Communicator {
     ///
     /// # Examples
     /// ```
-    /// let world = heddle_comm::solo().unwrap();
+    /// let world = heddle_comm::solo(heddle_comm::CommConfig::default()).unwrap();
     /// let me = world.self_comm();
     /// assert_eq!((me.rank(), me.size()), (0, 1));
     /// let mut r = me.irecv(vec![0u8; 2], Some(0), Some(1)).unwrap();
@@ -275,7 +275,7 @@ impl Communicator {
     ///
     /// # Examples
     /// ```
-    /// let world = heddle_comm::solo().unwrap();
+    /// let world = heddle_comm::solo(heddle_comm::CommConfig::default()).unwrap();
     /// let shadow = world.shadow();
     /// assert_eq!((shadow.rank(), shadow.size()), (world.rank(), world.size()));
     /// ```
