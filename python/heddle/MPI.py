@@ -17,7 +17,8 @@ Importing the module joins the job (as mpi4py initializes MPI on import): under
 
 Covered: ``COMM_WORLD``/``COMM_SELF``/``COMM_NULL``; point-to-point in both cases,
 blocking and non-blocking, with ``ANY_SOURCE``/``ANY_TAG``, ``Status`` and ``Request``
-(``Wait``/``Test`` and their ``all``/``any``/``some`` forms); the blocking collectives with
+(``Wait``/``Test`` and their ``all``/``any``/``some`` forms), persistent requests
+(``Send_init``/``Recv_init``); the blocking collectives with
 their ``v`` forms, ``Reduce_scatter(_block)``, ``Scan``, ``Exscan``; the predefined
 datatypes with ``Create_contiguous``/``Create_vector`` and buffer specifications
 ``[buf, TYPE]``, ``[buf, count, TYPE]``, ``[buf, (counts, displs), TYPE]``; the predefined
@@ -101,6 +102,7 @@ from heddle._mpi.request import (
     PROC_NULL as PROC_NULL,
     REQUEST_NULL as REQUEST_NULL,
     UNDEFINED as UNDEFINED,
+    Prequest as Prequest,
     Request as Request,
     Status as Status,
 )

@@ -80,6 +80,7 @@ def under_heddle(
         "p2p_status",
         "datatypes",
         "nonblocking",
+        "persistent",
     ],
 )
 def test_the_same_output_as_mpi4py_on_open_mpi(name: str) -> None:

@@ -55,8 +55,6 @@ UNSUPPORTED = frozenset(
         "Improbe",
         "mprobe",
         "improbe",
-        "Send_init",
-        "Recv_init",
         "Igatherv",
         "Iallgatherv",
         "Iscatterv",

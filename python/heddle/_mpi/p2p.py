@@ -14,7 +14,7 @@ from typing import Any
 from heddle._heddle import comm as _native
 from heddle._mpi import datatypes as dt
 from heddle._mpi.errors import mpi_errors
-from heddle._mpi.request import ANY_SOURCE, ANY_TAG, PROC_NULL, Request, Status
+from heddle._mpi.request import ANY_SOURCE, ANY_TAG, PROC_NULL, Prequest, Request, Status
 from heddle.comm import _pack_all, _unpack_all
 
 _NULL_STATUS = (PROC_NULL, ANY_TAG, 0)
@@ -113,6 +113,18 @@ class PointToPoint:
         data, m = _buffer(buf, True, "buf")
         native = _native.irecv(self._c, data, _src(source), _tag(tag))
         return Request(native, _unpack_into(m))
+
+    def Send_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
+        """A persistent send: each ``Start`` sends ``buf`` (as it is then) to ``dest``."""
+        return Prequest(lambda: self.Isend(buf, dest, tag))
+
+    Ssend_init = Send_init
+    Bsend_init = Send_init
+    Rsend_init = Send_init
+
+    def Recv_init(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Prequest:
+        """A persistent receive: each ``Start`` receives into ``buf``."""
+        return Prequest(lambda: self.Irecv(buf, source, tag))
 
     @mpi_errors
     def Sendrecv(

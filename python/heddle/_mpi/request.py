@@ -314,3 +314,67 @@ def _status_at(statuses: list[Status] | None, i: int) -> Status | None:
 
 
 REQUEST_NULL = Request()
+
+
+class Prequest(Request):
+    """A persistent request (mpi4py's ``Prequest``, from ``Send_init``/``Recv_init``):
+    ``Start`` begins the operation again each time; between runs it is inactive."""
+
+    _composite = True
+
+    def __init__(self, start: Callable[[], Request]) -> None:
+        super().__init__()
+        self._start = start
+        self._run: Request | None = None
+        self._freed = False
+
+    def __bool__(self) -> bool:
+        return self._run is not None
+
+    def Start(self) -> None:
+        if self._freed:
+            raise Exception(ERR_REQUEST, "Start: the persistent request was freed")
+        if self._run is not None:
+            raise Exception(ERR_REQUEST, "Start: the request is still active; Wait first")
+        self._run = self._start()
+
+    @classmethod
+    def Startall(cls, requests: Sequence[Prequest]) -> None:
+        for r in requests:
+            r.Start()
+
+    def Wait(self, status: Status | None = None) -> bool:
+        run, self._run = self._run, None
+        if run is None:
+            if status is not None:
+                status._fill(None)
+            return True
+        return run.Wait(status)
+
+    def Test(self, status: Status | None = None) -> bool:
+        if self._run is None:
+            if status is not None:
+                status._fill(None)
+            return True
+        if not self._run.Test(status):
+            return False
+        self._run = None
+        return True
+
+    def wait(self, status: Status | None = None) -> Any:
+        self.Wait(status)
+        return None
+
+    def test(self, status: Status | None = None) -> tuple[bool, Any]:
+        return self.Test(status), None
+
+    def Get_status(self, status: Status | None = None) -> bool:
+        return self._run is None or self._run.Get_status(status)
+
+    def Cancel(self) -> None:
+        if self._run is not None:
+            self._run.Cancel()
+
+    def Free(self) -> None:
+        self._freed = True
+        self._run = None
