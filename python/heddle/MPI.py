@@ -24,10 +24,9 @@ datatypes with ``Create_contiguous``/``Create_vector`` and buffer specifications
 ``[buf, TYPE]``, ``[buf, count, TYPE]``, ``[buf, (counts, displs), TYPE]``; the predefined
 operators with ``MAXLOC``/``MINLOC`` and ``Op.Create``; groups; ``Dup``, ``Split``,
 ``Split_type``, ``Create``, ``Compare``, ``Free``; the non-blocking collectives
-``Ibarrier``, ``Ibcast``, ``Ireduce``, ``Iallreduce``, ``Igather``, ``Iallgather``,
-``Iscatter``, ``Ialltoall``. Calls Heddle does not offer (their v-forms, one-sided
-windows, files, dynamic processes, topologies) raise ``NotImplementedError`` naming the
-call. ``docs/mpi4py.md`` lists coverage call by call.
+(``Ibarrier`` … ``Ialltoallv``, ``Iscan``, ``Ireduce_scatter``). Calls Heddle does not
+offer (one-sided windows, files, dynamic processes, topologies, matched probes) raise
+``NotImplementedError`` naming the call. ``docs/mpi4py.md`` lists coverage call by call.
 """
 
 from __future__ import annotations

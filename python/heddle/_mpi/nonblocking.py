@@ -1,5 +1,6 @@
-"""Non-blocking collectives of ``heddle.MPI`` (``Ibarrier``, ``Ibcast``, ``Ireduce``,
-``Iallreduce``, ``Igather``, ``Iallgather``, ``Iscatter``, ``Ialltoall``).
+"""Non-blocking collectives of ``heddle.MPI``: ``Ibarrier``, ``Ibcast``, ``Ireduce``,
+``Iallreduce``, ``Igather``, ``Iallgather``, ``Iscatter``, ``Ialltoall``, their v-forms,
+``Iscan``, ``Iexscan``, ``Ireduce_scatter`` and ``Ireduce_scatter_block``.
 
 Each call is a schedule of point-to-point rounds on the communicator's *shadow* (the same
 ranks in a context of their own, so its messages never meet the program's): a generator
@@ -237,6 +238,165 @@ class NonBlocking:
             yield from _bcast(sh, tag, rv.data, 0, r, p, rv)
 
         return CollectiveRequest(rounds())
+
+    # -- vector forms, prefix reductions and reduce-scatter --------------------------------
+
+    @mpi_errors
+    def Igatherv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> CollectiveRequest:
+        r, p = self._c.rank, self._c.size
+        s = None if sendbuf is IN_PLACE else dt.resolve(sendbuf, False, "sendbuf")
+        slices = _vblocks(recvbuf, True, "recvbuf", p) if r == root else []
+        sh, tag = self._schedule()
+
+        def rounds() -> Rounds:
+            if r != root:
+                assert s is not None
+                yield [_native.isend(sh, s.data, root, tag)]
+                return
+            if s is not None:
+                slices[r][...] = s.data
+            yield [_native.irecv(sh, slices[q], q, tag) for q in range(p) if q != r]
+
+        return CollectiveRequest(rounds())
+
+    @mpi_errors
+    def Iscatterv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> CollectiveRequest:
+        r, p = self._c.rank, self._c.size
+        slices = _vblocks(sendbuf, False, "sendbuf", p) if r == root else []
+        rv = None if recvbuf is IN_PLACE else dt.resolve(recvbuf, True, "recvbuf")
+        sh, tag = self._schedule()
+
+        def rounds() -> Rounds:
+            if r != root:
+                assert rv is not None
+                yield [_native.irecv(sh, rv.data, root, tag)]
+                return
+            if rv is not None:
+                rv.data[: len(slices[r])] = slices[r]
+            yield [_native.isend(sh, slices[q], q, tag) for q in range(p) if q != r]
+
+        return CollectiveRequest(rounds())
+
+    @mpi_errors
+    def Iallgatherv(self, sendbuf: Any, recvbuf: Any) -> CollectiveRequest:
+        r, p = self._c.rank, self._c.size
+        slices = _vblocks(recvbuf, True, "recvbuf", p)
+        s = None if sendbuf is IN_PLACE else dt.resolve(sendbuf, False, "sendbuf")
+        sh, tag = self._schedule()
+
+        def rounds() -> Rounds:
+            if s is not None:
+                slices[r][...] = s.data
+            mine = slices[r].copy()
+            reqs = [_native.isend(sh, mine, q, tag) for q in range(p) if q != r]
+            reqs += [_native.irecv(sh, slices[q], q, tag) for q in range(p) if q != r]
+            yield reqs
+
+        return CollectiveRequest(rounds())
+
+    @mpi_errors
+    def Ialltoallv(self, sendbuf: Any, recvbuf: Any) -> CollectiveRequest:
+        r, p = self._c.rank, self._c.size
+        out = _vblocks(sendbuf, False, "sendbuf", p)
+        into = _vblocks(recvbuf, True, "recvbuf", p)
+        sh, tag = self._schedule()
+
+        def rounds() -> Rounds:
+            into[r][...] = out[r]
+            reqs = [_native.isend(sh, out[q], q, tag) for q in range(p) if q != r]
+            reqs += [_native.irecv(sh, into[q], q, tag) for q in range(p) if q != r]
+            yield reqs
+
+        return CollectiveRequest(rounds())
+
+    def _iprefix(self, sendbuf: Any, recvbuf: Any, op: Op, inclusive: bool) -> CollectiveRequest:
+        r, p = self._c.rank, self._c.size
+        rv = dt.resolve(recvbuf, True, "recvbuf")
+        mine = (rv if sendbuf is IN_PLACE else dt.resolve(sendbuf, False, "sendbuf")).data.copy()
+        sh, tag = self._schedule()
+
+        def rounds() -> Rounds:
+            lower = [np.empty_like(mine) for _ in range(r)]
+            reqs = [_native.isend(sh, mine, q, tag) for q in range(r + 1, p)]
+            reqs += [_native.irecv(sh, lower[q], q, tag) for q in range(r)]
+            yield reqs
+            parts = lower + ([mine] if inclusive else [])
+            if parts:
+                acc = parts[0]
+                for part in parts[1:]:
+                    acc = op.fold(acc, part, rv.datatype)
+                rv.data[...] = acc
+                rv.unpack()
+
+        return CollectiveRequest(rounds())
+
+    @mpi_errors
+    def Iscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> CollectiveRequest:
+        return self._iprefix(sendbuf, recvbuf, op, True)
+
+    @mpi_errors
+    def Iexscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> CollectiveRequest:
+        return self._iprefix(sendbuf, recvbuf, op, False)
+
+    @mpi_errors
+    def Ireduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> CollectiveRequest:
+        p = self._c.size
+        rv = dt.resolve(recvbuf, True, "recvbuf")
+        n = len(rv.data)
+        return self._ireduce_scatter(sendbuf, rv, [n] * p, op)
+
+    @mpi_errors
+    def Ireduce_scatter(
+        self, sendbuf: Any, recvbuf: Any, recvcounts: Any = None, op: Op = SUM
+    ) -> CollectiveRequest:
+        p = self._c.size
+        rv = dt.resolve(recvbuf, True, "recvbuf")
+        counts = [int(c) for c in recvcounts] if recvcounts is not None else [len(rv.data)] * p
+        return self._ireduce_scatter(sendbuf, rv, counts, op)
+
+    def _ireduce_scatter(
+        self, sendbuf: Any, rv: dt.Message, counts: list[int], op: Op
+    ) -> CollectiveRequest:
+        r, p = self._c.rank, self._c.size
+        if sendbuf is IN_PLACE:
+            raise Exception(ERR_BUFFER, "sendbuf: IN_PLACE is not supported by Ireduce_scatter")
+        data = dt.resolve(sendbuf, False, "sendbuf").data.copy()
+        if len(data) != sum(counts):
+            raise Exception(
+                ERR_BUFFER, f"sendbuf: {len(data)} elements, the counts add up to {sum(counts)}"
+            )
+        starts = np.cumsum([0, *counts])
+        blocks = [data[starts[q] : starts[q + 1]] for q in range(p)]
+        sh, tag = self._schedule()
+
+        def rounds() -> Rounds:
+            parts = [blocks[r] if q == r else np.empty_like(blocks[r]) for q in range(p)]
+            reqs = [_native.isend(sh, blocks[q], q, tag) for q in range(p) if q != r]
+            reqs += [_native.irecv(sh, parts[q], q, tag) for q in range(p) if q != r]
+            yield reqs
+            acc = parts[0]
+            for part in parts[1:]:
+                acc = op.fold(acc, part, rv.datatype)
+            rv.data[: counts[r]] = acc
+            rv.unpack()
+
+        return CollectiveRequest(rounds())
+
+
+def _vblocks(spec: Any, writable: bool, what: str, p: int) -> list[np.ndarray]:
+    """The per-rank blocks (views) of a vector specification, in elements of its type."""
+    _, native = dt.resolve_v(spec, writable, what)
+    if not isinstance(native, list):
+        return _blocks(native, p, what)
+    data, layout = native
+    if isinstance(layout, tuple):
+        counts, displs = layout
+    else:
+        counts = list(layout)
+        displs = [int(x) for x in np.cumsum([0, *counts[:-1]])]
+    if len(counts) != p or len(displs) != p:
+        raise Exception(ERR_BUFFER, f"{what}: counts and displacements must be one per rank ({p})")
+    return [data[d : d + c] for c, d in zip(counts, displs)]
 
 
 def _blocks(data: np.ndarray, p: int, what: str) -> list[np.ndarray]:
