@@ -14,8 +14,11 @@ use crate::comm_args::tag_arg;
 use crate::errors::{self, argument};
 use crate::interrupt::blocking;
 
-/// A buffer export kept alive, so its memory stays put, while a request uses it.
-struct Held(#[allow(dead_code)] Buffer);
+/// A buffer export kept alive, so its memory stays put, while a request uses it: only
+/// its release, when dropped, matters.
+struct Held {
+    _export: Buffer,
+}
 
 // SAFETY: the export is only created and released with the GIL held (the request is a
 // Python object, dropped by Python); the engine only touches the memory it points to.
@@ -112,7 +115,7 @@ fn isend(comm: &PyComm, buf: &Bound<'_, PyAny>, dest: i64, tag: i64) -> PyResult
         comm.comm().isend_raw(region.ptr.cast_const(), region.len, b.dtype.wire(), dest, tag)
     }
     .map_err(errors::comm)?;
-    Ok(PyRequest { req, held: Some(Held(b)) })
+    Ok(PyRequest { req, held: Some(Held { _export: b }) })
 }
 
 /// Starts receiving into ``buf`` from ``source`` (``None``: any) with ``tag`` (``None``:
@@ -132,7 +135,7 @@ fn irecv(
     // SAFETY: as in `isend`; the buffer was exported writable.
     let req = unsafe { comm.comm().irecv_raw(region.ptr, region.len, b.dtype.wire(), source, tag) }
         .map_err(errors::comm)?;
-    Ok(PyRequest { req, held: Some(Held(b)) })
+    Ok(PyRequest { req, held: Some(Held { _export: b }) })
 }
 
 /// Starts receiving a message of any length (``Request.take_bytes`` gets it).
