@@ -39,13 +39,6 @@ def _native_op(op: Op, *msgs: dt.Message | None) -> Any:
     return op.native
 
 
-def _fold(op: Op, parts: list[np.ndarray], datatype: Any) -> np.ndarray:
-    acc = parts[0]
-    for p in parts[1:]:
-        acc = op.fold(acc, p, datatype)
-    return acc
-
-
 class Collectives:
     """Collective calls; mixed into ``heddle.MPI.Intracomm`` (``self._c`` is the native
     ``heddle.comm.Comm``)."""
@@ -132,7 +125,7 @@ class Collectives:
         if native is not None:
             self._c.Allreduce(_data(s, sendbuf), r.data, native)
         else:
-            r.data[...] = _fold(op, self._gathered(s, r), r.datatype)
+            r.data[...] = op.fold_all(self._gathered(s, r), r.datatype)
         r.unpack()
 
     @mpi_errors
@@ -145,7 +138,7 @@ class Collectives:
             mine = (r if s is None else s).data
             parts = self._c.gather(np.array(mine), root)
             if parts is not None:
-                r.data[...] = _fold(op, list(parts), r.datatype)
+                r.data[...] = op.fold_all(list(parts), r.datatype)
         if r is not None and self._c.rank == root:
             r.unpack()
 
@@ -159,7 +152,7 @@ class Collectives:
             upto = self._c.rank + (1 if inclusive else 0)
             parts = self._gathered(s, r)[:upto]
             if parts:
-                r.data[...] = _fold(op, parts, r.datatype)
+                r.data[...] = op.fold_all(parts, r.datatype)
         r.unpack()
 
     @mpi_errors
@@ -178,7 +171,7 @@ class Collectives:
             self._c.Reduce_scatter_block(_data(s, sendbuf), r.data, native)
             return
         n = len(r.data) if s is not None else len(r.data) // self._c.size
-        total = _fold(op, self._gathered(s, r), r.datatype)
+        total = op.fold_all(self._gathered(s, r), r.datatype)
         r.data[...] = total[self._c.rank * n : (self._c.rank + 1) * n]
 
     @mpi_errors
@@ -192,7 +185,7 @@ class Collectives:
             return
         counts = list(recvcounts) if recvcounts is not None else [len(r.data)] * self._c.size
         start = sum(counts[: self._c.rank])
-        total = _fold(op, self._gathered(s, r), r.datatype)
+        total = op.fold_all(self._gathered(s, r), r.datatype)
         r.data[: counts[self._c.rank]] = total[start : start + counts[self._c.rank]]
 
     # -- objects --------------------------------------------------------------------------

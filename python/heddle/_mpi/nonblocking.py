@@ -24,15 +24,13 @@ from heddle._heddle.comm import IN_PLACE
 from heddle._mpi import datatypes as dt
 from heddle._mpi.errors import ERR_BUFFER, Exception, mpi_errors
 from heddle._mpi.ops import SUM, Op
-from heddle._mpi.request import Request, Status
+from heddle._mpi.request import CompositeRequest, Status
 
 Rounds = Generator[list[Any], None, None]
 
 
-class CollectiveRequest(Request):
+class CollectiveRequest(CompositeRequest):
     """A non-blocking collective under way: rounds of native requests."""
-
-    _composite = True
 
     def __init__(self, rounds: Rounds) -> None:
         super().__init__()
@@ -70,13 +68,6 @@ class CollectiveRequest(Request):
         if done and status is not None:
             status._fill(None)
         return done
-
-    def wait(self, status: Status | None = None) -> Any:
-        self.Wait(status)
-        return None
-
-    def test(self, status: Status | None = None) -> tuple[bool, Any]:
-        return self.Test(status), None
 
     def Get_status(self, status: Status | None = None) -> bool:
         return self._rounds is None
@@ -138,82 +129,39 @@ class NonBlocking:
         r, p = self._c.rank, self._c.size
         s = None if sendbuf is IN_PLACE else dt.resolve(sendbuf, False, "sendbuf")
         rv = dt.resolve(recvbuf, True, "recvbuf") if r == root else None
+        blocks = None if rv is None else _blocks(rv.data, p, "recvbuf")
         sh, tag = self._schedule()
-
-        def rounds() -> Rounds:
-            if r != root:
-                assert s is not None
-                yield [_native.isend(sh, s.data, root, tag)]
-                return
-            assert rv is not None
-            blocks = _blocks(rv.data, p, "recvbuf")
-            if s is not None:
-                blocks[r][...] = s.data
-            yield [_native.irecv(sh, blocks[q], q, tag) for q in range(p) if q != r]
-            rv.unpack()
-
-        return CollectiveRequest(rounds())
+        mine = None if s is None else s.data
+        return CollectiveRequest(_then(_gather(sh, tag, r, p, root, mine, blocks), rv))
 
     @mpi_errors
     def Iscatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> CollectiveRequest:
         r, p = self._c.rank, self._c.size
         s = dt.resolve(sendbuf, False, "sendbuf") if r == root else None
         rv = None if recvbuf is IN_PLACE else dt.resolve(recvbuf, True, "recvbuf")
+        blocks = None if s is None else _blocks(s.data, p, "sendbuf")
         sh, tag = self._schedule()
-
-        def rounds() -> Rounds:
-            if r != root:
-                assert rv is not None
-                yield [_native.irecv(sh, rv.data, root, tag)]
-                rv.unpack()
-                return
-            assert s is not None
-            blocks = _blocks(s.data, p, "sendbuf")
-            if rv is not None:
-                rv.data[...] = blocks[r]
-                rv.unpack()
-            yield [_native.isend(sh, blocks[q], q, tag) for q in range(p) if q != r]
-
-        return CollectiveRequest(rounds())
+        into = None if rv is None else rv.data
+        return CollectiveRequest(_then(_scatter(sh, tag, r, p, root, blocks, into), rv))
 
     @mpi_errors
     def Iallgather(self, sendbuf: Any, recvbuf: Any) -> CollectiveRequest:
-        r, p = self._c.rank, self._c.size
+        p = self._c.size
         s = None if sendbuf is IN_PLACE else dt.resolve(sendbuf, False, "sendbuf")
         rv = dt.resolve(recvbuf, True, "recvbuf")
-        sh, tag = self._schedule()
-
-        def rounds() -> Rounds:
-            blocks = _blocks(rv.data, p, "recvbuf")
-            if s is not None:
-                blocks[r][...] = s.data
-            mine = blocks[r].copy()
-            reqs = [_native.isend(sh, mine, q, tag) for q in range(p) if q != r]
-            reqs += [_native.irecv(sh, blocks[q], q, tag) for q in range(p) if q != r]
-            yield reqs
-            rv.unpack()
-
-        return CollectiveRequest(rounds())
+        return self._allgather(s, _blocks(rv.data, p, "recvbuf"), rv)
 
     @mpi_errors
     def Ialltoall(self, sendbuf: Any, recvbuf: Any) -> CollectiveRequest:
-        r, p = self._c.rank, self._c.size
+        p = self._c.size
         rv = dt.resolve(recvbuf, True, "recvbuf")
         s = rv if sendbuf is IN_PLACE else dt.resolve(sendbuf, False, "sendbuf")
+        out = _blocks(s.data, p, "sendbuf")
+        if sendbuf is IN_PLACE:
+            out = [b.copy() for b in out]
         sh, tag = self._schedule()
-
-        def rounds() -> Rounds:
-            out = _blocks(s.data, p, "sendbuf")
-            if sendbuf is IN_PLACE:
-                out = [b.copy() for b in out]
-            into = _blocks(rv.data, p, "recvbuf")
-            into[r][...] = out[r]
-            reqs = [_native.isend(sh, out[q], q, tag) for q in range(p) if q != r]
-            reqs += [_native.irecv(sh, into[q], q, tag) for q in range(p) if q != r]
-            yield reqs
-            rv.unpack()
-
-        return CollectiveRequest(rounds())
+        rounds = _exchange(sh, tag, self._c.rank, out, _blocks(rv.data, p, "recvbuf"))
+        return CollectiveRequest(_then(rounds, rv))
 
     @mpi_errors
     def Ireduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> CollectiveRequest:
@@ -239,75 +187,50 @@ class NonBlocking:
 
         return CollectiveRequest(rounds())
 
+    def _allgather(
+        self, s: dt.Message | None, blocks: list[np.ndarray], rv: dt.Message | None
+    ) -> CollectiveRequest:
+        """Every rank's block (its ``s``, or already in place) to every rank's ``blocks``."""
+        r, p = self._c.rank, self._c.size
+        if s is not None:
+            blocks[r][...] = s.data
+        mine = blocks[r].copy()
+        sh, tag = self._schedule()
+        return CollectiveRequest(_then(_exchange(sh, tag, r, [mine] * p, blocks), rv))
+
     # -- vector forms, prefix reductions and reduce-scatter --------------------------------
 
     @mpi_errors
     def Igatherv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> CollectiveRequest:
         r, p = self._c.rank, self._c.size
         s = None if sendbuf is IN_PLACE else dt.resolve(sendbuf, False, "sendbuf")
-        slices = _vblocks(recvbuf, True, "recvbuf", p) if r == root else []
+        slices = _vblocks(recvbuf, True, "recvbuf", p) if r == root else None
         sh, tag = self._schedule()
-
-        def rounds() -> Rounds:
-            if r != root:
-                assert s is not None
-                yield [_native.isend(sh, s.data, root, tag)]
-                return
-            if s is not None:
-                slices[r][...] = s.data
-            yield [_native.irecv(sh, slices[q], q, tag) for q in range(p) if q != r]
-
-        return CollectiveRequest(rounds())
+        mine = None if s is None else s.data
+        return CollectiveRequest(_gather(sh, tag, r, p, root, mine, slices))
 
     @mpi_errors
     def Iscatterv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> CollectiveRequest:
         r, p = self._c.rank, self._c.size
-        slices = _vblocks(sendbuf, False, "sendbuf", p) if r == root else []
+        slices = _vblocks(sendbuf, False, "sendbuf", p) if r == root else None
         rv = None if recvbuf is IN_PLACE else dt.resolve(recvbuf, True, "recvbuf")
         sh, tag = self._schedule()
-
-        def rounds() -> Rounds:
-            if r != root:
-                assert rv is not None
-                yield [_native.irecv(sh, rv.data, root, tag)]
-                return
-            if rv is not None:
-                rv.data[: len(slices[r])] = slices[r]
-            yield [_native.isend(sh, slices[q], q, tag) for q in range(p) if q != r]
-
-        return CollectiveRequest(rounds())
+        into = None if rv is None else rv.data
+        return CollectiveRequest(_scatter(sh, tag, r, p, root, slices, into))
 
     @mpi_errors
     def Iallgatherv(self, sendbuf: Any, recvbuf: Any) -> CollectiveRequest:
-        r, p = self._c.rank, self._c.size
-        slices = _vblocks(recvbuf, True, "recvbuf", p)
+        slices = _vblocks(recvbuf, True, "recvbuf", self._c.size)
         s = None if sendbuf is IN_PLACE else dt.resolve(sendbuf, False, "sendbuf")
-        sh, tag = self._schedule()
-
-        def rounds() -> Rounds:
-            if s is not None:
-                slices[r][...] = s.data
-            mine = slices[r].copy()
-            reqs = [_native.isend(sh, mine, q, tag) for q in range(p) if q != r]
-            reqs += [_native.irecv(sh, slices[q], q, tag) for q in range(p) if q != r]
-            yield reqs
-
-        return CollectiveRequest(rounds())
+        return self._allgather(s, slices, None)
 
     @mpi_errors
     def Ialltoallv(self, sendbuf: Any, recvbuf: Any) -> CollectiveRequest:
-        r, p = self._c.rank, self._c.size
+        p = self._c.size
         out = _vblocks(sendbuf, False, "sendbuf", p)
         into = _vblocks(recvbuf, True, "recvbuf", p)
         sh, tag = self._schedule()
-
-        def rounds() -> Rounds:
-            into[r][...] = out[r]
-            reqs = [_native.isend(sh, out[q], q, tag) for q in range(p) if q != r]
-            reqs += [_native.irecv(sh, into[q], q, tag) for q in range(p) if q != r]
-            yield reqs
-
-        return CollectiveRequest(rounds())
+        return CollectiveRequest(_exchange(sh, tag, self._c.rank, out, into))
 
     def _iprefix(self, sendbuf: Any, recvbuf: Any, op: Op, inclusive: bool) -> CollectiveRequest:
         r, p = self._c.rank, self._c.size
@@ -322,10 +245,7 @@ class NonBlocking:
             yield reqs
             parts = lower + ([mine] if inclusive else [])
             if parts:
-                acc = parts[0]
-                for part in parts[1:]:
-                    acc = op.fold(acc, part, rv.datatype)
-                rv.data[...] = acc
+                rv.data[...] = op.fold_all(parts, rv.datatype)
                 rv.unpack()
 
         return CollectiveRequest(rounds())
@@ -374,10 +294,7 @@ class NonBlocking:
             reqs = [_native.isend(sh, blocks[q], q, tag) for q in range(p) if q != r]
             reqs += [_native.irecv(sh, parts[q], q, tag) for q in range(p) if q != r]
             yield reqs
-            acc = parts[0]
-            for part in parts[1:]:
-                acc = op.fold(acc, part, rv.datatype)
-            rv.data[: counts[r]] = acc
+            rv.data[: counts[r]] = op.fold_all(parts, rv.datatype)
             rv.unpack()
 
         return CollectiveRequest(rounds())
@@ -397,6 +314,61 @@ def _vblocks(spec: Any, writable: bool, what: str, p: int) -> list[np.ndarray]:
     if len(counts) != p or len(displs) != p:
         raise Exception(ERR_BUFFER, f"{what}: counts and displacements must be one per rank ({p})")
     return [data[d : d + c] for c, d in zip(counts, displs)]
+
+
+def _then(rounds: Rounds, m: dt.Message | None) -> Rounds:
+    """``rounds``, then the received data scattered into ``m``'s strided type, if any."""
+    yield from rounds
+    if m is not None:
+        m.unpack()
+
+
+def _gather(
+    sh: Any,
+    tag: int,
+    r: int,
+    p: int,
+    root: int,
+    mine: np.ndarray | None,
+    blocks: list[np.ndarray] | None,
+) -> Rounds:
+    """Each rank's ``mine`` to ``root``'s ``blocks`` (``mine=None`` at the root: in place)."""
+    if r != root:
+        assert mine is not None
+        yield [_native.isend(sh, mine, root, tag)]
+        return
+    assert blocks is not None
+    if mine is not None:
+        blocks[r][...] = mine
+    yield [_native.irecv(sh, blocks[q], q, tag) for q in range(p) if q != r]
+
+
+def _scatter(
+    sh: Any,
+    tag: int,
+    r: int,
+    p: int,
+    root: int,
+    blocks: list[np.ndarray] | None,
+    into: np.ndarray | None,
+) -> Rounds:
+    """``root``'s ``blocks`` to each rank's ``into`` (``into=None`` at the root: kept)."""
+    if r != root:
+        assert into is not None
+        yield [_native.irecv(sh, into, root, tag)]
+        return
+    assert blocks is not None
+    if into is not None:
+        into[: len(blocks[r])] = blocks[r]
+    yield [_native.isend(sh, blocks[q], q, tag) for q in range(p) if q != r]
+
+
+def _exchange(sh: Any, tag: int, r: int, out: list[np.ndarray], into: list[np.ndarray]) -> Rounds:
+    """``out[q]`` to rank q and ``into[q]`` from it, for every rank at once."""
+    into[r][...] = out[r]
+    others = [q for q in range(len(out)) if q != r]
+    reqs = [_native.isend(sh, out[q], q, tag) for q in others]
+    yield reqs + [_native.irecv(sh, into[q], q, tag) for q in others]
 
 
 def _blocks(data: np.ndarray, p: int, what: str) -> list[np.ndarray]:
@@ -448,8 +420,5 @@ def _reduce(
     assert rv is not None
     parts = [mine if q == r else np.empty_like(mine) for q in range(p)]
     yield [_native.irecv(sh, parts[q], q, tag) for q in range(p) if q != r]
-    acc = parts[0]
-    for part in parts[1:]:
-        acc = op.fold(acc, part, rv.datatype)
-    rv.data[...] = acc
+    rv.data[...] = op.fold_all(parts, rv.datatype)
     rv.unpack()

@@ -90,6 +90,13 @@ class Op:
         self._user(acc, out, datatype)
         return np.asarray(out)
 
+    def fold_all(self, parts: list[np.ndarray], datatype: Any) -> np.ndarray:
+        """Every rank's operand (``parts``, in rank order) combined in that order."""
+        acc = parts[0]
+        for part in parts[1:]:
+            acc = self.fold(acc, part, datatype)
+        return acc
+
     def __eq__(self, other: object) -> bool:
         return self is other
 

@@ -316,11 +316,24 @@ def _status_at(statuses: list[Status] | None, i: int) -> Status | None:
 REQUEST_NULL = Request()
 
 
-class Prequest(Request):
-    """A persistent request (mpi4py's ``Prequest``, from ``Send_init``/``Recv_init``):
-    ``Start`` begins the operation again each time; between runs it is inactive."""
+class CompositeRequest(Request):
+    """A request made of others (a persistent request's runs, a non-blocking collective's
+    rounds), finished through its own ``Wait``/``Test``; its lowercase forms give no
+    object."""
 
     _composite = True
+
+    def wait(self, status: Status | None = None) -> Any:
+        self.Wait(status)
+        return None
+
+    def test(self, status: Status | None = None) -> tuple[bool, Any]:
+        return self.Test(status), None
+
+
+class Prequest(CompositeRequest):
+    """A persistent request (mpi4py's ``Prequest``, from ``Send_init``/``Recv_init``):
+    ``Start`` begins the operation again each time; between runs it is inactive."""
 
     def __init__(self, start: Callable[[], Request]) -> None:
         super().__init__()
@@ -360,13 +373,6 @@ class Prequest(Request):
             return False
         self._run = None
         return True
-
-    def wait(self, status: Status | None = None) -> Any:
-        self.Wait(status)
-        return None
-
-    def test(self, status: Status | None = None) -> tuple[bool, Any]:
-        return self.Test(status), None
 
     def Get_status(self, status: Status | None = None) -> bool:
         return self._run is None or self._run.Get_status(status)
