@@ -64,9 +64,8 @@ impl Engine {
     /// # Errors
     /// A failure of the pass (a lost peer, a malformed frame, a message that does not fit).
     pub(crate) fn test_request(&mut self, id: u64) -> Result<Option<Finished>> {
-        self.abort.check()?;
-        self.progress(&[], &mut [], &mut [], &mut []).map_err(|e| self.failed(e))?;
-        Ok(self.requests.finished.remove(&id))
+        self.pass()?;
+        Ok(self.take_finished(id))
     }
 
     /// Whether request `id` has finished (it stays to be taken).
