@@ -81,7 +81,8 @@ impl Redis {
         panic!("redis-server did not start on a free port:\n{log}");
     }
 
-    /// Waits until the server answers PING (false: it exited, or 20 s passed).
+    /// Waits until this server answers (false: it exited, another server holds the port, or
+    /// 20 s passed).
     fn ready(&mut self) -> bool {
         let until = Instant::now() + Duration::from_secs(20);
         while Instant::now() < until {
@@ -89,8 +90,9 @@ impl Redis {
                 return false;
             }
             if let Ok(mut c) = redis::Client::open(self.url()).and_then(|c| c.get_connection()) {
-                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
-                    return true;
+                if let Ok(info) = redis::cmd("INFO").arg("server").query::<String>(&mut c) {
+                    let pid = info.lines().find_map(|l| l.strip_prefix("process_id:"));
+                    return pid.map(str::trim) == Some(&self.child.id().to_string());
                 }
             }
             std::thread::sleep(Duration::from_millis(20));

@@ -41,10 +41,9 @@ fn start_redis() -> Server {
             if server.child.try_wait().ok().flatten().is_some() {
                 break; // the port was taken
             }
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                // Listening, and still ours a moment later (not another test's).
-                std::thread::sleep(Duration::from_millis(50));
-                if server.child.try_wait().ok().flatten().is_none() {
+            if let Some(pid) = listening_pid(&server.url) {
+                // Listening: ours, or another test's that took the port first.
+                if pid == server.child.id() {
                     return server;
                 }
                 break;
@@ -53,6 +52,13 @@ fn start_redis() -> Server {
         }
     }
     panic!("redis-server did not start on any of 20 ports");
+}
+
+/// The process id of the redis-server answering at `url`, once one answers.
+fn listening_pid(url: &str) -> Option<u32> {
+    let mut c = redis::Client::open(url).ok()?.get_connection().ok()?;
+    let info: String = redis::cmd("INFO").arg("server").query(&mut c).ok()?;
+    info.lines().find_map(|l| l.strip_prefix("process_id:")?.trim().parse().ok())
 }
 
 fn redis_cli(url: &str) -> redis::Connection {
