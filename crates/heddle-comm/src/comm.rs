@@ -68,6 +68,8 @@ pub struct Communicator {
     members: Arc<[usize]>,
     rank: usize,
     collective_seq: AtomicU32,
+    /// The call number of its next non-blocking collective.
+    nonblocking_seq: AtomicU32,
     split_seq: AtomicU32,
     /// Its ranks grouped by host, computed at its first collective.
     layout: OnceLock<Layout>,
@@ -81,6 +83,7 @@ impl Communicator {
             members: (0..size).collect(),
             rank,
             collective_seq: AtomicU32::new(0),
+            nonblocking_seq: AtomicU32::new(0),
             split_seq: AtomicU32::new(0),
             layout: OnceLock::new(),
         }
@@ -165,6 +168,21 @@ impl Communicator {
         self.shared.clone()
     }
 
+    /// The world rank of each rank.
+    pub(crate) fn members(&self) -> Arc<[usize]> {
+        self.members.clone()
+    }
+
+    /// The message context of its non-blocking collectives (the same on every member).
+    pub(crate) fn nonblocking_context(&self) -> u32 {
+        derive_context(self.ctx, u32::MAX - 2, u32::MAX)
+    }
+
+    /// The counter numbering its non-blocking collectives.
+    pub(crate) fn nonblocking_seq(&self) -> &AtomicU32 {
+        &self.nonblocking_seq
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, Engine> {
         self.shared.engine.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -239,6 +257,7 @@ impl Communicator {
             members,
             rank,
             collective_seq: AtomicU32::new(0),
+            nonblocking_seq: AtomicU32::new(0),
             split_seq: AtomicU32::new(0),
             layout: OnceLock::new(),
         }))
@@ -264,6 +283,7 @@ impl Communicator {
             members: Arc::from([self.members[self.rank]]),
             rank: 0,
             collective_seq: AtomicU32::new(0),
+            nonblocking_seq: AtomicU32::new(0),
             split_seq: AtomicU32::new(0),
             layout: OnceLock::new(),
         }
@@ -286,6 +306,7 @@ impl Communicator {
             members: self.members.clone(),
             rank: self.rank,
             collective_seq: AtomicU32::new(0),
+            nonblocking_seq: AtomicU32::new(0),
             split_seq: AtomicU32::new(0),
             layout: OnceLock::new(),
         }

@@ -46,7 +46,7 @@ mod world;
 pub use abort::{AbortCause, JobAbort, Reporter};
 pub use channels::{Delivered, Envelope, DATAFLOW_EDGE};
 pub use channels::{EdgeChannels, EdgeIo, EdgeLink};
-pub use collectives::{Algorithm, CallOptions, Collective};
+pub use collectives::{Algorithm, Blocks, CallOptions, Collective, CollectiveRequest};
 pub use comm::{Communicator, Request, Status};
 pub use config::{closest, CommConfig, TransportChoice};
 pub use element::{CustomOp, Element, Op};

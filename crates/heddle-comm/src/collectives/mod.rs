@@ -18,6 +18,7 @@ pub(crate) mod broadcast;
 pub(crate) mod gather;
 mod hierarchical;
 mod layout;
+mod nonblocking;
 pub(crate) mod reduce;
 pub(crate) mod reduce_scatter;
 pub(crate) mod scan;
@@ -26,6 +27,7 @@ mod select;
 mod step;
 
 pub(crate) use layout::Layout;
+pub use nonblocking::{Blocks, CollectiveRequest};
 pub(crate) use select::choose;
 pub use select::{Algorithm, Collective};
 pub(crate) use step::Step;

@@ -9,7 +9,7 @@ use crate::stamp::Signature;
 use crate::{Element, Error, Result};
 
 impl Communicator {
-    pub(super) fn check_rank(&self, r: usize, what: &str) -> Result<()> {
+    pub(crate) fn check_rank(&self, r: usize, what: &str) -> Result<()> {
         if r < self.size() {
             Ok(())
         } else {

@@ -20,13 +20,16 @@ use crate::{Error, JobAbort, Result};
 mod matching;
 mod request_wait;
 mod requests;
+mod schedules;
 
 pub(crate) use request_wait::{wait_unlocked, Awaited, Need};
 
 use matching::{Inbound, RecvState, Unexpected};
 pub(crate) use matching::{RecvOp, Sink};
 use requests::Requests;
-pub(crate) use requests::{Finished, Matched, Memory, Pattern};
+pub(crate) use requests::{Finished, Label, Matched, Memory, Pattern};
+use schedules::Schedules;
+pub(crate) use schedules::{Advance, Output, Schedule};
 
 /// One message to send to a peer (world rank).
 #[derive(Debug, Clone, Copy)]
@@ -61,6 +64,8 @@ pub(crate) struct Engine {
     scratch: Vec<Vec<u8>>,
     /// Posted non-blocking sends and receives.
     requests: Requests,
+    /// Non-blocking collectives under way.
+    schedules: Schedules,
 }
 
 /// Scratch buffers kept between collective calls, and the largest kept.
@@ -98,6 +103,7 @@ impl Engine {
             abort,
             scratch: Vec::new(),
             requests: Requests::default(),
+            schedules: Schedules::default(),
         }
     }
 
@@ -285,7 +291,15 @@ impl Engine {
         state: &mut [RecvState],
         offsets: &mut [usize],
     ) -> Result<bool> {
-        let mut progressed = self.push_requests()?;
+        // A request's message must not start on a link between the fragments of this
+        // exchange's message (a schedule may post one while a collective runs).
+        let midway: Vec<usize> = sends
+            .iter()
+            .zip(offsets.iter())
+            .filter(|(_, &o)| o != 0 && o != SEND_DONE)
+            .map(|(s, _)| s.peer)
+            .collect();
+        let mut progressed = self.push_requests(&midway)?;
         progressed |= self.push_sends(sends, offsets)?;
         progressed |= self.channels.push(&mut self.links)?;
         for peer in 0..self.links.len() {
@@ -293,6 +307,7 @@ impl Engine {
                 progressed = true;
             }
         }
+        progressed |= self.advance_schedules();
         Ok(progressed)
     }
 

@@ -15,6 +15,8 @@ pub(crate) enum Awaited<'a> {
     Requests(&'a [u64], Need),
     /// A message this pattern matches.
     Probe(&'a Pattern),
+    /// The non-blocking collective with this schedule id.
+    Schedule(u64),
 }
 
 /// Runs passes over the links until `done` says so, with the engine's lock taken for one
@@ -108,11 +110,17 @@ impl Engine {
         timeout: Duration,
     ) -> Result<()> {
         self.abort.check()?;
-        let (peers, op) = match awaited {
-            Awaited::Requests(ids, need) => {
+        let state = match awaited {
+            Awaited::Schedule(id) => self.schedule_state(id),
+            _ => None,
+        };
+        let (peers, op) = match (awaited, &state) {
+            (Awaited::Requests(ids, need), _) => {
                 (self.request_peers(ids), if need == Need::All { "wait" } else { "waitany" })
             }
-            Awaited::Probe(p) => (p.peer.into_iter().collect(), "probe"),
+            (Awaited::Probe(p), _) => (p.peer.into_iter().collect(), "probe"),
+            (Awaited::Schedule(_), Some((name, ids))) => (self.request_peers(ids), *name),
+            (Awaited::Schedule(_), None) => (Vec::new(), "wait"),
         };
         if idle.check_due(now) {
             for &p in &peers {
@@ -121,9 +129,13 @@ impl Engine {
         }
         let waited = idle.waited(now);
         if waited >= timeout {
-            let detail = match awaited {
-                Awaited::Requests(ids, _) => self.describe_requests(ids),
-                Awaited::Probe(p) => format!("rank {} probing for {}", self.rank, describe(p)),
+            let detail = match (awaited, &state) {
+                (Awaited::Requests(ids, _), _) => self.describe_requests(ids),
+                (Awaited::Probe(p), _) => {
+                    format!("rank {} probing for {}", self.rank, describe(p))
+                }
+                (Awaited::Schedule(_), Some((_, ids))) => self.describe_requests(ids),
+                (Awaited::Schedule(_), None) => format!("rank {}", self.rank),
             };
             return Err(self.failed(Error::Timeout { op, waited, detail }));
         }

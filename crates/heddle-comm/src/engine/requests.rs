@@ -94,6 +94,21 @@ impl Matched {
     }
 }
 
+/// What a request's message says it is: its element type, and the collective call it
+/// belongs to (`Signature::NONE` for point-to-point).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Label {
+    pub(crate) codec: Codec,
+    pub(crate) signature: Signature,
+}
+
+impl Label {
+    /// A point-to-point message's label.
+    pub(crate) fn p2p(codec: Codec) -> Label {
+        Label { codec, signature: Signature::NONE }
+    }
+}
+
 /// A finished request: the message a receive matched (`None`: a send, or a cancelled
 /// receive) and, for a receive of any length, its bytes.
 #[derive(Debug)]
@@ -108,7 +123,7 @@ pub(super) struct SendRequest {
     pub(super) peer: usize,
     edge: u32,
     pub(super) tag: u32,
-    codec: Codec,
+    label: Label,
     pub(super) mem: Memory,
     offset: usize,
     /// Its owner let go ([`Engine::detach`]): nobody takes it when it finishes.
@@ -119,7 +134,7 @@ pub(super) struct SendRequest {
 pub(super) struct RecvRequest {
     pub(super) id: u64,
     pub(super) pattern: Pattern,
-    expect: Codec,
+    expect: Label,
     pub(super) mem: Memory,
     pub(super) state: RecvState,
     matched: Option<Matched>,
@@ -164,7 +179,7 @@ impl Requests {
         else {
             return Ok(None);
         };
-        stamp::check(r.expect, Signature::NONE, peer, h.codec, Signature(h.sequence))?;
+        stamp::check(r.expect.codec, r.expect.signature, peer, h.codec, Signature(h.sequence))?;
         r.mem.start(peer, h.msg_len)?;
         r.state = RecvState::Active;
         r.matched = Some(Matched::of(peer, h));
@@ -209,7 +224,7 @@ impl Requests {
         else {
             return Ok(Some(data));
         };
-        stamp::check(r.expect, Signature::NONE, m.peer, m.codec, signature)?;
+        stamp::check(r.expect.codec, r.expect.signature, m.peer, m.codec, signature)?;
         r.mem.start(m.peer, m.len)?;
         r.mem.write(0, &data);
         r.matched = Some(m);
@@ -234,19 +249,29 @@ impl Engine {
         codec: Codec,
         mem: Memory,
     ) -> Result<u64> {
+        let id = self.enqueue_send(peer, edge, tag, Label::p2p(codec), mem)?;
+        self.progress(&[], &mut [], &mut [], &mut []).map_err(|e| self.failed(e))?;
+        Ok(id)
+    }
+
+    /// Posts a send as [`Engine::post_send`] does, without a pass over the links (the next
+    /// pass moves it).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a rank outside the world.
+    pub(crate) fn enqueue_send(
+        &mut self,
+        peer: usize,
+        edge: u32,
+        tag: u32,
+        label: Label,
+        mem: Memory,
+    ) -> Result<u64> {
         self.check_peer(peer, "send to")?;
         let id = self.requests.id();
-        self.requests.sends.push(SendRequest {
-            id,
-            peer,
-            edge,
-            tag,
-            codec,
-            mem,
-            offset: 0,
-            detached: false,
-        });
-        self.progress(&[], &mut [], &mut [], &mut []).map_err(|e| self.failed(e))?;
+        let offset = 0;
+        let s = SendRequest { id, peer, edge, tag, label, mem, offset, detached: false };
+        self.requests.sends.push(s);
         Ok(id)
     }
 
@@ -259,6 +284,24 @@ impl Engine {
         &mut self,
         pattern: Pattern,
         expect: Codec,
+        mem: Memory,
+    ) -> Result<u64> {
+        let id = self.enqueue_recv(pattern, Label::p2p(expect), mem)?;
+        if !self.is_finished(id) {
+            self.progress(&[], &mut [], &mut [], &mut []).map_err(|e| self.failed(e))?;
+        }
+        Ok(id)
+    }
+
+    /// Posts a receive as [`Engine::post_recv`] does, without a pass over the links; it
+    /// finishes at once if a message it matches arrived before.
+    ///
+    /// # Errors
+    /// As [`Engine::post_recv`].
+    pub(crate) fn enqueue_recv(
+        &mut self,
+        pattern: Pattern,
+        expect: Label,
         mem: Memory,
     ) -> Result<u64> {
         if let Some(p) = pattern.peer {
@@ -275,7 +318,7 @@ impl Engine {
             detached: false,
         };
         if let Some((m, signature, data)) = self.unexpected.take(&pattern) {
-            let early = stamp::check(expect, Signature::NONE, m.peer, m.codec, signature)
+            let early = stamp::check(expect.codec, expect.signature, m.peer, m.codec, signature)
                 .and_then(|()| r.mem.start(m.peer, m.len));
             early.map_err(|e| self.failed(e))?;
             r.mem.write(0, &data);
@@ -285,7 +328,6 @@ impl Engine {
             return Ok(id);
         }
         self.requests.recvs.push(r);
-        self.progress(&[], &mut [], &mut [], &mut []).map_err(|e| self.failed(e))?;
         Ok(id)
     }
 
@@ -300,25 +342,27 @@ impl Engine {
     }
 
     /// Pushes the posted sends as far as credit allows, in order per peer, and finishes
-    /// those that have fully left this process.
-    pub(super) fn push_requests(&mut self) -> Result<bool> {
+    /// those that have fully left this process. None starts to a peer in `midway` (an
+    /// exchange's message to it is half sent).
+    pub(super) fn push_requests(&mut self, midway: &[usize]) -> Result<bool> {
         let Engine { requests, links, rank, fragment, .. } = self;
         let mut progressed = false;
         for i in 0..requests.sends.len() {
             let (earlier, rest) = requests.sends.split_at_mut(i);
             let s = &mut rest[0];
             if s.offset == SEND_DONE
+                || (s.offset == 0 && midway.contains(&s.peer))
                 || earlier.iter().any(|e| e.peer == s.peer && e.offset != SEND_DONE)
             {
                 continue;
             }
-            let frame = Frame { peer: s.peer, edge: s.edge, tag: s.tag, codec: s.codec };
+            let frame = Frame { peer: s.peer, edge: s.edge, tag: s.tag, codec: s.label.codec };
             progressed |= push_message(
                 links,
                 *rank,
                 *fragment,
                 frame,
-                Signature::NONE,
+                s.label.signature,
                 s.mem.bytes(),
                 &mut s.offset,
             )?;
