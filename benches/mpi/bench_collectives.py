@@ -15,8 +15,8 @@ implements exactly the semantics below, takes the same flags and prints the same
 Flags
 -----
 ``--sizes``        comma-separated message sizes in bytes (default 8,1024,65536,1048576,16777216)
-``--collectives``  comma-separated subset of allreduce,scan,broadcast,allgather,alltoall,ring,
-                   pingpong,bandwidth (default: all, in that order)
+``--collectives``  comma-separated subset of allreduce,iallreduce,scan,broadcast,allgather,
+                   alltoall,ring,pingpong,bandwidth (default: all, in that order)
 ``--iters N``      timed iterations for every size (default: the size-scaled rule below)
 ``--warmup N``     untimed iterations before the timed ones (default: the rule below)
 ``--quick``        ten times fewer iterations (smoke test; numbers are noisier)
@@ -36,6 +36,8 @@ allreduce  f64 sum. Each rank contributes n = max(1, bytes // 8) f64 values and 
            Input: rank r, element i -> float(r + 1 + i % 7).
            Expected: size * (size + 1) / 2 + size * (i % 7)  (exact in f64).
            The reported ``bytes`` is the per-rank message size, n * 8.
+iallreduce allreduce's input, result and check, through the non-blocking call waited for at
+           once: MPI ``Iallreduce(send, recv).Wait()``, Heddle ``iallreduce(buf).wait()``.
 broadcast  ``bytes`` u8 from root 0 to every rank. Root content: element i -> (i * 7 + 1) % 251.
 allgather  each rank contributes ``bytes`` u8; every rank ends with size * bytes, block r from
            rank r. Rank r's element i -> (i * 7 + r * 13 + 1) % 251.
@@ -104,6 +106,7 @@ from mpi4py import MPI
 DEFAULT_SIZES = [8, 1024, 65536, 1048576, 16777216]
 ALL_COLLECTIVES = [
     "allreduce",
+    "iallreduce",
     "scan",
     "broadcast",
     "allgather",
@@ -172,6 +175,13 @@ class Allreduce(Bench):
         self.recv.fill(np.nan)
         self.op()
         return bool(np.array_equal(self.recv, self.expected))
+
+
+class Iallreduce(Allreduce):
+    """Allreduce through the non-blocking call, waited for at once."""
+
+    def op(self):
+        self.comm.Iallreduce(self.send, self.recv, op=MPI.SUM).Wait()
 
 
 class Scan(Allreduce):
@@ -331,6 +341,7 @@ class Bandwidth(Bench):
 
 BENCHES = {
     "allreduce": Allreduce,
+    "iallreduce": Iallreduce,
     "scan": Scan,
     "broadcast": Broadcast,
     "allgather": Allgather,

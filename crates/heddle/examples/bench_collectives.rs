@@ -25,7 +25,7 @@ struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "allreduce,scan,broadcast,allgather,alltoall,ring,pingpong,bandwidth"
+        default_value = "allreduce,iallreduce,scan,broadcast,allgather,alltoall,ring,pingpong,bandwidth"
     )]
     collectives: Vec<String>,
     /// Untimed iterations before the timed ones (default: clamp(iters/10, 2, 100)).
@@ -127,6 +127,17 @@ impl Bench<'_> {
         self.reduction("allreduce", bytes, |c, b| c.allreduce(b, Op::Sum), want)
     }
 
+    /// The non-blocking allreduce, waited for at once: the cost of its schedule.
+    fn iallreduce(&mut self, bytes: usize) -> CommResult {
+        let p = self.comm.size();
+        let want = |i: usize| (p * (p + 1) / 2 + p * (i % 7)) as f64;
+        let call = |c: &Communicator, b: &mut Vec<f64>| -> CommResult {
+            *b = c.iallreduce(std::mem::take(b), Op::Sum)?.wait()?;
+            Ok(())
+        };
+        self.reduction("iallreduce", bytes, call, want)
+    }
+
     fn scan(&mut self, bytes: usize) -> CommResult {
         let r = self.comm.rank();
         // Ranks 0..=r each add q + 1 + i % 7.
@@ -140,7 +151,7 @@ impl Bench<'_> {
         &mut self,
         name: &str,
         bytes: usize,
-        call: impl Fn(&Communicator, &mut [f64]) -> CommResult,
+        call: impl Fn(&Communicator, &mut Vec<f64>) -> CommResult,
         want: impl Fn(usize) -> f64,
     ) -> CommResult {
         let r = self.comm.rank();
@@ -312,10 +323,12 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut b = Bench { comm: &comm, args: &args, all_ok: true };
     for c in &args.collectives {
         match c.as_str() {
-            "allreduce" | "scan" | "broadcast" | "allgather" | "alltoall" | "ring" => {
+            "allreduce" | "iallreduce" | "scan" | "broadcast" | "allgather" | "alltoall"
+            | "ring" => {
                 for &bytes in &args.sizes {
                     match c.as_str() {
                         "allreduce" => b.allreduce(bytes)?,
+                        "iallreduce" => b.iallreduce(bytes)?,
                         "scan" => b.scan(bytes)?,
                         "broadcast" => b.broadcast(bytes)?,
                         "allgather" => b.allgather(bytes)?,

@@ -50,12 +50,12 @@ pub(crate) struct BenchCollectivesArgs {
     pub(super) sizes: Vec<u64>,
 
     /// Collectives to run, comma-separated
-    /// (allreduce,scan,broadcast,allgather,alltoall,ring,pingpong,bandwidth).
+    /// (allreduce,iallreduce,scan,broadcast,allgather,alltoall,ring,pingpong,bandwidth).
     #[arg(
         long,
         value_name = "LIST",
         value_delimiter = ',',
-        default_value = "allreduce,scan,broadcast,allgather,alltoall,ring,pingpong,bandwidth"
+        default_value = "allreduce,iallreduce,scan,broadcast,allgather,alltoall,ring,pingpong,bandwidth"
     )]
     pub(super) collectives: Vec<String>,
 

@@ -5,8 +5,17 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// Collectives in table order (also the default `--collectives`).
-pub(super) const COLLECTIVES: &[&str] =
-    &["allreduce", "scan", "broadcast", "allgather", "alltoall", "ring", "pingpong", "bandwidth"];
+pub(super) const COLLECTIVES: &[&str] = &[
+    "allreduce",
+    "iallreduce",
+    "scan",
+    "broadcast",
+    "allgather",
+    "alltoall",
+    "ring",
+    "pingpong",
+    "bandwidth",
+];
 
 /// One measurement line printed by either side.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
