@@ -22,7 +22,8 @@ VERSION = 1
 LIMITS = {"max_frame_payload": 16 << 20, "max_message": 1 << 40}
 
 KINDS = {1: "data", 2: "end-of-stream", 3: "checkpoint barrier", 4: "credit",
-         5: "control", 6: "heartbeat", 7: "bridge control"}
+         5: "control", 6: "heartbeat", 7: "bridge control", 8: "synchronous data",
+         9: "ack"}
 CODECS = {0: "raw", 1: "utf8", 2: "bincode", 3: "arrow ipc", 4: "pickle", 5: "json"}
 DTYPES = ["u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "f32", "f64"]
 DTYPE_FMT = {"u8": "B", "i8": "b", "u16": "H", "i16": "h", "u32": "I", "i32": "i",
@@ -198,6 +199,14 @@ def vectors():
     valid("bridge_control", "runtime tells bridged task 12 to initialize, JSON payload",
           frame(7, codec=5, edge=2, source=0, target=12, sequence=0, payload=bctl),
           meaning="payload " + bctl.decode())
+    valid("sync_data", "rank 1's synchronous send 42 to rank 2, tag 5, on context 9",
+          frame(8, codec=array_codec("f64"), edge=9, tag=5, source=1, target=2, sequence=42,
+                payload=array("f64", [1.5, -2.0])),
+          meaning="sequence = the send's id 42, echoed by the ack; payload [1.5, -2.0]",
+          values={"dtype": "f64", "values": [1.5, -2.0]})
+    valid("ack", "rank 2 matched rank 1's synchronous send 42 (tag 5, context 9)",
+          frame(9, edge=9, tag=5, source=2, target=1, sequence=42),
+          meaning="sequence = the id of the matched send")
 
     # ---- invalid frames: each breaks exactly one rule of spec/wire.md §6 ---------------
     ok = frame(1, codec=1, edge=7, source=1, target=2, payload=b"hello")
@@ -209,7 +218,7 @@ def vectors():
     invalid("invalid_bad_version", "version 2",
             frame(1, codec=1, payload=b"hello", version=2),
             "UnsupportedVersion", "version", {"found": 2, "supported": 1})
-    invalid("invalid_unknown_kind", "kind 8", frame(8), "UnknownKind", "kind", {"value": 8})
+    invalid("invalid_unknown_kind", "kind 10", frame(10), "UnknownKind", "kind", {"value": 10})
     invalid("invalid_unknown_codec", "codec 6 (between json and the array range)",
             frame(1, codec=6), "UnknownCodec", "codec", {"value": 6})
     invalid("invalid_unknown_dtype", "codec 0x1a: array of dtype 10, which does not exist",

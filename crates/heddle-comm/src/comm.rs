@@ -4,6 +4,7 @@
 
 mod p2p;
 mod requests;
+mod sync_send;
 
 pub use requests::{Request, Status};
 

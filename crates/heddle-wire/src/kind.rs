@@ -20,6 +20,13 @@ pub enum Kind {
     Heartbeat = 6,
     /// Control message between the runtime and a bridged task.
     BridgeControl = 7,
+    /// A fragment of a synchronous point-to-point message: as [`Kind::Data`], and the
+    /// receiver answers with [`Kind::Ack`] once a receive has matched the message;
+    /// `sequence` is the sender's nonzero id of the send.
+    SyncData = 8,
+    /// A receive matched the synchronous message whose id is `sequence` (`edge` and `tag`
+    /// as that message's); empty payload.
+    Ack = 9,
 }
 
 impl Kind {
@@ -36,6 +43,8 @@ impl Kind {
             5 => Kind::Control,
             6 => Kind::Heartbeat,
             7 => Kind::BridgeControl,
+            8 => Kind::SyncData,
+            9 => Kind::Ack,
             other => return Err(Error::UnknownKind(other)),
         })
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use heddle_wire::{Codec, Dtype};
 
 use super::{Communicator, Shared};
-use crate::engine::{wait_unlocked, Awaited, Finished, Matched, Memory, Need, Pattern};
+use crate::engine::{wait_unlocked, Awaited, Finished, Label, Matched, Memory, Need, Pattern};
 use crate::{Element, Error, Result};
 
 /// Where a received (or probed) message came from and what it holds (MPI's `Status`).
@@ -222,12 +222,12 @@ fn lost() -> Error {
     Error::InvalidArgument("a finished request's result was taken twice".into())
 }
 
-fn codec_of(dtype: Option<Dtype>) -> Codec {
+pub(super) fn codec_of(dtype: Option<Dtype>) -> Codec {
     dtype.map_or(Codec::Raw, Codec::Array)
 }
 
 impl Communicator {
-    fn request<B>(&self, id: u64, buf: B) -> Request<B> {
+    pub(super) fn request<B>(&self, id: u64, buf: B) -> Request<B> {
         let handle = Handle {
             shared: self.shared(),
             members: self.members.clone(),
@@ -279,7 +279,7 @@ impl Communicator {
         let mem = Memory::Borrowed { ptr: bytes.as_ptr().cast_mut(), len: bytes.len() };
         // SAFETY: the request owns `data`, whose heap memory does not move with it, and
         // detaches itself before `data` is dropped.
-        let id = self.post_send(mem, Some(T::DTYPE), dest, tag)?;
+        let id = self.post_send(mem, Some(T::DTYPE), dest, tag, false)?;
         Ok(self.request(id, data))
     }
 
@@ -288,13 +288,22 @@ impl Communicator {
     /// # Errors
     /// As [`Communicator::isend`].
     pub fn isend_bytes(&self, data: Vec<u8>, dest: usize, tag: u32) -> Result<Request> {
-        let id = self.post_send(Memory::Owned(data), None, dest, tag)?;
+        let id = self.post_send(Memory::Owned(data), None, dest, tag, false)?;
         Ok(self.request(id, ()))
     }
 
-    fn post_send(&self, mem: Memory, dtype: Option<Dtype>, dest: usize, tag: u32) -> Result<u64> {
+    /// Posts a send of `mem` (synchronous: finished when a receive has matched it).
+    pub(super) fn post_send(
+        &self,
+        mem: Memory,
+        dtype: Option<Dtype>,
+        dest: usize,
+        tag: u32,
+        sync: bool,
+    ) -> Result<u64> {
         self.check_rank(dest, "destination")?;
-        self.lock().post_send(self.members[dest], self.ctx, tag, codec_of(dtype), mem)
+        let label = Label { sync, ..Label::p2p(codec_of(dtype)) };
+        self.lock().post_send(self.members[dest], self.ctx, tag, label, mem)
     }
 
     /// Starts receiving into `buf` a message from `source` (`None`: any rank) with `tag`
@@ -362,7 +371,8 @@ impl Communicator {
         dest: usize,
         tag: u32,
     ) -> Result<Request> {
-        let id = self.post_send(Memory::Borrowed { ptr: ptr.cast_mut(), len }, dtype, dest, tag)?;
+        let mem = Memory::Borrowed { ptr: ptr.cast_mut(), len };
+        let id = self.post_send(mem, dtype, dest, tag, false)?;
         Ok(self.request(id, ()))
     }
 

@@ -5,6 +5,7 @@ use std::collections::{HashMap, VecDeque};
 
 use heddle_wire::{Codec, Header, Kind};
 
+use super::acks::{sync_id, Acks};
 use super::{Engine, Matched, Pattern};
 use crate::channels::DATAFLOW_EDGE;
 use crate::stamp::{self, Signature};
@@ -76,6 +77,8 @@ enum Incoming {
         data: Vec<u8>,
         codec: Codec,
         signature: Signature,
+        /// The send id of a synchronous message (its ack is owed once it matches).
+        sync: Option<u64>,
     },
 }
 
@@ -90,8 +93,9 @@ pub(super) struct Inbound {
 
 type MatchKey = (usize, u32, u32);
 
-/// An early message: its arrival number, element type, collective call and bytes.
-type Early = (u64, Codec, Signature, Vec<u8>);
+/// An early message: its arrival number, element type, collective call, synchronous send
+/// id and bytes.
+type Early = (u64, Codec, Signature, Option<u64>, Vec<u8>);
 
 /// Messages that arrived before a receive matching them was posted, kept in arrival order
 /// per (peer, edge, tag), with the bytes held per peer bounded by a window's worth.
@@ -110,11 +114,11 @@ impl Unexpected {
         Unexpected { messages: HashMap::new(), bytes: vec![0; peers], limit, arrivals: 0 }
     }
 
-    /// Completes `r` from the oldest stored message with its (peer, edge, tag); returns
-    /// whether there was one.
-    pub(super) fn deliver(&mut self, r: &mut RecvOp<'_>) -> Result<bool> {
+    /// Completes `r` from the oldest stored message with its (peer, edge, tag), owing an
+    /// ack if it was synchronous; returns whether there was one.
+    pub(super) fn deliver(&mut self, r: &mut RecvOp<'_>, acks: &mut Acks) -> Result<bool> {
         let key = (r.peer, r.edge, r.tag);
-        let Some((_, codec, signature, msg)) =
+        let Some((_, codec, signature, sync, msg)) =
             self.messages.get_mut(&key).and_then(VecDeque::pop_front)
         else {
             return Ok(false);
@@ -122,6 +126,7 @@ impl Unexpected {
         self.bytes[r.peer] -= msg.len() as u64;
         r.check(r.peer, codec, signature)?;
         deliver_whole(r, &msg)?;
+        acks.owe(r.peer, r.edge, r.tag, sync);
         Ok(true)
     }
 
@@ -141,15 +146,21 @@ impl Unexpected {
     /// Where the oldest stored message `pattern` matches came from, without taking it.
     pub(super) fn peek(&self, pattern: &Pattern) -> Option<Matched> {
         let key = self.oldest(pattern)?;
-        let (_, codec, _, data) = &self.messages[&key][0];
+        let (_, codec, _, _, data) = &self.messages[&key][0];
         Some(Matched { peer: key.0, tag: key.2, len: data.len() as u64, codec: *codec })
     }
 
-    /// Takes the oldest stored message `pattern` matches.
-    pub(super) fn take(&mut self, pattern: &Pattern) -> Option<(Matched, Signature, Vec<u8>)> {
+    /// Takes the oldest stored message `pattern` matches, owing an ack if it was
+    /// synchronous.
+    pub(super) fn take(
+        &mut self,
+        pattern: &Pattern,
+        acks: &mut Acks,
+    ) -> Option<(Matched, Signature, Vec<u8>)> {
         let key = self.oldest(pattern)?;
-        let (_, codec, signature, data) = self.messages.get_mut(&key)?.pop_front()?;
+        let (_, codec, signature, sync, data) = self.messages.get_mut(&key)?.pop_front()?;
         self.bytes[key.0] -= data.len() as u64;
+        acks.owe(key.0, key.1, key.2, sync);
         let m = Matched { peer: key.0, tag: key.2, len: data.len() as u64, codec };
         Some((m, signature, data))
     }
@@ -164,12 +175,22 @@ impl Engine {
         recvs: &mut [RecvOp<'_>],
         state: &mut [RecvState],
     ) -> Result<Polled> {
-        let Engine { links, inbound, unexpected, channels, requests, .. } = self;
+        let Engine { links, inbound, unexpected, channels, requests, acks, .. } = self;
         let inb = &mut inbound[peer];
         let mut handler = |h: &Header, payload: &[u8]| -> Result<bool> {
-            if h.kind != Kind::Data || h.edge & DATAFLOW_EDGE != 0 {
+            if h.kind == Kind::Ack {
+                requests.acked(peer, h.sequence);
+                return Ok(true);
+            }
+            let data = h.kind == Kind::Data || h.kind == Kind::SyncData;
+            if !data || h.edge & DATAFLOW_EDGE != 0 {
                 return channels.on_frame(peer, h, payload).map(|()| true);
             }
+            // A synchronous message's `sequence` is its send id, not a collective's call.
+            let (sync, signature) = match sync_id(h) {
+                Some(id) => (Some(id), Signature::NONE),
+                None => (None, Signature(h.sequence)),
+            };
             let bad = |what: &'static str| Error::Wire {
                 rank: peer,
                 source: heddle_wire::Error::Inconsistent(what),
@@ -185,14 +206,18 @@ impl Engine {
                         && recvs[i].tag == h.tag
                 });
                 // Non-blocking receives were posted before this call's own.
-                let request = requests.claim(peer, h)?;
+                let request = requests.claim(peer, h, signature)?;
                 inb.head = None;
                 match (request, posted) {
-                    (Some(id), _) => inb.current = Some(Incoming::Request(id)),
+                    (Some(id), _) => {
+                        acks.owe(peer, h.edge, h.tag, sync);
+                        inb.current = Some(Incoming::Request(id));
+                    }
                     (None, Some(i)) => {
-                        recvs[i].check(peer, h.codec, Signature(h.sequence))?;
+                        recvs[i].check(peer, h.codec, signature)?;
                         start_sink(&mut recvs[i], peer, h.msg_len)?;
                         state[i] = RecvState::Active;
+                        acks.owe(peer, h.edge, h.tag, sync);
                         inb.current = Some(Incoming::Posted(i));
                     }
                     (None, None) => {
@@ -216,7 +241,8 @@ impl Engine {
                             tag: h.tag,
                             data,
                             codec: h.codec,
-                            signature: Signature(h.sequence),
+                            signature,
+                            sync,
                         });
                     }
                 }
@@ -241,10 +267,11 @@ impl Engine {
                 match inb.current.take() {
                     Some(Incoming::Posted(i)) => state[i] = RecvState::Done,
                     Some(Incoming::Request(id)) => requests.complete_recv(id),
-                    Some(Incoming::Stored { edge, tag, data, codec, signature }) => {
+                    Some(Incoming::Stored { edge, tag, data, codec, signature, sync }) => {
                         let m = Matched { peer, tag, len: data.len() as u64, codec };
                         let Some(data) = requests.deliver(m, edge, signature, data)? else {
                             unexpected.bytes[peer] -= m.len;
+                            acks.owe(peer, edge, tag, sync);
                             return Ok(true);
                         };
                         let waiting = (0..recvs.len()).find(|&i| {
@@ -259,14 +286,16 @@ impl Engine {
                                 recvs[i].check(peer, codec, signature)?;
                                 deliver_whole(&mut recvs[i], &data)?;
                                 state[i] = RecvState::Done;
+                                acks.owe(peer, edge, tag, sync);
                             }
                             None => {
                                 unexpected.arrivals += 1;
+                                let early = (unexpected.arrivals, codec, signature, sync, data);
                                 unexpected
                                     .messages
                                     .entry((peer, edge, tag))
                                     .or_default()
-                                    .push_back((unexpected.arrivals, codec, signature, data));
+                                    .push_back(early);
                             }
                         }
                     }

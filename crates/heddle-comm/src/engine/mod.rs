@@ -17,6 +17,7 @@ use crate::stamp::Signature;
 use crate::transport::{BoxedLink, Polled};
 use crate::{Error, JobAbort, Result};
 
+mod acks;
 mod matching;
 mod request_wait;
 mod requests;
@@ -24,6 +25,7 @@ mod schedules;
 
 pub(crate) use request_wait::{wait_unlocked, Awaited, Need};
 
+use acks::Acks;
 use matching::{Inbound, RecvState, Unexpected};
 pub(crate) use matching::{RecvOp, Sink};
 use requests::Requests;
@@ -66,6 +68,8 @@ pub(crate) struct Engine {
     requests: Requests,
     /// Non-blocking collectives under way.
     schedules: Schedules,
+    /// Acks owed for synchronous messages that matched a receive.
+    acks: Acks,
 }
 
 /// Scratch buffers kept between collective calls, and the largest kept.
@@ -104,6 +108,7 @@ impl Engine {
             scratch: Vec::new(),
             requests: Requests::default(),
             schedules: Schedules::default(),
+            acks: Acks::default(),
         }
     }
 
@@ -256,7 +261,7 @@ impl Engine {
                     self.links.len()
                 )));
             }
-            if self.unexpected.deliver(r)? {
+            if self.unexpected.deliver(r, &mut self.acks)? {
                 state[i] = RecvState::Done;
             }
         }
@@ -299,7 +304,8 @@ impl Engine {
             .filter(|(_, &o)| o != 0 && o != SEND_DONE)
             .map(|(s, _)| s.peer)
             .collect();
-        let mut progressed = self.push_requests(&midway)?;
+        let mut progressed = self.acks.push(&mut self.links, self.rank)?;
+        progressed |= self.push_requests(&midway)?;
         progressed |= self.push_sends(sends, offsets)?;
         progressed |= self.channels.push(&mut self.links)?;
         for peer in 0..self.links.len() {
@@ -308,12 +314,18 @@ impl Engine {
             }
         }
         progressed |= self.advance_schedules();
+        // Acks owed for what this pass matched leave now: the call may return after it.
+        if !self.acks.is_empty() {
+            progressed |= self.acks.push(&mut self.links, self.rank)?;
+        }
         Ok(progressed)
     }
 
-    /// Whether every send has fully left this process and every receive is complete.
+    /// Whether every send has fully left this process, every receive is complete, and
+    /// the acks owed for synchronous messages have left.
     fn complete(&mut self, sends: &[SendOp<'_>], offsets: &[usize], state: &[RecvState]) -> bool {
-        offsets.iter().all(|&o| o == SEND_DONE)
+        self.acks.is_empty()
+            && offsets.iter().all(|&o| o == SEND_DONE)
             && state.iter().all(|&s| s == RecvState::Done)
             && sends.iter().all(|s| self.links[s.peer].flushed())
     }
@@ -361,13 +373,19 @@ impl Engine {
             {
                 continue;
             }
-            let frame = Frame { peer: s.peer, edge: s.edge, tag: s.tag, codec: s.codec };
+            let frame = Frame {
+                peer: s.peer,
+                edge: s.edge,
+                tag: s.tag,
+                codec: s.codec,
+                kind: Kind::Data,
+                sequence: s.signature.0,
+            };
             progressed |= push_message(
                 &mut self.links,
                 self.rank,
                 self.fragment,
                 frame,
-                s.signature,
                 s.data,
                 &mut offsets[i],
             )?;
@@ -444,6 +462,10 @@ pub(crate) struct Frame {
     pub(crate) edge: u32,
     pub(crate) tag: u32,
     pub(crate) codec: Codec,
+    /// Data, or synchronous data.
+    pub(crate) kind: Kind,
+    /// The collective call's signature, or a synchronous send's id.
+    pub(crate) sequence: u64,
 }
 
 /// Sends the fragments of `data` from `*offset` on that the link to `f.peer` has room
@@ -453,7 +475,6 @@ fn push_message(
     rank: usize,
     fragment: usize,
     f: Frame,
-    signature: Signature,
     data: &[u8],
     offset: &mut usize,
 ) -> Result<bool> {
@@ -465,7 +486,7 @@ fn push_message(
         let n = fragment.min(len - off);
         let index = (off / fragment) as u64;
         let header = Header {
-            kind: Kind::Data,
+            kind: f.kind,
             flags: Flags::for_fragment(index, last_index),
             codec: f.codec,
             key_len: 0,
@@ -473,7 +494,7 @@ fn push_message(
             tag: f.tag,
             source: rank as u32,
             target: f.peer as u32,
-            sequence: signature.0,
+            sequence: f.sequence,
             msg_len: len as u64,
             frag_len: n as u32,
         };

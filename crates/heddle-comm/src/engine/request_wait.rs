@@ -36,8 +36,11 @@ pub(crate) fn wait_unlocked<T>(
         let spin = {
             let mut engine = shared.lock();
             let progressed = engine.pass()?;
-            if let Some(t) = done(&mut engine) {
-                return Ok(t);
+            // A receive that matched a synchronous message returns once its ack has left.
+            if !engine.owes_acks() {
+                if let Some(t) = done(&mut engine) {
+                    return Ok(t);
+                }
             }
             if progressed {
                 idle = Idle::default();
@@ -142,6 +145,11 @@ impl Engine {
         Ok(())
     }
 
+    /// Whether acks for matched synchronous messages are still to leave.
+    pub(crate) fn owes_acks(&self) -> bool {
+        !self.acks.is_empty()
+    }
+
     /// Idle polls before a waiting thread yields.
     pub(crate) fn spin_polls(&self) -> u32 {
         self.spin_polls
@@ -222,7 +230,14 @@ impl Engine {
             .sends
             .iter()
             .filter(|s| ids.contains(&s.id))
-            .map(|s| format!("a send to rank {} with tag {}", s.peer, s.tag))
+            .map(|s| {
+                let what = if s.awaits_ack() {
+                    "a synchronous send (its receive not posted yet)"
+                } else {
+                    "a send"
+                };
+                format!("{what} to rank {} with tag {}", s.peer, s.tag)
+            })
             .collect();
         parts.extend(
             r.recvs

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use heddle_wire::{Codec, Header};
+use heddle_wire::{Codec, Header, Kind};
 
 use super::{push_message, Engine, Frame, RecvState, SEND_DONE};
 use crate::stamp::{self, Signature};
@@ -100,12 +100,19 @@ impl Matched {
 pub(crate) struct Label {
     pub(crate) codec: Codec,
     pub(crate) signature: Signature,
+    /// A synchronous send: it finishes when a receive has matched it (spec/wire.md A1).
+    pub(crate) sync: bool,
 }
 
 impl Label {
     /// A point-to-point message's label.
     pub(crate) fn p2p(codec: Codec) -> Label {
-        Label { codec, signature: Signature::NONE }
+        Label { codec, signature: Signature::NONE, sync: false }
+    }
+
+    /// A collective call's message.
+    pub(crate) fn collective(codec: Codec, signature: Signature) -> Label {
+        Label { codec, signature, sync: false }
     }
 }
 
@@ -126,8 +133,17 @@ pub(super) struct SendRequest {
     label: Label,
     pub(super) mem: Memory,
     offset: usize,
+    /// A synchronous send's receiver has acknowledged the match.
+    pub(super) acked: bool,
     /// Its owner let go ([`Engine::detach`]): nobody takes it when it finishes.
     pub(super) detached: bool,
+}
+
+impl SendRequest {
+    /// Whether it is a synchronous send whose message has left but was not matched yet.
+    pub(super) fn awaits_ack(&self) -> bool {
+        self.label.sync && self.offset == SEND_DONE && !self.acked
+    }
 }
 
 #[derive(Debug)]
@@ -171,7 +187,12 @@ impl Requests {
 
     /// The oldest waiting receive that takes a message from `peer` starting with `h`,
     /// made active: returns its id.
-    pub(crate) fn claim(&mut self, peer: usize, h: &Header) -> Result<Option<u64>> {
+    pub(crate) fn claim(
+        &mut self,
+        peer: usize,
+        h: &Header,
+        signature: Signature,
+    ) -> Result<Option<u64>> {
         let Some(r) = self
             .recvs
             .iter_mut()
@@ -179,7 +200,7 @@ impl Requests {
         else {
             return Ok(None);
         };
-        stamp::check(r.expect.codec, r.expect.signature, peer, h.codec, Signature(h.sequence))?;
+        stamp::check(r.expect.codec, r.expect.signature, peer, h.codec, signature)?;
         r.mem.start(peer, h.msg_len)?;
         r.state = RecvState::Active;
         r.matched = Some(Matched::of(peer, h));
@@ -190,6 +211,13 @@ impl Requests {
     pub(crate) fn write(&mut self, id: u64, off: usize, payload: &[u8]) {
         if let Some(r) = self.recvs.iter_mut().find(|r| r.id == id) {
             r.mem.write(off, payload);
+        }
+    }
+
+    /// `peer` acknowledged that a receive matched synchronous send `id`.
+    pub(crate) fn acked(&mut self, peer: usize, id: u64) {
+        if let Some(s) = self.sends.iter_mut().find(|s| s.id == id && s.peer == peer) {
+            s.acked = true;
         }
     }
 
@@ -246,10 +274,10 @@ impl Engine {
         peer: usize,
         edge: u32,
         tag: u32,
-        codec: Codec,
+        label: Label,
         mem: Memory,
     ) -> Result<u64> {
-        let id = self.enqueue_send(peer, edge, tag, Label::p2p(codec), mem)?;
+        let id = self.enqueue_send(peer, edge, tag, label, mem)?;
         self.progress(&[], &mut [], &mut [], &mut []).map_err(|e| self.failed(e))?;
         Ok(id)
     }
@@ -269,8 +297,8 @@ impl Engine {
     ) -> Result<u64> {
         self.check_peer(peer, "send to")?;
         let id = self.requests.id();
-        let offset = 0;
-        let s = SendRequest { id, peer, edge, tag, label, mem, offset, detached: false };
+        let (offset, acked, detached) = (0, false, false);
+        let s = SendRequest { id, peer, edge, tag, label, mem, offset, acked, detached };
         self.requests.sends.push(s);
         Ok(id)
     }
@@ -317,7 +345,7 @@ impl Engine {
             matched: None,
             detached: false,
         };
-        if let Some((m, signature, data)) = self.unexpected.take(&pattern) {
+        if let Some((m, signature, data)) = self.unexpected.take(&pattern, &mut self.acks) {
             let early = stamp::check(expect.codec, expect.signature, m.peer, m.codec, signature)
                 .and_then(|()| r.mem.start(m.peer, m.len));
             early.map_err(|e| self.failed(e))?;
@@ -356,21 +384,27 @@ impl Engine {
             {
                 continue;
             }
-            let frame = Frame { peer: s.peer, edge: s.edge, tag: s.tag, codec: s.label.codec };
-            progressed |= push_message(
-                links,
-                *rank,
-                *fragment,
-                frame,
-                s.label.signature,
-                s.mem.bytes(),
-                &mut s.offset,
-            )?;
+            // A synchronous message goes as its own kind, numbered by its request's id.
+            let (kind, sequence) = if s.label.sync {
+                (Kind::SyncData, s.id)
+            } else {
+                (Kind::Data, s.label.signature.0)
+            };
+            let frame = Frame {
+                peer: s.peer,
+                edge: s.edge,
+                tag: s.tag,
+                codec: s.label.codec,
+                kind,
+                sequence,
+            };
+            progressed |=
+                push_message(links, *rank, *fragment, frame, s.mem.bytes(), &mut s.offset)?;
         }
         let mut i = 0;
         while i < requests.sends.len() {
             let s = &requests.sends[i];
-            if s.offset == SEND_DONE && links[s.peer].flushed() {
+            if s.offset == SEND_DONE && links[s.peer].flushed() && !s.awaits_ack() {
                 let s = requests.sends.remove(i);
                 if !s.detached {
                     requests.finished.insert(s.id, Finished { matched: None, data: None });

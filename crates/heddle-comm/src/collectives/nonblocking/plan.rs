@@ -117,7 +117,7 @@ impl<T: Element> Running<T> {
     }
 
     fn post(&mut self, engine: &mut Engine) -> Result<()> {
-        let label = Label { codec: Codec::Array(T::DTYPE), signature: self.route.signature };
+        let label = Label::collective(Codec::Array(T::DTYPE), self.route.signature);
         let size = std::mem::size_of::<T>();
         for t in &self.plan.rounds[self.round].transfers {
             let (slot, peer) = match *t {
