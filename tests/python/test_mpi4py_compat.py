@@ -81,6 +81,7 @@ def under_heddle(
         "datatypes",
         "nonblocking",
         "persistent",
+        "nbx",
     ],
 )
 def test_the_same_output_as_mpi4py_on_open_mpi(name: str) -> None:

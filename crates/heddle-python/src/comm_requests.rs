@@ -102,17 +102,31 @@ fn any_tag_arg(tag: Option<i64>) -> PyResult<Option<u32>> {
     tag.map(tag_arg).transpose()
 }
 
-/// Starts sending ``buf`` (any contiguous buffer; typed if numeric) to ``dest``.
+/// Starts sending ``buf`` (any contiguous buffer; typed if numeric) to ``dest``;
+/// ``sync=True``: the request finishes once a receive on ``dest`` has matched it
+/// (``Issend``), not when the data has left.
 #[pyfunction]
-#[pyo3(signature = (comm, buf, dest, tag = 0))]
-fn isend(comm: &PyComm, buf: &Bound<'_, PyAny>, dest: i64, tag: i64) -> PyResult<PyRequest> {
+#[pyo3(signature = (comm, buf, dest, tag = 0, sync = false))]
+fn isend(
+    comm: &PyComm,
+    buf: &Bound<'_, PyAny>,
+    dest: i64,
+    tag: i64,
+    sync: bool,
+) -> PyResult<PyRequest> {
     let dest = comm.rank_arg(dest, "dest")?;
     let tag = tag_arg(tag)?;
     let b = Buffer::get(buf, false, "buf")?;
     let region = b.region();
+    let (ptr, dtype) = (region.ptr.cast_const(), b.dtype.wire());
+    let c = comm.comm();
     // SAFETY: the request holds the export until it has finished or detached.
     let req = unsafe {
-        comm.comm().isend_raw(region.ptr.cast_const(), region.len, b.dtype.wire(), dest, tag)
+        if sync {
+            c.issend_raw(ptr, region.len, dtype, dest, tag)
+        } else {
+            c.isend_raw(ptr, region.len, dtype, dest, tag)
+        }
     }
     .map_err(errors::comm)?;
     Ok(PyRequest { req, held: Some(Held { _export: b }) })

@@ -223,8 +223,8 @@ class Request:
 
 # ``buf``: any object with the buffer protocol (numpy arrays included, which the type
 # checker does not see as ``Buffer``).
-def isend(comm: Comm, buf: Any, dest: int, tag: int = 0) -> Request:
-    """Starts sending ``buf`` to ``dest``."""
+def isend(comm: Comm, buf: Any, dest: int, tag: int = 0, sync: bool = False) -> Request:
+    """Starts sending ``buf`` to ``dest`` (``sync``: finished once a receive matched it)."""
 
 def irecv(comm: Comm, buf: Any, source: int | None = None, tag: int | None = None) -> Request:
     """Starts receiving into ``buf`` (``None``: any source or tag)."""

@@ -66,7 +66,11 @@ class PointToPoint:
         data, _ = _buffer(buf, False, "buf")
         self._c.Send(data, dest, tag)
 
-    Ssend = Send
+    @mpi_errors
+    def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:
+        """Sends a buffer and returns once a receive on ``dest`` has matched it."""
+        self.Issend(buf, dest, tag).Wait()
+
     Bsend = Send
     Rsend = Send
 
@@ -101,7 +105,15 @@ class PointToPoint:
         data, _ = _buffer(buf, False, "buf")
         return Request(_native.isend(self._c, data, dest, tag))
 
-    Issend = Isend
+    @mpi_errors
+    def Issend(self, buf: Any, dest: int, tag: int = 0) -> Request:
+        """Starts a synchronous send: the request finishes once a receive on ``dest`` has
+        matched the message (so termination detection such as NBX can rely on it)."""
+        if dest == PROC_NULL:
+            return Request(status=_NULL_STATUS)
+        data, _ = _buffer(buf, False, "buf")
+        return Request(_native.isend(self._c, data, dest, tag, True))
+
     Ibsend = Isend
     Irsend = Isend
 
@@ -118,7 +130,10 @@ class PointToPoint:
         """A persistent send: each ``Start`` sends ``buf`` (as it is then) to ``dest``."""
         return Prequest(lambda: self.Isend(buf, dest, tag))
 
-    Ssend_init = Send_init
+    def Ssend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
+        """A persistent synchronous send: each ``Start`` is an ``Issend`` of ``buf``."""
+        return Prequest(lambda: self.Issend(buf, dest, tag))
+
     Bsend_init = Send_init
     Rsend_init = Send_init
 
@@ -199,7 +214,11 @@ class PointToPoint:
         if dest != PROC_NULL:
             self._c.Send(_pickled(obj), dest, tag)
 
-    ssend = send
+    @mpi_errors
+    def ssend(self, obj: Any, dest: int, tag: int = 0) -> None:
+        """Sends a picklable object and returns once a receive on ``dest`` has matched it."""
+        self.issend(obj, dest, tag).wait()
+
     bsend = send
 
     @mpi_errors
@@ -220,7 +239,13 @@ class PointToPoint:
             return Request(status=_NULL_STATUS)
         return Request(_native.isend(self._c, _pickled(obj), dest, tag))
 
-    issend = isend
+    @mpi_errors
+    def issend(self, obj: Any, dest: int, tag: int = 0) -> Request:
+        """Starts a synchronous send of an object (finished once a receive matched it)."""
+        if dest == PROC_NULL:
+            return Request(status=_NULL_STATUS)
+        return Request(_native.isend(self._c, _pickled(obj), dest, tag, True))
+
     ibsend = isend
 
     @mpi_errors
