@@ -16,6 +16,8 @@ pub use heddle_comm::{
 };
 pub use heddle_runtime::WorkerEnv;
 
+pub mod futures;
+
 /// Re-export of the communication crate.
 pub use heddle_comm as comm;
 /// Re-export of the data API.
