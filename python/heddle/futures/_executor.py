@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor, Future
@@ -24,7 +25,8 @@ from typing import Any, Callable
 from heddle._heddle import comm as _native
 from heddle.comm import Comm
 from heddle.futures import _worker
-from heddle.futures._worker import STOP, TASK, Task, apply_chunk, dump, load, wait
+from heddle.futures._retained import Retained
+from heddle.futures._worker import STOP, TASK, Ref, Task, apply_chunk, dump, load, wait
 
 #: Tasks a worker may hold at once: enough to hide a round trip, few enough to balance.
 IN_FLIGHT = 16
@@ -49,10 +51,12 @@ class RemoteTraceback(Exception):
 
 
 class _Queued:
-    __slots__ = ("args", "fn", "future", "id", "kwargs")
+    __slots__ = ("args", "deps", "fn", "future", "id", "kwargs")
 
     def __init__(self, task_id: int, future: Future[Any], fn: Any, args: Any, kwargs: Any):
         self.id, self.future, self.fn, self.args, self.kwargs = task_id, future, fn, args, kwargs
+        # Tasks whose results it takes by reference on its worker (see _retained).
+        self.deps: list[int] = []
 
 
 class CommPoolExecutor(Executor):
@@ -67,6 +71,13 @@ class CommPoolExecutor(Executor):
         # The manager's own: tasks in flight per worker, their futures, sends under way.
         self._inflight = dict.fromkeys(self._workers, 0)
         self._sent: dict[int, Future[Any]] = {}
+        # Tasks that must run where their arguments' results are kept, per worker.
+        self._pinned: dict[int, deque[_Queued]] = {w: deque() for w in self._workers}
+        self._retained = Retained()
+        # Marks this executor's futures (``future._heddle_task = (token, id)``), and tells
+        # when one is collected (a weak reference per future: cheaper than a finalizer).
+        self._token = object()
+        self._futures: dict[weakref.ref[Future[Any]], int] = {}
         self._sends: deque[Any] = deque()
         # Shared with submit (see the module's note on the hand-over).
         self._queue: deque[_Queued] = deque()
@@ -94,6 +105,8 @@ class CommPoolExecutor(Executor):
             raise RuntimeError("cannot schedule new futures after shutdown")
         future: Future[Any] = Future()
         queued = _Queued(next(self._ids), future, fn, args, kwargs)
+        future._heddle_task = (self._token, queued.id)  # type: ignore[attr-defined]
+        self._futures[weakref.ref(future, self._collected)] = queued.id
         if any(isinstance(a, Future) for a in itertools.chain(args, kwargs.values())):
             self._when_ready(queued)
         else:
@@ -144,6 +157,9 @@ class CommPoolExecutor(Executor):
         if cancel_futures:
             while self._queue:
                 self._queue.popleft().future.cancel()
+            for pinned in self._pinned.values():
+                while pinned:
+                    pinned.popleft().future.cancel()
         self._wake()
         if wait:
             self._thread.join()
@@ -156,32 +172,43 @@ class CommPoolExecutor(Executor):
     # -- dispatch (the manager thread's) --------------------------------------------------
 
     def _dispatch(self) -> None:
+        for worker, pinned in self._pinned.items():
+            room = max(IN_FLIGHT, min(len(pinned), IN_FLIGHT_QUEUED)) - self._inflight[worker]
+            if pinned and room > 0:
+                self._send(worker, pinned, room)
         while self._queue:
             worker = min(self._workers, key=self._inflight.__getitem__)
             share = -(-len(self._queue) // len(self._workers))  # an even split, rounded up
             room = max(IN_FLIGHT, min(share, IN_FLIGHT_QUEUED)) - self._inflight[worker]
             if room <= 0:
                 return
-            take = min(room, share)
-            batch: list[Task] = []
-            while self._queue and len(batch) < take:
-                q = self._queue.popleft()
-                if q.future.set_running_or_notify_cancel():
-                    batch.append((q.id, q.fn, q.args, q.kwargs))
-                    self._sent[q.id] = q.future
-            if not batch:
-                continue
+            self._send(worker, self._queue, min(room, share))
+
+    def _send(self, worker: int, source: deque[_Queued], take: int) -> None:
+        """Sends ``worker`` up to ``take`` tasks from ``source``."""
+        batch: list[Task] = []
+        deps: list[int] = []
+        while source and len(batch) < take:
+            q = source.popleft()
+            deps += q.deps
+            if q.future.set_running_or_notify_cancel():
+                batch.append((q.id, q.fn, q.args, q.kwargs))
+                self._sent[q.id] = q.future
+                self._retained.dispatched(q.id, worker)
+        # Released before this batch's own references are dropped: the worker lets go
+        # of a result only in a later batch than the last that refers to it.
+        release = self._retained.releases(worker)
+        if batch:
             try:
-                blob = dump((self._result_tag, batch))
+                blob = dump((self._result_tag, batch, release))
             except Exception:
                 batch = self._picklable(batch)
-                if not batch:
-                    continue
-                blob = dump((self._result_tag, batch))
+                blob = dump((self._result_tag, batch, release))
             self._inflight[worker] += len(batch)
             while self._sends and self._sends[0].done:
                 self._sends.popleft()
             self._sends.append(_native.isend(self._comm, blob, worker, TASK))
+        self._retained.unneed(deps)
 
     def _picklable(self, batch: list[Task]) -> list[Task]:
         """The tasks of ``batch`` that pickle; the others fail with the reason."""
@@ -199,6 +226,10 @@ class CommPoolExecutor(Executor):
         deps = [
             a for a in itertools.chain(queued.args, queued.kwargs.values()) if isinstance(a, Future)
         ]
+        # Our own futures' results may be taken where they are kept, by reference.
+        ids = [self._task_id(d) for d in deps]
+        ours: list[int] = [i for i in ids if i is not None] if None not in ids else []
+        self._retained.need(ours)
         with self._lock:
             self._blocked += 1
         remaining = [len(deps)]
@@ -212,13 +243,29 @@ class CommPoolExecutor(Executor):
                 if remaining[0]:
                     return
             failed = next((d for d in deps if d.cancelled() or d.exception()), None)
-            if failed is None:
+            keeper = self._retained.keeper(ours) if ours and failed is None else None
+            if keeper is not None:
+                refs = {id(d): Ref(i) for d, i in zip(deps, ours)}
+
+                def ref(value: Any) -> Any:
+                    return refs[id(value)] if isinstance(value, Future) else value
+
+                queued.args = tuple(ref(a) for a in queued.args)
+                queued.kwargs = {k: ref(v) for k, v in queued.kwargs.items()}
+                queued.deps = ours
+                self._pinned[keeper].append(queued)
+            elif failed is None:
                 queued.args = tuple(resolve(a) for a in queued.args)
                 queued.kwargs = {k: resolve(v) for k, v in queued.kwargs.items()}
+                self._retained.unneed(ours)
                 self._queue.append(queued)
-            elif queued.future.set_running_or_notify_cancel():
-                cause = "was cancelled" if failed.cancelled() else f"failed: {failed.exception()!r}"
-                queued.future.set_exception(RuntimeError(f"an argument's future {cause}"))
+            else:
+                self._retained.unneed(ours)
+                if queued.future.set_running_or_notify_cancel():
+                    cause = (
+                        "was cancelled" if failed.cancelled() else f"failed: {failed.exception()!r}"
+                    )
+                    queued.future.set_exception(RuntimeError(f"an argument's future {cause}"))
             with self._lock:
                 self._blocked -= 1
             self._wake()
@@ -228,10 +275,23 @@ class CommPoolExecutor(Executor):
 
     # -- the manager thread ---------------------------------------------------------------
 
+    def _collected(self, ref: weakref.ref[Future[Any]]) -> None:
+        task_id = self._futures.pop(ref, None)
+        if task_id is not None:
+            self._retained.dropped(task_id)
+
+    def _task_id(self, future: Future[Any]) -> int | None:
+        """The id of a task of this executor's whose future ``future`` is."""
+        token, task_id = getattr(future, "_heddle_task", (None, None))
+        return task_id if token is self._token else None
+
     def _idle(self) -> bool:
-        return not self._sent and not self._queue and not self._blocked
+        pinned = any(self._pinned.values())
+        return not self._sent and not self._queue and not self._blocked and not pinned
 
     def _room(self) -> bool:
+        if any(q and self._inflight[w] < IN_FLIGHT for w, q in self._pinned.items()):
+            return True
         return bool(self._queue) and min(self._inflight.values()) < IN_FLIGHT
 
     def _manage(self) -> None:
@@ -242,7 +302,8 @@ class CommPoolExecutor(Executor):
                     if self._shutdown and self._idle():
                         break
                     self._sleeping = True
-                    if not self._queue and not (self._shutdown and self._idle()):
+                    pinned = any(self._pinned.values())
+                    if not self._queue and not pinned and not (self._shutdown and self._idle()):
                         self._event.wait()
                     self._event.clear()
                     self._sleeping = False
@@ -272,6 +333,8 @@ class CommPoolExecutor(Executor):
     def _complete(self, worker: int, outcomes: list[Any]) -> None:
         self._inflight[worker] -= len(outcomes)
         done = [(self._sent.pop(o[0]), o) for o in outcomes]
+        for o in outcomes:
+            self._retained.completed(o[0], o[1])
         self._dispatch()  # the next batch leaves before the futures run their callbacks
         for future, (_, ok, value, tb) in done:
             if ok:
@@ -287,6 +350,9 @@ class CommPoolExecutor(Executor):
         self._sent.clear()
         while self._queue:
             futures.append(self._queue.popleft().future)
+        for pinned in self._pinned.values():
+            futures.extend(q.future for q in pinned)
+            pinned.clear()
         for f in futures:
             if not f.done():
                 if f.running() or f.set_running_or_notify_cancel():

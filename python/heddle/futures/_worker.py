@@ -46,17 +46,36 @@ def wait(req: Any) -> tuple[int, int, int] | None:
             continue
 
 
+class Ref:
+    """An argument that is the result of task ``id``, kept on the worker that ran it
+    (``heddle.futures._retained``): the worker puts the result itself in its place."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, task_id: int) -> None:
+        self.id = task_id
+
+    def __reduce__(self) -> tuple[type[Ref], tuple[int]]:
+        return (Ref, (self.id,))
+
+
 def apply_chunk(fn: Any, chunk: list[tuple[Any, ...]]) -> list[Any]:
     """``fn`` over a chunk of argument tuples (``Executor.map`` with ``chunksize``)."""
     return [fn(*args) for args in chunk]
 
 
-def _run(task: Task) -> Outcome:
+def _run(task: Task, kept: dict[int, Any]) -> Outcome:
+    """Runs ``task``, its ``Ref`` arguments replaced by the results ``kept`` here; keeps
+    its own result (until the root releases it)."""
     task_id, fn, args, kwargs = task
     try:
-        return task_id, True, fn(*args, **kwargs), None
+        args = tuple(kept[a.id] if isinstance(a, Ref) else a for a in args)
+        kwargs = {k: kept[v.id] if isinstance(v, Ref) else v for k, v in kwargs.items()}
+        value = fn(*args, **kwargs)
     except BaseException as e:  # reported to the root, which re-raises it
         return task_id, False, e, traceback.format_exc()
+    kept[task_id] = value
+    return task_id, True, value, None
 
 
 def _answer(outcomes: list[Outcome]) -> bytearray:
@@ -78,6 +97,7 @@ def _answer(outcomes: list[Outcome]) -> bytearray:
 def serve(comm: Comm, root: int) -> None:
     """Runs the tasks ``root`` sends until it sends ``STOP``."""
     last_send = None
+    kept: dict[int, Any] = {}
     while True:
         req = _native.irecv_bytes(comm, root, None)
         status = wait(req)
@@ -89,8 +109,10 @@ def serve(comm: Comm, root: int) -> None:
             return
         data = req.take_bytes()
         assert data is not None
-        result_tag, tasks = load(data)
-        outcomes = [_run(t) for t in tasks]
+        result_tag, tasks, release = load(data)
+        for task_id in release:
+            kept.pop(task_id, None)
+        outcomes = [_run(t, kept) for t in tasks]
         if last_send is not None:
             wait(last_send)
         last_send = _native.isend(comm, _answer(outcomes), root, result_tag)

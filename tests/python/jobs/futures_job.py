@@ -5,7 +5,7 @@ import json
 import os
 import sys
 import time
-from concurrent.futures import FIRST_COMPLETED, as_completed, wait
+from concurrent.futures import FIRST_COMPLETED, Future, as_completed, wait
 
 import numpy as np
 
@@ -31,6 +31,21 @@ def rank_of_worker(_):
 
 def array(n):
     return np.arange(n, dtype=np.float64) * 2
+
+
+KEPT = None
+
+
+def keep_array(n):
+    """An array this worker remembers, to tell whether a later task gets the same object."""
+    global KEPT
+    KEPT = np.arange(n, dtype=np.float64)
+    return KEPT
+
+
+def same_object(a, scale=1.0):
+    """Whether ``a`` is the kept array itself (resolved here, not sent back by the root)."""
+    return a is KEPT, float(a.sum()) * scale
 
 
 def nap(seconds):
@@ -68,6 +83,19 @@ with CommExecutor(comm, root=0) as ex:
         a = ex.submit(square, 6)
         b = ex.submit(add, a, b=ex.submit(square, 2))
         check("future arguments", b.result() == 40)
+        # Resolved where it runs: the dependent task gets the very object its argument's
+        # task returned on that worker (the value does not travel back from the root), as
+        # long as the argument's future lives.
+        kept = ex.submit(keep_array, 200_000)
+        want = (True, 199_999 * 100_000.0)
+        check("argument resolved on its worker", ex.submit(same_object, kept).result() == want)
+        kept.result()
+        check("kept while its future lives", ex.submit(same_object, kept).result() == want)
+        again = ex.submit(same_object, ex.submit(keep_array, 1000))
+        check("chain on one worker", again.result() == (True, 999 * 500.0))
+        foreign = Future()
+        foreign.set_result(kept.result())
+        check("another executor's future", ex.submit(same_object, foreign).result()[0] is False)
         bad = ex.submit(fail, "k")
         try:
             bad.result()
