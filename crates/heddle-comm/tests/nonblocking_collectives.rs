@@ -2,7 +2,8 @@
 //! call at 1 to 5 ranks, over in-process and TCP links with default and tiny buffers,
 //! small and ring-sized buffers; several outstanding at once and finished in any order;
 //! interleaved with point-to-point and blocking collectives (which deadlocks if a call
-//! shuts the others out); a dropped request; and the errors of mismatched calls.
+//! shuts the others out); a dropped request; and the errors of mismatched calls. The
+//! blocking v-forms with displacements (`*_blocks`) are checked on the same layouts.
 
 mod common;
 
@@ -150,6 +151,17 @@ fn check_movement(c: &Communicator, len: usize) {
         assert_eq!(c.iscatterv(send, &blocks, root).unwrap().wait().unwrap(), data(r, counts[r]));
         let got = c.iallgatherv(data(r, counts[r]), &blocks).unwrap().wait().unwrap();
         assert_eq!(got, laid_out);
+        // The blocking forms with the same displacements.
+        let mut got = vec![0i64; blocks.extent()];
+        c.gatherv_blocks(&data(r, counts[r]), &mut got, &blocks, root).unwrap();
+        assert_eq!(got, if r == root { laid_out.clone() } else { vec![0; blocks.extent()] });
+        let mut mine = vec![0i64; counts[r]];
+        let send = if r == root { laid_out.clone() } else { Vec::new() };
+        c.scatterv_blocks(&send, &blocks, &mut mine, root).unwrap();
+        assert_eq!(mine, data(r, counts[r]));
+        let mut got = vec![0i64; blocks.extent()];
+        c.allgatherv_blocks(&data(r, counts[r]), &mut got, &blocks).unwrap();
+        assert_eq!(got, laid_out);
     }
     assert_eq!(c.iallgather(data(r, len)).unwrap().wait().unwrap(), concat(&|_| len));
     // All-to-all: rank q sends (q + 1)·(i + 1) elements to rank i, valued q·1000 + i.
@@ -157,8 +169,20 @@ fn check_movement(c: &Communicator, len: usize) {
     let send: Vec<i64> = (0..size).flat_map(|i| piece(r, i)).collect();
     let sends = Blocks::packed(&(0..size).map(|i| (r + 1) * (i + 1)).collect::<Vec<_>>());
     let recvs = Blocks::packed(&(0..size).map(|q| (q + 1) * (r + 1)).collect::<Vec<_>>());
-    let got = c.ialltoallv(send, &sends, &recvs).unwrap().wait().unwrap();
+    let got = c.ialltoallv(send.clone(), &sends, &recvs).unwrap().wait().unwrap();
     assert_eq!(got, (0..size).flat_map(|q| piece(q, r)).collect::<Vec<_>>());
+    // Blocking, with the receive blocks in reverse rank order.
+    let counts: Vec<usize> = (0..size).map(|q| (q + 1) * (r + 1)).collect();
+    let mut displs = vec![0; size];
+    let mut at = 0;
+    for q in (0..size).rev() {
+        displs[q] = at;
+        at += counts[q];
+    }
+    let reversed = Blocks::new(&counts, &displs).unwrap();
+    let mut got = vec![0i64; reversed.extent()];
+    c.alltoallv_blocks(&send, &sends, &mut got, &reversed).unwrap();
+    assert_eq!(got, (0..size).rev().flat_map(|q| piece(q, r)).collect::<Vec<_>>());
     let send: Vec<i64> = (0..size).flat_map(|i| vec![(r * 10 + i) as i64; len]).collect();
     let got = c.ialltoall(send).unwrap().wait().unwrap();
     assert_eq!(got, (0..size).flat_map(|q| vec![(q * 10 + r) as i64; len]).collect::<Vec<_>>());

@@ -126,7 +126,7 @@ fn ring_allreduce(rank: usize, size: usize, n: usize) -> (Plan, usize) {
 /// Returns the plan and [`TEMP`]'s length (the largest block).
 pub(crate) fn ring_reduce_scatter(rank: usize, size: usize, blocks: &Blocks) -> (Plan, usize) {
     let (right, left) = ((rank + 1) % size, (rank + size - 1) % size);
-    let temp = (0..size).map(|i| blocks.counts[i]).max().unwrap_or(0);
+    let temp = (0..size).map(|i| blocks.counts()[i]).max().unwrap_or(0);
     let mut plan = Plan::default();
     for s in 0..size - 1 {
         let out = blocks.slot(DATA, (rank + 2 * size - s - 1) % size);
@@ -178,7 +178,7 @@ pub(crate) fn scatter(rank: usize, size: usize, root: usize, n: usize, blocks: &
 
 /// Allgather of [`DATA`] into [`OUT`] laid out by `blocks`.
 pub(crate) fn allgather(rank: usize, size: usize, blocks: &Blocks) -> Plan {
-    let own = Slot::new(DATA, 0, blocks.counts[rank]);
+    let own = Slot::new(DATA, 0, blocks.counts()[rank]);
     let mut transfers: Vec<Transfer> =
         others(rank, size).map(|i| Transfer::Recv { from: i, into: blocks.slot(OUT, i) }).collect();
     transfers.extend(others(rank, size).map(|i| Transfer::Send { to: i, from: own }));
