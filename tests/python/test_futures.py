@@ -16,7 +16,7 @@ def test_commexecutor_serves_every_call_on_two_and_three_workers() -> None:
     for n in (3, 4):
         job = run_job(n, "futures_job.py")
         assert_all_ok(job, n)
-        assert job.reports[0]["checks"] == 25, job
+        assert job.reports[0]["checks"] == 29, job
         assert all(job.reports[r]["worker"] for r in range(1, n)), job
 
 

@@ -26,7 +26,8 @@ from heddle._heddle import comm as _native
 from heddle.comm import Comm
 from heddle.futures import _worker
 from heddle.futures._retained import Retained
-from heddle.futures._worker import STOP, TASK, Ref, Task, apply_chunk, dump, load, wait
+from heddle.futures._shared import job_dir, load_results
+from heddle.futures._worker import STOP, TASK, Ref, Task, apply_chunk, dump, wait
 
 #: Tasks a worker may hold at once: enough to hide a round trip, few enough to balance.
 IN_FLIGHT = 16
@@ -74,6 +75,8 @@ class CommPoolExecutor(Executor):
         # Tasks that must run where their arguments' results are kept, per worker.
         self._pinned: dict[int, deque[_Queued]] = {w: deque() for w in self._workers}
         self._retained = Retained()
+        # Where workers on this host put large results for this process to map.
+        self._share = job_dir()
         # Marks this executor's futures (``future._heddle_task = (token, id)``), and tells
         # when one is collected (a weak reference per future: cheaper than a finalizer).
         self._token = object()
@@ -200,10 +203,10 @@ class CommPoolExecutor(Executor):
         release = self._retained.releases(worker)
         if batch:
             try:
-                blob = dump((self._result_tag, batch, release))
+                blob = dump((self._result_tag, batch, release, self._share))
             except Exception:
                 batch = self._picklable(batch)
-                blob = dump((self._result_tag, batch, release))
+                blob = dump((self._result_tag, batch, release, self._share))
             self._inflight[worker] += len(batch)
             while self._sends and self._sends[0].done:
                 self._sends.popleft()
@@ -323,7 +326,7 @@ class CommPoolExecutor(Executor):
                     continue
                 data = req.take_bytes()
                 assert data is not None
-                self._complete(status[0], load(data))
+                self._complete(status[0], load_results(data, self._share))
         except BaseException as e:
             self._break(e)
         finally:

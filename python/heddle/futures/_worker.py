@@ -14,6 +14,7 @@ from typing import Any
 
 from heddle._heddle import comm as _native
 from heddle.comm import Comm, _pack_all, _unpack_all
+from heddle.futures._shared import dump_shared, job_dir
 from heddle.errors import TimeoutError
 
 TASK = 1
@@ -78,9 +79,12 @@ def _run(task: Task, kept: dict[int, Any]) -> Outcome:
     return task_id, True, value, None
 
 
-def _answer(outcomes: list[Outcome]) -> bytearray:
-    """The outcomes pickled; one that cannot be pickled becomes an error naming why."""
+def _answer(outcomes: list[Outcome], share: str | None) -> bytearray:
+    """The outcomes pickled (large buffers through files in ``share``, the root's job
+    directory on this host); one that cannot be pickled becomes an error naming why."""
     try:
+        if share is not None:
+            return dump_shared(outcomes, share)
         return dump(outcomes)
     except Exception:
         safe = []
@@ -98,6 +102,8 @@ def serve(comm: Comm, root: int) -> None:
     """Runs the tasks ``root`` sends until it sends ``STOP``."""
     last_send = None
     kept: dict[int, Any] = {}
+    world = _native.world_ranks(comm)
+    same_host = comm.hosts[world[comm.rank]] == comm.hosts[world[root]]
     while True:
         req = _native.irecv_bytes(comm, root, None)
         status = wait(req)
@@ -109,10 +115,12 @@ def serve(comm: Comm, root: int) -> None:
             return
         data = req.take_bytes()
         assert data is not None
-        result_tag, tasks, release = load(data)
+        result_tag, tasks, release, root_dir = load(data)
+        # Large results go through the root's job directory if it is on this host.
+        share = root_dir if same_host and root_dir == job_dir() else None
         for task_id in release:
             kept.pop(task_id, None)
         outcomes = [_run(t, kept) for t in tasks]
         if last_send is not None:
             wait(last_send)
-        last_send = _native.isend(comm, _answer(outcomes), root, result_tag)
+        last_send = _native.isend(comm, _answer(outcomes, share), root, result_tag)

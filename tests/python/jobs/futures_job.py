@@ -2,6 +2,7 @@
 against Python's own map, sum and exceptions; one JSON line per rank."""
 
 import json
+import mmap
 import os
 import sys
 import time
@@ -46,6 +47,16 @@ def keep_array(n):
 def same_object(a, scale=1.0):
     """Whether ``a`` is the kept array itself (resolved here, not sent back by the root)."""
     return a is KEPT, float(a.sum()) * scale
+
+
+def mapped(a):
+    """Whether ``a`` views a memory map (a result shared through the job directory)."""
+    base = a
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
+    return isinstance(base, mmap.mmap)
 
 
 def nap(seconds):
@@ -120,6 +131,15 @@ with CommExecutor(comm, root=0) as ex:
         arr = ex.submit(array, 300_000).result()
         check("numpy result", arr.shape == (300_000,) and arr[-1] == 599_998.0)
         check("numpy zero copy", not arr.flags.owndata)
+        # Large results on this host: mapped from the job directory, nothing left there.
+        big = ex.submit(array, 2_000_000).result()
+        check("large result mapped", mapped(big) and big[-1] == 3_999_998.0)
+        big[0] = -1.0  # copy-on-write: the array is the caller's to change
+        check("large result writable", big[0] == -1.0)
+        small = ex.submit(array, 1000).result()
+        check("small result in the message", not mapped(small))
+        leftovers = [f for f in os.listdir(os.environ["HEDDLE_JOB_DIR"]) if "result-" in f]
+        check("no shared files left", leftovers == [])
         ranks = set(ex.map(rank_of_worker, range(200)))
         check("both workers used", ranks == set(range(1, comm.size)))
         slow = ex.submit(nap, 0.3)
