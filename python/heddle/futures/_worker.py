@@ -14,8 +14,8 @@ from typing import Any
 
 from heddle._heddle import comm as _native
 from heddle.comm import Comm, _pack_all, _unpack_all
-from heddle.futures._shared import dump_shared, job_dir
 from heddle.errors import TimeoutError
+from heddle.futures._shared import dump_shared, job_dir
 
 TASK = 1
 STOP = 2
