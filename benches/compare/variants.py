@@ -178,6 +178,23 @@ def variants() -> list[Variant]:
         ),
         Variant(
             "tasks",
+            "heddle",
+            "Rust heddle::futures, Executor::submit per task (futures_tasks)",
+            lambda d, out, s, st: [
+                str(HEDDLE),
+                "run",
+                "-n",
+                str(WORKERS + 1),
+                "--",
+                str(EXAMPLES / "futures_tasks"),
+                "--tasks",
+                str(s.tasks),
+            ],
+            note=f"a driver rank and {WORKERS} worker ranks, as Ray's and Dask's driver and "
+            "workers",
+        ),
+        Variant(
+            "tasks",
             "spark",
             "RDD, 1 partition per task",
             peer("spark", "tasks.py"),

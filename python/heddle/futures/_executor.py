@@ -77,9 +77,8 @@ class CommPoolExecutor(Executor):
         self._retained = Retained()
         # Where workers on this host put large results for this process to map.
         self._share = job_dir()
-        # Marks this executor's futures (``future._heddle_task = (token, id)``), and tells
-        # when one is collected (a weak reference per future: cheaper than a finalizer).
-        self._token = object()
+        # This executor's futures, by weak reference: which task each is, and a call when
+        # one is collected (cheaper than a finalizer).
         self._futures: dict[weakref.ref[Future[Any]], int] = {}
         self._sends: deque[Any] = deque()
         # Shared with submit (see the module's note on the hand-over).
@@ -108,7 +107,6 @@ class CommPoolExecutor(Executor):
             raise RuntimeError("cannot schedule new futures after shutdown")
         future: Future[Any] = Future()
         queued = _Queued(next(self._ids), future, fn, args, kwargs)
-        future._heddle_task = (self._token, queued.id)  # type: ignore[attr-defined]
         self._futures[weakref.ref(future, self._collected)] = queued.id
         if any(isinstance(a, Future) for a in itertools.chain(args, kwargs.values())):
             self._when_ready(queued)
@@ -195,9 +193,8 @@ class CommPoolExecutor(Executor):
             q = source.popleft()
             deps += q.deps
             if q.future.set_running_or_notify_cancel():
-                batch.append((q.id, q.fn, q.args, q.kwargs))
+                batch.append((q.id, q.fn, q.args, q.kwargs, bool(q.deps)))
                 self._sent[q.id] = q.future
-                self._retained.dispatched(q.id, worker)
         # Released before this batch's own references are dropped: the worker lets go
         # of a result only in a later batch than the last that refers to it.
         release = self._retained.releases(worker)
@@ -207,6 +204,7 @@ class CommPoolExecutor(Executor):
             except Exception:
                 batch = self._picklable(batch)
                 blob = dump((self._result_tag, batch, release, self._share))
+            self._retained.dispatched([t[0] for t in batch], worker)
             self._inflight[worker] += len(batch)
             while self._sends and self._sends[0].done:
                 self._sends.popleft()
@@ -285,8 +283,7 @@ class CommPoolExecutor(Executor):
 
     def _task_id(self, future: Future[Any]) -> int | None:
         """The id of a task of this executor's whose future ``future`` is."""
-        token, task_id = getattr(future, "_heddle_task", (None, None))
-        return task_id if token is self._token else None
+        return self._futures.get(weakref.ref(future))
 
     def _idle(self) -> bool:
         pinned = any(self._pinned.values())
@@ -336,8 +333,9 @@ class CommPoolExecutor(Executor):
     def _complete(self, worker: int, outcomes: list[Any]) -> None:
         self._inflight[worker] -= len(outcomes)
         done = [(self._sent.pop(o[0]), o) for o in outcomes]
-        for o in outcomes:
-            self._retained.completed(o[0], o[1])
+        self._retained.completed(
+            [o[0] for o in outcomes if o[1]], [o[0] for o in outcomes if not o[1]]
+        )
         self._dispatch()  # the next batch leaves before the futures run their callbacks
         for future, (_, ok, value, tb) in done:
             if ok:

@@ -28,19 +28,19 @@ class Retained:
         self._needed: Counter[int] = Counter()  # task -> dependents not yet sent
         self._release: defaultdict[int, list[int]] = defaultdict(list)
 
-    def dispatched(self, task: int, worker: int) -> None:
+    def dispatched(self, tasks: list[int], worker: int) -> None:
         with self._lock:
-            self._where[task] = worker
+            self._where.update(dict.fromkeys(tasks, worker))
 
-    def completed(self, task: int, ok: bool) -> None:
-        """The root has the task's outcome; a failed task's result is kept nowhere."""
+    def completed(self, ok: list[int], failed: list[int]) -> None:
+        """The root has these tasks' outcomes; a failed task's result is kept nowhere."""
         with self._lock:
-            if not ok:
+            for task in failed:
                 self._where.pop(task, None)
                 self._maybe_release(task)
-                return
-            self._complete.add(task)
-            self._maybe_release(task)
+            self._complete.update(ok)
+            for task in self._dropped.intersection(ok):  # most are still referenced
+                self._maybe_release(task)
 
     def dropped(self, task: int) -> None:
         """The task's future was collected: nobody can pass it as an argument any more."""

@@ -6,9 +6,12 @@ ends); the root maps the file copy-on-write, removes its name at once, and the a
 unpickles is a view of those pages. Elsewhere, or without a job directory, results travel
 in the message as before.
 
-A results message is then ``("shared", stream, files)``: the pickle stream, and the
-files holding its out-of-band buffers in order. The root accepts only regular files of
-its own user, mode 0600, directly inside its own job directory.
+A results message holding shared buffers is ``("shared", files, stream, inline)``: the
+pickle stream, its out-of-band buffers in order — a ``(name, bytes)`` file or ``None`` for
+the next of ``inline`` (buffers that travel in the message) — and those inline buffers.
+Without shared buffers the message is the plain pickled results, pickled once. The root
+accepts only regular files of its own user, mode 0600, directly inside its own job
+directory.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import pickle
 import secrets
 from typing import Any
 
-from heddle.comm import _pack_all, _unpack_all
+from heddle._heddle import comm as _comm
+from heddle.comm import _OUT_OF_BAND_MIN, _pack_all, _unpack_all
 
 #: Buffers from this size on go through a shared file (smaller ones are copied into the
 #: message: a file costs a few system calls).
@@ -54,22 +58,28 @@ def _export(raw: memoryview, directory: str) -> tuple[str, int]:
 
 def dump_shared(obj: Any, directory: str) -> bytearray:
     """``obj`` pickled with its large buffers written to files in ``directory``."""
-    files: list[tuple[str, int]] = []
+    files: list[tuple[str, int] | None] = []
+    inline: list[memoryview] = []
 
     def out_of_band(pb: pickle.PickleBuffer) -> bool:
         try:
             raw = pb.raw()
         except BufferError:  # not contiguous: keep it in the stream
             return True
-        if raw.nbytes < SHARE_MIN:
+        if raw.nbytes < _OUT_OF_BAND_MIN:
             return True
-        files.append(_export(raw, directory))
+        if raw.nbytes < SHARE_MIN:
+            inline.append(raw)
+            files.append(None)
+        else:
+            files.append(_export(raw, directory))
         return False
 
     stream = pickle.dumps(obj, protocol=5, buffer_callback=out_of_band)
-    if not files:
-        return _pack_all([obj])[0]
-    return _pack_all([("shared", stream, files)])[0]
+    if not any(files):
+        return _comm.pack_objects([(stream, inline)])[0]  # the plain format
+    buffers = [pickle.PickleBuffer(m) for m in inline]
+    return _pack_all([("shared", files, stream, buffers)])[0]
 
 
 def _attach(name: str, nbytes: int, directory: str) -> mmap.mmap:
@@ -93,20 +103,21 @@ def _attach(name: str, nbytes: int, directory: str) -> mmap.mmap:
 def load_results(data: bytearray, directory: str | None) -> Any:
     """A results message, its shared buffers mapped from ``directory``."""
     message = _unpack_all(data, [len(data)])[0]
-    if not (isinstance(message, tuple) and len(message) == 3 and message[0] == "shared"):
+    if not (isinstance(message, tuple) and len(message) == 4 and message[0] == "shared"):
         return message
-    _, stream, files = message
+    _, files, stream, inline = message
     if directory is None:
         raise RuntimeError("a worker shared a result through files, but the root has no job dir")
-    buffers = []
+    buffers: list[Any] = []
+    rest = iter(inline)
     try:
-        for name, nbytes in files:
-            buffers.append(_attach(name, nbytes, directory))
+        for spec in files:
+            buffers.append(next(rest) if spec is None else _attach(spec[0], spec[1], directory))
     except BaseException:
-        for name, _ in files[len(buffers) + 1 :]:  # nothing is left behind
-            if os.path.basename(name) == name:
+        for spec in files[len(buffers) + 1 :]:  # nothing is left behind
+            if spec is not None and os.path.basename(spec[0]) == spec[0]:
                 try:
-                    os.unlink(os.path.join(directory, name))
+                    os.unlink(os.path.join(directory, spec[0]))
                 except OSError:
                     pass
         raise

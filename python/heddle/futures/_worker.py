@@ -22,7 +22,8 @@ STOP = 2
 #: Result tags of executors: ``RESULT_BASE + k`` for the k-th executor of a communicator.
 RESULT_BASE = 16
 
-Task = tuple[int, Any, tuple[Any, ...], dict[str, Any]]
+#: ``(id, fn, args, kwargs, refs)``: ``refs`` says whether ``Ref`` arguments are among them.
+Task = tuple[int, Any, tuple[Any, ...], dict[str, Any], bool]
 Outcome = tuple[int, bool, Any, "str | None"]
 
 
@@ -68,10 +69,11 @@ def apply_chunk(fn: Any, chunk: list[tuple[Any, ...]]) -> list[Any]:
 def _run(task: Task, kept: dict[int, Any]) -> Outcome:
     """Runs ``task``, its ``Ref`` arguments replaced by the results ``kept`` here; keeps
     its own result (until the root releases it)."""
-    task_id, fn, args, kwargs = task
+    task_id, fn, args, kwargs, refs = task
     try:
-        args = tuple(kept[a.id] if isinstance(a, Ref) else a for a in args)
-        kwargs = {k: kept[v.id] if isinstance(v, Ref) else v for k, v in kwargs.items()}
+        if refs:
+            args = tuple(kept[a.id] if isinstance(a, Ref) else a for a in args)
+            kwargs = {k: kept[v.id] if isinstance(v, Ref) else v for k, v in kwargs.items()}
         value = fn(*args, **kwargs)
     except BaseException as e:  # reported to the root, which re-raises it
         return task_id, False, e, traceback.format_exc()
