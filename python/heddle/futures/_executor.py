@@ -108,15 +108,12 @@ class CommPoolExecutor(Executor):
         future: Future[Any] = Future()
         queued = _Queued(next(self._ids), future, fn, args, kwargs)
         self._futures[weakref.ref(future, self._collected)] = queued.id
-        if any(isinstance(a, Future) for a in itertools.chain(args, kwargs.values())):
+        if _has_future(args) or (kwargs and _has_future(kwargs.values())):
             self._when_ready(queued)
         else:
-            self._enqueue(queued)
+            self._queue.append(queued)
+            self._wake()
         return future
-
-    def _enqueue(self, queued: _Queued) -> None:
-        self._queue.append(queued)
-        self._wake()
 
     def _wake(self) -> None:
         """Gets the manager to look at the queue (publish first, then this)."""
@@ -365,6 +362,14 @@ def stop_workers(comm: Comm, workers: list[int]) -> None:
     sends = [_native.isend(comm, bytearray(1), w, STOP) for w in workers]
     for s in sends:
         _worker.wait(s)
+
+
+def _has_future(values: Iterable[Any]) -> bool:
+    # A loop: cheaper than any() over a generator, and submit runs once per task.
+    for v in values:
+        if isinstance(v, Future):
+            return True
+    return False
 
 
 def _chunks(items: Iterable[tuple[Any, ...]], size: int) -> Iterator[list[tuple[Any, ...]]]:

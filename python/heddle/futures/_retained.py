@@ -14,7 +14,7 @@ collector's finalizers (hence a re-entrant lock).
 from __future__ import annotations
 
 import threading
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 
 
 class Retained:
@@ -27,6 +27,9 @@ class Retained:
         self._dropped: set[int] = set()  # tasks whose future was collected
         self._needed: Counter[int] = Counter()  # task -> dependents not yet sent
         self._release: defaultdict[int, list[int]] = defaultdict(list)
+        # Collected futures, noted by the garbage collector without the lock (an append)
+        # and taken in by the manager thread.
+        self._drops: deque[int] = deque()
 
     def dispatched(self, tasks: list[int], worker: int) -> None:
         with self._lock:
@@ -35,6 +38,7 @@ class Retained:
     def completed(self, ok: list[int], failed: list[int]) -> None:
         """The root has these tasks' outcomes; a failed task's result is kept nowhere."""
         with self._lock:
+            self._take_drops()
             for task in failed:
                 self._where.pop(task, None)
                 self._maybe_release(task)
@@ -44,7 +48,11 @@ class Retained:
 
     def dropped(self, task: int) -> None:
         """The task's future was collected: nobody can pass it as an argument any more."""
-        with self._lock:
+        self._drops.append(task)
+
+    def _take_drops(self) -> None:
+        while self._drops:
+            task = self._drops.popleft()
             self._dropped.add(task)
             self._maybe_release(task)
 
@@ -83,4 +91,5 @@ class Retained:
     def releases(self, worker: int) -> list[int]:
         """The results ``worker`` may drop, to send with its next batch."""
         with self._lock:
+            self._take_drops()
             return self._release.pop(worker, [])
