@@ -129,3 +129,33 @@ fn nbx_termination_detection_delivers_every_message() {
         }
     }
 }
+
+/// Legal MPI: rank 0 has a large message on its way to rank 1 that rank 1 has not asked for
+/// yet when rank 1's `ssend` to rank 0 needs its ack back. The ack comes behind that
+/// message, so rank 1 takes the message aside instead of leaving it parked in the link.
+#[test]
+fn an_ack_behind_a_message_nobody_asked_for_yet_still_arrives() {
+    let config = CommConfig {
+        buffer_bytes: 1024,
+        window: 2,
+        timeout: Duration::from_secs(20),
+        ..CommConfig::default()
+    };
+    let comms = local_world(2, config).unwrap();
+    on_every_rank(comms, |c| {
+        if c.rank() == 0 {
+            let mut big = c.isend(vec![1u8; 100_000], 1, 1).unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            let mut x = [0u8; 1];
+            c.recv(&mut x, 1, 2).unwrap();
+            assert_eq!(x, [5]);
+            big.wait().unwrap();
+        } else {
+            std::thread::sleep(Duration::from_millis(20));
+            c.ssend(&[5u8], 0, 2).unwrap();
+            let mut buf = vec![0u8; 100_000];
+            c.recv(&mut buf, 0, 1).unwrap();
+            assert!(buf.iter().all(|&b| b == 1));
+        }
+    });
+}

@@ -192,10 +192,10 @@ class CommPoolExecutor(Executor):
             if q.future.set_running_or_notify_cancel():
                 batch.append((q.id, q.fn, q.args, q.kwargs, bool(q.deps)))
                 self._sent[q.id] = q.future
-        # Released before this batch's own references are dropped: the worker lets go
-        # of a result only in a later batch than the last that refers to it.
-        release = self._retained.releases(worker)
         if batch:
+            # Released before this batch's own references are dropped: the worker lets
+            # go of a result only in a later batch than the last that refers to it.
+            release = self._retained.releases(worker)
             try:
                 blob = dump((self._result_tag, batch, release, self._share))
             except Exception:

@@ -21,6 +21,7 @@ import mmap
 import os
 import pickle
 import secrets
+import stat
 from typing import Any
 
 from heddle._heddle import comm as _comm
@@ -75,7 +76,13 @@ def dump_shared(obj: Any, directory: str) -> bytearray:
             files.append(_export(raw, directory))
         return False
 
-    stream = pickle.dumps(obj, protocol=5, buffer_callback=out_of_band)
+    try:
+        stream = pickle.dumps(obj, protocol=5, buffer_callback=out_of_band)
+    except BaseException:
+        for spec in files:  # nothing is left behind
+            if spec is not None:
+                os.unlink(os.path.join(directory, spec[0]))
+        raise
     if not any(files):
         return _comm.pack_objects([(stream, inline)])[0]  # the plain format
     buffers = [pickle.PickleBuffer(m) for m in inline]
@@ -86,10 +93,10 @@ def _attach(name: str, nbytes: int, directory: str) -> mmap.mmap:
     if os.path.basename(name) != name or not name.startswith("result-"):
         raise ValueError(f"a worker named the shared result {name!r}, not a file of the job")
     path = os.path.join(directory, name)
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
         st = os.fstat(fd)
-        if st.st_uid != os.geteuid() or st.st_mode & 0o077 or not os.path.isfile(path):
+        if st.st_uid != os.geteuid() or st.st_mode & 0o077 or not stat.S_ISREG(st.st_mode):
             raise PermissionError(f"{path} is not a private file of this user (mode 0600)")
         if st.st_size != nbytes:
             raise ValueError(f"{path} holds {st.st_size} bytes, not the {nbytes} announced")

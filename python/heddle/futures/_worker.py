@@ -66,18 +66,19 @@ def apply_chunk(fn: Any, chunk: list[tuple[Any, ...]]) -> list[Any]:
     return [fn(*args) for args in chunk]
 
 
-def _run(task: Task, kept: dict[int, Any]) -> Outcome:
+def _run(task: Task, kept: dict[tuple[int, int], Any], tag: int) -> Outcome:
     """Runs ``task``, its ``Ref`` arguments replaced by the results ``kept`` here; keeps
-    its own result (until the root releases it)."""
+    its own result (until the root releases it). Results are kept per executor (its
+    result ``tag``): several may share the workers, each numbering its tasks from 0."""
     task_id, fn, args, kwargs, refs = task
     try:
         if refs:
-            args = tuple(kept[a.id] if isinstance(a, Ref) else a for a in args)
-            kwargs = {k: kept[v.id] if isinstance(v, Ref) else v for k, v in kwargs.items()}
+            args = tuple(kept[tag, a.id] if isinstance(a, Ref) else a for a in args)
+            kwargs = {k: kept[tag, v.id] if isinstance(v, Ref) else v for k, v in kwargs.items()}
         value = fn(*args, **kwargs)
     except BaseException as e:  # reported to the root, which re-raises it
         return task_id, False, e, traceback.format_exc()
-    kept[task_id] = value
+    kept[tag, task_id] = value
     return task_id, True, value, None
 
 
@@ -103,7 +104,7 @@ def _answer(outcomes: list[Outcome], share: str | None) -> bytearray:
 def serve(comm: Comm, root: int) -> None:
     """Runs the tasks ``root`` sends until it sends ``STOP``."""
     last_send = None
-    kept: dict[int, Any] = {}
+    kept: dict[tuple[int, int], Any] = {}
     world = _native.world_ranks(comm)
     same_host = comm.hosts[world[comm.rank]] == comm.hosts[world[root]]
     while True:
@@ -121,8 +122,8 @@ def serve(comm: Comm, root: int) -> None:
         # Large results go through the root's job directory if it is on this host.
         share = root_dir if same_host and root_dir == job_dir() else None
         for task_id in release:
-            kept.pop(task_id, None)
-        outcomes = [_run(t, kept) for t in tasks]
+            kept.pop((result_tag, task_id), None)
+        outcomes = [_run(t, kept, result_tag) for t in tasks]
         if last_send is not None:
             wait(last_send)
         last_send = _native.isend(comm, _answer(outcomes, share), root, result_tag)

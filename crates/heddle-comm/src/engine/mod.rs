@@ -369,7 +369,7 @@ impl Engine {
             let s = &sends[i];
             if offsets[i] == SEND_DONE
                 || (0..i).any(|j| sends[j].peer == s.peer && offsets[j] != SEND_DONE)
-                || self.requests.sending_to(s.peer)
+                || (offsets[i] == 0 && self.requests.sending_to(s.peer))
             {
                 continue;
             }

@@ -178,11 +178,14 @@ impl Requests {
         self.sends.iter().any(|s| s.peer == peer && s.offset != SEND_DONE)
     }
 
-    /// Whether a posted receive waits for a message that `peer` may send.
+    /// Whether a posted receive waits for a message that `peer` may send, or a
+    /// synchronous send to `peer` waits for its ack (which may come behind a message of
+    /// `peer`'s that nothing has asked for yet).
     pub(crate) fn waits_on(&self, peer: usize) -> bool {
         self.recvs
             .iter()
             .any(|r| r.state == RecvState::Waiting && r.pattern.peer.is_none_or(|p| p == peer))
+            || self.sends.iter().any(|s| s.peer == peer && s.awaits_ack())
     }
 
     /// The oldest waiting receive that takes a message from `peer` starting with `h`,

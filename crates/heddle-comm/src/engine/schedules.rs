@@ -89,7 +89,21 @@ impl Engine {
         let mut moved = false;
         let mut i = 0;
         while i < running.len() {
-            let outcome = match running[i].schedule.advance(self) {
+            // A panicking reduction must not unwind through the engine with the other
+            // schedules taken out of it: it ends its own schedule only.
+            let schedule = &mut running[i].schedule;
+            let step =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| schedule.advance(self)));
+            let step = step.unwrap_or_else(|_| {
+                for id in running[i].schedule.pending() {
+                    self.detach(id);
+                }
+                Err(crate::Error::InvalidArgument(format!(
+                    "{}: the reduction operation panicked",
+                    running[i].schedule.name()
+                )))
+            });
+            let outcome = match step {
                 Ok(Advance::Waiting) => {
                     i += 1;
                     continue;

@@ -72,10 +72,16 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 /// # Errors
 /// [`Error::Comm`] when the root is lost or the job is aborted; an undecodable batch.
 pub(super) fn serve(comm: &Communicator, root: usize, registry: &Registry) -> Result<(), Error> {
+    // The previous reply: it leaves while the next batch runs (the root takes it only when
+    // it calls into its executor, which may be long after).
+    let mut last_reply: Option<Request> = None;
     loop {
         let mut req = comm.irecv_bytes(Some(root), None)?;
         let status = wait_long(&mut req)?;
         if status.is_some_and(|s| s.tag == STOP) {
+            if let Some(mut r) = last_reply.take() {
+                wait_long(&mut r)?;
+            }
             return Ok(());
         }
         let bytes = req.take_bytes().unwrap_or_default();
@@ -85,6 +91,9 @@ pub(super) fn serve(comm: &Communicator, root: usize, registry: &Registry) -> Re
             batch.iter().map(|job| Outcome { id: job.id, outputs: run(registry, job) }).collect();
         let reply = bincode::serialize(&outcomes)
             .map_err(|source| Error::Codec { task: "the results".into(), source })?;
-        comm.send_bytes(&reply, root, RESULT)?;
+        if let Some(mut r) = last_reply.take() {
+            wait_long(&mut r)?;
+        }
+        last_reply = Some(comm.isend_bytes(reply, root, RESULT)?);
     }
 }

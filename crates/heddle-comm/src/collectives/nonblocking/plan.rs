@@ -152,11 +152,12 @@ impl<T: Element> Running<T> {
                 continue;
             };
             if m.len as usize != want {
-                return Err(Error::InvalidArgument(format!(
-                    "{}: rank {peer} sent {} bytes where this rank expected {want}: the ranks \
-                     passed counts that disagree",
-                    self.name, m.len
-                )));
+                // The ranks passed counts that disagree: as fatal as another call.
+                return Err(Error::CollectiveMismatch {
+                    rank: peer,
+                    theirs: format!("{} sending {} bytes", self.name, m.len),
+                    ours: format!("{} expecting {want} bytes from it", self.name),
+                });
             }
         }
         let local = std::mem::take(&mut self.plan.rounds[self.round].local);
@@ -206,6 +207,28 @@ fn two_slots<T>(bufs: &mut [Vec<T>], to: Slot, from: Slot) -> (&mut [T], &[T]) {
 
 impl<T: Element> Schedule for Running<T> {
     fn advance(&mut self, engine: &mut Engine) -> Result<Advance> {
+        let r = self.step(engine);
+        if r.is_err() {
+            // The schedule ends here: requests still posted must not keep pointers into
+            // its buffers (a send goes on from a copy, a receive is dropped).
+            for p in self.pending.drain(..) {
+                engine.detach(p.id);
+            }
+        }
+        r
+    }
+
+    fn pending(&self) -> Vec<u64> {
+        self.pending.iter().map(|p| p.id).collect()
+    }
+
+    fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+impl<T: Element> Running<T> {
+    fn step(&mut self, engine: &mut Engine) -> Result<Advance> {
         let mut moved = false;
         loop {
             if self.posted {
@@ -220,17 +243,9 @@ impl<T: Element> Schedule for Running<T> {
             if self.round == self.plan.rounds.len() {
                 return Ok(Advance::Done(Box::new(std::mem::take(&mut self.bufs[self.result]))));
             }
+            self.posted = true; // what `post` posted before a failure is detached too
             self.post(engine)?;
-            self.posted = true;
         }
-    }
-
-    fn pending(&self) -> Vec<u64> {
-        self.pending.iter().map(|p| p.id).collect()
-    }
-
-    fn name(&self) -> &'static str {
-        self.name
     }
 }
 
