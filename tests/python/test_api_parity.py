@@ -149,6 +149,39 @@ INTENTIONALLY_ABSENT: dict[str, dict[str, str]] = {
         "iprobe": "heddle.MPI: Comm.Iprobe/iprobe",
         "self_comm": "heddle.MPI.COMM_SELF",
         "shadow": "where heddle.MPI's non-blocking collectives run (Ibarrier, Iallreduce, ...)",
+        # Synchronous sends, displacements, datatypes and non-blocking collectives are
+        # Python's through heddle.MPI (mpi4py's names), checked against mpi4py.
+        "issend": "heddle.MPI: Comm.Issend (buffers), Comm.issend (objects)",
+        "issend_bytes": "heddle.MPI: Comm.issend (objects travel as bytes)",
+        "issend_raw": "heddle.MPI: what Comm.Issend is built on (a Python buffer)",
+        "ssend": "heddle.MPI: Comm.Ssend/ssend",
+        "send_typed": "heddle.MPI: Comm.Send with a derived datatype ([buf, TYPE])",
+        "recv_typed": "heddle.MPI: Comm.Recv with a derived datatype ([buf, TYPE])",
+        **{
+            f"{op}_blocks": f"heddle.MPI: Comm.{op.capitalize()} with [buf, (counts, displs), TYPE]"
+            for op in ("gatherv", "scatterv", "allgatherv", "alltoallv")
+        },
+        **{
+            op: f"heddle.MPI: Comm.I{op[1:]} (a schedule over point-to-point messages)"
+            for op in (
+                "ibarrier",
+                "ibcast",
+                "ireduce",
+                "iallreduce",
+                "igather",
+                "igatherv",
+                "iscatter",
+                "iscatterv",
+                "iallgather",
+                "iallgatherv",
+                "ialltoall",
+                "ialltoallv",
+                "iscan",
+                "iexscan",
+                "ireduce_scatter_block",
+                "ireduce_scatter",
+            )
+        },
         **{
             f"{op}_with": _CALL_OPTIONS
             for op in (
