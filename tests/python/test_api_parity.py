@@ -164,23 +164,10 @@ INTENTIONALLY_ABSENT: dict[str, dict[str, str]] = {
         **{
             op: f"heddle.MPI: Comm.I{op[1:]} (a schedule over point-to-point messages)"
             for op in (
-                "ibarrier",
-                "ibcast",
-                "ireduce",
-                "iallreduce",
-                "igather",
-                "igatherv",
-                "iscatter",
-                "iscatterv",
-                "iallgather",
-                "iallgatherv",
-                "ialltoall",
-                "ialltoallv",
-                "iscan",
-                "iexscan",
-                "ireduce_scatter_block",
-                "ireduce_scatter",
-            )
+                "ibarrier ibcast ireduce iallreduce igather igatherv iscatter iscatterv "
+                "iallgather iallgatherv ialltoall ialltoallv iscan iexscan "
+                "ireduce_scatter_block ireduce_scatter"
+            ).split()
         },
         **{
             f"{op}_with": _CALL_OPTIONS

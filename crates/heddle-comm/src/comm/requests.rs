@@ -275,11 +275,22 @@ impl Communicator {
         dest: usize,
         tag: u32,
     ) -> Result<Request<Vec<T>>> {
+        self.send_vec(data, dest, tag, false)
+    }
+
+    /// Starts sending `data`, owned by the request (synchronous: finished on the match).
+    pub(super) fn send_vec<T: Element>(
+        &self,
+        data: Vec<T>,
+        dest: usize,
+        tag: u32,
+        sync: bool,
+    ) -> Result<Request<Vec<T>>> {
         let bytes: &[u8] = bytemuck::cast_slice(&data);
         let mem = Memory::Borrowed { ptr: bytes.as_ptr().cast_mut(), len: bytes.len() };
         // SAFETY: the request owns `data`, whose heap memory does not move with it, and
         // detaches itself before `data` is dropped.
-        let id = self.post_send(mem, Some(T::DTYPE), dest, tag, false)?;
+        let id = self.post_send(mem, Some(T::DTYPE), dest, tag, sync)?;
         Ok(self.request(id, data))
     }
 

@@ -43,11 +43,7 @@ impl Communicator {
         dest: usize,
         tag: u32,
     ) -> Result<Request<Vec<T>>> {
-        let bytes: &[u8] = bytemuck::cast_slice(&data);
-        let mem = Memory::Borrowed { ptr: bytes.as_ptr().cast_mut(), len: bytes.len() };
-        // SAFETY: as in `isend`: the request owns `data` and detaches before dropping it.
-        let id = self.post_send(mem, Some(T::DTYPE), dest, tag, true)?;
-        Ok(self.request(id, data))
+        self.send_vec(data, dest, tag, true)
     }
 
     /// Starts a synchronous send of untyped bytes (owned by the request).

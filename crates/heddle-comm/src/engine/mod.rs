@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use heddle_wire::{Codec, Flags, Header, Kind};
+use heddle_wire::{Codec, Kind};
 
 use crate::channels::Channels;
 pub(crate) use crate::idle::Idle;
@@ -18,6 +18,7 @@ use crate::transport::{BoxedLink, Polled};
 use crate::{Error, JobAbort, Result};
 
 mod acks;
+mod frames;
 mod matching;
 mod request_wait;
 mod requests;
@@ -26,6 +27,7 @@ mod schedules;
 pub(crate) use request_wait::{wait_unlocked, Awaited, Need};
 
 use acks::Acks;
+use frames::{push_message, Frame};
 use matching::{Inbound, RecvState, Unexpected};
 pub(crate) use matching::{RecvOp, Sink};
 use requests::Requests;
@@ -452,60 +454,5 @@ impl Engine {
             text = format!("{text}: waiting for {}", waiting.join(", "));
         }
         text
-    }
-}
-
-/// Where a message goes and what it holds.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Frame {
-    pub(crate) peer: usize,
-    pub(crate) edge: u32,
-    pub(crate) tag: u32,
-    pub(crate) codec: Codec,
-    /// Data, or synchronous data.
-    pub(crate) kind: Kind,
-    /// The collective call's signature, or a synchronous send's id.
-    pub(crate) sequence: u64,
-}
-
-/// Sends the fragments of `data` from `*offset` on that the link to `f.peer` has room
-/// for; sets `*offset` to [`SEND_DONE`] after the last. Returns whether any left.
-fn push_message(
-    links: &mut [BoxedLink],
-    rank: usize,
-    fragment: usize,
-    f: Frame,
-    data: &[u8],
-    offset: &mut usize,
-) -> Result<bool> {
-    let len = data.len();
-    let last_index = if len == 0 { 0 } else { (len - 1) / fragment } as u64;
-    let mut progressed = false;
-    loop {
-        let off = *offset;
-        let n = fragment.min(len - off);
-        let index = (off / fragment) as u64;
-        let header = Header {
-            kind: f.kind,
-            flags: Flags::for_fragment(index, last_index),
-            codec: f.codec,
-            key_len: 0,
-            edge: f.edge,
-            tag: f.tag,
-            source: rank as u32,
-            target: f.peer as u32,
-            sequence: f.sequence,
-            msg_len: len as u64,
-            frag_len: n as u32,
-        };
-        if !links[f.peer].try_send(&header, &data[off..off + n])? {
-            return Ok(progressed);
-        }
-        progressed = true;
-        if index == last_index {
-            *offset = SEND_DONE;
-            return Ok(true);
-        }
-        *offset = off + n;
     }
 }
