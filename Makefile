@@ -6,7 +6,7 @@ JOBS ?= 2
 RELEASE := target/release
 
 .PHONY: all build build-deps demo test lint lint-rust test-rust test-deps test-spec test-python test-fuzz python-install bench bench-python fuzz clean
-.PHONY: bench-compare bench-compare-quick bench-observability mpi4py-reference
+.PHONY: bench-compare bench-compare-quick bench-observability mpi4py-reference sdk-test sdk-test-python
 
 all: build
 
@@ -34,7 +34,7 @@ demo: build
 	$(RELEASE)/heddle run -n 2 -- $(RELEASE)/examples/kmeans_task --generate --seed 1
 
 ## Build and run every test suite, after the linters.
-test: lint test-rust test-spec test-fuzz test-python
+test: lint test-rust test-spec test-fuzz test-python sdk-test
 
 ## Every linter: Rust (fmt, clippy, rustdoc) and Python (ruff, mypy, stubtest).
 lint: lint-rust lint-python
@@ -62,9 +62,21 @@ test-deps: build-deps
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \
 	    --no-install-recommends redis-server openmpi-bin chromium chromium-driver; }
 
-## The golden vectors still match their independent Python generator.
+## The golden vectors (wire format and bridge protocol) still match their independent
+## Python generators.
 test-spec:
 	python3 spec/vectors/generate.py --check
+	python3 spec/bridge/generate.py --check
+
+## Every bridge SDK's own tests, in its ecosystem's runner (each also replays the vectors in
+## spec/bridge/); the Rust host's conformance suite against them is in `cargo test`.
+sdk-test: sdk-test-python
+
+## The pure-Python SDK (sdk/python) under pytest, from the test virtualenv.
+sdk-test-python:
+	@test -x $(PY) || $(PYTHON) -m venv $(PY_VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r tests/python/requirements.txt
+	cd sdk/python && ../../$(PY) -m pytest -q
 
 ## The Python package (pip install . = maturin build) in the virtualenv .venv-py, with the
 ## test requirements from PyPI; installs python3-venv with apt-get if python3 lacks venv.
@@ -92,12 +104,13 @@ mpi4py-reference:
 ## in .venv-py: stubtest walks the package, so it checks heddle._heddle and each submodule
 ## stub (comm, task, data: "checked 4 modules"); naming them too would load them twice. A
 ## runtime submodule with no stub fails it (the module's __all__ lists its submodules).
-PY_LINT_PATHS := python/heddle tests/python examples/python benches
+PY_LINT_PATHS := python/heddle tests/python examples/python benches sdk/python
 .PHONY: lint-python
 lint-python: python-install
 	$(PY) -m ruff check $(PY_LINT_PATHS)
 	$(PY) -m ruff format --check $(PY_LINT_PATHS)
 	$(PY) -m mypy --strict python/heddle
+	$(PY) -m mypy --strict sdk/python/heddle_bridge
 	MYPYPATH=python $(PY) -m mypy.stubtest heddle._heddle
 
 ## heddle.comm Allreduce (8 B, 2 ranks) against mpi4py in the same run, with the ratio.

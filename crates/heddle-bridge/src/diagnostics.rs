@@ -1,0 +1,137 @@
+//! What a bridge measures (`spec/bridge.md` §8).
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::control::FilterStatus;
+use crate::Transport;
+
+/// Latency samples kept for the percentiles.
+const SAMPLES: usize = 4096;
+
+/// A snapshot of one bridge's measurements.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnostics {
+    /// The transport in use.
+    pub transport: Transport,
+    /// The channel's number (1 + switches).
+    pub epoch: u32,
+    /// Records sent to the filter.
+    pub records_sent: u64,
+    /// Records received from it.
+    pub records_received: u64,
+    /// Payload bytes sent.
+    pub bytes_sent: u64,
+    /// Payload bytes received.
+    pub bytes_received: u64,
+    /// Records sent and not yet granted back (queue depth).
+    pub in_flight: u64,
+    /// The most ever in flight.
+    pub max_in_flight: u64,
+    /// Largest record sent, in bytes.
+    pub max_record_sent: u64,
+    /// Latency from a record's DATA to the credit that covers it, in microseconds.
+    pub latency_p50_us: f64,
+    /// 99th percentile of the same.
+    pub latency_p99_us: f64,
+    /// Records per second since the bridge started.
+    pub records_per_s: f64,
+    /// Durations of the switches so far.
+    pub switches: Vec<Duration>,
+    /// The filter's last STATUS answer.
+    pub filter: Option<FilterStatus>,
+}
+
+/// The running counters behind [`Diagnostics`].
+#[derive(Debug)]
+pub(crate) struct Meter {
+    started: Instant,
+    pub(crate) records_sent: u64,
+    pub(crate) records_received: u64,
+    pub(crate) bytes_sent: u64,
+    pub(crate) bytes_received: u64,
+    granted: u64,
+    max_in_flight: u64,
+    max_record_sent: u64,
+    sent_at: VecDeque<Instant>,
+    samples: VecDeque<u32>,
+    pub(crate) switches: Vec<Duration>,
+    pub(crate) filter: Option<FilterStatus>,
+}
+
+impl Meter {
+    pub(crate) fn new() -> Meter {
+        Meter {
+            started: Instant::now(),
+            records_sent: 0,
+            records_received: 0,
+            bytes_sent: 0,
+            bytes_received: 0,
+            granted: 0,
+            max_in_flight: 0,
+            max_record_sent: 0,
+            sent_at: VecDeque::new(),
+            samples: VecDeque::new(),
+            switches: Vec::new(),
+            filter: None,
+        }
+    }
+
+    pub(crate) fn sent(&mut self, bytes: usize) {
+        self.records_sent += 1;
+        self.bytes_sent += bytes as u64;
+        self.max_record_sent = self.max_record_sent.max(bytes as u64);
+        self.sent_at.push_back(Instant::now());
+        self.max_in_flight = self.max_in_flight.max(self.records_sent - self.granted);
+    }
+
+    pub(crate) fn received(&mut self, bytes: usize) {
+        self.records_received += 1;
+        self.bytes_received += bytes as u64;
+    }
+
+    /// The filter granted `n` records back: the last of them finished now.
+    pub(crate) fn granted(&mut self, n: u32) {
+        let n = (n as usize).min(self.sent_at.len());
+        if n == 0 {
+            return;
+        }
+        let last = self.sent_at.drain(..n).next_back();
+        self.granted += n as u64;
+        if let Some(t) = last {
+            if self.samples.len() == SAMPLES {
+                self.samples.pop_front();
+            }
+            self.samples.push_back(u32::try_from(t.elapsed().as_micros()).unwrap_or(u32::MAX));
+        }
+    }
+
+    pub(crate) fn snapshot(&self, transport: Transport, epoch: u32) -> Diagnostics {
+        let mut s: Vec<u32> = self.samples.iter().copied().collect();
+        s.sort_unstable();
+        let pct = |q: f64| {
+            if s.is_empty() {
+                0.0
+            } else {
+                f64::from(s[((s.len() - 1) as f64 * q).round() as usize])
+            }
+        };
+        let secs = self.started.elapsed().as_secs_f64().max(1e-9);
+        Diagnostics {
+            transport,
+            epoch,
+            records_sent: self.records_sent,
+            records_received: self.records_received,
+            bytes_sent: self.bytes_sent,
+            bytes_received: self.bytes_received,
+            in_flight: self.records_sent - self.granted,
+            max_in_flight: self.max_in_flight,
+            max_record_sent: self.max_record_sent,
+            latency_p50_us: pct(0.5),
+            latency_p99_us: pct(0.99),
+            records_per_s: self.records_sent as f64 / secs,
+            switches: self.switches.clone(),
+            filter: self.filter,
+        }
+    }
+}

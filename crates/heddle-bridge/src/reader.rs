@@ -1,0 +1,140 @@
+//! The host's reader thread: it reads every frame the filter sends, so the filter never
+//! blocks on a full channel, and hands records, credits and control messages to the
+//! bridge through one locked state and a condition variable.
+
+use std::collections::VecDeque;
+use std::io::Read;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Receiver;
+
+use crate::control::FilterMsg;
+use crate::diagnostics::Meter;
+use crate::framing::{FrameReader, Incoming};
+use crate::{Error, Record};
+
+/// The reader side of a channel as the thread holds it.
+pub(crate) type Reader = FrameReader<Box<dyn Read + Send>>;
+
+/// How the reader thread ended.
+#[derive(Debug)]
+pub(crate) enum End {
+    /// The filter closed its channel between frames.
+    Closed,
+    /// A bad frame or message.
+    Failed(Error),
+}
+
+/// What the reader thread shares with the bridge.
+pub(crate) struct State {
+    /// DATA records the host may still send.
+    pub(crate) credits: u64,
+    /// Results not yet taken.
+    pub(crate) results: VecDeque<Record>,
+    /// Control messages not yet taken, in order.
+    pub(crate) controls: VecDeque<FilterMsg>,
+    /// The filter's last frame on the old channel arrived: the switch's epoch, the old
+    /// channel's reading half (kept if it was the pipe) and the next record number.
+    pub(crate) switch_ack: Option<(u32, Box<dyn Read + Send>, u64)>,
+    /// Set once the thread has stopped.
+    pub(crate) ended: Option<End>,
+    /// Measurements.
+    pub(crate) meter: Meter,
+    /// When the filter last sent anything.
+    pub(crate) last_heard: Instant,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("credits", &self.credits)
+            .field("results", &self.results.len())
+            .finish()
+    }
+}
+
+/// The state and its condition variable.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl Shared {
+    pub(crate) fn new(credits: u64) -> Arc<Shared> {
+        Arc::new(Shared {
+            state: Mutex::new(State {
+                credits,
+                results: VecDeque::new(),
+                controls: VecDeque::new(),
+                switch_ack: None,
+                ended: None,
+                meter: Meter::new(),
+                last_heard: Instant::now(),
+            }),
+            changed: Condvar::new(),
+        })
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits for a change, at most `limit`.
+    pub(crate) fn wait<'a>(
+        &self,
+        g: MutexGuard<'a, State>,
+        limit: Duration,
+    ) -> MutexGuard<'a, State> {
+        self.changed.wait_timeout(g, limit).unwrap_or_else(PoisonError::into_inner).0
+    }
+
+    fn update(&self, f: impl FnOnce(&mut State)) {
+        let mut g = self.lock();
+        g.last_heard = Instant::now();
+        f(&mut g);
+        drop(g);
+        self.changed.notify_all();
+    }
+}
+
+/// Reads `reader` until the filter closes it or breaks the protocol; at a switch it waits
+/// for the next channel's reader on `next`.
+pub(crate) fn run(shared: &Shared, mut reader: Reader, next: &Receiver<Reader>) {
+    loop {
+        let item = reader.read_message();
+        match item {
+            Ok(Some(Incoming::Record(_, r))) => shared.update(|s| {
+                s.meter.received(r.payload.len());
+                s.results.push_back(r);
+            }),
+            Ok(Some(Incoming::Credit(n))) => shared.update(|s| {
+                s.credits += u64::from(n);
+                s.meter.granted(n);
+            }),
+            Ok(Some(Incoming::Control(json))) => match FilterMsg::from_json(&json) {
+                Ok(FilterMsg::ChangeBridgeType { epoch, token: None }) => {
+                    let seq = reader.next_seq();
+                    if reader.has_buffered() {
+                        let e = Error::protocol(
+                            "§6",
+                            "the filter wrote after its last frame on the old channel",
+                        );
+                        return shared.update(|s| s.ended = Some(End::Failed(e)));
+                    }
+                    let old = reader.into_inner();
+                    shared.update(|s| s.switch_ack = Some((epoch, old, seq)));
+                    match next.recv() {
+                        Ok(r) => reader = r,
+                        Err(_) => return,
+                    }
+                }
+                Ok(m) => shared.update(|s| s.controls.push_back(m)),
+                Err(e) => return shared.update(|s| s.ended = Some(End::Failed(e))),
+            },
+            Ok(None) => return shared.update(|s| s.ended = Some(End::Closed)),
+            Err(e) => return shared.update(|s| s.ended = Some(End::Failed(e))),
+        }
+    }
+}
