@@ -6,7 +6,7 @@ JOBS ?= 2
 RELEASE := target/release
 
 .PHONY: all build build-deps demo test lint lint-rust test-rust test-deps test-spec test-python test-fuzz python-install bench bench-python fuzz clean
-.PHONY: bench-compare bench-compare-quick bench-observability mpi4py-reference sdk-test sdk-test-python
+.PHONY: bench-compare bench-compare-quick bench-observability mpi4py-reference sdk-test sdk-test-python sdk-test-c sdk-deps heddle-bin
 
 all: build
 
@@ -70,13 +70,34 @@ test-spec:
 
 ## Every bridge SDK's own tests, in its ecosystem's runner (each also replays the vectors in
 ## spec/bridge/); the Rust host's conformance suite against them is in `cargo test`.
-sdk-test: sdk-test-python
+sdk-test: sdk-test-python sdk-test-c
+
+## Toolchains and libraries of the SDKs, from Debian's packages when missing: CMake and
+## pkg-config with cJSON (C, C++), GoogleTest (C++).
+sdk-deps:
+	@command -v cmake >/dev/null && command -v pkg-config >/dev/null \
+	  && dpkg -s libcjson-dev libgtest-dev >/dev/null 2>&1 || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \
+	    --no-install-recommends cmake pkg-config libcjson-dev libgtest-dev g++; }
+
+## The heddle binary that drives every SDK's conformance suite.
+HEDDLE_BIN := $(abspath $(RELEASE)/heddle)
+heddle-bin:
+	$(CARGO) build -j$(JOBS) --release -p heddle-cli
+
+## The C SDK (sdk/c): CMake, then ctest (the vectors, and the conformance suite).
+sdk-test-c: sdk-deps heddle-bin
+	cmake -S sdk/c -B sdk/c/build -DCMAKE_BUILD_TYPE=Release -DHEDDLE_BIN=$(HEDDLE_BIN) >/dev/null
+	cmake --build sdk/c/build -j$(JOBS)
+	cd sdk/c/build && ctest --output-on-failure
 
 ## The pure-Python SDK (sdk/python) under pytest, from the test virtualenv.
-sdk-test-python:
+sdk-test-python: heddle-bin
 	@test -x $(PY) || $(PYTHON) -m venv $(PY_VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r tests/python/requirements.txt
 	cd sdk/python && ../../$(PY) -m pytest -q
+	$(HEDDLE_BIN) bridge conformance -- $(PYTHON) sdk/python/tests/reference_filter.py
 
 ## The Python package (pip install . = maturin build) in the virtualenv .venv-py, with the
 ## test requirements from PyPI; installs python3-venv with apt-get if python3 lacks venv.

@@ -86,6 +86,9 @@ pub enum Error {
         /// The last lines it wrote to standard error.
         stderr_tail: String,
     },
+    /// What the filter did: reported an ERROR, aborted, or closed its channel early.
+    #[error("{0}")]
+    Ended(String),
     /// A bad setting (transport name, policy rule, command).
     #[error("bridge configuration: {0}")]
     Config(String),

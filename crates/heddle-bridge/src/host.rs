@@ -173,10 +173,8 @@ impl Bridge {
             g = self.shared.wait(g, Duration::from_millis(20));
         }
         g.controls.iter().find_map(|m| match m {
-            FilterMsg::Error(b) => Some(Error::protocol("§7", describe_error(b))),
-            FilterMsg::Abort { reason } => {
-                Some(Error::protocol("§7", format!("it aborted: {reason}")))
-            }
+            FilterMsg::Error(b) => Some(Error::Ended(describe_error(b))),
+            FilterMsg::Abort { reason } => Some(Error::Ended(format!("it aborted: {reason}"))),
             _ => None,
         })
     }
@@ -203,16 +201,15 @@ impl Bridge {
                 };
                 if let Some(e) = e {
                     drop(g);
-                    return Err(self.fail_with(Error::protocol("§7", e)));
+                    return Err(self.fail_with(Error::Ended(e)));
                 }
             }
             if let Some(end) = &g.ended {
                 let e = match end {
-                    End::Closed => Error::protocol(
-                        "§7",
-                        format!("the filter closed its channel while the host waited for {what}"),
-                    ),
-                    End::Failed(e) => Error::protocol("§7", e.to_string()),
+                    End::Closed => Error::Ended(format!(
+                        "the filter closed its channel while the host waited for {what}"
+                    )),
+                    End::Failed(e) => Error::Ended(e.to_string()),
                 };
                 drop(g);
                 return Err(self.fail_with(e));
@@ -424,10 +421,11 @@ impl Bridge {
     }
 
     /// Stops the filter at once, without `finalize`: ABORT, then SIGTERM and SIGKILL if
-    /// it does not exit.
-    pub fn abort(&self, reason: &str) {
+    /// it does not exit. Returns how it ended ("exited with status 3").
+    pub fn abort(&self, reason: &str) -> String {
         {
             let mut w = self.writer();
+            w.finishing = true;
             let _ = w.fw.control(&HostMsg::Abort { reason: reason.into() }.to_json());
             let _ = w.fw.flush();
             w.done = true;
@@ -436,6 +434,7 @@ impl Bridge {
         if p.wait_for(self.cfg.kill_grace).is_none() {
             p.stop(self.cfg.kill_grace);
         }
+        p.describe_exit()
     }
 
     /// The bridge's measurements now.

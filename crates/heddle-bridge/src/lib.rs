@@ -19,6 +19,7 @@
 //! ```
 
 mod config;
+pub mod conformance;
 pub mod control;
 mod diagnostics;
 mod error;

@@ -4,6 +4,7 @@
 mod bench;
 mod bench_dataflow;
 mod bench_recovery;
+mod bridge;
 mod k8s;
 mod manual;
 
@@ -35,6 +36,9 @@ enum Cmd {
     /// Kubernetes: the objects of a job (heddle k8s manifest -n 4 --image IMG -- PROG).
     #[command(subcommand)]
     K8s(k8s::K8sCmd),
+    /// Bridged tasks in other languages: heddle bridge conformance -- CMD.
+    #[command(subcommand)]
+    Bridge(bridge::BridgeCmd),
 }
 
 #[derive(Debug, Subcommand)]
@@ -169,6 +173,7 @@ fn main() {
         Cmd::Master(args) => manual::master(args),
         Cmd::Worker(args) => manual::worker(args),
         Cmd::K8s(cmd) => k8s::k8s(cmd),
+        Cmd::Bridge(cmd) => bridge::bridge(cmd),
         Cmd::Bench(BenchCmd::Recovery(args)) => bench_recovery::bench_recovery(&args)
             .unwrap_or_else(|e| {
                 eprintln!("heddle bench: {e}");

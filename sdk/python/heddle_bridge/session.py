@@ -195,6 +195,13 @@ class Session:
             if m is None or m.kind != wire.BRIDGE_CONTROL:
                 raise wire.ProtocolError("PROTOCOL", "the host did not answer INITIALIZE")
             init = wire.decode_control(m.payload)
+            if init.get("type") == "ERROR":
+                # The host refused this filter (another version, a wrong token).
+                print(
+                    f"heddle bridge: the host refused this filter: {init.get('message')}",
+                    file=sys.stderr,
+                )
+                return EXIT_ERROR
             if init.get("type") != "INITIALIZE":
                 raise wire.ProtocolError("PROTOCOL", f"expected INITIALIZE, got {init.get('type')}")
             if init.get("version") != self.version:
