@@ -6,7 +6,7 @@ JOBS ?= 2
 RELEASE := target/release
 
 .PHONY: all build build-deps demo test lint lint-rust test-rust test-deps test-spec test-python test-fuzz python-install bench bench-python fuzz clean
-.PHONY: bench-compare bench-compare-quick bench-observability mpi4py-reference sdk-test sdk-test-python sdk-test-c sdk-deps heddle-bin
+.PHONY: bench-compare bench-compare-quick bench-observability mpi4py-reference sdk-test sdk-test-python sdk-test-c sdk-test-cpp sdk-deps heddle-bin
 
 all: build
 
@@ -70,7 +70,7 @@ test-spec:
 
 ## Every bridge SDK's own tests, in its ecosystem's runner (each also replays the vectors in
 ## spec/bridge/); the Rust host's conformance suite against them is in `cargo test`.
-sdk-test: sdk-test-python sdk-test-c
+sdk-test: sdk-test-python sdk-test-c sdk-test-cpp
 
 ## Toolchains and libraries of the SDKs, from Debian's packages when missing: CMake and
 ## pkg-config with cJSON (C, C++), GoogleTest (C++).
@@ -91,6 +91,13 @@ sdk-test-c: sdk-deps heddle-bin
 	cmake -S sdk/c -B sdk/c/build -DCMAKE_BUILD_TYPE=Release -DHEDDLE_BIN=$(HEDDLE_BIN) >/dev/null
 	cmake --build sdk/c/build -j$(JOBS)
 	cd sdk/c/build && ctest --output-on-failure
+
+## The C++ SDK (sdk/cpp, header-only over the C SDK): GoogleTest under ctest, and the
+## conformance suite.
+sdk-test-cpp: sdk-deps heddle-bin
+	cmake -S sdk/cpp -B sdk/cpp/build -DCMAKE_BUILD_TYPE=Release -DHEDDLE_BIN=$(HEDDLE_BIN) >/dev/null
+	cmake --build sdk/cpp/build -j$(JOBS)
+	cd sdk/cpp/build && ctest --output-on-failure
 
 ## The pure-Python SDK (sdk/python) under pytest, from the test virtualenv.
 sdk-test-python: heddle-bin
