@@ -6,7 +6,7 @@ JOBS ?= 2
 RELEASE := target/release
 
 .PHONY: all build build-deps demo test lint lint-rust test-rust test-deps test-spec test-python test-fuzz python-install bench bench-python fuzz clean
-.PHONY: bench-compare bench-compare-quick bench-observability mpi4py-reference sdk-test sdk-test-python sdk-test-c sdk-test-cpp sdk-deps heddle-bin
+.PHONY: bench-compare bench-compare-quick bench-observability mpi4py-reference sdk-test sdk-test-python sdk-test-c sdk-test-cpp sdk-test-go sdk-deps heddle-bin
 
 all: build
 
@@ -70,7 +70,7 @@ test-spec:
 
 ## Every bridge SDK's own tests, in its ecosystem's runner (each also replays the vectors in
 ## spec/bridge/); the Rust host's conformance suite against them is in `cargo test`.
-sdk-test: sdk-test-python sdk-test-c sdk-test-cpp
+sdk-test: sdk-test-python sdk-test-c sdk-test-cpp sdk-test-go
 
 ## Toolchains and libraries of the SDKs, from Debian's packages when missing: CMake and
 ## pkg-config with cJSON (C, C++), GoogleTest (C++).
@@ -98,6 +98,16 @@ sdk-test-cpp: sdk-deps heddle-bin
 	cmake -S sdk/cpp -B sdk/cpp/build -DCMAKE_BUILD_TYPE=Release -DHEDDLE_BIN=$(HEDDLE_BIN) >/dev/null
 	cmake --build sdk/cpp/build -j$(JOBS)
 	cd sdk/cpp/build && ctest --output-on-failure
+
+## The Go SDK (sdk/go, a module using only the standard library): go vet, go test (the
+## vectors, and the conformance suite through HEDDLE_BIN). Installs Debian's golang-go if
+## the machine has no go.
+GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
+sdk-test-go: heddle-bin
+	@command -v $(GO) >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q golang-go; }
+	cd sdk/go && test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
+	cd sdk/go && $(GO) vet ./... && HEDDLE_BIN=$(HEDDLE_BIN) $(GO) test -count=1 ./...
 
 ## The pure-Python SDK (sdk/python) under pytest, from the test virtualenv.
 sdk-test-python: heddle-bin

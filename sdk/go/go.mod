@@ -1,0 +1,3 @@
+module heddle.dev/bridge
+
+go 1.22
