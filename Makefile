@@ -6,7 +6,7 @@ JOBS ?= 2
 RELEASE := target/release
 
 .PHONY: all build build-deps demo test lint lint-rust test-rust test-deps test-spec test-python test-fuzz python-install bench bench-python fuzz clean
-.PHONY: bench-compare bench-compare-quick bench-observability mpi4py-reference sdk-test sdk-test-python sdk-test-c sdk-test-cpp sdk-test-go sdk-deps heddle-bin
+.PHONY: bench-compare bench-compare-quick bench-observability mpi4py-reference sdk-test sdk-test-python sdk-test-c sdk-test-cpp sdk-test-go sdk-test-java sdk-deps heddle-bin
 
 all: build
 
@@ -70,7 +70,7 @@ test-spec:
 
 ## Every bridge SDK's own tests, in its ecosystem's runner (each also replays the vectors in
 ## spec/bridge/); the Rust host's conformance suite against them is in `cargo test`.
-sdk-test: sdk-test-python sdk-test-c sdk-test-cpp sdk-test-go
+sdk-test: sdk-test-python sdk-test-c sdk-test-cpp sdk-test-go sdk-test-java
 
 ## Toolchains and libraries of the SDKs, from Debian's packages when missing: CMake and
 ## pkg-config with cJSON (C, C++), GoogleTest (C++).
@@ -108,6 +108,15 @@ sdk-test-go: heddle-bin
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q golang-go; }
 	cd sdk/go && test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	cd sdk/go && $(GO) vet ./... && HEDDLE_BIN=$(HEDDLE_BIN) $(GO) test -count=1 ./...
+
+## The Java SDK (sdk/java): Maven, JUnit through Surefire (the vectors, and the conformance
+## suite); plugins and libraries pinned in its pom.xml come from Maven Central. Installs
+## Debian's JDK and Maven if missing.
+sdk-test-java: heddle-bin
+	@command -v mvn >/dev/null && command -v javac >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \
+	    --no-install-recommends default-jdk-headless maven; }
+	cd sdk/java && mvn -q -B test -Dheddle.bin=$(HEDDLE_BIN)
 
 ## The pure-Python SDK (sdk/python) under pytest, from the test virtualenv.
 sdk-test-python: heddle-bin
