@@ -89,6 +89,14 @@ pub enum Error {
     /// What the filter did: reported an ERROR, aborted, or closed its channel early.
     #[error("{0}")]
     Ended(String),
+    /// A result that cannot be read as the type the job expects.
+    #[error("bridge: a result the job cannot read as {expected}: {detail}")]
+    Decode {
+        /// The Rust type expected.
+        expected: &'static str,
+        /// Why.
+        detail: String,
+    },
     /// A bad setting (transport name, policy rule, command).
     #[error("bridge configuration: {0}")]
     Config(String),

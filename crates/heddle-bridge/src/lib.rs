@@ -37,5 +37,5 @@ pub use diagnostics::Diagnostics;
 pub use error::{Error, Result};
 pub use host::{Bridge, BridgeReport};
 pub use process::FilterCommand;
-pub use record::Record;
+pub use record::{FromRecord, IntoRecord, Record};
 pub use transport::Transport;

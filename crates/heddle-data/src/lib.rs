@@ -34,6 +34,7 @@ mod lines;
 mod materialize;
 mod output;
 mod parquet_io;
+mod pipe;
 mod pull;
 mod pullers;
 mod redis_io;

@@ -45,6 +45,7 @@
 //! assert_eq!(sum.load(std::sync::atomic::Ordering::Relaxed), (0..100).sum::<u64>());
 //! ```
 
+pub mod bridge_task;
 pub mod checkpoint;
 mod edge;
 mod error;

@@ -18,6 +18,8 @@ pub use heddle_runtime::WorkerEnv;
 
 pub mod futures;
 
+/// Bridged tasks in other languages (transports, diagnostics, the conformance suite).
+pub use heddle_bridge as bridge;
 /// Re-export of the communication crate.
 pub use heddle_comm as comm;
 /// Re-export of the data API.
