@@ -42,6 +42,7 @@ RUST_SOURCES: dict[str, tuple[str, str]] = {
 RENAMED: dict[str, dict[str, tuple[str, ...]]] = {
     "DataSet": {
         "iterate_with": ("iterate(checkpoint_dir)",),
+        "pipe_with": ("pipe(args)", "pipe(credits)", "pipe(max_record)", "pipe(timeout)"),
     },
     "Stream": {
         "map_chunks": ("map_batches",),

@@ -29,6 +29,7 @@ mod comm_p2p;
 mod comm_requests;
 mod comm_vector;
 mod data_output;
+mod data_pipe;
 mod data_parquet;
 mod data_parquet_values;
 mod data_parquet_write;
@@ -95,6 +96,7 @@ fn _heddle(m: &Bound<'_, PyModule>) -> PyResult<()> {
         data_session::register(d)?;
         data_set::register(d)?;
         data_output::register(d)?;
+        data_pipe::register(d)?;
         data_parquet_write::register(d)?;
         data_stream::register(d)
     })?;

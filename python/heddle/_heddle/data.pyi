@@ -16,6 +16,7 @@ __all__ = [
     "DataSet",
     "OutputCommit",
     "write_parquet_part",
+    "pipe",
     "Stream",
 ]
 
@@ -179,6 +180,17 @@ class Stream:
         timeout: float | None = None,
         max_records: int | None = None,
     ) -> None: ...
+
+def pipe(
+    ds: DataSet,
+    command: list[str],
+    transport: str,
+    args: list[str],
+    credits: int,
+    max_record: int,
+    timeout_s: float,
+) -> DataSet:
+    """The wire triples of ``ds`` through a bridged program, as wire triples."""
 
 def list_input_files(path: str) -> list[str]:
     """The files a path names (a file, a directory's files, a glob's matches), sorted."""
