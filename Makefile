@@ -6,7 +6,7 @@ JOBS ?= 2
 RELEASE := target/release
 
 .PHONY: all build build-deps demo test lint lint-rust test-rust test-deps test-spec test-python test-fuzz python-install bench bench-python fuzz clean
-.PHONY: bench-compare bench-compare-quick bench-observability mpi4py-reference sdk-test sdk-test-python sdk-test-c sdk-test-cpp sdk-test-go sdk-test-java sdk-deps heddle-bin
+.PHONY: bench-compare bench-compare-quick bench-observability mpi4py-reference sdk-test sdk-test-python sdk-test-c sdk-test-cpp sdk-test-go sdk-test-java sdk-deps heddle-bin bridge-toolchains
 
 all: build
 
@@ -81,6 +81,14 @@ sdk-deps:
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \
 	    --no-install-recommends cmake pkg-config libcjson-dev libgtest-dev g++; }
 
+## What the bridged filters of the examples (examples/bridges/build.sh) are built with: the
+## SDKs' packages, a Go toolchain, a JDK and Maven (from Debian's packages when missing).
+bridge-toolchains: sdk-deps
+	@command -v $(GO) >/dev/null && command -v mvn >/dev/null && command -v javac >/dev/null || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \
+	    --no-install-recommends golang-go default-jdk-headless maven; }
+
 ## The heddle binary that drives every SDK's conformance suite.
 HEDDLE_BIN := $(abspath $(RELEASE)/heddle)
 heddle-bin:
@@ -138,7 +146,7 @@ python-install:
 
 ## pytest: the Python API in a world of one and in jobs of 2, 3 and 4 workers. The real
 ## mpi4py on Open MPI (benches/.venv-mpi) is the reference of test_mpi4py_compat.py.
-test-python: test-deps python-install mpi4py-reference
+test-python: test-deps python-install mpi4py-reference bridge-toolchains
 	$(PY) -m pytest -q tests/python
 
 ## The real mpi4py, built against the system's Open MPI, in benches/.venv-mpi (idempotent).

@@ -238,6 +238,13 @@ class DataSet:
         """Calls ``f(record)`` for every record, on the worker holding it."""
         self._native.for_each(f)
 
+    def partition_by(self, f: Callable[[Any], int]) -> DataSet:
+        """The same records, each in the partition ``f(record) % partitions`` (Spark's
+        ``partitionBy``): records with equal ``f`` meet in one partition. ``f`` must give the
+        same number on every worker — use ``zlib.crc32`` of the key, not ``hash()``, which
+        Python salts per process."""
+        return self._wrap(_data.partition_by(self._native, lambda r: f(r) & 0x7FFF_FFFF_FFFF_FFFF))
+
     def pipe(
         self,
         command: str | list[str],

@@ -3,6 +3,8 @@ stream_window.py, sort.py, stream_events.py) under ``heddle run``: each checks i
 against a plain Python reference and prints the Rust examples' JSON line; their generated
 datasets match the Rust examples' (when those are built)."""
 
+import collections
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +18,7 @@ from conftest import run_job
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "python"
 RUST = ROOT / "target" / "release" / "examples"
+HEDDLE = ROOT / "target" / "release" / "heddle"
 sys.path.insert(0, str(EXAMPLES))
 import common  # noqa: E402
 
@@ -360,3 +363,53 @@ def test_stream_events_counts_event_time_windows(n, tmp_path):
     for t, k in zip(ts.tolist(), keys.tolist()):
         want[(t // 10_000, k)] = want.get((t // 10_000, k), 0) + 1
     assert got == want and rep["windows"] == len(want)
+
+
+def _mixed_input(path: Path) -> Path:
+    """Dense short-token text with CRLF lines, tabs, non-ASCII words and no final newline."""
+    import random
+
+    rng = random.Random(7)
+    vocab = ["the", "a", "of", "Alpha", "beta", "GAMMA", "δέλτα", "über", "ok", "x", "Hello"]
+    lines = []
+    for i in range(5000):
+        words = [
+            rng.choice(vocab) + (str(rng.randint(0, 30)) if rng.random() < 0.3 else "")
+            for _ in range(rng.randint(0, 10))
+        ]
+        lines.append("\t".join(words) if i % 13 == 0 else " ".join(words))
+    path.write_text("\r\n".join(lines[:50]) + "\n" + "\n".join(lines[50:]))
+    return path
+
+
+@pytest.mark.parametrize("program", ["rust", "python"])
+def test_mixed_language_pipeline_counts_like_python(program, tmp_path):
+    text = _mixed_input(tmp_path / "in.txt")
+    out = tmp_path / "out"
+    if program == "rust":
+        cmd = [str(ROOT / "target/release/examples/mixed_pipeline")]
+    else:
+        cmd = [sys.executable, str(ROOT / "examples/python/mixed_pipeline.py")]
+    r = subprocess.run(
+        [str(HEDDLE), "run", "-n", "2", "--", *cmd, "--input", str(text), "--output", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads(r.stdout.strip().splitlines()[-1].split("] ", 1)[1])
+    assert summary["ok"] is True
+    counts: collections.Counter[str] = collections.Counter()
+    for line in text.read_bytes().split(b"\n"):
+        for w in line.decode().split():
+            w = "".join(c.lower() if "A" <= c <= "Z" else c for c in w)
+            if len(w) >= 3:
+                counts[w] += 1
+    got = {}
+    for part in out.glob("part-*"):
+        for line in part.read_text().splitlines():
+            word, n = line.rsplit(" ", 1)
+            got[word] = int(n)
+    assert got == dict(counts)
+    assert not list(out.glob(".*tmp*")), "no temporary part is left behind"

@@ -7,6 +7,9 @@ use heddle_bridge::{BridgeConfig, FilterCommand, FromRecord, IntoRecord, Transpo
 use heddle_task::bridge_task::BridgeTask;
 use heddle_task::{Edge, Record};
 
+use std::marker::PhantomData;
+
+use crate::tasks::Identity;
 use crate::DataSet;
 
 impl<T: Record + IntoRecord> DataSet<T> {
@@ -40,5 +43,29 @@ impl<T: Record + IntoRecord> DataSet<T> {
         self.then("pipe", Edge::direct, move |_| {
             BridgeTask::<T, U>::new(command.clone(), config.clone())
         })
+    }
+}
+
+impl<T: Record> DataSet<T> {
+    /// The same records, each in the partition `f(record)` picks (modulo the partition
+    /// count): Spark's `partitionBy`. Records with the same `f` value meet in one partition
+    /// (a keyed stage after it, such as a bridged counter, sees all of a key).
+    ///
+    /// ```
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?.with_partitions(2)?;
+    /// let parts = s.range(0, 6).partition_by(|x| *x % 2).map_partitions(|p| vec![p]);
+    /// assert_eq!(parts.collect()?, Some(vec![vec![0, 2, 4], vec![1, 3, 5]]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn partition_by(&self, f: impl Fn(&T) -> u64 + Send + Sync + 'static) -> DataSet<T> {
+        let f = std::sync::Arc::new(f);
+        self.then(
+            "partition_by",
+            move || {
+                let f = f.clone();
+                Edge::partition(move |t: &T| f(t) as usize)
+            },
+            |_| Identity(PhantomData),
+        )
     }
 }

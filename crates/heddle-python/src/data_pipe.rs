@@ -30,11 +30,18 @@ fn pipe(
     let Some((program, rest)) = command.split_first() else {
         return Err(errors::argument("pipe: the command is empty"));
     };
-    let transport: Transport = transport.parse().map_err(|e: heddle_bridge::Error| errors::argument(e.to_string()))?;
+    let transport: Transport =
+        transport.parse().map_err(|e: heddle_bridge::Error| errors::argument(e.to_string()))?;
     if !(timeout_s.is_finite() && timeout_s > 0.0) {
-        return Err(errors::argument(format!("pipe: timeout_s must be a positive number of seconds, not {timeout_s}")));
+        return Err(errors::argument(format!(
+            "pipe: timeout_s must be a positive number of seconds, not {timeout_s}"
+        )));
     }
-    let mut cfg = BridgeConfig::new("pipe").transport(transport).args(args).credits(credits).max_record(max_record);
+    let mut cfg = BridgeConfig::new("pipe")
+        .transport(transport)
+        .args(args)
+        .credits(credits)
+        .max_record(max_record);
     cfg.start_timeout = Duration::from_secs_f64(timeout_s);
     cfg.idle_timeout = Duration::from_secs_f64(timeout_s);
     let cmd = FilterCommand::new(program).args(rest.iter().cloned());
@@ -62,6 +69,16 @@ fn pipe(
     Ok(PyDataSet { ds: out, session: ds.session, native: None })
 }
 
+/// The records of `ds`, each in the partition `f(record)` (an int) picks.
+#[pyfunction]
+fn partition_by(ds: &PyDataSet, f: Py<PyAny>) -> PyDataSet {
+    let out = ds.ds.partition_by(move |x: &PyObj| {
+        guarded(|py| f.bind(py).call1((x.bind(py),))?.extract::<u64>()).unwrap_or(0)
+    });
+    PyDataSet { ds: out, session: ds.session, native: None }
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(pipe, m)?)
+    m.add_function(wrap_pyfunction!(pipe, m)?)?;
+    m.add_function(wrap_pyfunction!(partition_by, m)?)
 }

@@ -17,6 +17,7 @@ __all__ = [
     "OutputCommit",
     "write_parquet_part",
     "pipe",
+    "partition_by",
     "Stream",
 ]
 
@@ -191,6 +192,9 @@ def pipe(
     timeout_s: float,
 ) -> DataSet:
     """The wire triples of ``ds`` through a bridged program, as wire triples."""
+
+def partition_by(ds: DataSet, f: Any) -> DataSet:
+    """The records of ``ds``, each in the partition ``f(record)`` picks."""
 
 def list_input_files(path: str) -> list[str]:
     """The files a path names (a file, a directory's files, a glob's matches), sorted."""
