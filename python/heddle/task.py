@@ -85,8 +85,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
+from heddle._bridge import from_wire, to_wire
 from heddle._checkpoints import Interval, job_name, seconds
-from heddle._heddle import comm as _comm, task as _task
+from heddle._heddle import bridge as _bridge, comm as _comm, task as _task
 from heddle.comm import Comm
 
 __all__ = [
@@ -254,6 +255,39 @@ class Vertex:
     name: str
 
 
+class _BridgeTask(Compute):
+    """A vertex instance that is a bridged filter process (:meth:`TaskGraph.bridge`)."""
+
+    def __init__(self, command: list[str], options: dict[str, Any]) -> None:
+        self._command = command
+        self._options = options
+        self._bridge: _bridge.Bridge | None = None
+
+    def _started(self, ctx: Context) -> _bridge.Bridge:
+        if self._bridge is None:
+            self._bridge = _bridge.Bridge(
+                self._command, ctx.name, ctx.index, ctx.parallelism, ctx.task, **self._options
+            )
+        return self._bridge
+
+    def prepare(self, ctx: Context) -> None:
+        self._started(ctx)
+
+    def execute(self, ctx: Context, record: Any) -> None:
+        for t in self._started(ctx).send(to_wire(record)):
+            ctx.emit(from_wire(t))
+
+    def end_of_input(self, ctx: Context) -> None:
+        bridge, self._bridge = self._started(ctx), None
+        for t in bridge.finish():
+            ctx.emit(from_wire(t))
+
+    def close(self, ctx: Context) -> None:
+        if self._bridge is not None:
+            self._bridge.abort("the task closed")
+            self._bridge = None
+
+
 class TaskGraph:
     """A graph of Python tasks: vertices made with :meth:`source` and :meth:`compute`,
     connected with :meth:`connect`."""
@@ -282,6 +316,34 @@ class TaskGraph:
         """A compute vertex (a sink if nothing connects from it) of ``parallelism``
         instances; ``factory(i)`` makes instance ``i``."""
         return self._add(name, False, parallelism, factory)
+
+    def bridge(
+        self,
+        name: str,
+        parallelism: int,
+        command: str | Sequence[str],
+        *,
+        transport: str = "pipe",
+        args: Sequence[str] = (),
+        credits: int = 64,
+        max_record: int = 64 << 20,
+        timeout: float = 60.0,
+    ) -> Vertex:
+        """A vertex of ``parallelism`` instances, each the program ``command`` — a filter
+        written with a bridge SDK in C, C++, Java, Go or Python (see :mod:`heddle.bridge`)
+        — started before the first record, fed each record and ended (its ``finalize``) at
+        the end of the input; its results are the vertex's output. ``args`` go to the
+        filter's ``init``; ``transport`` is ``"pipe"``, ``"fifo"``, ``"tcp"`` or
+        ``"unix"``."""
+        cmd = command.split() if isinstance(command, str) else [str(c) for c in command]
+        options: dict[str, Any] = {
+            "transport": transport,
+            "args": [str(a) for a in args],
+            "credits": credits,
+            "max_record": max_record,
+            "timeout_s": timeout,
+        }
+        return self._add(name, False, parallelism, lambda _i: _BridgeTask(cmd, options))
 
     def connect(self, from_: Vertex, to: Vertex, edge: Edge) -> TaskGraph:
         """Connects ``from_``'s output to ``to``'s input through ``edge``."""

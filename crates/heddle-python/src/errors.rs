@@ -213,3 +213,15 @@ pub(crate) fn of_run<T, E>(
         (Err(e), None) => Err(map(e)),
     }
 }
+
+/// Maps a bridge's error to its exception: a bad setting is an argument error, a record
+/// above the limit a data error, anything the filter did a task error.
+pub(crate) fn bridge(e: heddle_bridge::Error) -> PyErr {
+    use heddle_bridge::Error as E;
+    match e {
+        E::Config(_) => Kind::Argument.err(e.to_string()),
+        E::RecordTooLarge { .. } | E::Decode { .. } => Kind::Data.err(e.to_string()),
+        E::Timeout { .. } => Kind::Timeout.err(e.to_string()),
+        _ => Kind::Task.err(e.to_string()),
+    }
+}

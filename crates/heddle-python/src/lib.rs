@@ -18,6 +18,7 @@
 //! mapping listed by `error_samples`), and a Python exception raised inside a native run
 //! is raised as itself when the run returns (`failure`).
 
+mod bridge;
 mod buffer;
 mod checkpointing;
 mod comm;
@@ -91,6 +92,9 @@ fn _heddle(m: &Bound<'_, PyModule>) -> PyResult<()> {
         task_edge::register(t)?;
         task_graph::register(t)?;
         task_job::register(t)
+    })?;
+    submodule(m, "bridge", "Bridged processes in other languages (spec/bridge.md).", |b| {
+        bridge::register(b)
     })?;
     submodule(m, "data", "Data sets and streams of Python records, and their writers.", |d| {
         data_session::register(d)?;

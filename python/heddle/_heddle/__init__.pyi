@@ -1,6 +1,6 @@
 """Type stubs of the native core ``heddle._heddle`` (crates/heddle-python): the version,
 the exception classes of ``heddle.errors``, the launcher and the record decoder; the rest is
-in its submodules ``comm``, ``task`` and ``data`` (one stub each, beside this one).
+in its submodules ``comm``, ``task``, ``bridge`` and ``data`` (one stub each, beside this one).
 
 Use the public names from ``heddle`` / ``heddle.comm`` / ``heddle.task`` / ``heddle.data``;
 this package is their implementation. The extension module is not a package: it adds its
@@ -10,7 +10,7 @@ submodules to ``sys.modules`` (``import heddle._heddle.comm`` works once it is l
 import builtins
 from typing import Any, Final
 
-from heddle._heddle import comm as comm, data as data, task as task
+from heddle._heddle import bridge as bridge, comm as comm, data as data, task as task
 
 # The module's own `__all__` (pyo3 lists every name it adds).
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "check_setting",
     "comm",
     "task",
+    "bridge",
     "data",
 ]
 

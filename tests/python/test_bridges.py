@@ -105,3 +105,78 @@ def test_the_c_sdk_filter_gives_the_same_results(s: Session, tmp_path: Path) -> 
     assert out is not None
     rest = [w for w in out if not w.startswith("c=")]
     assert collections.Counter(rest) == collections.Counter(upper(w) for w in words)
+
+
+# --- heddle.bridge.Bridge and TaskGraph.bridge ------------------------------------------
+
+
+def test_a_bridge_by_hand_answers_switches_and_reports() -> None:
+    from heddle.bridge import Bridge
+
+    b = Bridge(PY_FILTER, transport="unix", args=["n="], credits=4)
+    got: list = []
+    for i in range(50):
+        got += b.send(f"w{i}")
+        if i == 20:
+            assert b.switch("fifo") > 0 and b.transport == "fifo"
+        if i == 30:
+            b.switch("pipe")
+    assert b.status()["records_in"] == 50
+    got += b.finish()
+    assert got == [f"W{i}" for i in range(50)] + ["n=50"]
+    d = b.diagnostics()
+    assert d["records_sent"] == 50 and d["records_received"] == 51 and len(d["switches_s"]) == 2
+
+
+def test_a_bridge_abort_stops_the_filter() -> None:
+    from heddle.bridge import Bridge
+
+    b = Bridge(PY_FILTER)
+    b.send("x")
+    assert b.abort("test") == "exited with status 3"
+
+
+class _Words:
+    def __init__(self, i: int) -> None:
+        self.words = [f"w{j}" for j in range(i, 300, 2)]
+
+    def next(self, ctx) -> bool:
+        ctx.emit_all(self.words)
+        return False
+
+
+class _Collect:
+    def __init__(self, got: list) -> None:
+        self.got = got
+
+    def execute(self, ctx, record) -> None:
+        self.got.append(record)
+
+
+def test_a_task_graph_vertex_is_a_bridged_filter() -> None:
+    from heddle.task import Edge, Job, TaskGraph
+
+    got: list = []
+    g = TaskGraph()
+    src = g.source("words", 2, _Words)
+    up = g.bridge("upper", 2, PY_FILTER, transport="tcp", args=["n="])
+    sink = g.compute("collect", 1, lambda i: _Collect(got))
+    g.connect(src, up, Edge.direct())
+    g.connect(up, sink, Edge.hash())
+    Job(heddle.init(), g).run()
+    words = sorted(w for w in got if not w.startswith("n="))
+    assert words == sorted(f"W{j}" for j in range(300))
+    assert sorted(int(w[2:]) for w in got if w.startswith("n=")) == [150, 150]
+
+
+def test_a_failing_bridge_vertex_fails_the_job() -> None:
+    from heddle.task import Edge, Job, TaskGraph
+
+    g = TaskGraph()
+    src = g.source("words", 2, _Words)
+    up = g.bridge("upper", 2, PY_FILTER, args=["n=", "4"])
+    sink = g.compute("collect", 1, lambda i: _Collect([]))
+    g.connect(src, up, Edge.direct())
+    g.connect(up, sink, Edge.hash())
+    with pytest.raises(heddle.HeddleError, match="record 4"):
+        Job(heddle.init(), g).run()
