@@ -131,7 +131,7 @@ sdk-test-python: heddle-bin
 	@test -x $(PY) || $(PYTHON) -m venv $(PY_VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r tests/python/requirements.txt
 	cd sdk/python && ../../$(PY) -m pytest -q
-	$(HEDDLE_BIN) bridge conformance -- $(PYTHON) sdk/python/tests/reference_filter.py
+	$(HEDDLE_BIN) bridge conformance --transports pipe,fifo,tcp,unix,shm -- $(PYTHON) sdk/python/tests/reference_filter.py
 
 ## The Python package (pip install . = maturin build) in the virtualenv .venv-py, with the
 ## test requirements from PyPI; installs python3-venv with apt-get if python3 lacks venv.

@@ -40,6 +40,10 @@ pub struct Diagnostics {
     pub switches: Vec<Duration>,
     /// The filter's last STATUS answer.
     pub filter: Option<FilterStatus>,
+    /// Bytes of shared memory the channel holds (the shm transport).
+    pub shm_bytes: u64,
+    /// Descriptors open in this (the host's) process.
+    pub host_open_fds: u64,
 }
 
 /// The running counters behind [`Diagnostics`].
@@ -106,7 +110,7 @@ impl Meter {
         }
     }
 
-    pub(crate) fn snapshot(&self, transport: Transport, epoch: u32) -> Diagnostics {
+    pub(crate) fn snapshot(&self, transport: Transport, epoch: u32, shm_bytes: u64) -> Diagnostics {
         let mut s: Vec<u32> = self.samples.iter().copied().collect();
         s.sort_unstable();
         let pct = |q: f64| {
@@ -132,6 +136,8 @@ impl Meter {
             records_per_s: self.records_sent as f64 / secs,
             switches: self.switches.clone(),
             filter: self.filter,
+            shm_bytes,
+            host_open_fds: std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64),
         }
     }
 }

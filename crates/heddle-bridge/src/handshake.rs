@@ -27,9 +27,10 @@ impl Bridge {
                 Transport::Pipe => {
                     pipe.take().ok_or_else(|| Error::Config("pipe used twice".into()))?
                 }
-                _ => endpoint.accept(deadline, limit, &mut || self.check_alive())?,
+                _ => endpoint.accept(deadline, limit, self.pid(), &mut || self.check_alive())?,
             };
             let (reader, msg) = self.first_message(channel.read, channel.read_fd, deadline)?;
+            endpoint.handshake_done();
             let mut fw =
                 FrameWriter::new(channel.write, self.cfg.bridge_id, self.cfg.frame_payload);
             match msg {
@@ -78,6 +79,28 @@ impl Bridge {
         fd: RawFd,
         deadline: Instant,
     ) -> Result<(Reader, FilterMsg)> {
+        if fd < 0 {
+            // Shared memory: the reader itself waits, until the deadline the endpoint set
+            // or the filter's exit; nothing is read ahead of the first message.
+            let mut reader = FrameReader::new(read, "filter", TAG_RESULTS, 0, self.cfg.max_record);
+            let msg = match reader.read_message() {
+                Ok(Some(Incoming::Control(json))) => FilterMsg::from_json(&json)?,
+                Ok(Some(other)) => {
+                    return Err(Error::protocol("§4.1", format!("the filter began with {other:?}")))
+                }
+                Ok(None) => {
+                    return Err(Error::protocol("§4.1", "the filter exited before INITIALIZE"))
+                }
+                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::TimedOut => {
+                    return Err(Error::Timeout {
+                        what: "first frame from the filter".into(),
+                        limit: self.cfg.start_timeout,
+                    })
+                }
+                Err(e) => return Err(e),
+            };
+            return Ok((reader, msg));
+        }
         let first =
             read_first_message(fd, deadline, self.cfg.start_timeout, 64 << 10, &mut || {
                 self.check_alive()

@@ -439,11 +439,11 @@ impl Bridge {
 
     /// The bridge's measurements now.
     pub fn diagnostics(&self) -> Diagnostics {
-        let (t, e) = {
+        let (t, e, shm) = {
             let w = self.writer();
-            (w.transport, w.epoch)
+            (w.transport, w.epoch, w.endpoint.as_ref().map_or(0, |e| e.shm_bytes() as u64))
         };
-        self.shared.lock().meter.snapshot(t, e)
+        self.shared.lock().meter.snapshot(t, e, shm)
     }
 
     /// The filter's process id.

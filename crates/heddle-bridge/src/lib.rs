@@ -29,6 +29,7 @@ mod host;
 mod process;
 mod reader;
 mod record;
+mod shm;
 mod switch;
 mod transport;
 

@@ -42,11 +42,12 @@ impl Bridge {
                 .take()
                 .ok_or_else(|| Error::Config("the filter's pipes are gone".into()))?
         } else {
-            endpoint.accept(deadline, self.cfg.start_timeout, &mut || Ok(()))?
+            endpoint.accept(deadline, self.cfg.start_timeout, self.pid(), &mut || Ok(()))?
         };
         let (reader, hello) = self
             .first_message(channel.read, channel.read_fd, deadline)
             .map_err(|e| self.fail_with(e))?;
+        endpoint.handshake_done();
         match hello {
             FilterMsg::ChangeBridgeType { epoch: e, token: Some(t) } if e == epoch && self.token_ok(&t) => {}
             other => {

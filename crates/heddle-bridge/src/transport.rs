@@ -25,12 +25,14 @@ pub enum Transport {
     Tcp,
     /// A Unix domain stream socket in a private directory.
     Unix,
+    /// Two byte rings in a private shared-memory file.
+    Shm,
 }
 
 impl Transport {
     /// Every transport.
-    pub const ALL: [Transport; 4] =
-        [Transport::Pipe, Transport::Fifo, Transport::Tcp, Transport::Unix];
+    pub const ALL: [Transport; 5] =
+        [Transport::Pipe, Transport::Fifo, Transport::Tcp, Transport::Unix, Transport::Shm];
 
     /// The name used in `HEDDLE_BRIDGE` and CHANGE_BRIDGE_TYPE.
     pub fn name(self) -> &'static str {
@@ -39,6 +41,7 @@ impl Transport {
             Transport::Fifo => "fifo",
             Transport::Tcp => "tcp",
             Transport::Unix => "unix",
+            Transport::Shm => "shm",
         }
     }
 }
@@ -53,7 +56,9 @@ impl std::str::FromStr for Transport {
     type Err = Error;
     fn from_str(s: &str) -> Result<Transport> {
         Transport::ALL.into_iter().find(|t| t.name() == s).ok_or_else(|| {
-            Error::Config(format!("unknown bridge transport `{s}`; use pipe, fifo, tcp or unix"))
+            Error::Config(format!(
+                "unknown bridge transport `{s}`; use pipe, fifo, tcp, unix or shm"
+            ))
         })
     }
 }
@@ -78,6 +83,7 @@ pub(crate) enum Endpoint {
     Fifo { dir: PathBuf, from_filter: File },
     Tcp(TcpListener),
     Unix(UnixListener, PathBuf),
+    Shm(std::sync::Arc<crate::shm::ShmFile>, std::sync::Arc<crate::shm::Deadline>),
 }
 
 impl Endpoint {
@@ -112,6 +118,11 @@ impl Endpoint {
                     .map_err(|e| Error::io("setting up a bridge listener", e))?;
                 Endpoint::Unix(l, path)
             }
+            Transport::Shm => {
+                let path = dir.join(format!("bridge-{epoch}.shm"));
+                let file = crate::shm::ShmFile::create(&path, crate::shm::SHM_DEFAULT_CAPACITY)?;
+                Endpoint::Shm(file, std::sync::Arc::default())
+            }
         })
     }
 
@@ -122,6 +133,7 @@ impl Endpoint {
             Endpoint::Fifo { .. } => Transport::Fifo,
             Endpoint::Tcp(_) => Transport::Tcp,
             Endpoint::Unix(..) => Transport::Unix,
+            Endpoint::Shm(..) => Transport::Shm,
         }
     }
 
@@ -132,6 +144,23 @@ impl Endpoint {
             Endpoint::Fifo { dir, .. } => dir.display().to_string(),
             Endpoint::Tcp(l) => l.local_addr().map(|a| a.to_string()).unwrap_or_default(),
             Endpoint::Unix(_, p) => p.display().to_string(),
+            Endpoint::Shm(f, _) => f.path().display().to_string(),
+        }
+    }
+
+    /// Clears the deadline of the first message (shm), once it arrived.
+    pub(crate) fn handshake_done(&self) {
+        if let Endpoint::Shm(_, first) = self {
+            first.set(None);
+        }
+    }
+
+    /// Bytes of shared memory it holds.
+    pub(crate) fn shm_bytes(&self) -> usize {
+        if let Endpoint::Shm(f, _) = self {
+            f.bytes()
+        } else {
+            0
         }
     }
 
@@ -150,6 +179,7 @@ impl Endpoint {
         &mut self,
         deadline: Instant,
         limit: Duration,
+        pid: u32,
         alive: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Channel> {
         let timeout = || Error::Timeout { what: "connection from the filter".into(), limit };
@@ -158,6 +188,13 @@ impl Endpoint {
             let got: Option<Channel> = match self {
                 Endpoint::Pipe => {
                     return Err(Error::Config("a pipe channel is not accepted".into()))
+                }
+                Endpoint::Shm(file, first) => {
+                    // The rings are ready: the filter's first frame arrives on them.
+                    first.set(Some(deadline));
+                    let peer = std::sync::Arc::new(crate::shm::PidFd(crate::shm::pidfd(pid)));
+                    let (r, w) = crate::shm::host_halves(file, peer, first.clone());
+                    Some(Channel { read: Box::new(r), write: Box::new(w), read_fd: -1 })
                 }
                 Endpoint::Fifo { dir, from_filter } => {
                     match open_fifo(&dir.join("to-filter"), libc::O_WRONLY) {
@@ -209,6 +246,9 @@ impl Drop for Endpoint {
             }
             Endpoint::Unix(_, p) => {
                 let _ = std::fs::remove_file(p);
+            }
+            Endpoint::Shm(f, _) => {
+                let _ = std::fs::remove_file(f.path());
             }
             _ => {}
         }

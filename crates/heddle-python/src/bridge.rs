@@ -59,7 +59,9 @@ impl PyBridge {
             return Err(errors::argument("Bridge: the command is empty"));
         };
         if !(timeout_s.is_finite() && timeout_s > 0.0) {
-            return Err(errors::argument(format!("Bridge: timeout_s must be positive, not {timeout_s}")));
+            return Err(errors::argument(format!(
+                "Bridge: timeout_s must be positive, not {timeout_s}"
+            )));
         }
         let transport: Transport = transport.parse().map_err(errors::bridge)?;
         let mut cfg = BridgeConfig::new(task)

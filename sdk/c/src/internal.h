@@ -45,6 +45,12 @@ void hb_buf_free(hb_buf *b);
 typedef struct hb_channel {
     int rfd, wfd;
     bool owned;
+    /* The shared-memory transport (spec/bridge.md §3.1): the mapping, or NULL. */
+    uint8_t *shm;
+    size_t shm_len;
+    uint64_t cap;
+    size_t rx, tx;
+    int peer; /* pidfd of the host, or -1 */
     hb_buf in;
     size_t in_pos;
     hb_buf out;

@@ -24,7 +24,7 @@ class WriteCounts(hb.Filter):
         name = f"part-{int(context['instance']):05d}"
         self.final = self.dir / name
         self.tmp = self.dir / f".{name}.tmp-{os.getpid()}"
-        self.out = open(self.tmp, "w", encoding="utf-8")  # noqa: SIM115 (closed in finalize)
+        self.out = open(self.tmp, "w", encoding="utf-8")
         self.lines = 0
 
     def process(self, record: hb.Record, emit: Callable[..., None]) -> None:

@@ -3,9 +3,14 @@
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
+import select
 import socket
+import struct
 import sys
+import time
 from typing import Any
 
 from . import wire
@@ -108,8 +113,117 @@ class Pipes:
         return Channel(self.rfd, self.wfd, owned=False)
 
 
+_U64 = struct.Struct("<Q")
+SHM_MAGIC = b"HDBRSHM1"
+SHM_BLOCK = 4096
+_WRITE, _READ, _CLOSED = 0, 64, 128
+
+
+class ShmChannel(Channel):
+    """The shared-memory rings of spec/bridge.md §3.1: ring 0 carries the host's bytes to
+    this filter, ring 1 this filter's to the host. Idle waits spin briefly, then sleep in
+    growing steps (up to 1 ms) on a pidfd of the host, so its exit ends them."""
+
+    def __init__(self, path: str) -> None:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+        try:
+            self.map = mmap.mmap(fd, 0)
+        finally:
+            os.close(fd)
+        if self.map[:8] != SHM_MAGIC:
+            raise wire.ProtocolError("PROTOCOL", f"{path} is not a Heddle shared-memory channel")
+        self.cap = _U64.unpack_from(self.map, 8)[0]
+        self.rx = SHM_BLOCK  # ring 0
+        self.tx = SHM_BLOCK + SHM_BLOCK + self.cap  # ring 1
+        # The positions are read and written as whole 64-bit words (ctypes, one load or
+        # store each): struct.pack_into writes byte by byte, which a peer could see torn.
+        self.rx_write = ctypes.c_uint64.from_buffer(self.map, self.rx + _WRITE)
+        self.rx_read = ctypes.c_uint64.from_buffer(self.map, self.rx + _READ)
+        self.rx_closed = ctypes.c_uint32.from_buffer(self.map, self.rx + _CLOSED)
+        self.tx_write = ctypes.c_uint64.from_buffer(self.map, self.tx + _WRITE)
+        self.tx_read = ctypes.c_uint64.from_buffer(self.map, self.tx + _READ)
+        self.tx_closed = ctypes.c_uint32.from_buffer(self.map, self.tx + _CLOSED)
+        try:
+            self.peer = os.pidfd_open(os.getppid())
+        except (AttributeError, OSError):
+            self.peer = -1
+        super().__init__(-1, -1, owned=False)
+
+    def _wait(self, started: float, naps: list[float]) -> bool:
+        """Waits a little; True once the host has exited."""
+        if time.perf_counter() - started < 50e-6:
+            return False
+        nap = naps[0]
+        naps[0] = min(nap * 2, 1e-3)
+        if self.peer >= 0:
+            return bool(select.select([self.peer], [], [], nap)[0])
+        time.sleep(nap)
+        return False
+
+    def flush(self) -> None:
+        if not self._out:
+            return
+        data = memoryview(b"".join(self._out))
+        self._out.clear()
+        self._out_len = 0
+        m, base, cap = self.map, self.tx, self.cap
+        started, naps = time.perf_counter(), [20e-6]
+        while data:
+            head = self.tx_write.value
+            tail = self.tx_read.value
+            free = cap - (head - tail)
+            if free == 0:
+                if self._wait(started, naps):
+                    raise BrokenPipeError("the host exited")
+                continue
+            at = head % cap
+            n = min(free, len(data), cap - at)
+            start = base + SHM_BLOCK + at
+            m[start : start + n] = data[:n]
+            self.tx_write.value = head + n  # publishes the bytes (stores stay in order on x86)
+            data = data[n:]
+            started, naps = time.perf_counter(), [20e-6]
+
+    def _fill(self, need: int) -> bool:
+        m, base, cap = self.map, self.rx, self.cap
+        started, naps = time.perf_counter(), [20e-6]
+        while self.buffered() < need:
+            if self._pos:
+                del self._buf[: self._pos]
+                self._pos = 0
+            self.flush()
+            head = self.rx_write.value
+            tail = self.rx_read.value
+            if head == tail:
+                if self.rx_closed.value or self._wait(started, naps):
+                    if head == self.rx_write.value:
+                        if self._buf:
+                            raise wire.ProtocolError(
+                                "PROTOCOL", "the host closed the channel inside a frame"
+                            )
+                        return False
+                continue
+            at = tail % cap
+            n = min(head - tail, cap - at)
+            start = base + SHM_BLOCK + at
+            self._buf += m[start : start + n]
+            self.rx_read.value = tail + n
+            started, naps = time.perf_counter(), [20e-6]
+        return True
+
+    def close(self) -> None:
+        self.flush()
+        self.tx_closed.value = 1
+        if self.peer >= 0:
+            os.close(self.peer)
+            self.peer = -1
+        # The ctypes views pin the mapping; it goes when they and the map are collected.
+        del self.rx_write, self.rx_read, self.rx_closed, self.tx_write, self.tx_read, self.tx_closed
+
+
 def open_channel(spec: str, pipes: Pipes) -> Channel:
-    """Opens the transport `spec` (`pipe`, `fifo:DIR`, `tcp:HOST:PORT`, `unix:PATH`)."""
+    """Opens the transport `spec` (`pipe`, `fifo:DIR`, `tcp:HOST:PORT`, `unix:PATH`,
+    `shm:PATH`)."""
     transport, _, address = spec.partition(":")
     if transport == "pipe":
         return pipes.channel()
@@ -122,6 +236,8 @@ def open_channel(spec: str, pipes: Pipes) -> Channel:
         s = socket.create_connection((host, int(port)))
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return Channel(s.fileno(), s.fileno(), keep=s, owned=False)
+    if transport == "shm":
+        return ShmChannel(address)
     if transport == "unix":
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(address)
