@@ -2,6 +2,7 @@
 //! against its peers.
 
 mod bench;
+mod bench_bridges;
 mod bench_dataflow;
 mod bench_recovery;
 mod bridge;
@@ -47,6 +48,8 @@ enum BenchCmd {
     Collectives(bench::BenchCollectivesArgs),
     /// Dataflow operation throughput and streaming latency.
     Dataflow(bench_dataflow::BenchDataflowArgs),
+    /// Bridged filters per language and transport against a raw C ping-pong.
+    Bridges(bench_bridges::BenchBridgesArgs),
     /// What checkpoints cost (throughput, duration, size) and how fast a killed job is
     /// back.
     Recovery(bench_recovery::BenchRecoveryArgs),
@@ -157,29 +160,34 @@ fn main() {
         _ => None,
     };
     heddle_runtime::install_logging("heddle", format);
-    let code = match cli.command {
-        Cmd::Run(args) => run(args),
-        Cmd::Bench(BenchCmd::Collectives(args)) => {
-            bench::bench_collectives(&args).unwrap_or_else(|e| {
-                eprintln!("heddle bench: {e}");
-                1
-            })
-        }
-        Cmd::Bench(BenchCmd::Dataflow(args)) => bench_dataflow::bench_dataflow(&args)
-            .unwrap_or_else(|e| {
-                eprintln!("heddle bench: {e}");
-                1
-            }),
-        Cmd::Master(args) => manual::master(args),
-        Cmd::Worker(args) => manual::worker(args),
-        Cmd::K8s(cmd) => k8s::k8s(cmd),
-        Cmd::Bridge(cmd) => bridge::bridge(cmd),
-        Cmd::Bench(BenchCmd::Recovery(args)) => bench_recovery::bench_recovery(&args)
-            .unwrap_or_else(|e| {
-                eprintln!("heddle bench: {e}");
-                1
-            }),
-    };
+    let code =
+        match cli.command {
+            Cmd::Run(args) => run(args),
+            Cmd::Bench(BenchCmd::Collectives(args)) => bench::bench_collectives(&args)
+                .unwrap_or_else(|e| {
+                    eprintln!("heddle bench: {e}");
+                    1
+                }),
+            Cmd::Bench(BenchCmd::Dataflow(args)) => bench_dataflow::bench_dataflow(&args)
+                .unwrap_or_else(|e| {
+                    eprintln!("heddle bench: {e}");
+                    1
+                }),
+            Cmd::Bench(BenchCmd::Bridges(args)) => bench_bridges::bench_bridges(&args)
+                .unwrap_or_else(|e| {
+                    eprintln!("heddle bench bridges: {e}");
+                    1
+                }),
+            Cmd::Master(args) => manual::master(args),
+            Cmd::Worker(args) => manual::worker(args),
+            Cmd::K8s(cmd) => k8s::k8s(cmd),
+            Cmd::Bridge(cmd) => bridge::bridge(cmd),
+            Cmd::Bench(BenchCmd::Recovery(args)) => bench_recovery::bench_recovery(&args)
+                .unwrap_or_else(|e| {
+                    eprintln!("heddle bench: {e}");
+                    1
+                }),
+        };
     std::process::exit(code);
 }
 
