@@ -380,6 +380,7 @@ func (s *Session) loop(f Filter) (int, error) {
 				if s.paused {
 					return exitError, perr("PROTOCOL", -1, "COMPLETE while paused")
 				}
+				s.credits = 1 << 62 // F3: finalize needs no credit
 				if err := f.Finalize(s); err != nil {
 					return exitError, userError("FINALIZE", -1, err)
 				}

@@ -316,6 +316,10 @@ impl Bridge {
     fn granted(&self, n: usize) -> Result<()> {
         let g = (self.cfg.credits / 2).max(1);
         let mut w = self.writer();
+        if w.finishing {
+            // F3: nothing follows the host's COMPLETE.
+            return Ok(());
+        }
         w.taken_since_grant += n as u32;
         let mut grant = false;
         let mut wrote = Ok(());

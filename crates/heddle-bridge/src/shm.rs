@@ -87,17 +87,25 @@ impl ShmFile {
 struct Backoff {
     start: Instant,
     sleep: Duration,
+    spins: u32,
 }
 
 impl Backoff {
     fn new() -> Backoff {
-        Backoff { start: Instant::now(), sleep: Duration::from_micros(20) }
+        Backoff { start: Instant::now(), sleep: Duration::from_micros(5), spins: 0 }
     }
 
     /// Returns `true` when the peer has exited.
     fn wait(&mut self, pidfd: i32) -> bool {
         if self.start.elapsed() < SPIN {
-            std::hint::spin_loop();
+            // Yield now and then: on a machine with fewer free cores than spinners, the
+            // peer may be waiting for this very core.
+            self.spins += 1;
+            if self.spins % 16 == 0 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
             return false;
         }
         let mut p = libc::pollfd { fd: pidfd, events: libc::POLLIN, revents: 0 };

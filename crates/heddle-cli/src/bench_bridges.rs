@@ -59,12 +59,14 @@ fn filter(root: &Path, language: &str) -> Result<(FilterCommand, Vec<Transport>)
     Ok(match language {
         "c" => (FilterCommand::new(b.join("c_reference_filter").display().to_string()), all),
         "python" => (
-            FilterCommand::new("python3").arg(root.join("sdk/python/tests/reference_filter.py").display().to_string()),
+            FilterCommand::new("python3")
+                .arg(root.join("sdk/python/tests/reference_filter.py").display().to_string()),
             all,
         ),
         "go" => (FilterCommand::new(b.join("go_reference_filter").display().to_string()), no_shm),
         "java" => {
-            let cp = std::fs::read_to_string(b.join("java-tests.classpath")).map_err(|e| e.to_string())?;
+            let cp = std::fs::read_to_string(b.join("java-tests.classpath"))
+                .map_err(|e| e.to_string())?;
             let cmd = FilterCommand::new("java")
                 .args(["-XX:TieredStopAtLevel=1", "-Xshare:auto", "-cp", cp.trim()])
                 .arg("dev.heddle.bridge.ReferenceFilter");
@@ -92,11 +94,17 @@ fn iterations(bytes: usize, scale: f64) -> usize {
 }
 
 fn start(cmd: &FilterCommand, t: Transport) -> Result<Bridge, String> {
-    Bridge::start(cmd, BridgeConfig::new("bench").transport(t).credits(64)).map_err(|e| e.to_string())
+    Bridge::start(cmd, BridgeConfig::new("bench").transport(t).credits(64))
+        .map_err(|e| e.to_string())
 }
 
 /// Median round trip and pipelined throughput of `bytes`-byte records.
-fn measure(cmd: &FilterCommand, t: Transport, bytes: usize, scale: f64) -> Result<(f64, f64), String> {
+fn measure(
+    cmd: &FilterCommand,
+    t: Transport,
+    bytes: usize,
+    scale: f64,
+) -> Result<(f64, f64), String> {
     let bridge = start(cmd, t)?;
     let payload = vec![7u8; bytes];
     let n = iterations(bytes, scale);
@@ -117,7 +125,9 @@ fn measure(cmd: &FilterCommand, t: Transport, bytes: usize, scale: f64) -> Resul
     let mut back = 0usize;
     let t0 = Instant::now();
     for _ in 0..total {
-        bridge.send(Record::bytes(payload.clone()), &mut |_| back += 1).map_err(|e| e.to_string())?;
+        bridge
+            .send(Record::bytes(payload.clone()), &mut |_| back += 1)
+            .map_err(|e| e.to_string())?;
     }
     bridge.finish(&mut |_| back += 1).map_err(|e| e.to_string())?;
     let secs = t0.elapsed().as_secs_f64();
@@ -129,7 +139,10 @@ fn measure(cmd: &FilterCommand, t: Transport, bytes: usize, scale: f64) -> Resul
 
 /// Switches into each transport from another while records flow; the median switch time
 /// per target, and the records lost, repeated or reordered (compared one by one).
-fn switching(cmd: &FilterCommand, ts: &[Transport]) -> Result<(Vec<(Transport, f64)>, u64), String> {
+fn switching(
+    cmd: &FilterCommand,
+    ts: &[Transport],
+) -> Result<(Vec<(Transport, f64)>, u64), String> {
     let bridge = start(cmd, ts[0])?;
     let mut times: Vec<(Transport, f64)> = Vec::new();
     let mut got: Vec<Record> = Vec::new();
@@ -146,11 +159,20 @@ fn switching(cmd: &FilterCommand, ts: &[Transport]) -> Result<(Vec<(Transport, f
         }
     }
     bridge.finish(&mut |x| got.push(x)).map_err(|e| e.to_string())?;
-    let echoed: Vec<u64> =
-        got.iter().filter(|r| r.payload.len() == 8).map(|r| u64::from_le_bytes(r.payload[..8].try_into().unwrap_or_default())).collect();
-    let lost = (0..sent).zip(echoed.iter().copied().chain(std::iter::repeat(u64::MAX))).filter(|(a, b)| a != b).count() as u64
+    let echoed: Vec<u64> = got
+        .iter()
+        .filter(|r| r.payload.len() == 8)
+        .map(|r| u64::from_le_bytes(r.payload[..8].try_into().unwrap_or_default()))
+        .collect();
+    let lost = (0..sent)
+        .zip(echoed.iter().copied().chain(std::iter::repeat(u64::MAX)))
+        .filter(|(a, b)| a != b)
+        .count() as u64
         + echoed.len().saturating_sub(sent as usize) as u64;
-    let per = ts.iter().map(|t| (*t, median(times.iter().filter(|(x, _)| x == t).map(|(_, d)| *d).collect()))).collect();
+    let per = ts
+        .iter()
+        .map(|t| (*t, median(times.iter().filter(|(x, _)| x == t).map(|(_, d)| *d).collect())))
+        .collect();
     Ok((per, lost))
 }
 
@@ -158,12 +180,15 @@ fn raw_rtt(root: &Path, t: Transport, bytes: usize, scale: f64) -> f64 {
     let out = Command::new(root.join("target/bridges/raw_pingpong"))
         .args([t.name(), &bytes.to_string(), &iterations(bytes, scale).to_string()])
         .output();
-    out.ok().and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok()).unwrap_or(f64::NAN)
+    out.ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(f64::NAN)
 }
 
 pub(crate) fn bench_bridges(args: &BenchBridgesArgs) -> Result<i32, String> {
     let root = root()?;
-    let status = Command::new(root.join("examples/bridges/build.sh")).status().map_err(|e| e.to_string())?;
+    let status =
+        Command::new(root.join("examples/bridges/build.sh")).status().map_err(|e| e.to_string())?;
     if !status.success() {
         return Err(format!("building the filters failed ({status})"));
     }
@@ -175,8 +200,18 @@ pub(crate) fn bench_bridges(args: &BenchBridgesArgs) -> Result<i32, String> {
             for &bytes in &args.sizes {
                 let (rtt_us, mb_s) = measure(&cmd, t, bytes, args.scale)?;
                 let raw_rtt_us = raw_rtt(&root, t, bytes, args.scale);
-                let switch_us = switches.iter().find(|(x, _)| *x == t).map_or(f64::NAN, |(_, d)| *d);
-                let row = Row { language: language.clone(), transport: t, bytes, rtt_us, raw_rtt_us, mb_s, switch_us, lost };
+                let switch_us =
+                    switches.iter().find(|(x, _)| *x == t).map_or(f64::NAN, |(_, d)| *d);
+                let row = Row {
+                    language: language.clone(),
+                    transport: t,
+                    bytes,
+                    rtt_us,
+                    raw_rtt_us,
+                    mb_s,
+                    switch_us,
+                    lost,
+                };
                 print_row(&row, args.json);
                 rows.push(row);
             }

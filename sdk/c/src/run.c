@@ -110,6 +110,7 @@ static int control(hb_session *s, const hb_filter *f, const msg *m, int *status)
     } else if (!strcmp(type, "STATUS")) {
         rc = send_status(s);
     } else if (!strcmp(type, "COMPLETE")) {
+        s->credits = UINT64_MAX / 2; /* F3: finalize needs no credit */
         if (s->paused) rc = hb_set_error(s, "PROTOCOL", -1, "COMPLETE while paused");
         else if (f->finalize && f->finalize(f->user, s)) {
             char why[sizeof s->err];

@@ -294,6 +294,7 @@ class Session:
             elif kind == "COMPLETE":
                 if self.paused:
                     raise wire.ProtocolError("PROTOCOL", "COMPLETE while the filter is paused")
+                self.credits = 1 << 62  # F3: finalize needs no credit
                 try:
                     flt.finalize(emit)
                 except Exception as e:

@@ -266,6 +266,7 @@ public final class Session implements Emitter {
                     case "STATUS" -> status();
                     case "COMPLETE" -> {
                         if (paused) throw BridgeException.protocol("COMPLETE while paused");
+                        credits = Long.MAX_VALUE / 2; // F3: finalize needs no credit
                         try {
                             f.finalize(this);
                         } catch (Exception e) {
