@@ -101,7 +101,7 @@ impl Backoff {
             // Yield now and then: on a machine with fewer free cores than spinners, the
             // peer may be waiting for this very core.
             self.spins += 1;
-            if self.spins % 16 == 0 {
+            if self.spins.is_multiple_of(16) {
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();
