@@ -30,7 +30,7 @@ from heddle._heddle import bridge as _bridge
 __all__ = ["TRANSPORTS", "Bridge"]
 
 #: The transports a bridge can use.
-TRANSPORTS = ("pipe", "fifo", "tcp", "unix")
+TRANSPORTS = ("pipe", "fifo", "tcp", "unix", "shm")
 
 
 class Bridge:
@@ -38,7 +38,9 @@ class Bridge:
     go to its ``init``. Results come back from :meth:`send` (those that arrived meanwhile),
     :meth:`recv`, :meth:`drain` and :meth:`finish` (the rest, after ``finalize``). A filter
     that fails, exits early or stays silent past ``timeout`` seconds raises
-    ``heddle.TaskError`` with its exit status and the end of its stderr."""
+    ``heddle.TaskError`` with its exit status and the end of its stderr. ``policy`` holds
+    rules that switch the transport by the bridge's diagnostics, such as
+    ``"record_bytes > 64KiB -> shm; open_sockets > 900 -> pipe"`` (see docs/bridges.md)."""
 
     def __init__(
         self,
@@ -50,6 +52,7 @@ class Bridge:
         credits: int = 64,
         max_record: int = 64 << 20,
         timeout: float = 60.0,
+        policy: str | None = None,
     ) -> None:
         cmd = command.split() if isinstance(command, str) else [str(c) for c in command]
         self._native = _bridge.Bridge(
@@ -60,6 +63,7 @@ class Bridge:
             credits=credits,
             max_record=max_record,
             timeout_s=timeout,
+            policy=policy,
         )
 
     def send(self, record: Any) -> list[Any]:

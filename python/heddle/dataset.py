@@ -254,12 +254,14 @@ class DataSet:
         credits: int = 64,
         max_record: int = 64 << 20,
         timeout: float = 60.0,
+        policy: str | None = None,
     ) -> DataSet:
         """Each partition's records through ``command``, a filter written with one of the
         bridge SDKs (C, C++, Java, Go, Python) — Spark's ``rdd.pipe``, but framed and typed:
         ``str`` crosses as UTF-8, ``bytes`` as bytes, numbers and numpy arrays as typed
         arrays, ``(key, value)`` pairs keyed (see :mod:`heddle._bridge`); results come back
-        the same way. ``transport`` is ``"pipe"``, ``"fifo"``, ``"tcp"`` or ``"unix"``;
+        the same way. ``transport`` is ``"pipe"``, ``"fifo"``, ``"tcp"``, ``"unix"`` or
+        ``"shm"``, and ``policy`` may switch it by rules (see :class:`heddle.bridge.Bridge`);
         ``args`` go to the filter's ``init``. A filter that fails, exits early or hangs past
         ``timeout`` seconds fails the job with its exit status and the end of its stderr."""
         from heddle._bridge import from_wire, to_wire
@@ -267,7 +269,7 @@ class DataSet:
         cmd = command.split() if isinstance(command, str) else [str(c) for c in command]
         wired = self._native.map(to_wire)
         out = _data.pipe(
-            wired, cmd, transport, [str(a) for a in args], credits, max_record, timeout
+            wired, cmd, transport, [str(a) for a in args], credits, max_record, timeout, policy
         )
         return self._wrap(out.map(from_wire))
 

@@ -328,13 +328,14 @@ class TaskGraph:
         credits: int = 64,
         max_record: int = 64 << 20,
         timeout: float = 60.0,
+        policy: str | None = None,
     ) -> Vertex:
         """A vertex of ``parallelism`` instances, each the program ``command`` — a filter
         written with a bridge SDK in C, C++, Java, Go or Python (see :mod:`heddle.bridge`)
         — started before the first record, fed each record and ended (its ``finalize``) at
         the end of the input; its results are the vertex's output. ``args`` go to the
-        filter's ``init``; ``transport`` is ``"pipe"``, ``"fifo"``, ``"tcp"`` or
-        ``"unix"``."""
+        filter's ``init``; ``transport`` is ``"pipe"``, ``"fifo"``, ``"tcp"``, ``"unix"`` or
+        ``"shm"``; ``policy`` switches it by rules (see :class:`heddle.bridge.Bridge`)."""
         cmd = command.split() if isinstance(command, str) else [str(c) for c in command]
         options: dict[str, Any] = {
             "transport": transport,
@@ -342,6 +343,7 @@ class TaskGraph:
             "credits": credits,
             "max_record": max_record,
             "timeout_s": timeout,
+            "policy": policy,
         }
         return self._add(name, False, parallelism, lambda _i: _BridgeTask(cmd, options))
 

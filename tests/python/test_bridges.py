@@ -180,3 +180,36 @@ def test_a_failing_bridge_vertex_fails_the_job() -> None:
     g.connect(up, sink, Edge.hash())
     with pytest.raises(heddle.HeddleError, match="record 4"):
         Job(heddle.init(), g).run()
+
+
+def test_a_policy_switches_the_transport_by_record_size() -> None:
+    from heddle.bridge import Bridge
+
+    b = Bridge(PY_FILTER, policy="record_bytes > 4KiB -> shm", credits=8)
+    got: list = []
+    for i in range(200):
+        got += b.send(f"w{i}")
+    assert b.transport == "pipe"
+    for i in range(200):
+        got += b.send(bytes([i % 256]) * 10_000)
+    assert b.transport == "shm"
+    reasons = b.diagnostics()["switch_reasons"]
+    assert len(reasons) == 1 and "record_bytes" in reasons[0], reasons
+    got += b.finish()
+    assert got[:200] == [f"W{i}" for i in range(200)]
+    assert got[200:400] == [bytes([i % 256]) * 10_000 for i in range(200)]
+
+
+def test_a_bad_policy_is_refused_naming_the_rule() -> None:
+    from heddle.bridge import Bridge
+
+    with pytest.raises(heddle.HeddleError, match="unknown metric `latency`"):
+        Bridge(PY_FILTER, policy="latency > 5 -> shm")
+
+
+@pytest.mark.parametrize("transport", ["shm"])
+def test_pipe_over_shared_memory(s: Session, transport: str) -> None:
+    words = [f"w{i}" for i in range(3000)]
+    out = s.from_list(words).pipe(PY_FILTER, transport, args=["n="]).collect()
+    assert out is not None
+    assert sorted(w for w in out if not w.startswith("n=")) == sorted(upper(w) for w in words)

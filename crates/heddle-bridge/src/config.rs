@@ -38,6 +38,8 @@ pub struct BridgeConfig {
     pub kill_grace: Duration,
     /// The bridge id (the `edge` of its frames).
     pub bridge_id: u32,
+    /// Rules that switch the transport while the bridge runs.
+    pub policy: Option<crate::Policy>,
 }
 
 impl BridgeConfig {
@@ -57,6 +59,7 @@ impl BridgeConfig {
             idle_timeout: Duration::from_secs(60),
             kill_grace: Duration::from_secs(1),
             bridge_id: 1,
+            policy: None,
         }
     }
 
@@ -93,6 +96,13 @@ impl BridgeConfig {
     #[must_use]
     pub fn max_record(mut self, bytes: u64) -> BridgeConfig {
         self.max_record = bytes;
+        self
+    }
+
+    /// Sets the switching policy.
+    #[must_use]
+    pub fn policy(mut self, policy: crate::Policy) -> BridgeConfig {
+        self.policy = Some(policy);
         self
     }
 

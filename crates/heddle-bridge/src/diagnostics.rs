@@ -44,6 +44,12 @@ pub struct Diagnostics {
     pub shm_bytes: u64,
     /// Descriptors open in this (the host's) process.
     pub host_open_fds: u64,
+    /// Sockets open in this process.
+    pub host_open_sockets: u64,
+    /// Mean payload of the records sent lately (exponential average over ~32 records).
+    pub mean_record_bytes: f64,
+    /// Why each policy switch happened, in order.
+    pub switch_reasons: Vec<String>,
 }
 
 /// The running counters behind [`Diagnostics`].
@@ -61,6 +67,9 @@ pub(crate) struct Meter {
     samples: VecDeque<u32>,
     pub(crate) switches: Vec<Duration>,
     pub(crate) filter: Option<FilterStatus>,
+    mean_bytes: f64,
+    pub(crate) switch_reasons: Vec<String>,
+    pub(crate) last_switch: Option<Instant>,
 }
 
 impl Meter {
@@ -78,6 +87,9 @@ impl Meter {
             samples: VecDeque::new(),
             switches: Vec::new(),
             filter: None,
+            mean_bytes: 0.0,
+            switch_reasons: Vec::new(),
+            last_switch: None,
         }
     }
 
@@ -85,6 +97,11 @@ impl Meter {
         self.records_sent += 1;
         self.bytes_sent += bytes as u64;
         self.max_record_sent = self.max_record_sent.max(bytes as u64);
+        self.mean_bytes = if self.records_sent == 1 {
+            bytes as f64
+        } else {
+            self.mean_bytes + (bytes as f64 - self.mean_bytes) / 32.0
+        };
         self.sent_at.push_back(Instant::now());
         self.max_in_flight = self.max_in_flight.max(self.records_sent - self.granted);
     }
@@ -121,6 +138,7 @@ impl Meter {
             }
         };
         let secs = self.started.elapsed().as_secs_f64().max(1e-9);
+        let fds = open_fds();
         Diagnostics {
             transport,
             epoch,
@@ -137,7 +155,23 @@ impl Meter {
             switches: self.switches.clone(),
             filter: self.filter,
             shm_bytes,
-            host_open_fds: std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64),
+            host_open_fds: fds.0,
+            host_open_sockets: fds.1,
+            mean_record_bytes: self.mean_bytes,
+            switch_reasons: self.switch_reasons.clone(),
         }
     }
+}
+
+/// Descriptors and sockets open in this process.
+fn open_fds() -> (u64, u64) {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else { return (0, 0) };
+    let (mut fds, mut sockets) = (0, 0);
+    for e in dir.flatten() {
+        fds += 1;
+        if std::fs::read_link(e.path()).is_ok_and(|l| l.to_string_lossy().starts_with("socket:")) {
+            sockets += 1;
+        }
+    }
+    (fds, sockets)
 }

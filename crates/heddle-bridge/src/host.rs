@@ -278,7 +278,8 @@ impl Bridge {
                 let seq = w.next_seq;
                 w.fw.record(TAG_DATA, seq, &record).map_err(|e| self.fail_with(e))?;
                 w.next_seq += 1;
-                return Ok(());
+                drop(w);
+                return self.apply_policy(seq + 1);
             }
             w.fw.flush().map_err(|e| self.fail_with(e))?;
             drop(w);
@@ -286,6 +287,27 @@ impl Bridge {
                 (s.credits > 0 || !s.results.is_empty()).then_some(())
             })?;
         }
+    }
+
+    /// Every `check_every` records, switches the transport if the policy says so.
+    fn apply_policy(&self, sent: u64) -> Result<()> {
+        let Some(policy) = &self.cfg.policy else { return Ok(()) };
+        if sent % policy.check_every.max(1) != 0 {
+            return Ok(());
+        }
+        {
+            let s = self.shared.lock();
+            if s.meter.last_switch.is_some_and(|t| t.elapsed() < policy.cooldown) {
+                return Ok(());
+            }
+        }
+        if let Some((to, why)) = policy.decide(&self.diagnostics()) {
+            self.switch(to)?;
+            let mut s = self.shared.lock();
+            s.meter.switch_reasons.push(why);
+            s.meter.last_switch = Some(Instant::now());
+        }
+        Ok(())
     }
 
     /// Sends everything buffered to the filter.

@@ -118,3 +118,44 @@ fn every_pair_of_transports_switches_both_ways() {
         }
     }
 }
+
+#[test]
+fn a_policy_moves_large_records_to_shared_memory() {
+    let policy =
+        heddle_bridge::Policy::parse("record_bytes > 4KiB -> shm; open_sockets > 100000 -> pipe")
+            .unwrap();
+    let (cmd, cfg) = reference(&[]);
+    let bridge = Bridge::start(&cmd, cfg.credits(8).policy(policy)).unwrap();
+    let mut out = Vec::new();
+    let small: Vec<Record> = (0..300).map(|i| Record::bytes(vec![i as u8; 100])).collect();
+    let large: Vec<Record> = (0..300).map(|i| Record::bytes(vec![i as u8; 10_000])).collect();
+    for r in &small {
+        bridge.send(r.clone(), &mut |x| out.push(x)).unwrap();
+    }
+    assert_eq!(bridge.transport(), Transport::Pipe, "small records stay on the pipe");
+    for r in &large {
+        bridge.send(r.clone(), &mut |x| out.push(x)).unwrap();
+    }
+    let d = bridge.diagnostics();
+    assert_eq!(d.transport, Transport::Shm);
+    assert_eq!(d.switch_reasons.len(), 1, "{:?}", d.switch_reasons);
+    assert!(d.switch_reasons[0].contains("record_bytes > 4KiB -> shm"), "{:?}", d.switch_reasons);
+    bridge.finish(&mut |x| out.push(x)).unwrap();
+    let want: Vec<Record> = small.into_iter().chain(large).collect();
+    assert!(out[..600] == want[..], "every record back, in order, across the switch");
+}
+
+#[test]
+fn bad_policies_are_refused_by_rule() {
+    for (text, needle) in [
+        ("record_bytes > 4KiB", "expected `METRIC OP VALUE -> TRANSPORT`"),
+        ("latency > 5 -> shm", "unknown metric `latency`"),
+        ("p99_us > 5 parsecs -> shm", "unknown unit"),
+        ("p99_us = 5 -> shm", "no comparison"),
+        ("p99_us > 5 -> carrier-pigeon", "unknown bridge transport"),
+        ("", "empty policy"),
+    ] {
+        let e = heddle_bridge::Policy::parse(text).unwrap_err().to_string();
+        assert!(e.contains(needle), "{text}: {e}");
+    }
+}

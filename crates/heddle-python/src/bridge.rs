@@ -40,7 +40,8 @@ impl PyBridge {
     /// Starts ``command`` and returns once its ``init`` ran.
     #[new]
     #[pyo3(signature = (command, task, instance=0, parallelism=1, bridge_id=1, transport="pipe",
-                        args=Vec::new(), credits=64, max_record=64 << 20, timeout_s=60.0))]
+                        args=Vec::new(), credits=64, max_record=64 << 20, timeout_s=60.0,
+                        policy=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -54,6 +55,7 @@ impl PyBridge {
         credits: u32,
         max_record: u64,
         timeout_s: f64,
+        policy: Option<String>,
     ) -> PyResult<PyBridge> {
         let Some((program, rest)) = command.split_first() else {
             return Err(errors::argument("Bridge: the command is empty"));
@@ -71,6 +73,9 @@ impl PyBridge {
             .credits(credits)
             .max_record(max_record);
         cfg.bridge_id = bridge_id;
+        if let Some(p) = policy {
+            cfg.policy = Some(heddle_bridge::Policy::parse(&p).map_err(errors::bridge)?);
+        }
         cfg.start_timeout = Duration::from_secs_f64(timeout_s);
         cfg.idle_timeout = Duration::from_secs_f64(timeout_s);
         let cmd = FilterCommand::new(program).args(rest.iter().cloned());
@@ -151,6 +156,11 @@ impl PyBridge {
         d.set_item("latency_p50_us", m.latency_p50_us)?;
         d.set_item("latency_p99_us", m.latency_p99_us)?;
         d.set_item("switches_s", m.switches.iter().map(Duration::as_secs_f64).collect::<Vec<_>>())?;
+        d.set_item("switch_reasons", m.switch_reasons)?;
+        d.set_item("mean_record_bytes", m.mean_record_bytes)?;
+        d.set_item("shm_bytes", m.shm_bytes)?;
+        d.set_item("host_open_fds", m.host_open_fds)?;
+        d.set_item("host_open_sockets", m.host_open_sockets)?;
         Ok(d)
     }
 

@@ -16,7 +16,7 @@ use crate::record::PyObj;
 
 /// The records of `ds` (wire triples) through `command` on each partition, as wire triples.
 #[pyfunction]
-#[pyo3(signature = (ds, command, transport, args, credits, max_record, timeout_s))]
+#[pyo3(signature = (ds, command, transport, args, credits, max_record, timeout_s, policy=None))]
 #[allow(clippy::too_many_arguments)]
 fn pipe(
     ds: &PyDataSet,
@@ -26,6 +26,7 @@ fn pipe(
     credits: u32,
     max_record: u64,
     timeout_s: f64,
+    policy: Option<String>,
 ) -> PyResult<PyDataSet> {
     let Some((program, rest)) = command.split_first() else {
         return Err(errors::argument("pipe: the command is empty"));
@@ -44,6 +45,9 @@ fn pipe(
         .max_record(max_record);
     cfg.start_timeout = Duration::from_secs_f64(timeout_s);
     cfg.idle_timeout = Duration::from_secs_f64(timeout_s);
+    if let Some(p) = policy {
+        cfg.policy = Some(heddle_bridge::Policy::parse(&p).map_err(errors::bridge)?);
+    }
     let cmd = FilterCommand::new(program).args(rest.iter().cloned());
     let records = ds.ds.map(|x: PyObj| {
         guarded(|py| {

@@ -190,6 +190,7 @@ def pipe(
     credits: int,
     max_record: int,
     timeout_s: float,
+    policy: str | None = None,
 ) -> DataSet:
     """The wire triples of ``ds`` through a bridged program, as wire triples."""
 
