@@ -292,7 +292,7 @@ impl Bridge {
     /// Every `check_every` records, switches the transport if the policy says so.
     fn apply_policy(&self, sent: u64) -> Result<()> {
         let Some(policy) = &self.cfg.policy else { return Ok(()) };
-        if sent % policy.check_every.max(1) != 0 {
+        if !sent.is_multiple_of(policy.check_every.max(1)) {
             return Ok(());
         }
         {
