@@ -182,6 +182,9 @@ func (s *Session) Emit(codec Codec, data, key []byte) error {
 				return err
 			}
 		} else {
+			if ctl, err := parseControl(m); m.kind == kindControl && err == nil && ctl["type"] == "COMPLETE" {
+				s.credits = 1 << 62 // F3: the host sends no more credit
+			}
 			s.pending = append(s.pending, *m)
 		}
 	}

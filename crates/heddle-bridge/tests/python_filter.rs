@@ -159,3 +159,24 @@ fn bad_policies_are_refused_by_rule() {
         assert!(e.contains(needle), "{text}: {e}");
     }
 }
+
+#[test]
+fn many_results_per_record_flow_past_the_hosts_complete() {
+    let cmd = FilterCommand::new("python3")
+        .arg(sdk().join("tests/fanout_filter.py").display().to_string());
+    for t in [Transport::Pipe, Transport::Shm] {
+        let bridge =
+            Bridge::start(&cmd, BridgeConfig::new("fanout").transport(t).credits(4).args(["25"]))
+                .unwrap();
+        let mut out = Vec::new();
+        for i in 0..40 {
+            bridge.send(Record::text(format!("r{i}")), &mut |r| out.push(r)).unwrap();
+        }
+        let report = bridge.finish(&mut |r| out.push(r)).unwrap();
+        assert_eq!(report.records_out, 40 * 25, "over {t}");
+        let want: Vec<String> =
+            (0..40).flat_map(|i| (0..25).map(move |j| format!("r{i}.{j}"))).collect();
+        let got: Vec<String> = out.iter().map(|r| r.as_text().unwrap().to_owned()).collect();
+        assert!(got == want, "over {t}: {} results", got.len());
+    }
+}

@@ -1,6 +1,7 @@
 /* Messages on the filter's channel: reading whole messages with the checks of spec/bridge.md
  * §2 (B2, B3, B5), writing fragmented ones (B3), credits and hb_emit (§5). */
 #define _GNU_SOURCE
+#include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -152,6 +153,15 @@ int hb_add_credit(hb_session *s, const msg *m) {
     return 0;
 }
 
+/* Whether a control message is the host's COMPLETE (F3). */
+static bool is_complete(const msg *m) {
+    cJSON *o = cJSON_ParseWithLength((const char *)m->data, m->len);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "type");
+    bool yes = cJSON_IsString(t) && !strcmp(t->valuestring, "COMPLETE");
+    cJSON_Delete(o);
+    return yes;
+}
+
 int hb_emit(hb_session *s, uint8_t codec, const void *data, size_t len, const void *key,
             size_t key_len) {
     if (codec == HB_PICKLE) return hb_set_error(s, "PROTOCOL", -1, "pickled records cannot cross a bridge");
@@ -169,6 +179,8 @@ int hb_emit(hb_session *s, uint8_t codec, const void *data, size_t len, const vo
             hb_msg_free(m);
             if (bad) return -1;
         } else {
+            if (m->kind == HB_KIND_BRIDGE_CONTROL && is_complete(m))
+                s->credits = UINT64_MAX / 2; /* F3: the host sends no more credit */
             hb_push(&s->pending, m);
         }
     }

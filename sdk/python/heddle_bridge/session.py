@@ -156,6 +156,11 @@ class Session:
             if m.kind == wire.CREDIT:
                 self._credit(m)
             else:
+                if (
+                    m.kind == wire.BRIDGE_CONTROL
+                    and wire.decode_control(m.payload)["type"] == "COMPLETE"
+                ):
+                    self.credits = 1 << 62  # F3: the host sends no more credit
                 self.pending.append(m)
         self.credits -= 1
         self.ch.write(

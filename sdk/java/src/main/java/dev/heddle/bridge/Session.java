@@ -130,8 +130,14 @@ public final class Session implements Emitter {
         while (credits == 0) { // F2: read ahead until a credit arrives
             Message m = readWire();
             if (m == null) throw BridgeException.protocol("the host closed the channel while waiting for credit");
-            if (m.kind == Wire.KIND_CREDIT) addCredit(m);
-            else pending.add(m);
+            if (m.kind == Wire.KIND_CREDIT) {
+                addCredit(m);
+            } else {
+                if (m.kind == Wire.KIND_CONTROL && str(parse(m), "type").equals("COMPLETE")) {
+                    credits = Long.MAX_VALUE / 2; // F3: the host sends no more credit
+                }
+                pending.add(m);
+            }
         }
         credits--;
         writeMessage(Wire.KIND_DATA, codec, Wire.TAG_RESULTS, nextOut, k, data);
