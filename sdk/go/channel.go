@@ -50,7 +50,7 @@ func (p pair) Close() error {
 }
 
 // openChannel opens the transport spec (spec/bridge.md §3): pipe, fifo:DIR, tcp:HOST:PORT
-// or unix:PATH; pipe uses the saved standard streams.
+// unix:PATH or shm:PATH; pipe uses the saved standard streams.
 func openChannel(spec string, stdin io.Reader, stdout io.Writer) (*channel, error) {
 	transport, addr, _ := strings.Cut(spec, ":")
 	switch transport {
@@ -67,6 +67,12 @@ func openChannel(spec string, stdin io.Reader, stdout io.Writer) (*channel, erro
 			return nil, err
 		}
 		return newChannel(r, w, pair{r, w}), nil
+	case "shm":
+		c, err := openShm(addr)
+		if err != nil {
+			return nil, err
+		}
+		return newChannel(c, c, c), nil
 	case "tcp", "unix":
 		conn, err := net.Dial(transport, addr)
 		if err != nil {

@@ -80,10 +80,17 @@ impl std::fmt::Debug for Channel {
 #[derive(Debug)]
 pub(crate) enum Endpoint {
     Pipe,
-    Fifo { dir: PathBuf, from_filter: File },
+    Fifo {
+        dir: PathBuf,
+        from_filter: File,
+    },
     Tcp(TcpListener),
     Unix(UnixListener, PathBuf),
-    Shm(std::sync::Arc<crate::shm::ShmFile>, std::sync::Arc<crate::shm::Deadline>),
+    Shm(
+        std::sync::Arc<crate::shm::ShmFile>,
+        std::sync::Arc<crate::shm::Deadline>,
+        Option<heddle_comm::scratch::ScratchDir>,
+    ),
 }
 
 impl Endpoint {
@@ -119,9 +126,16 @@ impl Endpoint {
                 Endpoint::Unix(l, path)
             }
             Transport::Shm => {
-                let path = dir.join(format!("bridge-{epoch}.shm"));
+                // Memory-backed where the machine has it (/dev/shm): a file in /tmp may live on
+                // a disk, whose page cache would be written back while the rings run.
+                let shm_dir = Path::new("/dev/shm")
+                    .is_dir()
+                    .then(|| heddle_comm::scratch::ScratchDir::create(Path::new("/dev/shm")).ok())
+                    .flatten();
+                let at = shm_dir.as_ref().map_or(dir, |d| d.path());
+                let path = at.join(format!("bridge-{epoch}.shm"));
                 let file = crate::shm::ShmFile::create(&path, crate::shm::SHM_DEFAULT_CAPACITY)?;
-                Endpoint::Shm(file, std::sync::Arc::default())
+                Endpoint::Shm(file, std::sync::Arc::default(), shm_dir)
             }
         })
     }
@@ -144,20 +158,20 @@ impl Endpoint {
             Endpoint::Fifo { dir, .. } => dir.display().to_string(),
             Endpoint::Tcp(l) => l.local_addr().map(|a| a.to_string()).unwrap_or_default(),
             Endpoint::Unix(_, p) => p.display().to_string(),
-            Endpoint::Shm(f, _) => f.path().display().to_string(),
+            Endpoint::Shm(f, ..) => f.path().display().to_string(),
         }
     }
 
     /// Clears the deadline of the first message (shm), once it arrived.
     pub(crate) fn handshake_done(&self) {
-        if let Endpoint::Shm(_, first) = self {
+        if let Endpoint::Shm(_, first, _) = self {
             first.set(None);
         }
     }
 
     /// Bytes of shared memory it holds.
     pub(crate) fn shm_bytes(&self) -> usize {
-        if let Endpoint::Shm(f, _) = self {
+        if let Endpoint::Shm(f, ..) = self {
             f.bytes()
         } else {
             0
@@ -189,7 +203,7 @@ impl Endpoint {
                 Endpoint::Pipe => {
                     return Err(Error::Config("a pipe channel is not accepted".into()))
                 }
-                Endpoint::Shm(file, first) => {
+                Endpoint::Shm(file, first, _) => {
                     // The rings are ready: the filter's first frame arrives on them.
                     first.set(Some(deadline));
                     let peer = std::sync::Arc::new(crate::shm::PidFd(crate::shm::pidfd(pid)));
@@ -247,7 +261,7 @@ impl Drop for Endpoint {
             Endpoint::Unix(_, p) => {
                 let _ = std::fs::remove_file(p);
             }
-            Endpoint::Shm(f, _) => {
+            Endpoint::Shm(f, ..) => {
                 let _ = std::fs::remove_file(f.path());
             }
             _ => {}

@@ -55,7 +55,6 @@ fn root() -> Result<PathBuf, String> {
 fn filter(root: &Path, language: &str) -> Result<(FilterCommand, Vec<Transport>), String> {
     let b = root.join("target/bridges");
     let all = Transport::ALL.to_vec();
-    let no_shm: Vec<Transport> = all.iter().copied().filter(|t| *t != Transport::Shm).collect();
     Ok(match language {
         "c" => (FilterCommand::new(b.join("c_reference_filter").display().to_string()), all),
         "python" => (
@@ -63,14 +62,14 @@ fn filter(root: &Path, language: &str) -> Result<(FilterCommand, Vec<Transport>)
                 .arg(root.join("sdk/python/tests/reference_filter.py").display().to_string()),
             all,
         ),
-        "go" => (FilterCommand::new(b.join("go_reference_filter").display().to_string()), no_shm),
+        "go" => (FilterCommand::new(b.join("go_reference_filter").display().to_string()), all),
         "java" => {
             let cp = std::fs::read_to_string(b.join("java-tests.classpath"))
                 .map_err(|e| e.to_string())?;
             let cmd = FilterCommand::new("java")
                 .args(["-XX:TieredStopAtLevel=1", "-Xshare:auto", "-cp", cp.trim()])
                 .arg("dev.heddle.bridge.ReferenceFilter");
-            (cmd, no_shm)
+            (cmd, all)
         }
         other => return Err(format!("unknown language `{other}`: use c, python, go or java")),
     })

@@ -16,7 +16,7 @@ pub(crate) enum BridgeCmd {
 #[derive(Debug, clap::Args)]
 pub(crate) struct ConformanceArgs {
     /// Transports to test, comma-separated (the SDK's language must allow each).
-    #[arg(long, default_value = "pipe,fifo,tcp,unix", value_delimiter = ',')]
+    #[arg(long, default_value = "pipe,fifo,tcp,unix,shm", value_delimiter = ',')]
     transports: Vec<String>,
     /// Print one JSON object per case instead of text.
     #[arg(long)]

@@ -49,7 +49,7 @@ final class Channel {
         if (closer != null) closer.close();
     }
 
-    /** Opens pipe, fifo:DIR, tcp:HOST:PORT or unix:PATH; pipe uses the saved standard streams. */
+    /** Opens pipe, fifo:DIR, tcp:HOST:PORT, unix:PATH or shm:PATH; pipe uses the saved standard streams. */
     static Channel open(String spec, InputStream stdin, OutputStream stdout) throws IOException {
         int colon = spec.indexOf(':');
         String transport = colon < 0 ? spec : spec.substring(0, colon);
@@ -71,6 +71,11 @@ final class Channel {
                 s.setTcpNoDelay(true);
                 s.connect(new InetSocketAddress(addr.substring(0, c), Integer.parseInt(addr.substring(c + 1))));
                 return new Channel(s.getInputStream(), s.getOutputStream(), s);
+            }
+            case "shm": {
+                Shm shm = Shm.open(addr);
+                OutputStream w = shm.out();
+                return new Channel(shm.in(), w, w::close);
             }
             case "unix": {
                 SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);

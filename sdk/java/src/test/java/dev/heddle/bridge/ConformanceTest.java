@@ -19,7 +19,8 @@ class ConformanceTest {
         assumeTrue(!heddle.isEmpty(), "heddle.bin is not set");
         String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        Process p = new ProcessBuilder(heddle, "bridge", "conformance", "--", java, "-XX:TieredStopAtLevel=1",
+        Process p = new ProcessBuilder(heddle, "bridge", "conformance", "--transports", "pipe,fifo,tcp,unix,shm", "--",
+                java, "-XX:TieredStopAtLevel=1",
                 "-Xshare:auto", "-cp", cp, ReferenceFilter.class.getName())
                 .redirectErrorStream(true)
                 .start();
