@@ -261,8 +261,10 @@ impl Drop for Endpoint {
             Endpoint::Unix(_, p) => {
                 let _ = std::fs::remove_file(p);
             }
-            Endpoint::Shm(f, ..) => {
+            Endpoint::Shm(f, _, dir) => {
                 let _ = std::fs::remove_file(f.path());
+                // The /dev/shm directory goes with the file (its drop removes it).
+                drop(dir.take());
             }
             _ => {}
         }
