@@ -21,13 +21,13 @@ as bytes, numbers and numpy arrays as typed arrays, ``(key, value)`` pairs keyed
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from heddle._bridge import from_wire, to_wire
 from heddle._heddle import bridge as _bridge
 
-__all__ = ["TRANSPORTS", "Bridge"]
+__all__ = ["TRANSPORTS", "Bridge", "task_factory"]
 
 #: The transports a bridge can use.
 TRANSPORTS = ("pipe", "fifo", "tcp", "unix", "shm")
@@ -117,3 +117,59 @@ class Bridge:
     def transport(self) -> str:
         """The transport in use."""
         return self._native.transport
+
+
+class _BridgeTask:
+    """A task-graph vertex instance that is a filter process (``TaskGraph.bridge``): started
+    before the first record, fed each record, finished at the end of the input."""
+
+    def __init__(self, command: list[str], options: dict[str, Any]) -> None:
+        self._command = command
+        self._options = options
+        self._bridge: _bridge.Bridge | None = None
+
+    def _started(self, ctx: Any) -> _bridge.Bridge:
+        if self._bridge is None:
+            self._bridge = _bridge.Bridge(
+                self._command, ctx.name, ctx.index, ctx.parallelism, ctx.task, **self._options
+            )
+        return self._bridge
+
+    def prepare(self, ctx: Any) -> None:
+        self._started(ctx)
+
+    def execute(self, ctx: Any, record: Any) -> None:
+        for t in self._started(ctx).send(to_wire(record)):
+            ctx.emit(from_wire(t))
+
+    def end_of_input(self, ctx: Any) -> None:
+        bridge, self._bridge = self._started(ctx), None
+        for t in bridge.finish():
+            ctx.emit(from_wire(t))
+
+    def close(self, ctx: Any) -> None:
+        if self._bridge is not None:
+            self._bridge.abort("the task closed")
+            self._bridge = None
+
+
+def task_factory(
+    command: str | Sequence[str],
+    transport: str = "pipe",
+    args: Sequence[str] = (),
+    credits: int = 64,
+    max_record: int = 64 << 20,
+    timeout: float = 60.0,
+    policy: str | None = None,
+) -> Callable[[int], Any]:
+    """The factory of a task-graph vertex whose instances are the filter ``command``."""
+    cmd = command.split() if isinstance(command, str) else [str(c) for c in command]
+    options: dict[str, Any] = {
+        "transport": transport,
+        "args": [str(a) for a in args],
+        "credits": credits,
+        "max_record": max_record,
+        "timeout_s": timeout,
+        "policy": policy,
+    }
+    return lambda _i: _BridgeTask(cmd, options)

@@ -83,11 +83,19 @@ import abc
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union
+from typing import Any, Callable
 
-from heddle._bridge import from_wire, to_wire
 from heddle._checkpoints import Interval, job_name, seconds
-from heddle._heddle import bridge as _bridge, comm as _comm, task as _task
+from heddle._heddle import comm as _comm, task as _task
+from heddle._placement import (
+    DataLocality as DataLocality,
+    FirstFit as FirstFit,
+    Resources as Resources,
+    RoundRobin as RoundRobin,
+    Scheduler as Scheduler,
+    WorkerSpec as WorkerSpec,
+)
+from heddle.bridge import task_factory
 from heddle.comm import Comm
 
 __all__ = [
@@ -194,98 +202,11 @@ Edge = _task.Edge
 
 
 @dataclass(frozen=True)
-class Resources:
-    """What each instance of a vertex requests: ``cpu`` cores (fractions allowed),
-    ``memory`` bytes, and ``hosts`` holding its input (preferred by :class:`DataLocality`)."""
-
-    cpu: float = 1.0
-    memory: int = 0
-    hosts: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class WorkerSpec:
-    """One worker as schedulers see it."""
-
-    rank: int
-    host: str
-    cpu: float
-    memory: int
-
-    @staticmethod
-    def discover(comm: Comm) -> list[WorkerSpec]:
-        """Every worker of ``comm`` with its host and its share of the host's cores and
-        memory (collective: every worker must call it)."""
-        return [WorkerSpec(*w) for w in _task.discover(comm)]
-
-
-@dataclass(frozen=True)
-class RoundRobin:
-    """Instance i of every vertex on worker ``i mod workers`` (instances of one-to-one
-    vertices end up together, so direct edges chain). Memory requests are checked; cpu may
-    be shared."""
-
-    name: str = field(default="round_robin", init=False)
-
-
-@dataclass(frozen=True)
-class FirstFit:
-    """Bin packing: each instance, in vertex order, on the first worker with enough cpu
-    and memory left."""
-
-    name: str = field(default="first_fit", init=False)
-
-
-@dataclass(frozen=True)
-class DataLocality:
-    """Instances whose request names hosts go, round robin, to workers on those hosts with
-    room; others (and any that do not fit there) to the worker with the most free cpu."""
-
-    name: str = field(default="data_locality", init=False)
-
-
-Scheduler = Union[RoundRobin, FirstFit, DataLocality]
-
-
-@dataclass(frozen=True)
 class Vertex:
     """A vertex of a :class:`TaskGraph` (returned by ``source`` and ``compute``)."""
 
     id: int
     name: str
-
-
-class _BridgeTask(Compute):
-    """A vertex instance that is a bridged filter process (:meth:`TaskGraph.bridge`)."""
-
-    def __init__(self, command: list[str], options: dict[str, Any]) -> None:
-        self._command = command
-        self._options = options
-        self._bridge: _bridge.Bridge | None = None
-
-    def _started(self, ctx: Context) -> _bridge.Bridge:
-        if self._bridge is None:
-            self._bridge = _bridge.Bridge(
-                self._command, ctx.name, ctx.index, ctx.parallelism, ctx.task, **self._options
-            )
-        return self._bridge
-
-    def prepare(self, ctx: Context) -> None:
-        self._started(ctx)
-
-    def execute(self, ctx: Context, record: Any) -> None:
-        for t in self._started(ctx).send(to_wire(record)):
-            ctx.emit(from_wire(t))
-
-    def end_of_input(self, ctx: Context) -> None:
-        bridge, self._bridge = self._started(ctx), None
-        for t in bridge.finish():
-            ctx.emit(from_wire(t))
-
-    def close(self, ctx: Context) -> None:
-        if self._bridge is not None:
-            self._bridge.abort("the task closed")
-            self._bridge = None
 
 
 class TaskGraph:
@@ -336,16 +257,8 @@ class TaskGraph:
         the end of the input; its results are the vertex's output. ``args`` go to the
         filter's ``init``; ``transport`` is ``"pipe"``, ``"fifo"``, ``"tcp"``, ``"unix"`` or
         ``"shm"``; ``policy`` switches it by rules (see :class:`heddle.bridge.Bridge`)."""
-        cmd = command.split() if isinstance(command, str) else [str(c) for c in command]
-        options: dict[str, Any] = {
-            "transport": transport,
-            "args": [str(a) for a in args],
-            "credits": credits,
-            "max_record": max_record,
-            "timeout_s": timeout,
-            "policy": policy,
-        }
-        return self._add(name, False, parallelism, lambda _i: _BridgeTask(cmd, options))
+        factory = task_factory(command, transport, args, credits, max_record, timeout, policy)
+        return self._add(name, False, parallelism, factory)
 
     def connect(self, from_: Vertex, to: Vertex, edge: Edge) -> TaskGraph:
         """Connects ``from_``'s output to ``to``'s input through ``edge``."""

@@ -1,0 +1,64 @@
+"""heddle._placement: what a task graph's instances request and how schedulers place them
+on workers (re-exported by :mod:`heddle.task`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from heddle._heddle import task as _task
+from heddle.comm import Comm
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What each instance of a vertex requests: ``cpu`` cores (fractions allowed),
+    ``memory`` bytes, and ``hosts`` holding its input (preferred by :class:`DataLocality`)."""
+
+    cpu: float = 1.0
+    memory: int = 0
+    hosts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """One worker as schedulers see it."""
+
+    rank: int
+    host: str
+    cpu: float
+    memory: int
+
+    @staticmethod
+    def discover(comm: Comm) -> list[WorkerSpec]:
+        """Every worker of ``comm`` with its host and its share of the host's cores and
+        memory (collective: every worker must call it)."""
+        return [WorkerSpec(*w) for w in _task.discover(comm)]
+
+
+@dataclass(frozen=True)
+class RoundRobin:
+    """Instance i of every vertex on worker ``i mod workers`` (instances of one-to-one
+    vertices end up together, so direct edges chain). Memory requests are checked; cpu may
+    be shared."""
+
+    name: str = field(default="round_robin", init=False)
+
+
+@dataclass(frozen=True)
+class FirstFit:
+    """Bin packing: each instance, in vertex order, on the first worker with enough cpu
+    and memory left."""
+
+    name: str = field(default="first_fit", init=False)
+
+
+@dataclass(frozen=True)
+class DataLocality:
+    """Instances whose request names hosts go, round robin, to workers on those hosts with
+    room; others (and any that do not fit there) to the worker with the most free cpu."""
+
+    name: str = field(default="data_locality", init=False)
+
+
+Scheduler = Union[RoundRobin, FirstFit, DataLocality]
