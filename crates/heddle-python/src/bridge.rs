@@ -12,21 +12,70 @@ use pyo3::types::{PyBytes, PyDict};
 
 use crate::errors;
 
-type Triple = (u8, Vec<u8>, Vec<u8>);
+/// A record as Python sees it: `(codec, key, payload)`.
+pub(crate) type Triple = (u8, Vec<u8>, Vec<u8>);
 
-fn record(t: Triple) -> PyResult<Record> {
+/// The record of a wire triple.
+pub(crate) fn record(t: Triple) -> PyResult<Record> {
     let codec = Codec::from_u8(t.0).map_err(|e| errors::argument(e.to_string()))?;
     Ok(Record { codec, key: t.1, payload: t.2 })
 }
 
+/// The wire triple of a record.
+pub(crate) fn triple<'py>(py: Python<'py>, r: &Record) -> PyResult<Bound<'py, PyAny>> {
+    (r.codec.to_u8(), PyBytes::new(py, &r.key), PyBytes::new(py, &r.payload))
+        .into_pyobject(py)
+        .map(|t| t.into_any())
+}
+
 fn triples<'py>(py: Python<'py>, rs: Vec<Record>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-    rs.into_iter()
-        .map(|r| {
-            (r.codec.to_u8(), PyBytes::new(py, &r.key), PyBytes::new(py, &r.payload))
-                .into_pyobject(py)
-                .map(|t| t.into_any())
-        })
-        .collect()
+    rs.iter().map(|r| triple(py, r)).collect()
+}
+
+/// Runs `call` without the GIL, collecting the results it passes on, as triples.
+fn collected<'py>(
+    py: Python<'py>,
+    call: impl FnOnce(&mut dyn FnMut(Record)) -> heddle_bridge::Result<()> + Send,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let mut out = Vec::new();
+    py.detach(|| call(&mut |x| out.push(x))).map_err(errors::bridge)?;
+    triples(py, out)
+}
+
+/// The program and settings of a bridge made from Python (`Bridge`, `DataSet.pipe`);
+/// `what` names the caller in errors.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn config(
+    what: &str,
+    command: &[String],
+    task: String,
+    transport: &str,
+    args: Vec<String>,
+    credits: u32,
+    max_record: u64,
+    timeout_s: f64,
+    policy: Option<String>,
+) -> PyResult<(FilterCommand, BridgeConfig)> {
+    let Some((program, rest)) = command.split_first() else {
+        return Err(errors::argument(format!("{what}: the command is empty")));
+    };
+    if !(timeout_s.is_finite() && timeout_s > 0.0) {
+        return Err(errors::argument(format!(
+            "{what}: timeout_s must be a positive number of seconds, not {timeout_s}"
+        )));
+    }
+    let transport: Transport = transport.parse().map_err(errors::bridge)?;
+    let mut cfg = BridgeConfig::new(task)
+        .transport(transport)
+        .args(args)
+        .credits(credits)
+        .max_record(max_record);
+    cfg.start_timeout = Duration::from_secs_f64(timeout_s);
+    cfg.idle_timeout = Duration::from_secs_f64(timeout_s);
+    if let Some(p) = policy {
+        cfg.policy = Some(heddle_bridge::Policy::parse(&p).map_err(errors::bridge)?);
+    }
+    Ok((FilterCommand::new(program).args(rest.iter().cloned()), cfg))
 }
 
 /// One running bridged process.
@@ -57,28 +106,11 @@ impl PyBridge {
         timeout_s: f64,
         policy: Option<String>,
     ) -> PyResult<PyBridge> {
-        let Some((program, rest)) = command.split_first() else {
-            return Err(errors::argument("Bridge: the command is empty"));
-        };
-        if !(timeout_s.is_finite() && timeout_s > 0.0) {
-            return Err(errors::argument(format!(
-                "Bridge: timeout_s must be positive, not {timeout_s}"
-            )));
-        }
-        let transport: Transport = transport.parse().map_err(errors::bridge)?;
-        let mut cfg = BridgeConfig::new(task)
-            .transport(transport)
-            .instance(instance, parallelism)
-            .args(args)
-            .credits(credits)
-            .max_record(max_record);
+        let (cmd, mut cfg) = config(
+            "Bridge", &command, task, transport, args, credits, max_record, timeout_s, policy,
+        )?;
+        cfg = cfg.instance(instance, parallelism);
         cfg.bridge_id = bridge_id;
-        if let Some(p) = policy {
-            cfg.policy = Some(heddle_bridge::Policy::parse(&p).map_err(errors::bridge)?);
-        }
-        cfg.start_timeout = Duration::from_secs_f64(timeout_s);
-        cfg.idle_timeout = Duration::from_secs_f64(timeout_s);
-        let cmd = FilterCommand::new(program).args(rest.iter().cloned());
         let inner = py.detach(|| Bridge::start(&cmd, cfg)).map_err(errors::bridge)?;
         Ok(PyBridge { inner })
     }
@@ -86,16 +118,12 @@ impl PyBridge {
     /// Sends one record; returns the results that arrived meanwhile.
     fn send<'py>(&self, py: Python<'py>, record: Triple) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let r = self::record(record)?;
-        let mut out = Vec::new();
-        py.detach(|| self.inner.send(r, &mut |x| out.push(x))).map_err(errors::bridge)?;
-        triples(py, out)
+        collected(py, |sink| self.inner.send(r, sink))
     }
 
     /// The results received so far.
     fn drain<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        let mut out = Vec::new();
-        py.detach(|| self.inner.drain(&mut |x| out.push(x))).map_err(errors::bridge)?;
-        triples(py, out)
+        collected(py, |sink| self.inner.drain(sink).map(drop))
     }
 
     /// One result, waiting up to ``timeout_s`` (``None`` if none came).
@@ -107,9 +135,7 @@ impl PyBridge {
 
     /// Ends the input: the filter's ``finalize`` runs; returns every remaining result.
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        let mut out = Vec::new();
-        py.detach(|| self.inner.finish(&mut |x| out.push(x))).map_err(errors::bridge)?;
-        triples(py, out)
+        collected(py, |sink| self.inner.finish(sink).map(drop))
     }
 
     /// Stops the filter without ``finalize``; returns how it ended.

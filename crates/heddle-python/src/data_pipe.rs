@@ -3,15 +3,11 @@
 //! `(codec, key, payload)` (`heddle._bridge.to_wire`) and back (`from_wire`); this module
 //! moves the triples in and out of bridge records.
 
-use std::time::Duration;
-
-use heddle_bridge::{BridgeConfig, FilterCommand, Record, Transport};
-use heddle_wire::Codec;
+use heddle_bridge::Record;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
 
+use crate::bridge;
 use crate::data_set::{guarded, PyDataSet};
-use crate::errors;
 use crate::record::PyObj;
 
 /// The records of `ds` (wire triples) through `command` on each partition, as wire triples.
@@ -28,45 +24,27 @@ fn pipe(
     timeout_s: f64,
     policy: Option<String>,
 ) -> PyResult<PyDataSet> {
-    let Some((program, rest)) = command.split_first() else {
-        return Err(errors::argument("pipe: the command is empty"));
-    };
-    let transport: Transport =
-        transport.parse().map_err(|e: heddle_bridge::Error| errors::argument(e.to_string()))?;
-    if !(timeout_s.is_finite() && timeout_s > 0.0) {
-        return Err(errors::argument(format!(
-            "pipe: timeout_s must be a positive number of seconds, not {timeout_s}"
-        )));
-    }
-    let mut cfg = BridgeConfig::new("pipe")
-        .transport(transport)
-        .args(args)
-        .credits(credits)
-        .max_record(max_record);
-    cfg.start_timeout = Duration::from_secs_f64(timeout_s);
-    cfg.idle_timeout = Duration::from_secs_f64(timeout_s);
-    if let Some(p) = policy {
-        cfg.policy = Some(heddle_bridge::Policy::parse(&p).map_err(errors::bridge)?);
-    }
-    let cmd = FilterCommand::new(program).args(rest.iter().cloned());
+    let (cmd, cfg) = bridge::config(
+        "pipe",
+        &command,
+        "pipe".into(),
+        transport,
+        args,
+        credits,
+        max_record,
+        timeout_s,
+        policy,
+    )?;
     let records = ds.ds.map(|x: PyObj| {
-        guarded(|py| {
-            let (codec, key, payload): (u8, Vec<u8>, Vec<u8>) = x.bind(py).extract()?;
-            let codec = Codec::from_u8(codec).map_err(|e| errors::argument(e.to_string()))?;
-            Ok(Record { codec, key, payload })
-        })
-        .unwrap_or_else(|| Record::bytes(Vec::new()))
+        guarded(|py| bridge::record(x.bind(py).extract()?))
+            .unwrap_or_else(|| Record::bytes(Vec::new()))
     });
     let out = records.pipe_with::<Record>(cmd, cfg).map(|r: Record| {
-        Python::attach(|py| {
-            let t = (r.codec.to_u8(), PyBytes::new(py, &r.key), PyBytes::new(py, &r.payload))
-                .into_pyobject(py);
-            match t {
-                Ok(t) => PyObj::new(t.into_any()),
-                Err(e) => {
-                    crate::failure::record(e);
-                    PyObj::new(py.None().into_bound(py))
-                }
+        Python::attach(|py| match bridge::triple(py, &r) {
+            Ok(t) => PyObj::new(t),
+            Err(e) => {
+                crate::failure::record(e);
+                PyObj::new(py.None().into_bound(py))
             }
         })
     });
