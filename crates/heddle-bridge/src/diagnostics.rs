@@ -127,7 +127,15 @@ impl Meter {
         }
     }
 
-    pub(crate) fn snapshot(&self, transport: Transport, epoch: u32, shm_bytes: u64) -> Diagnostics {
+    /// The measurements now; the process's descriptors and sockets (a walk of
+    /// `/proc/self/fd`) only when `resources` asks for them, 0 otherwise.
+    pub(crate) fn snapshot(
+        &self,
+        transport: Transport,
+        epoch: u32,
+        shm_bytes: u64,
+        resources: bool,
+    ) -> Diagnostics {
         let mut s: Vec<u32> = self.samples.iter().copied().collect();
         s.sort_unstable();
         let pct = |q: f64| {
@@ -138,7 +146,7 @@ impl Meter {
             }
         };
         let secs = self.started.elapsed().as_secs_f64().max(1e-9);
-        let fds = open_fds();
+        let fds = if resources { open_fds() } else { (0, 0) };
         Diagnostics {
             transport,
             epoch,

@@ -289,27 +289,6 @@ impl Bridge {
         }
     }
 
-    /// Every `check_every` records, switches the transport if the policy says so.
-    fn apply_policy(&self, sent: u64) -> Result<()> {
-        let Some(policy) = &self.cfg.policy else { return Ok(()) };
-        if !sent.is_multiple_of(policy.check_every.max(1)) {
-            return Ok(());
-        }
-        {
-            let s = self.shared.lock();
-            if s.meter.last_switch.is_some_and(|t| t.elapsed() < policy.cooldown) {
-                return Ok(());
-            }
-        }
-        if let Some((to, why)) = policy.decide(&self.diagnostics()) {
-            self.switch(to)?;
-            let mut s = self.shared.lock();
-            s.meter.switch_reasons.push(why);
-            s.meter.last_switch = Some(Instant::now());
-        }
-        Ok(())
-    }
-
     /// Sends everything buffered to the filter.
     ///
     /// # Errors
@@ -461,15 +440,6 @@ impl Bridge {
             p.stop(self.cfg.kill_grace);
         }
         p.describe_exit()
-    }
-
-    /// The bridge's measurements now.
-    pub fn diagnostics(&self) -> Diagnostics {
-        let (t, e, shm) = {
-            let w = self.writer();
-            (w.transport, w.epoch, w.endpoint.as_ref().map_or(0, |e| e.shm_bytes() as u64))
-        };
-        self.shared.lock().meter.snapshot(t, e, shm)
     }
 
     /// The filter's process id.

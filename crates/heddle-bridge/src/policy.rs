@@ -200,6 +200,11 @@ impl Policy {
         Ok(Policy { rules, check_every: 64, cooldown: Duration::from_millis(250) })
     }
 
+    /// Whether a rule tests the process's descriptors or sockets.
+    pub fn needs_resources(&self) -> bool {
+        self.rules.iter().any(|r| matches!(r.metric, Metric::OpenFds | Metric::OpenSockets))
+    }
+
     /// The rules, in order.
     pub fn rules(&self) -> &[Rule] {
         &self.rules

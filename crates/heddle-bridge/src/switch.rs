@@ -1,4 +1,5 @@
-//! Live control of a running bridge: STATUS, PAUSE_RESUME and the transport switch of
+//! Live control of a running bridge: STATUS, PAUSE_RESUME, measurements, and the
+//! transport switch, by hand or by policy, of
 //! `spec/bridge.md` §6 (CHANGE_BRIDGE_TYPE), which loses, duplicates and reorders nothing.
 
 use std::time::{Duration, Instant};
@@ -7,7 +8,7 @@ use crate::control::{FilterMsg, FilterStatus, HostMsg};
 use crate::framing::FrameWriter;
 use crate::host::Bridge;
 use crate::transport::{Channel, Endpoint};
-use crate::{Error, Result, Transport};
+use crate::{Diagnostics, Error, Result, Transport};
 
 impl Bridge {
     /// Moves the bridge to transport `to` while it runs and returns how long the switch
@@ -120,5 +121,40 @@ impl Bridge {
             |m| matches!(m, FilterMsg::PauseResume { paused: p } if *p == paused),
         )?;
         Ok(())
+    }
+
+    /// Every `check_every` records, switches the transport if the policy says so.
+    pub(crate) fn apply_policy(&self, sent: u64) -> Result<()> {
+        let Some(policy) = &self.cfg.policy else { return Ok(()) };
+        if !sent.is_multiple_of(policy.check_every.max(1)) {
+            return Ok(());
+        }
+        {
+            let s = self.shared.lock();
+            if s.meter.last_switch.is_some_and(|t| t.elapsed() < policy.cooldown) {
+                return Ok(());
+            }
+        }
+        // The descriptor walk costs a system call per descriptor: only for rules that ask.
+        if let Some((to, why)) = policy.decide(&self.measure(policy.needs_resources())) {
+            self.switch(to)?;
+            let mut s = self.shared.lock();
+            s.meter.switch_reasons.push(why);
+            s.meter.last_switch = Some(Instant::now());
+        }
+        Ok(())
+    }
+
+    /// The bridge's measurements now.
+    pub fn diagnostics(&self) -> Diagnostics {
+        self.measure(true)
+    }
+
+    fn measure(&self, resources: bool) -> Diagnostics {
+        let (t, e, shm) = {
+            let w = self.writer();
+            (w.transport, w.epoch, w.endpoint.as_ref().map_or(0, |e| e.shm_bytes() as u64))
+        };
+        self.shared.lock().meter.snapshot(t, e, shm, resources)
     }
 }
