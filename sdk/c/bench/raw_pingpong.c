@@ -130,6 +130,7 @@ int main(int argc, char **argv) {
     int listener = -1;
     struct sockaddr_in sa = {.sin_family = AF_INET};
     char dir[] = "/tmp/heddle-raw-XXXXXX";
+    char pa[64] = "", pb[64] = ""; /* the two FIFOs: parent -> child, child -> parent */
     if (!strcmp(t, "pipe")) {
         int a[2], b[2];
         if (pipe(a) || pipe(b)) return 1;
@@ -154,10 +155,9 @@ int main(int argc, char **argv) {
             return 1;
     } else if (!strcmp(t, "fifo")) {
         if (!mkdtemp(dir)) return 1;
-        char p1[64], p2[64];
-        snprintf(p1, sizeof p1, "%s/a", dir);
-        snprintf(p2, sizeof p2, "%s/b", dir);
-        if (mkfifo(p1, 0600) || mkfifo(p2, 0600)) return 1;
+        snprintf(pa, sizeof pa, "%s/a", dir);
+        snprintf(pb, sizeof pb, "%s/b", dir);
+        if (mkfifo(pa, 0600) || mkfifo(pb, 0600)) return 1;
     } else {
         fprintf(stderr, "unknown transport %s\n", t);
         return 2;
@@ -172,10 +172,7 @@ int main(int argc, char **argv) {
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
             child = (end){fd, fd, NULL, NULL};
         } else if (!strcmp(t, "fifo")) {
-            char p1[64], p2[64];
-            snprintf(p1, sizeof p1, "%s/a", dir);
-            snprintf(p2, sizeof p2, "%s/b", dir);
-            int r = open(p1, O_RDONLY), w = open(p2, O_WRONLY);
+            int r = open(pa, O_RDONLY), w = open(pb, O_WRONLY);
             child = (end){r, w, NULL, NULL};
         }
         for (int i = 0; i < iters + 50; i++) {
@@ -189,10 +186,7 @@ int main(int argc, char **argv) {
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         parent = (end){fd, fd, NULL, NULL};
     } else if (!strcmp(t, "fifo")) {
-        char p1[64], p2[64];
-        snprintf(p1, sizeof p1, "%s/a", dir);
-        snprintf(p2, sizeof p2, "%s/b", dir);
-        int w = open(p1, O_WRONLY), r = open(p2, O_RDONLY);
+        int w = open(pa, O_WRONLY), r = open(pb, O_RDONLY);
         parent = (end){r, w, NULL, NULL};
     }
     double *rtt = malloc(sizeof(double) * (size_t)iters);
@@ -204,11 +198,8 @@ int main(int argc, char **argv) {
     }
     waitpid(pid, NULL, 0);
     if (!strcmp(t, "fifo")) {
-        char p[64];
-        snprintf(p, sizeof p, "%s/a", dir);
-        unlink(p);
-        snprintf(p, sizeof p, "%s/b", dir);
-        unlink(p);
+        unlink(pa);
+        unlink(pb);
         rmdir(dir);
     }
     qsort(rtt, (size_t)iters, sizeof(double), cmp);
