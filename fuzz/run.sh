@@ -31,6 +31,27 @@ mkdir -p "$here/corpus/python_records"
 
 cd "$here"
 export RUSTC_BOOTSTRAP=1
+
+# Build every target first, so a build failure is reported as one (its compiler errors
+# printed last, where a CI log's tail shows them) rather than as a fuzzing failure. A
+# failed build is tried once more: a registry download can fail for a moment.
+echo "== building the fuzz targets (${targets[*]})"
+build_log="$(mktemp)"
+trap 'rm -f "$build_log"' EXIT
+for attempt in 1 2; do
+    : >"$build_log"
+    built=1
+    for t in "${targets[@]}"; do
+        cargo fuzz build -O "$t" >>"$build_log" 2>&1 || { built=0; break; }
+    done
+    [ "$built" = 1 ] && break
+    echo "== fuzz/run.sh: building the fuzz targets failed (attempt $attempt of 2):" >&2
+    grep -E -A12 '^(error|warning: build failed)|error:|killed|SIGKILL|No space' \
+        "$build_log" | tail -n 80 >&2 || tail -n 80 "$build_log" >&2
+    free -m >&2 || true
+    df -h "$here" >&2 || true
+    [ "$attempt" = 2 ] && exit 1
+done
 for t in "${targets[@]}"; do
     echo "== fuzzing $t for ${seconds}s"
     vars=()
