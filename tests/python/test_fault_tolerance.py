@@ -2,16 +2,20 @@
 (``comm.attempt`` counts), ``DataSet.iterate(checkpoint_dir=...)`` and
 ``Session.loop_checkpoints`` resume after their newest checkpoint with the result of an
 uninterrupted run (a plain loop is the reference), and a stopped worker is declared failed
-by its missing heartbeats."""
+by its missing heartbeats. A bridged filter that crashes fails its job, which restarts
+like any other."""
 
 import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import job_env
 
 HERE = os.path.dirname(__file__)
 RESUME = os.path.join(HERE, "jobs", "resume.py")
+BRIDGE_RESTART = os.path.join(HERE, "jobs", "bridge_restart.py")
 
 
 def heddle_run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -75,3 +79,17 @@ def test_a_stopped_worker_is_named_by_its_missing_heartbeats():
     assert p.returncode == 1, p.stdout + p.stderr
     assert "rank 1 failed: NoHeartbeat: no heartbeat for 2.0 s from rank 1 on host" in p.stderr
     assert "heddle: rank 1 sent no heartbeat in time and was killed" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("transport", ["pipe", "shm"])
+def test_a_crashed_bridged_filter_restarts_with_its_job(tmp_path, transport):
+    ckpt = tmp_path / "ckpt"
+    p = heddle_run("-n", "2", "--restarts", "1", BRIDGE_RESTART, str(ckpt), transport)
+    assert p.returncode == 0, p.stdout + p.stderr
+    # The failure names the filter, its exit status and the end of its standard error.
+    assert "affine_filter.py" in p.stderr and "status 3" in p.stderr, p.stderr
+    assert "affine_filter: crashing on purpose" in p.stderr, p.stderr
+    assert "heddle: restarting the job: attempt 2 of at most 2" in p.stderr, p.stderr
+    # Checkpoints after steps 2 and 4, the crash in step 5: resumed after 4.
+    want = f"[0] attempt=1 resumed_from=4 steps=6 {affine_steps(list(range(100)), 6)}"
+    assert p.stdout.splitlines() == [want], p.stdout

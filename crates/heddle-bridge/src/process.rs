@@ -78,6 +78,27 @@ impl std::fmt::Display for FilterCommand {
     }
 }
 
+/// Secrets of the job a worker holds in its environment: a filter (often another
+/// party's program) does not inherit them, so it cannot join the job or read its
+/// dashboard. A filter that needs one is given it by [`FilterCommand::env`].
+const WITHHELD_ENV: &[&str] =
+    &["HEDDLE_JOB_TOKEN", "HEDDLE_JOB_TOKEN_FILE", "HEDDLE_DASHBOARD_TOKEN"];
+
+/// The process to start: `cmd` with the worker's environment less [`WITHHELD_ENV`], then
+/// the command's own variables, then the bridge's (`env`); standard streams piped.
+fn command(cmd: &FilterCommand, env: &[(&str, String)]) -> Command {
+    let mut c = Command::new(&cmd.program);
+    c.args(&cmd.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    for k in WITHHELD_ENV {
+        c.env_remove(k);
+    }
+    c.envs(cmd.envs.iter().map(|(k, v)| (k, v)));
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c
+}
+
 /// A running filter process.
 #[derive(Debug)]
 pub(crate) struct FilterProcess {
@@ -93,12 +114,7 @@ impl FilterProcess {
         task: &str,
         env: &[(&str, String)],
     ) -> Result<(FilterProcess, ChildStdin, ChildStdout)> {
-        let mut c = Command::new(&cmd.program);
-        c.args(&cmd.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        c.envs(cmd.envs.iter().map(|(k, v)| (k, v)));
-        for (k, v) in env {
-            c.env(k, v);
-        }
+        let mut c = command(cmd, env);
         // SAFETY: prctl is async-signal-safe; the filter dies with the thread of its parent
         // that started it, so a killed worker leaves no orphan.
         unsafe {
@@ -228,4 +244,23 @@ fn describe(s: ExitStatus) -> String {
         _ => "signal",
     };
     format!("was killed by signal {sig} ({name})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn a_filter_inherits_no_job_secret_but_gets_what_it_is_given() {
+        let cmd = FilterCommand::new("prog").env("MODE", "fast").env("HEDDLE_DASHBOARD_TOKEN", "d");
+        let c = command(&cmd, &[("HEDDLE_BRIDGE_TOKEN", "t".to_owned())]);
+        let envs: Vec<(&OsStr, Option<&OsStr>)> = c.get_envs().collect();
+        let get = |k: &str| envs.iter().find(|(n, _)| *n == OsStr::new(k)).map(|(_, v)| *v);
+        assert_eq!(get("HEDDLE_JOB_TOKEN"), Some(None), "removed");
+        assert_eq!(get("HEDDLE_JOB_TOKEN_FILE"), Some(None), "removed");
+        assert_eq!(get("HEDDLE_DASHBOARD_TOKEN"), Some(Some(OsStr::new("d"))), "given back");
+        assert_eq!(get("MODE"), Some(Some(OsStr::new("fast"))));
+        assert_eq!(get("HEDDLE_BRIDGE_TOKEN"), Some(Some(OsStr::new("t"))));
+    }
 }
