@@ -12,12 +12,26 @@ from heddle.comm import Comm
 
 @dataclass(frozen=True)
 class Resources:
-    """What each instance of a vertex requests: ``cpu`` cores (fractions allowed),
-    ``memory`` bytes, and ``hosts`` holding its input (preferred by :class:`DataLocality`)."""
+    """What each instance of a vertex requests: ``cpu`` cores (fractions allowed, above 0),
+    ``memory`` bytes (an int, or an amount such as ``"200MiB"``, ``"1.5GiB"``, kept as
+    bytes), and
+    ``hosts`` holding its input (preferred by :class:`DataLocality`). A bad amount raises
+    ``ValueError`` saying what is wrong."""
 
     cpu: float = 1.0
-    memory: int = 0
+    memory: int | str = 0
     hosts: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        memory: object = self.memory
+        if isinstance(memory, str):
+            object.__setattr__(self, "memory", _task.parse_bytes(memory))
+        elif not isinstance(memory, int) or isinstance(memory, bool) or memory < 0:
+            raise ValueError(f"Resources(memory={memory!r}): bytes at least 0, or e.g. '200MiB'")
+        try:
+            _task.parse_cpus(repr(float(self.cpu)))
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"Resources(cpu={self.cpu!r}): {e}") from None
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ usage: heddle run [-n N] [--init-timeout S] [--transport auto|shm|tcp]
                   [--launcher-args ARGS] [--allocate salloc|sbatch]
                   [--security tls|mac|none] [--dashboard ADDR|off]
                   [--progress auto|never] [--log-format text|json]
+                  [--cpus-per-worker CORES] [--memory-per-worker AMOUNT]
                   [--mpi4py] [--] PROGRAM [ARGS...]
 
 Run PROGRAM as N workers on this machine, or through mpirun or Slurm. A PROGRAM ending
@@ -56,6 +57,12 @@ options:
                        seconds a checkpoint aligns its barriers before it goes on
                        unaligned, storing the records in flight (default 0.02; off: always
                        aligned; sets HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S)
+  --cpus-per-worker CORES
+                       cores each worker offers to task placement (e.g. 0.5) instead of
+                       its share of the host's (sets HEDDLE_CPUS_PER_WORKER)
+  --memory-per-worker AMOUNT
+                       memory each worker offers (e.g. 4GiB) instead of its share of the
+                       host's (sets HEDDLE_MEMORY_PER_WORKER)
   --launcher L         who starts the workers: local (default), mpirun (Open MPI) or
                        slurm (srun)
   --launcher-args ARGS arguments for mpirun, srun, salloc or sbatch, before the program
@@ -112,6 +119,8 @@ _VALUE_OPTIONS = {
     "--dashboard": "dashboard",
     "--progress": "progress",
     "--log-format": "log_format",
+    "--cpus-per-worker": "cpus_per_worker",
+    "--memory-per-worker": "memory_per_worker",
 }
 
 
@@ -139,6 +148,8 @@ def _parse_run(args: Sequence[str]) -> dict[str, Any]:
         "dashboard": "127.0.0.1:0",
         "progress": "auto",
         "log_format": None,
+        "cpus_per_worker": None,
+        "memory_per_worker": None,
     }
     i = 0
     while i < len(args):
@@ -216,6 +227,23 @@ def _alignment_env(timeout: str | None) -> list[tuple[str, str]]:
     return [("HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S", timeout)]
 
 
+def _offer_env(cpus: str | None, memory: str | None) -> list[tuple[str, str]]:
+    """``HEDDLE_CPUS_PER_WORKER`` and ``HEDDLE_MEMORY_PER_WORKER`` from
+    ``--cpus-per-worker`` and ``--memory-per-worker``, checked as the workers read them."""
+    env = []
+    for flag, var, value, parse in (
+        ("--cpus-per-worker", "HEDDLE_CPUS_PER_WORKER", cpus, _heddle.task.parse_cpus),
+        ("--memory-per-worker", "HEDDLE_MEMORY_PER_WORKER", memory, _heddle.task.parse_bytes),
+    ):
+        if value is not None:
+            try:
+                parse(value)
+            except ValueError as e:
+                raise _UsageError(f"{flag}: {e}") from None
+            env.append((var, value))
+    return env
+
+
 def _program(command: list[str]) -> list[str]:
     if command and (command[0].endswith(".py") or command[0] in ("-m", "-c")):
         return [sys.executable, *command]
@@ -244,6 +272,7 @@ def run(args: Sequence[str]) -> int:
         }
         checkpoints = _checkpoint_env(opts["checkpoint_interval"], opts["checkpoint_dir"])
         checkpoints += _alignment_env(opts["alignment_timeout"])
+        checkpoints += _offer_env(opts["cpus_per_worker"], opts["memory_per_worker"])
     except _UsageError as e:
         print(f"heddle run: {e}\n\n{USAGE}", end="", file=sys.stderr)
         return 2

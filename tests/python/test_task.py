@@ -6,6 +6,8 @@ import operator
 import os
 import pickle
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -131,6 +133,20 @@ def test_data_locality_prefers_the_hosts_holding_the_input():
     g = shapes(("read", 3, Resources(1.0, 0, ("b",))), ("free", 2, Resources(1.0, 0)))
     assert Plan(g, workers, DataLocality()).workers == [[1, 3, 1], [0, 2]]
     assert Plan(g, workers, RoundRobin()).workers == [[0, 1, 2], [0, 1]]
+
+
+def test_requests_take_amounts_and_refuse_nonsense():
+    assert Resources(0.5, "200MiB").memory == 200 << 20
+    assert Resources(memory="1.5GiB").memory == 3 << 29
+    for bad, says in [
+        ({"memory": "-1GiB"}, "negative"),
+        ({"memory": "lots"}, "not an amount of bytes"),
+        ({"memory": -5}, "at least 0"),
+        ({"cpu": 0}, "above 0"),
+        ({"cpu": float("nan")}, "above 0"),
+    ]:
+        with pytest.raises(ValueError, match=says):
+            Resources(**bad)
 
 
 def test_a_request_that_cannot_fit_names_the_task_and_the_shortfall():
@@ -393,3 +409,47 @@ def test_a_task_sees_the_strategy_it_was_given(comm):
     g.strategy(look, Strategy.on_data().at_most(3))
     Job(comm, g).run()
     assert seen == [Strategy(True, None, 3)]
+
+
+def test_workers_offer_what_heddle_run_says_and_a_plan_names_the_shortfall():
+    job = os.path.join(os.path.dirname(__file__), "jobs", "offers.py")
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "heddle",
+            "run",
+            "-n",
+            "2",
+            "--cpus-per-worker",
+            "0.5",
+            "--memory-per-worker",
+            "1GiB",
+            job,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.splitlines() == [
+        f"[0] worker 0 cpu=0.5 memory={1 << 30}",
+        f"[0] worker 1 cpu=0.5 memory={1 << 30}",
+        "[0] cannot place the task graph: task train[0] does not fit: short by 1 GiB of "
+        "memory (asks 2 GiB, at most 1 GiB free on a worker)",
+    ], p.stdout + p.stderr
+
+
+def test_a_bad_offer_setting_is_refused_before_anything_starts():
+    p = subprocess.run(
+        [sys.executable, "-m", "heddle", "run", "-n", "2", "--memory-per-worker", "lots", "true"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "--memory-per-worker: `lots` is not an amount of bytes" in p.stderr, p.stderr

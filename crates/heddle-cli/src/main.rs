@@ -26,7 +26,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Cmd {
     /// Run PROGRAM as N workers on this machine: heddle run -n 4 -- PROGRAM ARGS...
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Benchmarks that run Heddle and a peer system side by side.
     #[command(subcommand)]
     Bench(BenchCmd),
@@ -40,6 +40,16 @@ enum Cmd {
     /// Bridged tasks in other languages: heddle bridge conformance -- CMD.
     #[command(subcommand)]
     Bridge(bridge::BridgeCmd),
+    /// What this host offers to tasks: cores and memory, and where each figure comes from
+    /// (the machine, its control groups, a Slurm allocation).
+    Offer(OfferArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct OfferArgs {
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -88,6 +98,14 @@ struct RunArgs {
     /// (each attempt sees HEDDLE_ATTEMPT = 0, 1, ...).
     #[arg(long, default_value_t = 0)]
     restarts: u32,
+    /// Cores each worker offers to task placement (e.g. 0.5), instead of its share of what
+    /// the host offers (`heddle offer`; sets HEDDLE_CPUS_PER_WORKER).
+    #[arg(long, value_name = "CORES")]
+    cpus_per_worker: Option<String>,
+    /// Memory each worker offers to task placement (e.g. 4GiB), instead of its share of
+    /// what the host offers (sets HEDDLE_MEMORY_PER_WORKER).
+    #[arg(long, value_name = "AMOUNT")]
+    memory_per_worker: Option<String>,
     /// Seconds between heartbeats of the master and the workers (default 1, or
     /// HEDDLE_HEARTBEAT_S).
     #[arg(long)]
@@ -162,7 +180,7 @@ fn main() {
     heddle_runtime::install_logging("heddle", format);
     let code =
         match cli.command {
-            Cmd::Run(args) => run(args),
+            Cmd::Run(args) => run(*args),
             Cmd::Bench(BenchCmd::Collectives(args)) => bench::bench_collectives(&args)
                 .unwrap_or_else(|e| {
                     eprintln!("heddle bench: {e}");
@@ -182,6 +200,7 @@ fn main() {
             Cmd::Worker(args) => manual::worker(args),
             Cmd::K8s(cmd) => k8s::k8s(cmd),
             Cmd::Bridge(cmd) => bridge::bridge(cmd),
+            Cmd::Offer(args) => offer(&args),
             Cmd::Bench(BenchCmd::Recovery(args)) => bench_recovery::bench_recovery(&args)
                 .unwrap_or_else(|e| {
                     eprintln!("heddle bench: {e}");
@@ -261,6 +280,20 @@ fn run(args: RunArgs) -> i32 {
         spec.env.push((heddle_comm::settings::CHECKPOINT_DIR.into(), dir.display().to_string()));
     }
     spec.restarts = args.restarts;
+    if let Some(v) = args.cpus_per_worker {
+        if let Err(e) = heddle_task::parse_cpus(&v) {
+            eprintln!("heddle run: --cpus-per-worker: {e}");
+            return 2;
+        }
+        spec.env.push((heddle_task::CPUS_PER_WORKER_ENV.into(), v));
+    }
+    if let Some(v) = args.memory_per_worker {
+        if let Err(e) = heddle_task::parse_bytes(&v) {
+            eprintln!("heddle run: --memory-per-worker: {e}");
+            return 2;
+        }
+        spec.env.push((heddle_task::MEMORY_PER_WORKER_ENV.into(), v));
+    }
     match args.launcher.parse::<heddle_runtime::Launcher>() {
         Ok(l) => spec.launcher = l,
         Err(e) => {
@@ -307,6 +340,24 @@ fn run(args: RunArgs) -> i32 {
         Err(e) => {
             eprintln!("heddle run: {e}");
             1
+        }
+    }
+}
+
+/// `heddle offer`: what this host offers, as text or JSON.
+fn offer(args: &OfferArgs) -> i32 {
+    match heddle_task::Offer::host() {
+        Ok(o) if args.json => {
+            println!("{}", serde_json::to_string(&o).unwrap_or_default());
+            0
+        }
+        Ok(o) => {
+            println!("{o}");
+            0
+        }
+        Err(e) => {
+            eprintln!("heddle offer: {e}");
+            2
         }
     }
 }

@@ -23,13 +23,26 @@ use crate::task_graph::PyTaskGraph;
 /// A worker as ``(rank, host, cpu, memory)``.
 type WorkerTuple = (usize, String, f64, u64);
 
-/// Every worker of ``comm`` with its host and its share of the host's cores and memory
-/// (collective).
+/// Every worker of ``comm`` with its host and what it offers: its share of the host's
+/// cores and memory (machine, control groups, Slurm) or ``heddle run --cpus-per-worker
+/// --memory-per-worker`` (collective).
 #[pyfunction]
 pub(crate) fn discover(py: Python<'_>, comm: &PyComm) -> PyResult<Vec<WorkerTuple>> {
     let c = comm.shared();
     let specs = blocking(py, || WorkerSpec::discover(&c)).map_err(errors::task)?;
     Ok(specs.into_iter().map(|w| (w.rank, w.host, w.cpu, w.memory)).collect())
+}
+
+/// Bytes in an amount such as ``"200MiB"``; ``ValueError`` saying what is wrong.
+#[pyfunction]
+pub(crate) fn parse_bytes(text: &str) -> PyResult<u64> {
+    heddle_task::parse_bytes(text).map_err(pyo3::exceptions::PyValueError::new_err)
+}
+
+/// Cores in ``text`` (positive); ``ValueError`` saying what is wrong.
+#[pyfunction]
+pub(crate) fn parse_cpus(text: &str) -> PyResult<f64> {
+    heddle_task::parse_cpus(text).map_err(pyo3::exceptions::PyValueError::new_err)
 }
 
 /// Where every task instance of a graph runs (see ``heddle.task.Plan``).
@@ -338,6 +351,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyJob>()?;
     m.add_class::<PyStopHandle>()?;
     m.add_function(pyo3::wrap_pyfunction!(discover, m)?)?;
+    m.add_function(pyo3::wrap_pyfunction!(parse_bytes, m)?)?;
+    m.add_function(pyo3::wrap_pyfunction!(parse_cpus, m)?)?;
     m.add_function(pyo3::wrap_pyfunction!(make_plan, m)?)?;
     Ok(())
 }

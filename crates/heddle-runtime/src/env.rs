@@ -120,6 +120,10 @@ const RUNTIME_KEYS: &[&str] = &[
     "HEDDLE_JOB_DIR",
     // Executor threads per worker, read by heddle-task's jobs.
     "HEDDLE_TASK_THREADS",
+    // What each worker offers to task placement (`heddle run --cpus-per-worker
+    // --memory-per-worker`), read by heddle-task's `WorkerSpec::discover`.
+    "HEDDLE_CPUS_PER_WORKER",
+    "HEDDLE_MEMORY_PER_WORKER",
     // Streams' checkpoints, read by heddle-data's sessions.
     "HEDDLE_CHECKPOINT_INTERVAL_S",
     "HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S",

@@ -45,12 +45,15 @@
 //! assert_eq!(sum.load(std::sync::atomic::Ordering::Relaxed), (0..100).sum::<u64>());
 //! ```
 
+mod amount;
 pub mod bridge_task;
+mod cgroup;
 pub mod checkpoint;
 mod edge;
 mod error;
 mod exec;
 mod graph;
+mod offer;
 mod plan;
 pub mod ports;
 mod resources;
@@ -58,11 +61,13 @@ mod schedule;
 mod strategy;
 mod task;
 
+pub use amount::{format_bytes, parse_bytes, parse_cpus};
 pub use checkpoint::{CheckpointStats, Checkpointing, LoopCheckpointing};
 pub use edge::{Edge, EdgeKind, Record};
 pub use error::{Error, ErrorVariant, Result};
 pub use exec::{AbortHandle, Context, Job, Report, StopHandle, TaskStats, THREADS_ENV};
 pub use graph::{TaskGraph, Vertex, VertexKind};
+pub use offer::{Offer, CPUS_PER_WORKER_ENV, MEMORY_PER_WORKER_ENV};
 pub use plan::{Plan, PlannedEdge};
 pub use resources::{Resources, WorkerSpec};
 pub use schedule::{DataLocality, FirstFit, RoundRobin, Scheduler, VertexShape};

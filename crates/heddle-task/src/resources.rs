@@ -3,6 +3,8 @@
 use heddle_comm::Communicator;
 use serde::{Deserialize, Serialize};
 
+use crate::Offer;
+
 /// A task instance's resource request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Resources {
@@ -48,28 +50,38 @@ pub struct WorkerSpec {
 }
 
 impl WorkerSpec {
-    /// Every worker of `comm` with its host, its share of the host's cores and memory
-    /// (workers on one host split it evenly). Collective: every worker must call it.
+    /// Every worker of `comm` with its host and what it offers: its share of what the host
+    /// offers ([`Offer::host`]: cores and memory of the machine, its control groups and a
+    /// Slurm allocation; workers on one host split it evenly), unless `heddle run
+    /// --cpus-per-worker` / `--memory-per-worker` set it. Collective: every worker must call
+    /// it.
     ///
     /// # Errors
-    /// A failed allgather.
+    /// A failed allgather; [`crate::Error::Plan`] for a bad setting.
     pub fn discover(comm: &Communicator) -> crate::Result<Vec<WorkerSpec>> {
         let host = std::env::var("HEDDLE_HOST_ID")
             .ok()
             .filter(|h| !h.is_empty())
             .unwrap_or_else(host_name);
-        let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
-        let memory = total_memory();
-        let all: Vec<(String, f64, u64)> = comm.allgather_object(&(host, cores, memory))?;
-        let on_host = |h: &str| all.iter().filter(|(x, _, _)| x == h).count().max(1);
-        Ok(all
+        let offer = Offer::host();
+        // Every worker learns whether every other one could read its offer, so all fail
+        // together rather than some waiting forever.
+        let mine = offer.as_ref().map_err(ToString::to_string).map(|o| (host.clone(), o.clone()));
+        let all: Vec<Result<(String, Offer), String>> = comm.allgather_object(&mine)?;
+        let mut offers = Vec::with_capacity(all.len());
+        for (rank, r) in all.into_iter().enumerate() {
+            offers.push(r.map_err(|e| crate::Error::Plan(format!("rank {rank}: {e}")))?);
+        }
+        let on_host = |h: &str| offers.iter().filter(|(x, _)| x == h).count();
+        let env = |k: &str| std::env::var(k).ok();
+        offers
             .iter()
             .enumerate()
-            .map(|(rank, (host, cpu, mem))| {
-                let n = on_host(host);
-                WorkerSpec { rank, host: host.clone(), cpu: cpu / n as f64, memory: mem / n as u64 }
+            .map(|(rank, (host, o))| {
+                let w = o.per_worker(on_host(host), &env)?;
+                Ok(WorkerSpec { rank, host: host.clone(), cpu: w.cpus, memory: w.memory })
             })
-            .collect())
+            .collect()
     }
 }
 
@@ -77,13 +89,4 @@ fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
         .unwrap_or_else(|_| "localhost".into())
-}
-
-fn total_memory() -> u64 {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(u64::MAX, |kb| kb * 1024)
 }

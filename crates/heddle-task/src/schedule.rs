@@ -64,9 +64,10 @@ impl Capacity {
         }
         if r.memory > mem {
             short.push(format!(
-                "{} bytes of memory (asks {}, at most {mem} free on a worker)",
-                r.memory - mem,
-                r.memory
+                "{} of memory (asks {}, at most {} free on a worker)",
+                crate::format_bytes(r.memory - mem),
+                crate::format_bytes(r.memory),
+                crate::format_bytes(mem)
             ));
         }
         if short.is_empty() {

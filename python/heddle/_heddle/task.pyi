@@ -18,6 +18,8 @@ __all__ = [
     "StopHandle",
     "discover",
     "make_plan",
+    "parse_bytes",
+    "parse_cpus",
 ]
 
 #: A worker as ``(rank, host, cpu, memory)`` (an alias of the stub only).
@@ -205,7 +207,15 @@ class Job:
     def rank(self) -> int: ...
 
 def discover(comm: Comm) -> list[_WorkerTuple]:
-    """Every worker of ``comm`` with its host, cpu and memory share (collective)."""
+    """Every worker of ``comm`` with its host and what it offers: its share of the host's
+    cores and memory (machine, control groups, Slurm) or ``heddle run --cpus-per-worker
+    --memory-per-worker`` (collective)."""
+
+def parse_bytes(text: str) -> int:
+    """Bytes in an amount such as ``"200MiB"``; ``ValueError`` saying what is wrong."""
+
+def parse_cpus(text: str) -> float:
+    """Cores in ``text`` (positive); ``ValueError`` saying what is wrong."""
 
 def make_plan(graph: TaskGraph, workers: list[_WorkerTuple], scheduler: str) -> Plan:
     """Plans ``graph`` with the scheduler named ``round_robin``, ``first_fit`` or
