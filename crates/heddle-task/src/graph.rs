@@ -280,6 +280,13 @@ impl TaskGraph {
                     v.name
                 )));
             }
+            let cpu = v.resources.cpu;
+            if !(cpu.is_finite() && cpu > 0.0) {
+                return Err(Error::Graph(format!(
+                    "vertex '{}' requests {cpu} cores; request more than 0 (e.g. 0.5)",
+                    v.name
+                )));
+            }
             if self.vertices[..i].iter().any(|w| w.name == v.name) {
                 return Err(Error::Graph(format!(
                     "two vertices are named '{}'; names must be unique",

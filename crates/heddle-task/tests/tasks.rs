@@ -266,6 +266,14 @@ fn malformed_graphs_are_refused_with_the_reason() {
     let mut g = TaskGraph::new();
     let _ = g.source("zero", 0, |_| Numbers { next: 0, end: 0, per_call: 1 });
     assert!(Plan::new(&g, &w, &RoundRobin).unwrap_err().to_string().contains("parallelism 0"));
+
+    for cpu in [0.0, -1.0, f64::NAN] {
+        let mut g = TaskGraph::new();
+        let v = g.source("spin", 1, |_| Numbers { next: 0, end: 0, per_call: 1 });
+        g.resources(&v, Resources::new(cpu, 0));
+        let e = Plan::new(&g, &w, &RoundRobin).unwrap_err().to_string();
+        assert!(e.contains("vertex 'spin' requests") && e.contains("more than 0"), "{e}");
+    }
 }
 
 /// Counts executions and ticks; can switch strategy after `switch_after` records.
