@@ -12,13 +12,13 @@ from heddle.comm import Comm
 
 @dataclass(frozen=True)
 class Resources:
-    """What each instance of a vertex requests: ``cpu`` cores (fractions allowed, above 0),
+    """What each instance of a vertex requests: ``cpus`` cores (fractions allowed, above 0),
     ``memory`` bytes (an int, or an amount such as ``"200MiB"``, ``"1.5GiB"``, kept as
     bytes), and
     ``hosts`` holding its input (preferred by :class:`DataLocality`). A bad amount raises
     ``ValueError`` saying what is wrong."""
 
-    cpu: float = 1.0
+    cpus: float = 1.0
     memory: int | str = 0
     hosts: tuple[str, ...] = ()
 
@@ -29,9 +29,9 @@ class Resources:
         elif not isinstance(memory, int) or isinstance(memory, bool) or memory < 0:
             raise ValueError(f"Resources(memory={memory!r}): bytes at least 0, or e.g. '200MiB'")
         try:
-            _task.parse_cpus(repr(float(self.cpu)))
+            _task.parse_cpus(repr(float(self.cpus)))
         except (TypeError, ValueError) as e:
-            raise ValueError(f"Resources(cpu={self.cpu!r}): {e}") from None
+            raise ValueError(f"Resources(cpus={self.cpus!r}): {e}") from None
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class WorkerSpec:
 
     rank: int
     host: str
-    cpu: float
+    cpus: float
     memory: int
 
     @staticmethod

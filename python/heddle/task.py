@@ -273,7 +273,7 @@ class TaskGraph:
     def resources(self, vertex: Vertex, resources: Resources) -> TaskGraph:
         """Sets the resources each instance of ``vertex`` requests."""
         self._native.set_resources(
-            vertex.id, float(resources.cpu), int(resources.memory), list(resources.hosts)
+            vertex.id, float(resources.cpus), int(resources.memory), list(resources.hosts)
         )
         return self
 
@@ -308,7 +308,7 @@ class Plan:
         specs = WorkerSpec.discover(workers) if isinstance(workers, _comm.Comm) else list(workers)
         self._native = _task.make_plan(
             graph._native,
-            [(w.rank, w.host, float(w.cpu), int(w.memory)) for w in specs],
+            [(w.rank, w.host, float(w.cpus), int(w.memory)) for w in specs],
             scheduler.name,
         )
 

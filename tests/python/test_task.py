@@ -142,8 +142,8 @@ def test_requests_take_amounts_and_refuse_nonsense():
         ({"memory": "-1GiB"}, "negative"),
         ({"memory": "lots"}, "not an amount of bytes"),
         ({"memory": -5}, "at least 0"),
-        ({"cpu": 0}, "above 0"),
-        ({"cpu": float("nan")}, "above 0"),
+        ({"cpus": 0}, "above 0"),
+        ({"cpus": float("nan")}, "above 0"),
     ]:
         with pytest.raises(ValueError, match=says):
             Resources(**bad)
@@ -435,8 +435,8 @@ def test_workers_offer_what_heddle_run_says_and_a_plan_names_the_shortfall():
     )
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.splitlines() == [
-        f"[0] worker 0 cpu=0.5 memory={1 << 30}",
-        f"[0] worker 1 cpu=0.5 memory={1 << 30}",
+        f"[0] worker 0 cpus=0.5 memory={1 << 30}",
+        f"[0] worker 1 cpus=0.5 memory={1 << 30}",
         "[0] cannot place the task graph: task train[0] does not fit: short by 1 GiB of "
         "memory (asks 2 GiB, at most 1 GiB free on a worker)",
     ], p.stdout + p.stderr

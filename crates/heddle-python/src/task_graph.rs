@@ -350,8 +350,8 @@ impl PyTaskGraph {
         hosts: Vec<String>,
     ) -> PyResult<()> {
         self.vertex(v)?;
-        if !(cpu.is_finite() && cpu >= 0.0) {
-            return Err(argument(format!("cpu must be a non-negative number, not {cpu}")));
+        if !(cpu.is_finite() && cpu > 0.0) {
+            return Err(argument(format!("cpus must be a number above 0, not {cpu}")));
         }
         self.vertices[v].resources = Resources::new(cpu, memory).on_hosts(hosts);
         Ok(())

@@ -30,7 +30,7 @@ type WorkerTuple = (usize, String, f64, u64);
 pub(crate) fn discover(py: Python<'_>, comm: &PyComm) -> PyResult<Vec<WorkerTuple>> {
     let c = comm.shared();
     let specs = blocking(py, || WorkerSpec::discover(&c)).map_err(errors::task)?;
-    Ok(specs.into_iter().map(|w| (w.rank, w.host, w.cpu, w.memory)).collect())
+    Ok(specs.into_iter().map(|w| (w.rank, w.host, w.cpus, w.memory)).collect())
 }
 
 /// Bytes in an amount such as ``"200MiB"``; ``ValueError`` saying what is wrong.
@@ -63,7 +63,7 @@ pub(crate) fn make_plan(
     let g = graph.build(py)?;
     let world: Vec<WorkerSpec> = workers
         .into_iter()
-        .map(|(rank, host, cpu, memory)| WorkerSpec { rank, host, cpu, memory })
+        .map(|(rank, host, cpu, memory)| WorkerSpec { rank, host, cpus: cpu, memory })
         .collect();
     let s: &dyn Scheduler = match scheduler {
         "round_robin" => &RoundRobin,
@@ -111,7 +111,7 @@ impl PyPlan {
     /// The workers planned for, as ``(rank, host, cpu, memory)``.
     #[getter]
     fn world(&self) -> Vec<WorkerTuple> {
-        self.plan.world.iter().map(|w| (w.rank, w.host.clone(), w.cpu, w.memory)).collect()
+        self.plan.world.iter().map(|w| (w.rank, w.host.clone(), w.cpus, w.memory)).collect()
     }
 
     fn __str__(&self) -> String {

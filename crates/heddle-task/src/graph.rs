@@ -280,7 +280,7 @@ impl TaskGraph {
                     v.name
                 )));
             }
-            let cpu = v.resources.cpu;
+            let cpu = v.resources.cpus;
             if !(cpu.is_finite() && cpu > 0.0) {
                 return Err(Error::Graph(format!(
                     "vertex '{}' requests {cpu} cores; request more than 0 (e.g. 0.5)",

@@ -134,7 +134,7 @@ impl fmt::Display for Plan {
                 "  worker {} ({}, {} cpu, {} MiB): {}",
                 spec.rank,
                 spec.host,
-                spec.cpu,
+                spec.cpus,
                 spec.memory >> 20,
                 tasks.join(" ")
             )?;

@@ -9,7 +9,7 @@ use crate::Offer;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Resources {
     /// Cores (fractions allowed).
-    pub cpu: f64,
+    pub cpus: f64,
     /// Bytes of memory.
     pub memory: u64,
     /// Hosts that hold the task's input, preferred by the data-locality scheduler.
@@ -19,14 +19,14 @@ pub struct Resources {
 impl Default for Resources {
     /// One core, no memory reservation, no preferred host.
     fn default() -> Self {
-        Resources { cpu: 1.0, memory: 0, hosts: Vec::new() }
+        Resources { cpus: 1.0, memory: 0, hosts: Vec::new() }
     }
 }
 
 impl Resources {
-    /// A request of `cpu` cores and `memory` bytes.
-    pub fn new(cpu: f64, memory: u64) -> Resources {
-        Resources { cpu, memory, hosts: Vec::new() }
+    /// A request of `cpus` cores and `memory` bytes.
+    pub fn new(cpus: f64, memory: u64) -> Resources {
+        Resources { cpus, memory, hosts: Vec::new() }
     }
 
     /// Prefers workers on `hosts` (where the input lies).
@@ -44,7 +44,7 @@ pub struct WorkerSpec {
     /// Host name.
     pub host: String,
     /// Cores it offers.
-    pub cpu: f64,
+    pub cpus: f64,
     /// Bytes of memory it offers.
     pub memory: u64,
 }
@@ -79,7 +79,7 @@ impl WorkerSpec {
             .enumerate()
             .map(|(rank, (host, o))| {
                 let w = o.per_worker(on_host(host), &env)?;
-                Ok(WorkerSpec { rank, host: host.clone(), cpu: w.cpus, memory: w.memory })
+                Ok(WorkerSpec { rank, host: host.clone(), cpus: w.cpus, memory: w.memory })
             })
             .collect()
     }

@@ -35,17 +35,17 @@ impl Capacity {
             return Err(Error::Plan("there are no workers to place tasks on".into()));
         }
         Ok(Capacity {
-            cpu: workers.iter().map(|w| w.cpu).collect(),
+            cpu: workers.iter().map(|w| w.cpus).collect(),
             memory: workers.iter().map(|w| w.memory).collect(),
         })
     }
 
     fn fits(&self, w: usize, r: &Resources) -> bool {
-        self.cpu[w] + 1e-9 >= r.cpu && self.memory[w] >= r.memory
+        self.cpu[w] + 1e-9 >= r.cpus && self.memory[w] >= r.memory
     }
 
     fn take(&mut self, w: usize, r: &Resources) {
-        self.cpu[w] -= r.cpu;
+        self.cpu[w] -= r.cpus;
         self.memory[w] -= r.memory.min(self.memory[w]);
     }
 
@@ -55,11 +55,11 @@ impl Capacity {
         let cpu = ws.iter().map(|&w| self.cpu[w]).fold(0.0, f64::max);
         let mem = ws.iter().map(|&w| self.memory[w]).max().unwrap_or(0);
         let mut short = Vec::new();
-        if r.cpu > cpu + 1e-9 {
+        if r.cpus > cpu + 1e-9 {
             short.push(format!(
                 "{} cpu (asks {}, at most {cpu} free on a worker)",
-                r.cpu - cpu,
-                r.cpu
+                r.cpus - cpu,
+                r.cpus
             ));
         }
         if r.memory > mem {
@@ -87,7 +87,7 @@ impl Scheduler for RoundRobin {
     fn place(&self, vertices: &[VertexShape], workers: &[WorkerSpec]) -> Result<Vec<Vec<usize>>> {
         place_each(vertices, workers, |v, i, cap| {
             let w = i as usize % workers.len();
-            let r = Resources { cpu: 0.0, ..v.resources.clone() };
+            let r = Resources { cpus: 0.0, ..v.resources.clone() };
             if cap.fits(w, &r) {
                 Ok((w, r))
             } else {

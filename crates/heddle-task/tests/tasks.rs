@@ -168,7 +168,7 @@ fn specs(caps: &[(&str, f64, u64)]) -> Vec<WorkerSpec> {
         .map(|(rank, (host, cpu, memory))| WorkerSpec {
             rank,
             host: host.to_string(),
-            cpu: *cpu,
+            cpus: *cpu,
             memory: *memory,
         })
         .collect()

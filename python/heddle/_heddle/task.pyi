@@ -22,7 +22,7 @@ __all__ = [
     "parse_cpus",
 ]
 
-#: A worker as ``(rank, host, cpu, memory)`` (an alias of the stub only).
+#: A worker as ``(rank, host, cpus, memory)`` (an alias of the stub only).
 _WorkerTuple: TypeAlias = tuple[int, str, float, int]
 
 @final

@@ -24,7 +24,7 @@ def main() -> None:
         outcome = str(e)
     if comm.rank == 0:
         for w in workers:
-            print(f"worker {w.rank} cpu={w.cpu} memory={w.memory}")
+            print(f"worker {w.rank} cpus={w.cpus} memory={w.memory}")
         print(outcome)
 
 
