@@ -63,25 +63,40 @@ impl WorkerSpec {
             .ok()
             .filter(|h| !h.is_empty())
             .unwrap_or_else(host_name);
-        let offer = Offer::host();
-        // Every worker learns whether every other one could read its offer, so all fail
-        // together rather than some waiting forever.
-        let mine = offer.as_ref().map_err(ToString::to_string).map(|o| (host.clone(), o.clone()));
-        let all: Vec<Result<(String, Offer), String>> = comm.allgather_object(&mine)?;
+        // Each worker's offer and its own settings; every worker learns whether every other
+        // one could read its offer, so all fail together rather than some waiting forever.
+        let settings: Vec<(String, String)> =
+            [crate::CPUS_PER_WORKER_ENV, crate::MEMORY_PER_WORKER_ENV]
+                .iter()
+                .filter_map(|k| std::env::var(k).ok().map(|v| ((*k).to_owned(), v)))
+                .collect();
+        let mine = Offer::host().map_err(message).map(|o| (host, o, settings));
+        type Gathered = Result<(String, Offer, Vec<(String, String)>), String>;
+        let all: Vec<Gathered> = comm.allgather_object(&mine)?;
         let mut offers = Vec::with_capacity(all.len());
         for (rank, r) in all.into_iter().enumerate() {
             offers.push(r.map_err(|e| crate::Error::Plan(format!("rank {rank}: {e}")))?);
         }
-        let on_host = |h: &str| offers.iter().filter(|(x, _)| x == h).count();
-        let env = |k: &str| std::env::var(k).ok();
+        let on_host = |h: &str| offers.iter().filter(|(x, _, _)| x == h).count();
         offers
             .iter()
             .enumerate()
-            .map(|(rank, (host, o))| {
-                let w = o.per_worker(on_host(host), &env)?;
+            .map(|(rank, (host, o, settings))| {
+                let env = |k: &str| settings.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+                let w = o
+                    .per_worker(on_host(host), &env)
+                    .map_err(|e| crate::Error::Plan(format!("rank {rank}: {}", message(e))))?;
                 Ok(WorkerSpec { rank, host: host.clone(), cpus: w.cpus, memory: w.memory })
             })
             .collect()
+    }
+}
+
+/// An offer error's message without the error type's own prefix.
+fn message(e: crate::Error) -> String {
+    match e {
+        crate::Error::Plan(m) => m,
+        e => e.to_string(),
     }
 }
 
