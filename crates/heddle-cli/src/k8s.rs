@@ -32,6 +32,14 @@ pub(crate) struct ManifestArgs {
     /// Namespace of the objects (default: kubectl's).
     #[arg(long)]
     namespace: Option<String>,
+    /// Cores each worker requests (e.g. 0.5, 2 or 500m): the pod's CPU request and what
+    /// the worker offers to task placement.
+    #[arg(long)]
+    cpus: Option<String>,
+    /// Memory each worker requests (e.g. 4GiB): the pod's memory request and limit (the
+    /// kubelet enforces it) and what the worker offers to task placement.
+    #[arg(long)]
+    memory: Option<String>,
     /// Port rank 0's job master listens on inside its pod.
     #[arg(long, default_value_t = 29500)]
     port: u16,
@@ -115,7 +123,7 @@ fn manifest(args: &ManifestArgs) -> Result<String, String> {
             "ports": [{ "name": "master", "port": args.port, "targetPort": args.port }],
         },
     });
-    let env = [
+    let env: Vec<Value> = [
         ("HEDDLE_WORLD_SIZE", args.workers.to_string()),
         ("HEDDLE_MASTER", format!("{name}-0.{name}:{}", args.port)),
         ("HEDDLE_MASTER_LISTEN", format!("0.0.0.0:{}", args.port)),
@@ -125,6 +133,7 @@ fn manifest(args: &ManifestArgs) -> Result<String, String> {
     .iter()
     .map(|(k, v)| json!({ "name": k, "value": v }))
     .collect::<Vec<Value>>();
+    let (env, resources) = requests(args, env)?;
     let job = json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -146,6 +155,7 @@ fn manifest(args: &ManifestArgs) -> Result<String, String> {
                         "image": args.image,
                         "command": args.command,
                         "env": env,
+                        "resources": resources,
                         "ports": [{ "name": "master", "containerPort": args.port }],
                         "volumeMounts": [{ "name": "job-token", "mountPath": TOKEN_DIR,
                             "readOnly": true }],
@@ -164,6 +174,35 @@ fn manifest(args: &ManifestArgs) -> Result<String, String> {
     Ok(out)
 }
 
+/// The container's `resources` for `--cpus` / `--memory` (requests; a memory limit equal
+/// to the request), and the workers' offer settings added to `env`.
+fn requests(args: &ManifestArgs, mut env: Vec<Value>) -> Result<(Vec<Value>, Value), String> {
+    let mut requests = serde_json::Map::new();
+    let mut limits = serde_json::Map::new();
+    if let Some(c) = &args.cpus {
+        let cpus = heddle_task::parse_cpus(c).map_err(|e| format!("--cpus: {e}"))?;
+        requests.insert("cpu".into(), json!(heddle_task::kubernetes_cpus(cpus)));
+        env.push(json!({ "name": heddle_task::CPUS_PER_WORKER_ENV, "value": cpus.to_string() }));
+    }
+    if let Some(m) = &args.memory {
+        let bytes = heddle_task::parse_bytes(m).map_err(|e| format!("--memory: {e}"))?;
+        if bytes == 0 {
+            return Err("--memory: a pod needs more than 0 bytes".into());
+        }
+        requests.insert("memory".into(), json!(bytes.to_string()));
+        limits.insert("memory".into(), json!(bytes.to_string()));
+        env.push(json!({ "name": heddle_task::MEMORY_PER_WORKER_ENV, "value": bytes.to_string() }));
+    }
+    let mut resources = serde_json::Map::new();
+    if !requests.is_empty() {
+        resources.insert("requests".into(), Value::Object(requests));
+    }
+    if !limits.is_empty() {
+        resources.insert("limits".into(), Value::Object(limits));
+    }
+    Ok((env, Value::Object(resources)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +213,8 @@ mod tests {
             image: "heddle:dev".into(),
             name: name.into(),
             namespace: None,
+            cpus: None,
+            memory: None,
             port: 29500,
             command: vec!["/app/prog".into(), "--x".into()],
         }
@@ -200,6 +241,40 @@ mod tests {
         assert_eq!(spec["completionMode"], "Indexed");
         let env = &spec["template"]["spec"]["containers"][0]["env"];
         assert!(env.as_array().unwrap().iter().any(|e| e["value"] == "wc-0.wc:29500"));
+    }
+
+    fn job_container(yaml: &str) -> Value {
+        let job: Value = serde_yaml_ng::from_str(yaml.split("---\n").nth(3).unwrap()).unwrap();
+        job["spec"]["template"]["spec"]["containers"][0].clone()
+    }
+
+    #[test]
+    fn requests_become_the_pods_resources_and_the_workers_offer() {
+        let c = job_container(&manifest(&args("wc", 2)).unwrap());
+        assert_eq!(c["resources"], serde_json::json!({}), "no request, no resources");
+        let mut a = args("wc", 2);
+        (a.cpus, a.memory) = (Some("1500m".into()), Some("2GiB".into()));
+        let c = job_container(&manifest(&a).unwrap());
+        let two_gib = (2u64 << 30).to_string();
+        assert_eq!(
+            c["resources"],
+            serde_json::json!({ "requests": { "cpu": "1500m", "memory": two_gib },
+                                "limits": { "memory": two_gib } })
+        );
+        let env = c["env"].as_array().unwrap();
+        let get = |k: &str| env.iter().find(|e| e["name"] == k).map(|e| e["value"].clone());
+        assert_eq!(get("HEDDLE_CPUS_PER_WORKER"), Some(serde_json::json!("1.5")));
+        assert_eq!(get("HEDDLE_MEMORY_PER_WORKER"), Some(serde_json::json!(two_gib)));
+        for (cpus, memory, says) in [
+            (Some("0"), None, "--cpus: `0` cores"),
+            (None, Some("-1GiB"), "--memory: `-1GiB` is negative"),
+            (None, Some("0"), "--memory: a pod needs more than 0 bytes"),
+        ] {
+            let mut a = args("wc", 2);
+            (a.cpus, a.memory) = (cpus.map(Into::into), memory.map(Into::into));
+            let e = manifest(&a).unwrap_err();
+            assert!(e.contains(says), "{e}");
+        }
     }
 
     #[test]

@@ -61,21 +61,40 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
-/// Parses a number of cores: positive and finite (`0.5`, `2`).
+/// Parses a number of cores: positive and finite (`0.5`, `2`), or Kubernetes' millicores
+/// (`500m`).
 ///
 /// ```
 /// use heddle_task::parse_cpus;
 /// assert_eq!(parse_cpus("0.5"), Ok(0.5));
+/// assert_eq!(parse_cpus("250m"), Ok(0.25));
 /// assert!(parse_cpus("0").is_err());
 /// ```
 ///
 /// # Errors
 /// A message naming `text` when it is not a positive finite number.
 pub fn parse_cpus(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
-        Ok(_) => Err(format!("`{text}` cores: a number of cores is above 0, e.g. 0.5 or 2")),
-        Err(_) => Err(format!("`{text}` is not a number of cores: write e.g. 0.5 or 2")),
+    let t = text.trim();
+    let (number, scale) = t.strip_suffix('m').map_or((t, 1.0), |n| (n, 1e-3));
+    match number.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x * scale),
+        Ok(_) => Err(format!("`{text}` cores: a number of cores is above 0, e.g. 0.5, 2 or 500m")),
+        Err(_) => Err(format!("`{text}` is not a number of cores: write e.g. 0.5, 2 or 500m")),
+    }
+}
+
+/// Writes `cpus` cores as Kubernetes does: whole cores as a number, others in millicores
+/// (`0.5` → `500m`).
+///
+/// ```
+/// assert_eq!(heddle_task::kubernetes_cpus(2.0), "2");
+/// assert_eq!(heddle_task::kubernetes_cpus(0.25), "250m");
+/// ```
+pub fn kubernetes_cpus(cpus: f64) -> String {
+    if cpus.fract() == 0.0 {
+        format!("{cpus:.0}")
+    } else {
+        format!("{:.0}m", (cpus * 1000.0).ceil())
     }
 }
 
@@ -143,7 +162,8 @@ mod tests {
     #[test]
     fn cores_are_positive() {
         assert_eq!(parse_cpus("2"), Ok(2.0));
-        for t in ["0", "-1", "nan", "inf", "x"] {
+        assert_eq!(parse_cpus("1500m"), Ok(1.5));
+        for t in ["0", "-1", "nan", "inf", "x", "m", "0m", "-5m"] {
             assert!(parse_cpus(t).is_err(), "{t}");
         }
     }

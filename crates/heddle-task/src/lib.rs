@@ -61,7 +61,7 @@ mod schedule;
 mod strategy;
 mod task;
 
-pub use amount::{format_bytes, parse_bytes, parse_cpus};
+pub use amount::{format_bytes, kubernetes_cpus, parse_bytes, parse_cpus};
 pub use checkpoint::{CheckpointStats, Checkpointing, LoopCheckpointing};
 pub use edge::{Edge, EdgeKind, Record};
 pub use error::{Error, ErrorVariant, Result};
