@@ -22,7 +22,7 @@ COLLECTIVES = ROOT / "target" / "release" / "examples" / "collectives"
 MODELS = {"Secret": "V1Secret", "Service": "V1Service", "Job": "V1Job"}
 
 
-def manifest(n: int, name: str, *program: str) -> list[dict]:
+def manifest(n: int, name: str, *program: str, options: tuple[str, ...] = ()) -> list[dict]:
     assert HEDDLE.exists(), f"{HEDDLE} is missing: build it first (make test does)"
     p = subprocess.run(
         [
@@ -35,6 +35,7 @@ def manifest(n: int, name: str, *program: str) -> list[dict]:
             "heddle:test",
             "--name",
             name,
+            *options,
             "--",
             *program,
         ],
@@ -71,6 +72,24 @@ def test_the_manifest_is_valid_kubernetes():
     mount = container["volumeMounts"][0]["mountPath"]
     assert env["HEDDLE_JOB_TOKEN_FILE"] == f"{mount}/token"
     assert pod["volumes"][0]["secret"]["secretName"] == secret["metadata"]["name"]
+
+
+def test_requests_are_valid_kubernetes_and_the_workers_offer():
+    options = ("--cpus", "500m", "--memory", "1GiB")
+    docs = manifest(2, "wc", "/app/wc", options=options)
+    api = ApiClient()
+    for doc in docs:
+        model = api.deserialize(json.dumps(doc), MODELS[doc["kind"]], "application/json")
+        assert api.sanitize_for_serialization(model) == doc, doc["kind"]
+    container = docs[2]["spec"]["template"]["spec"]["containers"][0]
+    gib = str(1 << 30)
+    assert container["resources"] == {
+        "requests": {"cpu": "500m", "memory": gib},
+        "limits": {"memory": gib},
+    }
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["HEDDLE_CPUS_PER_WORKER"] == "0.5"
+    assert env["HEDDLE_MEMORY_PER_WORKER"] == gib
 
 
 def test_bad_names_are_refused():
