@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import array
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 RAW, UTF8, JSON, ARRAY = 0, 1, 5, 0x10
@@ -64,6 +65,11 @@ def _value(x: Any) -> tuple[int, bytes]:
         f"a {type(x).__name__} cannot cross a bridge: send str, bytes, int, float, "
         "a numpy array, an array.array or a (key, value) pair of those"
     )
+
+
+def command_line(command: str | Sequence[str]) -> list[str]:
+    """A filter's command as a list: a string is split on whitespace (no quoting)."""
+    return command.split() if isinstance(command, str) else [str(c) for c in command]
 
 
 def to_wire(x: Any) -> tuple[int, bytes, bytes]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from heddle._bridge import from_wire, to_wire
+from heddle._bridge import command_line, from_wire, to_wire
 from heddle._heddle import bridge as _bridge
 
 __all__ = ["TRANSPORTS", "Bridge", "task_factory"]
@@ -54,7 +54,7 @@ class Bridge:
         timeout: float = 60.0,
         policy: str | None = None,
     ) -> None:
-        cmd = command.split() if isinstance(command, str) else [str(c) for c in command]
+        cmd = command_line(command)
         self._native = _bridge.Bridge(
             cmd,
             task,
@@ -163,7 +163,7 @@ def task_factory(
     policy: str | None = None,
 ) -> Callable[[int], Any]:
     """The factory of a task-graph vertex whose instances are the filter ``command``."""
-    cmd = command.split() if isinstance(command, str) else [str(c) for c in command]
+    cmd = command_line(command)
     options: dict[str, Any] = {
         "transport": transport,
         "args": [str(a) for a in args],

@@ -264,9 +264,9 @@ class DataSet:
         ``"shm"``, and ``policy`` may switch it by rules (see :class:`heddle.bridge.Bridge`);
         ``args`` go to the filter's ``init``. A filter that fails, exits early or hangs past
         ``timeout`` seconds fails the job with its exit status and the end of its stderr."""
-        from heddle._bridge import from_wire, to_wire
+        from heddle._bridge import command_line, from_wire, to_wire
 
-        cmd = command.split() if isinstance(command, str) else [str(c) for c in command]
+        cmd = command_line(command)
         wired = self._native.map(to_wire)
         out = _data.pipe(
             wired, cmd, transport, [str(a) for a in args], credits, max_record, timeout, policy
