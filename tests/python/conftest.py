@@ -40,11 +40,16 @@ class Job:
 
 
 def launcher_cmd(
-    n: int, script: str, *args: str, launcher: Sequence[str] | None = None
+    n: int,
+    script: str,
+    *args: str,
+    launcher: Sequence[str] | None = None,
+    options: Sequence[str] = (),
 ) -> list[str]:
+    """``heddle run -n N [OPTIONS] JOBS/SCRIPT ARGS``."""
     launcher = list(launcher or [sys.executable, "-m", "heddle"])
     target = script if script.startswith("-") else str(JOBS / script)  # "-c CODE" runs inline code
-    return [*launcher, "run", "-n", str(n), target, *args]
+    return [*launcher, "run", "-n", str(n), *options, target, *args]
 
 
 def job_env(extra: dict | None = None) -> dict:
@@ -60,9 +65,10 @@ def run_job(
     env: dict | None = None,
     timeout: float = JOB_TIMEOUT,
     launcher=None,
+    options: Sequence[str] = (),
 ) -> Job:
     proc = subprocess.run(
-        launcher_cmd(n, script, *args, launcher=launcher),
+        launcher_cmd(n, script, *args, launcher=launcher, options=options),
         check=False,
         env=job_env(env),
         capture_output=True,

@@ -6,8 +6,6 @@ import operator
 import os
 import pickle
 import signal
-import subprocess
-import sys
 import threading
 import time
 
@@ -412,27 +410,8 @@ def test_a_task_sees_the_strategy_it_was_given(comm):
 
 
 def test_workers_offer_what_heddle_run_says_and_a_plan_names_the_shortfall():
-    job = os.path.join(os.path.dirname(__file__), "jobs", "offers.py")
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "heddle",
-            "run",
-            "-n",
-            "2",
-            "--cpus-per-worker",
-            "0.5",
-            "--memory-per-worker",
-            "1GiB",
-            job,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    options = ("--cpus-per-worker", "0.5", "--memory-per-worker", "1GiB")
+    p = run_job(2, "offers.py", options=options, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.splitlines() == [
         f"[0] worker 0 cpus=0.5 memory={1 << 30}",
@@ -443,13 +422,6 @@ def test_workers_offer_what_heddle_run_says_and_a_plan_names_the_shortfall():
 
 
 def test_a_bad_offer_setting_is_refused_before_anything_starts():
-    p = subprocess.run(
-        [sys.executable, "-m", "heddle", "run", "-n", "2", "--memory-per-worker", "lots", "true"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    p = run_job(2, "offers.py", options=("--memory-per-worker", "lots"), timeout=60)
     assert p.returncode == 2, p.stdout + p.stderr
     assert "--memory-per-worker: `lots` is not an amount of bytes" in p.stderr, p.stderr
