@@ -109,6 +109,8 @@ pub(crate) struct Channel {
     /// Message in reassembly from each peer.
     pub(crate) partial: Vec<Option<(Header, Vec<u8>)>>,
     pub(crate) opened: bool,
+    /// Its messages overtake other edges' queued ones ([`EdgeChannels::prioritize`]).
+    pub(crate) urgent: bool,
 }
 
 impl Channel {
@@ -129,6 +131,8 @@ pub(crate) struct Channels {
     fragment: usize,
     edges: HashMap<u32, Channel>,
     outbox: Vec<VecDeque<Outgoing>>,
+    /// Messages of urgent edges, sent before `outbox`'s.
+    urgent: Vec<VecDeque<Outgoing>>,
     grants: Vec<VecDeque<(u32, u32)>>,
 }
 
@@ -139,6 +143,7 @@ impl Channels {
             fragment,
             edges: HashMap::new(),
             outbox: (0..peers).map(|_| VecDeque::new()).collect(),
+            urgent: (0..peers).map(|_| VecDeque::new()).collect(),
             grants: (0..peers).map(|_| VecDeque::new()).collect(),
         }
     }
@@ -196,7 +201,8 @@ impl Channels {
             .with_sequence(env.sequence);
         header.codec = Codec::Raw;
         header.msg_len = data.len() as u64;
-        self.outbox[peer].push_back(Outgoing { header, data, offset: 0 });
+        let queue = if c.urgent { &mut self.urgent[peer] } else { &mut self.outbox[peer] };
+        queue.push_back(Outgoing { header, data, offset: 0 });
         Ok(())
     }
 
@@ -221,7 +227,7 @@ impl Channels {
 
     /// Whether messages or credit of `edge` are still queued to leave this worker.
     pub(crate) fn sending(&self, edge: u32) -> bool {
-        self.outbox.iter().any(|q| q.iter().any(|m| m.header.edge == edge))
+        self.outbox.iter().chain(&self.urgent).any(|q| q.iter().any(|m| m.header.edge == edge))
             || self.grants.iter().any(|g| g.iter().any(|&(e, _)| e == edge))
     }
 
@@ -241,26 +247,46 @@ impl Channels {
                 self.grants[peer].pop_front();
                 progressed = true;
             }
-            while let Some(out) = self.outbox[peer].front_mut() {
-                let len = out.data.len();
-                let last_index = if len == 0 { 0 } else { (len - 1) / self.fragment } as u64;
-                let index = (out.offset / self.fragment) as u64;
-                let n = self.fragment.min(len - out.offset);
-                let mut h = out.header;
-                h.flags = Flags::for_fragment(index, last_index);
-                h.frag_len = n as u32;
-                if !link.try_send(&h, &out.data[out.offset..out.offset + n])? {
+            // Urgent edges' messages first: they overtake the data queued on the link
+            // (frames of different edges interleave; each edge's stay in order).
+            for queue in [&mut self.urgent[peer], &mut self.outbox[peer]] {
+                let (moved, blocked) = send_queued(queue, link, self.fragment)?;
+                progressed |= moved;
+                if blocked {
                     break;
-                }
-                progressed = true;
-                out.offset += n;
-                if index == last_index {
-                    self.outbox[peer].pop_front();
                 }
             }
         }
         Ok(progressed)
     }
+}
+
+/// Sends `queue`'s messages, fragment by fragment, as far as `link` takes them. Returns
+/// whether any frame went and whether the link is full.
+fn send_queued(
+    queue: &mut VecDeque<Outgoing>,
+    link: &mut BoxedLink,
+    fragment: usize,
+) -> Result<(bool, bool)> {
+    let mut moved = false;
+    while let Some(out) = queue.front_mut() {
+        let len = out.data.len();
+        let last_index = if len == 0 { 0 } else { (len - 1) / fragment } as u64;
+        let index = (out.offset / fragment) as u64;
+        let n = fragment.min(len - out.offset);
+        let mut h = out.header;
+        h.flags = Flags::for_fragment(index, last_index);
+        h.frag_len = n as u32;
+        if !link.try_send(&h, &out.data[out.offset..out.offset + n])? {
+            return Ok((moved, true));
+        }
+        moved = true;
+        out.offset += n;
+        if index == last_index {
+            queue.pop_front();
+        }
+    }
+    Ok((moved, false))
 }
 
 /// One dataflow edge's channels on this worker; closed when dropped.
@@ -339,6 +365,13 @@ impl EdgeChannels {
             "dataflow operation",
             what,
         )
+    }
+
+    /// Lets this edge's messages overtake every other edge's messages queued to leave
+    /// this worker (they still queue behind frames already on a link): for small control
+    /// messages, such as a checkpoint's coordination, that must not wait behind data.
+    pub fn prioritize(&self) {
+        self.link.shared.lock().channels.channel(self.link.edge).urgent = true;
     }
 
     /// Resets the wait after a pass that moved something.

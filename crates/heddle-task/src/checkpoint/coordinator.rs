@@ -154,10 +154,13 @@ impl Checkpoints {
             last_triggered: false,
             stats: Vec::new(),
         });
+        let edge = comm.open_edge(edge, WINDOW)?;
+        // Triggers and acknowledgements must not wait behind the job's data.
+        edge.prioritize();
         let checkpoints = Checkpoints {
             rank: comm.rank(),
             world: (0..comm.size()).map(|r| comm.world_rank(r)).collect(),
-            edge: comm.open_edge(edge, WINDOW)?,
+            edge,
             outgoing: VecDeque::new(),
             sequence: 0,
             store,
@@ -240,6 +243,12 @@ impl Checkpoints {
             if taken.inflight.is_some() {
                 self.local.entry(taken.checkpoint).or_default().unaligned += 1;
             }
+            tracing::debug!(
+                checkpoint = taken.checkpoint,
+                task = %taken.task,
+                unaligned = taken.inflight.is_some(),
+                "snapshot taken"
+            );
             match (taken.error, taken.state, taken.inflight) {
                 (Some(e), ..) => self.note(taken.checkpoint, taken.task, Err(e)),
                 (None, None, None) => self.note(taken.checkpoint, taken.task, Ok(None)),
@@ -266,6 +275,7 @@ impl Checkpoints {
                     Message::Ack { id, bytes: l.bytes, states: l.states, unaligned: l.unaligned }
                 }
             };
+            tracing::debug!(checkpoint = id, "every local state written; acknowledging");
             self.send(0, reply);
             moved = true;
         }
@@ -322,6 +332,7 @@ impl Checkpoints {
     fn handle(&mut self, from: usize, m: Message) -> Result<()> {
         match m {
             Message::Trigger { id, last } => {
+                tracing::debug!(checkpoint = id, last, "checkpoint triggered");
                 self.barriers.trigger(id);
                 self.local.entry(id).or_default();
                 // The last checkpoint is the last: nothing is triggered after it.
@@ -351,6 +362,7 @@ impl Checkpoints {
                 eprintln!("heddle: warning: checkpoint {id} failed, the job goes on: {reason}");
             }
             Message::Ack { id, bytes, states, unaligned } => {
+                tracing::debug!(checkpoint = id, rank = from, "acknowledgement");
                 if let Some(f) = self.in_flight(id) {
                     f.acks.insert(from);
                     f.bytes += bytes;
@@ -404,6 +416,7 @@ impl Checkpoints {
             };
             match outcome {
                 Ok(()) => {
+                    tracing::debug!(checkpoint = f.id, duration_ms, "checkpoint complete");
                     self.store.append_history(&commit);
                     self.store.prune(&[], &|_| false, Some(KEEP));
                     heddle_comm::metrics::checkpoint(f.started.elapsed(), f.bytes);

@@ -31,10 +31,18 @@ impl Writer {
                 for (checkpoint, task, (state, inflight)) in inbox {
                     let bytes =
                         state.as_ref().map_or(0, Vec::len) + inflight.as_ref().map_or(0, Vec::len);
+                    let started = std::time::Instant::now();
                     let result = store
                         .write_state(checkpoint, task, state.as_deref(), inflight.as_deref())
                         .map(|()| bytes as u64)
                         .map_err(|e| e.to_string());
+                    tracing::debug!(
+                        checkpoint,
+                        task = %task,
+                        bytes,
+                        ms = started.elapsed().as_secs_f64() * 1e3,
+                        "state written"
+                    );
                     if report.send(Written { checkpoint, task, result }).is_err() {
                         return;
                     }

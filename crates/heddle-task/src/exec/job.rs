@@ -200,6 +200,7 @@ impl<'c> Job<'c> {
                     parallelism: def.parallelism,
                     task: t,
                     worker: comm.rank(),
+                    resources: def.resources.clone(),
                 };
                 let inbox = inboxes.remove(&t).map(|(typed, _)| typed);
                 let outputs = outs.remove(&t).unwrap_or_default();
@@ -440,12 +441,14 @@ impl<'c> Job<'c> {
             }
             for t in &mut self.tasks {
                 moved |= t.step(now, iteration)?.moved;
+                // Between the steps too: a trigger or an acknowledgement waits one
+                // task's step, not a whole pass over the tasks.
+                if let Some(ck) = &mut self.checkpoints {
+                    moved |= ck.poll()?;
+                }
             }
             for e in &mut self.edges {
                 moved |= e.pump()?;
-            }
-            if let Some(ck) = &mut self.checkpoints {
-                moved |= ck.poll()?;
             }
             if self.tasks.iter().all(|t| t.pass_done()) && self.edges.iter().all(|e| e.is_done()) {
                 return Ok(());
