@@ -140,6 +140,8 @@ pub(crate) struct VertexDef {
     pub(crate) collective: bool,
     pub(crate) strategy: Strategy,
     pub(crate) factory: Box<dyn VertexFactory>,
+    /// Built by [`TaskGraph::isolated`]: its instances may run as processes.
+    pub(crate) isolable: bool,
 }
 
 /// One edge of the graph.
@@ -191,6 +193,7 @@ impl TaskGraph {
             collective: false,
             strategy: Strategy::default(),
             factory,
+            isolable: false,
         });
         self.vertices.len() - 1
     }
@@ -227,6 +230,24 @@ impl TaskGraph {
             Box::new(ComputeFactory(make, PhantomData)),
         );
         Vertex { id, _io: PhantomData }
+    }
+
+    /// A compute vertex whose instances run as its resources' [`crate::Isolation`] says:
+    /// threads, or child processes confined to the vertex's contract (its records cross
+    /// a socket, so they must serialize). See [`crate::Isolated`].
+    pub fn isolated<C: Compute>(
+        &mut self,
+        name: &str,
+        parallelism: u32,
+        make: impl Fn(u32) -> C + 'static,
+    ) -> Vertex<C::In, C::Out>
+    where
+        C::In: serde::Serialize + serde::de::DeserializeOwned,
+        C::Out: Clone + serde::Serialize + serde::de::DeserializeOwned,
+    {
+        let v = self.compute(name, parallelism, move |i| crate::Isolated::new(make(i)));
+        self.vertices[v.id].isolable = true;
+        Vertex { id: v.id, _io: PhantomData }
     }
 
     /// Connects `from`'s output to `to`'s input through `edge`.
@@ -284,6 +305,20 @@ impl TaskGraph {
             if !(cpu.is_finite() && cpu > 0.0) {
                 return Err(Error::Graph(format!(
                     "vertex '{}' requests {cpu} cores; request more than 0 (e.g. 0.5)",
+                    v.name
+                )));
+            }
+            if v.resources.isolation == crate::Isolation::Process && !v.isolable {
+                return Err(Error::Graph(format!(
+                    "vertex '{}' asks to run as an isolated process; build it with \
+                     TaskGraph::isolated (its records must serialize)",
+                    v.name
+                )));
+            }
+            if v.isolable && v.collective {
+                return Err(Error::Graph(format!(
+                    "vertex '{}' is isolated and collective; an isolated process has no \
+                     communicator: drop one of the two",
                     v.name
                 )));
             }

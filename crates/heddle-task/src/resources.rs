@@ -3,7 +3,7 @@
 use heddle_comm::Communicator;
 use serde::{Deserialize, Serialize};
 
-use crate::Offer;
+use crate::{Isolation, Offer};
 
 /// A task instance's resource request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -14,19 +14,29 @@ pub struct Resources {
     pub memory: u64,
     /// Hosts that hold the task's input, preferred by the data-locality scheduler.
     pub hosts: Vec<String>,
+    /// Thread or isolated process ([`crate::Isolated`] tasks only).
+    #[serde(default)]
+    pub isolation: Isolation,
 }
 
 impl Default for Resources {
     /// One core, no memory reservation, no preferred host.
     fn default() -> Self {
-        Resources { cpus: 1.0, memory: 0, hosts: Vec::new() }
+        Resources { cpus: 1.0, memory: 0, hosts: Vec::new(), isolation: Isolation::Auto }
     }
 }
 
 impl Resources {
     /// A request of `cpus` cores and `memory` bytes.
     pub fn new(cpus: f64, memory: u64) -> Resources {
-        Resources { cpus, memory, hosts: Vec::new() }
+        Resources { cpus, memory, hosts: Vec::new(), isolation: Isolation::Auto }
+    }
+
+    /// Runs the task as `isolation` says (for vertices built with
+    /// [`crate::TaskGraph::isolated`]).
+    pub fn isolation(mut self, isolation: Isolation) -> Resources {
+        self.isolation = isolation;
+        self
     }
 
     /// Prefers workers on `hosts` (where the input lies).

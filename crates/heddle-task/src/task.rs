@@ -175,10 +175,16 @@ pub trait Compute: Send + 'static {
     fn close(&mut self, _ctx: &mut Context<'_, Self::Out>) -> Result<()> {
         Ok(())
     }
+
+    /// What the task's own process used, once it ended: `Some` for a task run as an
+    /// isolated process ([`crate::Isolated`]); `None` (the default) for a thread.
+    fn usage(&self) -> Option<crate::ProcessUsage> {
+        None
+    }
 }
 
 /// Identity of one task instance.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TaskInfo {
     /// The vertex's name.
     pub name: String,
@@ -190,6 +196,8 @@ pub struct TaskInfo {
     pub task: u32,
     /// Rank of the worker running it.
     pub worker: usize,
+    /// What its vertex requested ([`crate::TaskGraph::resources`]): its contract.
+    pub resources: crate::Resources,
 }
 
 impl std::fmt::Display for TaskInfo {

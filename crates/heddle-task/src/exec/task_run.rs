@@ -27,7 +27,7 @@ pub(crate) struct Step {
 }
 
 /// Counters of one task instance.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct TaskStats {
     /// The task, as `name[index]`.
     pub task: String,
@@ -41,6 +41,8 @@ pub struct TaskStats {
     pub emitted: u64,
     /// Records that arrived after the task retired (its strategy's `at_most`).
     pub discarded: u64,
+    /// What its process used, for a task run as an isolated process.
+    pub process: Option<crate::ProcessUsage>,
 }
 
 /// A type-erased task instance.
@@ -383,7 +385,7 @@ where
     }
 
     fn stats(&self) -> TaskStats {
-        self.common.stats.clone()
+        TaskStats { process: self.task.usage(), ..self.common.stats.clone() }
     }
 
     fn checkpoints(&mut self, barriers: Arc<Barriers>, restored: u64) {
