@@ -4,6 +4,7 @@
 mod bench;
 mod bench_bridges;
 mod bench_dataflow;
+mod bench_isolation;
 mod bench_recovery;
 mod bridge;
 mod k8s;
@@ -63,6 +64,8 @@ enum BenchCmd {
     /// What checkpoints cost (throughput, duration, size) and how fast a killed job is
     /// back.
     Recovery(bench_recovery::BenchRecoveryArgs),
+    /// What running a task as an isolated process costs against a thread.
+    Isolation(bench_isolation::BenchIsolationArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -189,6 +192,11 @@ fn main() {
             Cmd::Bench(BenchCmd::Dataflow(args)) => bench_dataflow::bench_dataflow(&args)
                 .unwrap_or_else(|e| {
                     eprintln!("heddle bench: {e}");
+                    1
+                }),
+            Cmd::Bench(BenchCmd::Isolation(args)) => bench_isolation::bench_isolation(&args)
+                .unwrap_or_else(|e| {
+                    eprintln!("heddle bench isolation: {e}");
                     1
                 }),
             Cmd::Bench(BenchCmd::Bridges(args)) => bench_bridges::bench_bridges(&args)

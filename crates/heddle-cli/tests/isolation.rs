@@ -74,8 +74,15 @@ fn enforced(group: &Option<PathBuf>) -> bool {
 fn a_task_within_its_memory_contract_reports_its_peak() {
     let group = memory_group();
     let mark = common::marker("within");
-    let out = limits(&mark, &["--task-memory", "256MiB", "--allocate", "100MiB"]);
+    let out = limits(&mark, &["--task-memory", "256MiB", "--allocate", "100MiB", "--plan"]);
     assert!(out.status.success(), "{}", common::text(&out.stderr));
+    let plan = common::text(&out.stdout);
+    for says in [
+        "vertex hog: isolated processes, each confined to 1 cores and 256 MiB",
+        "isolation costs (",
+    ] {
+        assert!(plan.contains(says), "missing {says:?} in the plan:\n{plan}");
+    }
     let j = json(&out);
     let peak = j["peak_bytes"].as_u64().unwrap();
     if enforced(&group) {

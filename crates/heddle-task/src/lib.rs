@@ -68,7 +68,7 @@ pub use edge::{Edge, EdgeKind, Record};
 pub use error::{Error, ErrorVariant, Result};
 pub use exec::{AbortHandle, Context, Job, Report, StopHandle, TaskStats, THREADS_ENV};
 pub use graph::{TaskGraph, Vertex, VertexKind};
-pub use isolation::{Enforcement, Isolated, Isolation, ProcessUsage};
+pub use isolation::{CostTable, Enforcement, Isolated, Isolation, ProcessUsage, COSTS};
 pub use offer::{Offer, CPUS_PER_WORKER_ENV, MEMORY_PER_WORKER_ENV};
 pub use plan::{Plan, PlannedEdge};
 pub use resources::{Resources, WorkerSpec};

@@ -35,6 +35,8 @@ pub struct Plan {
     pub edges: Vec<PlannedEdge>,
     /// The workers planned for.
     pub world: Vec<WorkerSpec>,
+    /// The vertices whose instances run as isolated processes, with their contracts.
+    pub isolated: Vec<(usize, crate::Resources)>,
     scheduler: String,
 }
 
@@ -90,6 +92,13 @@ impl Plan {
             workers: placed,
             edges,
             world: workers.to_vec(),
+            isolated: graph
+                .vertices
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.isolable && crate::isolation::runs_as_process(&v.resources))
+                .map(|(i, v)| (i, v.resources.clone()))
+                .collect(),
             scheduler: format!("{scheduler:?}"),
         })
     }
@@ -137,6 +146,28 @@ impl fmt::Display for Plan {
                 spec.cpus,
                 spec.memory >> 20,
                 tasks.join(" ")
+            )?;
+        }
+        for (v, r) in &self.isolated {
+            writeln!(
+                f,
+                "  vertex {}: isolated processes, each confined to {} cores and {} of memory",
+                self.vertices[*v].0,
+                r.cpus,
+                if r.memory > 0 { crate::format_bytes(r.memory) } else { "any amount".into() },
+            )?;
+        }
+        if !self.isolated.is_empty() {
+            let c = crate::isolation::COSTS;
+            writeln!(
+                f,
+                "  isolation costs ({}): start {} ms a process vs {} ms a thread; {} ns vs {} ns \
+                 a record",
+                c.measured,
+                c.process_start_ms,
+                c.thread_start_ms,
+                c.process_record_ns,
+                c.thread_record_ns
             )?;
         }
         for e in &self.edges {

@@ -102,6 +102,17 @@ pub trait Compute: Send + 'static {
     /// As [`Compute::prepare`].
     fn execute(&mut self, ctx: &mut Context<'_, Self::Out>, input: Self::In) -> Result<()>;
 
+    /// Called after each batch of [`Compute::execute`] calls (the records that were
+    /// waiting when the task ran), in the same context: a task that defers work per
+    /// record (an isolated process, a vectorized kernel) finishes it here. Nothing else
+    /// is called between the batch and this.
+    ///
+    /// # Errors
+    /// As [`Compute::prepare`].
+    fn executed(&mut self, _ctx: &mut Context<'_, Self::Out>) -> Result<()> {
+        Ok(())
+    }
+
     /// A timed activation (see [`crate::Strategy::every`]), after the waiting input.
     ///
     /// # Errors

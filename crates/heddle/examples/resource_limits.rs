@@ -10,6 +10,7 @@
 //! heddle run -n 1 -- target/release/examples/resource_limits --task-memory 256MiB --allocate 100MiB
 //! heddle run -n 1 -- target/release/examples/resource_limits --task-memory 64MiB --allocate 200MiB
 //! heddle run -n 1 -- target/release/examples/resource_limits --task-memory 64MiB --cpus 0.5 --spin-s 5
+//! heddle run -n 1 -- target/release/examples/resource_limits --task-memory 64MiB --plan
 //! ```
 
 use std::time::{Duration, Instant};
@@ -37,6 +38,9 @@ struct Args {
     /// Seconds the task spins on the CPU (after allocating).
     #[arg(long, default_value_t = 0.0)]
     spin_s: f64,
+    /// Print the plan (placement, isolation and its costs) first.
+    #[arg(long)]
+    plan: bool,
 }
 
 /// Sends the work order once.
@@ -118,6 +122,9 @@ fn run(args: Args) -> Result<(), BoxError> {
     g.connect(&order, &hog, Edge::direct());
     g.connect(&hog, &keep, Edge::direct());
     let plan = Plan::new(&g, &WorkerSpec::discover(&comm)?, &RoundRobin)?;
+    if args.plan && comm.rank() == 0 {
+        print!("{plan}");
+    }
     let report = Job::new(&comm, &g, &plan, Options::batch())?.run()?;
     let Some(usage) = report.tasks.iter().find_map(|t| t.process.clone()) else {
         if comm.rank() == 0 {

@@ -282,7 +282,7 @@ where
                     break;
                 }
             }
-            Ok(())
+            task.executed(ctx)
         })?;
         // What the call left goes back in front, in order.
         let mut inbox = lock(&self.inbox);

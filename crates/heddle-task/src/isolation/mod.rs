@@ -62,6 +62,43 @@ impl std::str::FromStr for Isolation {
     }
 }
 
+/// What placing a task in a process costs against a thread, as `heddle bench
+/// isolation` measured it (one worker; the start is a job of one record, most of it the
+/// kernel moving the process into its v1 memory group).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CostTable {
+    /// Where and when it was measured.
+    pub measured: &'static str,
+    /// Milliseconds to start a thread task (a job of one record).
+    pub thread_start_ms: f64,
+    /// Milliseconds to start a process task.
+    pub process_start_ms: f64,
+    /// Nanoseconds per record through a thread task.
+    pub thread_record_ns: f64,
+    /// Nanoseconds per record through a process task (batched over a socket pair).
+    pub process_record_ns: f64,
+}
+
+/// The costs `Isolation::Auto` weighs: a process only where a memory contract must be
+/// enforced, since every record through it costs an order of magnitude more.
+pub const COSTS: CostTable = CostTable {
+    measured: "heddle bench isolation, 2 cores, 2026-11-28",
+    thread_start_ms: 0.25,
+    process_start_ms: 15.0,
+    thread_record_ns: 18.0,
+    process_record_ns: 224.0,
+};
+
+/// Whether a vertex of [`crate::TaskGraph::isolated`] with `contract` runs its instances
+/// as processes.
+pub(crate) fn runs_as_process(contract: &crate::Resources) -> bool {
+    match contract.isolation {
+        Isolation::Process => true,
+        Isolation::Thread => false,
+        Isolation::Auto => contract.memory > 0,
+    }
+}
+
 /// What an isolated task's process used, measured when it ended.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ProcessUsage {
@@ -130,12 +167,7 @@ where
         }
         let info = ctx.info();
         let contract = &info.resources;
-        let process = match contract.isolation {
-            Isolation::Process => true,
-            Isolation::Thread => false,
-            Isolation::Auto => contract.memory > 0,
-        };
-        if !process {
+        if !runs_as_process(contract) {
             return Ok(());
         }
         let Some(task) = self.task.take() else { return Ok(()) };
@@ -161,27 +193,24 @@ where
         request: Request,
         state: &mut Option<Option<Vec<u8>>>,
     ) -> Result<bool> {
-        let Some(running) = self.running.as_mut() else {
-            return Err(Error::Task {
-                task: ctx.info().to_string(),
-                message: "its isolated process has already ended".into(),
-            });
-        };
+        let Some(running) = self.running.as_mut() else { return Err(self.ended(ctx)) };
         let iteration = ctx.iteration().to_vec();
         let outcome = running.child.call(&iteration, request, &mut |reply| match reply {
-            Reply::Out(bytes) => {
-                let o: C::Out = bincode::deserialize(&bytes).map_err(|e| {
-                    format!("a record from the isolated process did not decode: {e}")
-                })?;
-                ctx.emit(o);
-                Ok(())
-            }
             Reply::State(s) => {
                 *state = Some(s);
                 Ok(())
             }
-            _ => Ok(()),
+            other => emit(ctx, other),
         });
+        self.outcome(ctx, outcome)
+    }
+
+    /// The task's error for a call that failed in the process, or because it is gone.
+    fn outcome(
+        &mut self,
+        ctx: &Context<'_, C::Out>,
+        outcome: std::result::Result<bool, Option<String>>,
+    ) -> Result<bool> {
         match outcome {
             Ok(more) => Ok(more),
             Err(Some(message)) => {
@@ -189,6 +218,13 @@ where
                 Err(Error::Task { task: ctx.info().to_string(), message })
             }
             Err(None) => Err(self.died(ctx)),
+        }
+    }
+
+    fn ended(&self, ctx: &Context<'_, C::Out>) -> Error {
+        Error::Task {
+            task: ctx.info().to_string(),
+            message: "its isolated process has already ended".into(),
         }
     }
 
@@ -241,6 +277,19 @@ where
     }
 }
 
+/// Emits a record the process sent.
+fn emit<O: DeserializeOwned>(
+    ctx: &mut Context<'_, O>,
+    reply: Reply,
+) -> std::result::Result<(), String> {
+    if let Reply::Out(bytes) = reply {
+        let o: O = bincode::deserialize(&bytes)
+            .map_err(|e| format!("a record from the isolated process did not decode: {e}"))?;
+        ctx.emit(o);
+    }
+    Ok(())
+}
+
 fn encode<T: Serialize>(ctx: &Context<'_, impl Sized>, value: &T) -> Result<Vec<u8>> {
     bincode::serialize(value).map_err(|e| Error::Task {
         task: ctx.info().to_string(),
@@ -277,7 +326,20 @@ where
             return t.execute(ctx, input);
         }
         let bytes = encode(ctx, &input)?;
-        self.call(ctx, Request::Execute(bytes), &mut None).map(drop)
+        let Some(running) = self.running.as_mut() else { return Err(self.ended(ctx)) };
+        let iteration = ctx.iteration().to_vec();
+        let queued = running.child.execute(&iteration, bytes, &mut |r| emit(ctx, r));
+        self.outcome(ctx, queued.map(|()| false)).map(drop)
+    }
+
+    fn executed(&mut self, ctx: &mut Context<'_, C::Out>) -> Result<()> {
+        if let Some(t) = self.task.as_mut() {
+            return t.executed(ctx);
+        }
+        let Some(running) = self.running.as_mut() else { return Ok(()) };
+        let iteration = ctx.iteration().to_vec();
+        let flushed = running.child.flush(&iteration, &mut |r| emit(ctx, r));
+        self.outcome(ctx, flushed.map(|()| false)).map(drop)
     }
 
     fn tick(&mut self, ctx: &mut Context<'_, C::Out>) -> Result<()> {

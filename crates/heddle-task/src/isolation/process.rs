@@ -1,7 +1,10 @@
 //! An isolated task's process: forked from the worker's executor thread with the task
 //! object in it, confined to its control groups, and driven by the worker over a Unix
 //! socket pair: each call of the task ([`Compute`]) becomes a request, answered by the
-//! records it emitted and a `Done` (or the failure, with its message).
+//! records it emitted and a `Done` (or the failure, with its message). Records to execute
+//! go in batches: `Execute` requests are queued without an answer, and the `Flush` that
+//! ends a batch is answered by everything the batch emitted (the child writes nothing
+//! before it, so neither side can block the other).
 //!
 //! The child is a fork, not a fresh program: it starts with the task as built (no
 //! start-up cost beyond copying page tables), and only the forking thread exists in it,
@@ -24,7 +27,10 @@ use crate::{Compute, Produced, Strategy, TaskInfo};
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum Request {
     Prepare,
+    /// A record, answered at the next `Flush`.
     Execute(Vec<u8>),
+    /// Ends a batch of `Execute`s.
+    Flush,
     Tick,
     EndOfInput,
     Drain,
@@ -76,7 +82,12 @@ pub(crate) struct Child {
     reader: BufReader<UnixStream>,
     writer: BufWriter<UnixStream>,
     pub(crate) started: Instant,
+    /// `Execute`s sent since the last `Flush`, and their bytes.
+    queued: (usize, usize),
 }
+
+/// Records and bytes of a batch that make the worker flush it at once.
+const BATCH: (usize, usize) = (4096, 1 << 20);
 
 /// How the process ended.
 #[derive(Debug)]
@@ -126,8 +137,9 @@ where
     let child = Child {
         pid,
         reader: BufReader::new(ours.try_clone().map_err(|e| format!("socket: {e}"))?),
-        writer: BufWriter::new(ours),
+        writer: BufWriter::with_capacity(256 << 10, ours),
         started,
+        queued: (0, 0),
     };
     if let Err(e) = confinement.add(pid) {
         // SAFETY: our own child.
@@ -142,6 +154,46 @@ impl Child {
     /// Sends `request` and hands each reply to `on_reply` until `Done` (returns its
     /// `more`) or `Failed` (its message). `Err(None)`: the process is gone.
     pub(crate) fn call(
+        &mut self,
+        iteration: &[u64],
+        request: Request,
+        on_reply: &mut dyn FnMut(Reply) -> Result<(), String>,
+    ) -> Result<bool, Option<String>> {
+        self.flush(iteration, on_reply)?;
+        self.exchange(iteration, request, on_reply)
+    }
+
+    /// Queues record `bytes` for execution, flushing the batch when it is full.
+    pub(crate) fn execute(
+        &mut self,
+        iteration: &[u64],
+        bytes: Vec<u8>,
+        on_reply: &mut dyn FnMut(Reply) -> Result<(), String>,
+    ) -> Result<(), Option<String>> {
+        let len = bytes.len();
+        let call = Call { iteration: iteration.to_vec(), request: Request::Execute(bytes) };
+        write_frame(&mut self.writer, &call).map_err(|_| None)?;
+        self.queued = (self.queued.0 + 1, self.queued.1 + len);
+        if self.queued.0 >= BATCH.0 || self.queued.1 >= BATCH.1 {
+            self.flush(iteration, on_reply)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the batch of queued records: their outputs go to `on_reply`.
+    pub(crate) fn flush(
+        &mut self,
+        iteration: &[u64],
+        on_reply: &mut dyn FnMut(Reply) -> Result<(), String>,
+    ) -> Result<(), Option<String>> {
+        if self.queued.0 == 0 {
+            return Ok(());
+        }
+        self.queued = (0, 0);
+        self.exchange(iteration, Request::Flush, on_reply).map(drop)
+    }
+
+    fn exchange(
         &mut self,
         iteration: &[u64],
         request: Request,
@@ -214,39 +266,63 @@ where
     let mut writer = BufWriter::new(stream);
     let mut strategy = Strategy::default();
     let mut out: Vec<C::Out> = Vec::new();
+    // The first failure of the batch under way (its later records are skipped).
+    let mut failed: Option<String> = None;
     loop {
         let Ok(call) = read_frame::<_, Call>(&mut reader) else { exit(0) };
         let closing = matches!(call.request, Request::Close);
-        let mut ctx = Context {
-            out: &mut out,
-            info: &info,
-            comm: None,
-            strategy: &mut strategy,
-            iteration: &call.iteration,
-        };
+        let batched = matches!(call.request, Request::Execute(_));
+        if batched && failed.is_some() {
+            continue;
+        }
+        let flush = matches!(call.request, Request::Flush);
         let mut state = None;
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            serve(&mut task, &mut ctx, call.request, &mut state)
-        }));
+        let result = if flush {
+            Ok(Ok(false))
+        } else {
+            let mut ctx = Context {
+                out: &mut out,
+                info: &info,
+                comm: None,
+                strategy: &mut strategy,
+                iteration: &call.iteration,
+            };
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                serve(&mut task, &mut ctx, call.request, &mut state)
+            }))
+        };
+        let outcome = match result {
+            Ok(Ok(more)) => Ok(more),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(panic) => Err(format!("panicked: {}", panic_text(panic.as_ref()))),
+        };
+        if batched {
+            // Answered at the batch's flush.
+            if let Err(e) = outcome {
+                failed = Some(e);
+            }
+            continue;
+        }
+        let outcome = match failed.take() {
+            Some(e) => Err(e),
+            None => outcome,
+        };
         let mut send = || -> std::io::Result<()> {
             for o in out.drain(..) {
-                write_frame(
-                    &mut writer,
-                    &Reply::Out(bincode::serialize(&o).map_err(std::io::Error::other)?),
-                )?;
+                let bytes = bincode::serialize(&o).map_err(std::io::Error::other)?;
+                write_frame(&mut writer, &Reply::Out(bytes))?;
             }
             if let Some(s) = state.take() {
                 write_frame(&mut writer, &Reply::State(s))?;
             }
-            let reply = match &result {
-                Ok(Ok(more)) => Reply::Done { more: *more },
-                Ok(Err(e)) => Reply::Failed(e.to_string()),
-                Err(panic) => Reply::Failed(format!("panicked: {}", panic_text(panic.as_ref()))),
+            let reply = match &outcome {
+                Ok(more) => Reply::Done { more: *more },
+                Err(e) => Reply::Failed(e.clone()),
             };
             write_frame(&mut writer, &reply)?;
             writer.flush()
         };
-        if send().is_err() || closing || !matches!(result, Ok(Ok(_))) {
+        if send().is_err() || closing || outcome.is_err() {
             exit(0);
         }
     }
@@ -278,6 +354,7 @@ where
         Request::Restore(bytes) => task.restore(ctx, &bytes)?,
         Request::Committed(id) => task.committed(ctx, id)?,
         Request::Close => task.close(ctx)?,
+        Request::Flush => {}
     }
     Ok(false)
 }
