@@ -17,7 +17,7 @@ from heddle import _heddle
 from heddle.errors import ConfigError, HeddleError
 
 USAGE = """\
-usage: heddle run [-n N] [--init-timeout S] [--transport auto|shm|tcp]
+usage: heddle run [--config FILE] [-n N] [--init-timeout S] [--transport auto|shm|tcp]
                   [--master-bind ADDR] [--kill-grace S] [--restarts N]
                   [--heartbeat-interval S] [--heartbeat-timeout S]
                   [--checkpoint-interval S] [--checkpoint-dir DIR]
@@ -32,6 +32,9 @@ Run PROGRAM as N workers on this machine, or through mpirun or Slurm. A PROGRAM 
 in .py (or -m MODULE, -c CODE) runs under this Python interpreter.
 
 options:
+  --config FILE        a TOML file of defaults for these options, HEDDLE_* settings
+                       ([settings]) and the tasks' default contract ([resources]); the
+                       command line wins (also HEDDLE_CONFIG)
   -n, --workers N      number of workers (default 1)
   --init-timeout S     seconds workers have to join before the job fails (default 60)
   --transport T        transport between workers on this host: auto, shm or tcp
@@ -100,6 +103,7 @@ options:
 """
 
 _VALUE_OPTIONS = {
+    "--config": "config",
     "-n": "workers",
     "--workers": "workers",
     "--init-timeout": "init_timeout",
@@ -130,6 +134,7 @@ class _UsageError(Exception):
 
 def _parse_run(args: Sequence[str]) -> dict[str, Any]:
     opts: dict[str, Any] = {
+        "config": None,
         "workers": "1",
         "init_timeout": "60",
         "transport": None,
@@ -183,6 +188,39 @@ def _parse_run(args: Sequence[str]) -> dict[str, Any]:
         break  # the program starts here (including python's own -m / -c)
     opts["command"] = list(args[i:])
     return opts
+
+
+def _isolation(value: str) -> str:
+    if value not in ("auto", "thread", "process"):
+        raise ValueError(f"isolation {value!r}: use auto, thread or process")
+    return value
+
+
+def _with_config_file(opts: dict[str, Any], args: Sequence[str]) -> dict[str, Any]:
+    """``opts`` with the config file's options under the command line's, and its settings
+    put in this process's environment (inherited by the workers) where not already set."""
+    path = opts["config"] or os.environ.get("HEDDLE_CONFIG") or None
+    if path is None or opts.get("help"):
+        return opts
+    try:
+        file_args, settings = _heddle.read_config(path)
+    except ConfigError as e:
+        raise _UsageError(str(e)) from None
+    checks: dict[str, tuple[str, Callable[[str], Any]]] = {
+        "HEDDLE_TASK_CPUS": ("cpus", _heddle.task.parse_cpus),
+        "HEDDLE_TASK_MEMORY": ("memory", _heddle.task.parse_bytes),
+        "HEDDLE_TASK_ISOLATION": ("isolation", _isolation),
+    }
+    for name, value in settings:
+        if name in checks:
+            key, check = checks[name]
+            try:
+                check(value)
+            except ValueError as e:
+                raise _UsageError(f"{path}: [resources] {key} = {value!r}: {e}") from None
+    for name, value in settings:
+        os.environ.setdefault(name, value)
+    return _parse_run(list(file_args) + list(args))
 
 
 def _number(text: str, flag: str, kind: Callable[[str], Any] = float) -> Any:
@@ -254,6 +292,7 @@ def run(args: Sequence[str]) -> int:
     """``heddle run ARGS``: launches the job and returns the exit code."""
     try:
         opts = _parse_run(args)
+        opts = _with_config_file(opts, args)
         if opts.get("help"):
             print(USAGE, end="")
             return 0

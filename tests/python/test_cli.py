@@ -132,3 +132,40 @@ def test_alignment_timeout_flag_reaches_the_workers_and_is_checked():
     code = "from heddle.data import Session; Session()"
     p = heddle("run", "-n", "1", "-c", code, env=env)
     assert p.returncode != 0 and "HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S" in p.stderr, p.stderr
+
+
+def test_a_config_file_gives_defaults_the_command_line_and_environment_override(tmp_path):
+    job = tmp_path / "job.toml"
+    job.write_text(
+        'workers = 3\ntransport = "tcp"\n\n[settings]\nHEDDLE_TIMEOUT_S = 77\n\n'
+        '[resources]\nmemory = "200MiB"\n'
+    )
+    code = (
+        "import os; e = os.environ; "
+        "print(e['HEDDLE_WORLD_SIZE'], e['HEDDLE_TRANSPORT'], e['HEDDLE_TIMEOUT_S'], "
+        "e['HEDDLE_TASK_MEMORY'])"
+    )
+    p = heddle("run", "--config", str(job), "-c", code)
+    assert p.returncode == 0, p.stderr
+    assert sorted(p.stdout.splitlines()) == [f"[{r}] 3 tcp 77 200MiB" for r in range(3)]
+    # The command line wins over the file, the environment over its settings; the file
+    # may also come from HEDDLE_CONFIG.
+    env = {"HEDDLE_CONFIG": str(job), "HEDDLE_TIMEOUT_S": "55"}
+    p = heddle("run", "-n", "1", "-c", code, env=env)
+    assert p.returncode == 0 and p.stdout.strip() == "[0] 1 tcp 55 200MiB", p.stderr
+
+
+def test_mistakes_in_a_config_file_exit_2_naming_file_line_and_key(tmp_path):
+    job = tmp_path / "job.toml"
+    for body, says in (
+        ("workers = 2\nrestart = 1\n", "job.toml:2: unknown option `restart`; did you mean"),
+        ("[settings]\nHEDDLE_TIMOUT_S = 5\n", "did you mean HEDDLE_TIMEOUT_S?"),
+        ('[resources]\nmemory = "12 parsecs"\n', "[resources] memory = '12 parsecs': "),
+        ('[resources]\nisolation = "vm"\n', "use auto, thread or process"),
+        ("workers = [\n", "job.toml:1: not a valid config file"),
+    ):
+        job.write_text(body)
+        p = heddle("run", "--config", str(job), "-c", "pass")
+        assert p.returncode == 2 and says in p.stderr, (body, p.stderr)
+    p = heddle("run", "--config", str(tmp_path / "missing.toml"), "-c", "pass")
+    assert p.returncode == 2 and "cannot read the config file" in p.stderr, p.stderr

@@ -7,6 +7,7 @@ mod bench_dataflow;
 mod bench_isolation;
 mod bench_recovery;
 mod bridge;
+mod config;
 mod k8s;
 mod manual;
 
@@ -27,6 +28,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Cmd {
     /// Run PROGRAM as N workers on this machine: heddle run -n 4 -- PROGRAM ARGS...
+    #[command(args_override_self = true)]
     Run(Box<RunArgs>),
     /// Benchmarks that run Heddle and a peer system side by side.
     #[command(subcommand)]
@@ -70,6 +72,10 @@ enum BenchCmd {
 
 #[derive(Debug, clap::Args)]
 struct RunArgs {
+    /// A TOML file of defaults for these options, HEDDLE_* settings ([settings]) and the
+    /// tasks' default contract ([resources]); the command line wins (also HEDDLE_CONFIG).
+    #[arg(long, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
     /// Number of workers.
     #[arg(short = 'n', long = "workers", default_value_t = 1)]
     workers: usize,
@@ -175,7 +181,14 @@ impl LogFormat {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match config::apply(Cli::parse_from(&argv), &argv) {
+        Ok(cli) => cli,
+        Err(e) => {
+            eprintln!("heddle run: {e}");
+            std::process::exit(2);
+        }
+    };
     let format = match &cli.command {
         Cmd::Run(args) => args.log_format.map(LogFormat::as_str),
         _ => None,

@@ -150,9 +150,22 @@ pub(crate) fn check_setting(name: String, value: String) -> PyResult<()> {
     heddle_runtime::check_environment(&[(name, value)]).map_err(errors::runtime)
 }
 
+/// Reads the config file at ``path`` (``heddle run --config``): returns the ``heddle run``
+/// options it sets, as arguments to go before the command line's own, and the
+/// ``HEDDLE_*`` settings (``[settings]``, ``[resources]``) for the workers. Raises
+/// ``heddle.ConfigError`` naming the file, the line and the key.
+#[pyfunction]
+pub(crate) fn read_config(
+    path: std::path::PathBuf,
+) -> PyResult<(Vec<String>, Vec<(String, String)>)> {
+    let c = heddle_runtime::config_file::load(&path).map_err(errors::runtime)?;
+    Ok((c.args, c.settings))
+}
+
 /// Adds the launcher to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(pyo3::wrap_pyfunction!(run_job, m)?)?;
     m.add_function(pyo3::wrap_pyfunction!(check_setting, m)?)?;
+    m.add_function(pyo3::wrap_pyfunction!(read_config, m)?)?;
     Ok(())
 }

@@ -124,6 +124,12 @@ const RUNTIME_KEYS: &[&str] = &[
     // --memory-per-worker`), read by heddle-task's `WorkerSpec::discover`.
     "HEDDLE_CPUS_PER_WORKER",
     "HEDDLE_MEMORY_PER_WORKER",
+    // The job's default task contract (a config file's [resources]), read by heddle-task.
+    "HEDDLE_TASK_CPUS",
+    "HEDDLE_TASK_MEMORY",
+    "HEDDLE_TASK_ISOLATION",
+    // The config file `heddle run` read (`--config`).
+    "HEDDLE_CONFIG",
     // Streams' checkpoints, read by heddle-data's sessions.
     "HEDDLE_CHECKPOINT_INTERVAL_S",
     "HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S",

@@ -10,6 +10,7 @@
 mod admission;
 mod bootstrap;
 mod channel;
+pub mod config_file;
 pub mod control;
 mod dashboard;
 mod env;

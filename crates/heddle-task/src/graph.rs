@@ -160,6 +160,8 @@ pub(crate) struct EdgeDef {
 pub struct TaskGraph {
     pub(crate) vertices: Vec<VertexDef>,
     pub(crate) edges: Vec<EdgeDef>,
+    /// Why the job's default contract could not be read ([`Resources::job_default`]).
+    bad_default: Option<String>,
 }
 
 impl std::fmt::Debug for TaskGraph {
@@ -185,11 +187,15 @@ impl TaskGraph {
         parallelism: u32,
         factory: Box<dyn VertexFactory>,
     ) -> usize {
+        let resources = Resources::job_default().unwrap_or_else(|e| {
+            self.bad_default.get_or_insert(e);
+            Resources::default()
+        });
         self.vertices.push(VertexDef {
             name: name.to_string(),
             kind,
             parallelism,
-            resources: Resources::default(),
+            resources,
             collective: false,
             strategy: Strategy::default(),
             factory,
@@ -294,6 +300,9 @@ impl TaskGraph {
     /// # Errors
     /// [`Error::Graph`] naming the problem.
     pub fn validate(&self) -> Result<()> {
+        if let Some(e) = &self.bad_default {
+            return Err(Error::Graph(format!("the job's default task contract: {e}")));
+        }
         for (i, v) in self.vertices.iter().enumerate() {
             if v.parallelism == 0 {
                 return Err(Error::Graph(format!(

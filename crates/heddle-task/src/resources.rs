@@ -5,6 +5,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Isolation, Offer};
 
+/// The job's default contract for tasks that declare none: cores (a config file's
+/// `[resources] cpus`, set by `heddle run`).
+pub const TASK_CPUS_ENV: &str = "HEDDLE_TASK_CPUS";
+/// The job's default memory contract (`[resources] memory`).
+pub const TASK_MEMORY_ENV: &str = "HEDDLE_TASK_MEMORY";
+/// The job's default isolation (`[resources] isolation`: auto, thread or process).
+pub const TASK_ISOLATION_ENV: &str = "HEDDLE_TASK_ISOLATION";
+
 /// A task instance's resource request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Resources {
@@ -37,6 +45,28 @@ impl Resources {
     pub fn isolation(mut self, isolation: Isolation) -> Resources {
         self.isolation = isolation;
         self
+    }
+
+    /// The contract of a task that declares none: one core, no memory and
+    /// [`Isolation::Auto`], unless the job's config file (`[resources]`) set
+    /// [`TASK_CPUS_ENV`], [`TASK_MEMORY_ENV`] or [`TASK_ISOLATION_ENV`].
+    ///
+    /// # Errors
+    /// A value that is not an amount, naming the variable.
+    pub fn job_default() -> std::result::Result<Resources, String> {
+        let mut r = Resources::default();
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        if let Some(v) = var(TASK_CPUS_ENV) {
+            r.cpus = crate::parse_cpus(&v).map_err(|e| format!("{TASK_CPUS_ENV}={v:?}: {e}"))?;
+        }
+        if let Some(v) = var(TASK_MEMORY_ENV) {
+            r.memory =
+                crate::parse_bytes(&v).map_err(|e| format!("{TASK_MEMORY_ENV}={v:?}: {e}"))?;
+        }
+        if let Some(v) = var(TASK_ISOLATION_ENV) {
+            r.isolation = v.parse().map_err(|e| format!("{TASK_ISOLATION_ENV}: {e}"))?;
+        }
+        Ok(r)
     }
 
     /// Prefers workers on `hosts` (where the input lies).

@@ -11,7 +11,10 @@
 //! heddle run -n 1 -- target/release/examples/resource_limits --task-memory 64MiB --allocate 200MiB
 //! heddle run -n 1 -- target/release/examples/resource_limits --task-memory 64MiB --cpus 0.5 --spin-s 5
 //! heddle run -n 1 -- target/release/examples/resource_limits --task-memory 64MiB --plan
+//! heddle run -n 1 --config job.toml -- target/release/examples/resource_limits --allocate 1GiB
 //! ```
+//!
+//! (the last with the contract of `job.toml`'s `[resources]`, e.g. `memory = "64MiB"`)
 
 use std::time::{Duration, Instant};
 
@@ -26,15 +29,17 @@ type BoxError = Box<dyn std::error::Error>;
 
 #[derive(Debug, Parser)]
 struct Args {
-    /// The task's memory contract (bytes, or with a unit: 200MiB, 1GiB).
+    /// The task's memory contract (bytes, or with a unit: 200MiB, 1GiB). Without it (and
+    /// without --cpus) the task has the job's default contract: a config file's
+    /// [resources] (`heddle run --config`).
     #[arg(long, value_parser = |s: &str| parse_bytes(s))]
-    task_memory: u64,
+    task_memory: Option<u64>,
     /// Bytes the task allocates and touches (with a unit or not).
     #[arg(long, value_parser = |s: &str| parse_bytes(s), default_value = "0")]
     allocate: u64,
-    /// The task's CPU contract in cores (0.5, 500m).
-    #[arg(long, value_parser = |s: &str| parse_cpus(s), default_value = "1")]
-    cpus: f64,
+    /// The task's CPU contract in cores (0.5, 500m; default 1 with --task-memory).
+    #[arg(long, value_parser = |s: &str| parse_cpus(s))]
+    cpus: Option<f64>,
     /// Seconds the task spins on the CPU (after allocating).
     #[arg(long, default_value_t = 0.0)]
     spin_s: f64,
@@ -116,8 +121,10 @@ fn run(args: Args) -> Result<(), BoxError> {
     let spin = Duration::from_secs_f64(args.spin_s);
     let allocate = args.allocate;
     let hog = g.isolated("hog", 1, move |_| Hog { allocate, spin });
-    let contract = Resources::new(args.cpus, args.task_memory).isolation(Isolation::Process);
-    g.resources(&hog, contract);
+    if args.task_memory.is_some() || args.cpus.is_some() {
+        let (cpus, memory) = (args.cpus.unwrap_or(1.0), args.task_memory.unwrap_or(0));
+        g.resources(&hog, Resources::new(cpus, memory).isolation(Isolation::Process));
+    }
     let keep = g.compute("keep", 1, |_| Keep);
     g.connect(&order, &hog, Edge::direct());
     g.connect(&hog, &keep, Edge::direct());
@@ -126,6 +133,14 @@ fn run(args: Args) -> Result<(), BoxError> {
         print!("{plan}");
     }
     let report = Job::new(&comm, &g, &plan, Options::batch())?.run()?;
+    let contract = &plan
+        .isolated
+        .first()
+        .ok_or(
+            "the hog task runs as a thread: give --task-memory or --cpus, or a memory in the \
+         config file's [resources]",
+        )?
+        .1;
     let Some(usage) = report.tasks.iter().find_map(|t| t.process.clone()) else {
         if comm.rank() == 0 {
             return Err("the hog task did not run as a process on rank 0".into());
@@ -136,9 +151,9 @@ fn run(args: Args) -> Result<(), BoxError> {
         "{{\"example\": \"resource_limits\", \"ok\": true, \"task_memory\": {}, \"allocate\": {}, \
          \"cpus\": {}, \"peak_bytes\": {}, \"cpu_s\": {:.3}, \"wall_s\": {:.3}, \"cpu_cores\": {:.3}, \
          \"enforcement\": {}}}",
-        args.task_memory,
+        contract.memory,
         args.allocate,
-        args.cpus,
+        contract.cpus,
         usage.peak_bytes,
         usage.cpu_s,
         usage.wall_s,

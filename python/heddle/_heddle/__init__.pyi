@@ -8,6 +8,7 @@ submodules to ``sys.modules`` (``import heddle._heddle.comm`` works once it is l
 """
 
 import builtins
+import os
 from typing import Any, Final
 
 from heddle._heddle import bridge as bridge, comm as comm, data as data, task as task
@@ -91,3 +92,7 @@ def run_job(
 def check_setting(name: str, value: str) -> None:
     """Checks ``value`` of the ``HEDDLE_*`` setting ``name`` as workers would; raises
     ``ConfigError`` naming the variable, the value and what is valid."""
+
+def read_config(path: str | os.PathLike[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Reads a ``heddle run --config`` file: the options it sets (as arguments) and its
+    ``HEDDLE_*`` settings; raises ``ConfigError`` naming the file, line and key."""
