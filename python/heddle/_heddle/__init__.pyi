@@ -32,6 +32,7 @@ __all__ = [
     "_decode_record",
     "run_job",
     "check_setting",
+    "read_config",
     "comm",
     "task",
     "bridge",

@@ -119,6 +119,8 @@ where
     let (ours, theirs) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
     let rlimit = (!confinement.limits_memory() && memory > 0).then_some(memory);
     let started = Instant::now();
+    // SAFETY: getpid only reads.
+    let worker = unsafe { libc::getpid() };
     // SAFETY: the child only runs the task loop below on this thread's copy of the
     // address space and leaves with `_exit`; it takes no lock another thread may hold
     // except the allocator's, which glibc resets at fork.
@@ -128,7 +130,7 @@ where
     }
     if pid == 0 {
         drop(ours);
-        child_main(task, info.clone(), theirs, rlimit);
+        child_main(task, info.clone(), theirs, rlimit, worker);
     }
     drop(theirs);
     // The worker's copy of the task stays as it is: its drop could undo what the child
@@ -249,7 +251,13 @@ impl Child {
 }
 
 /// The child: serves the task's calls until `Close` or the worker goes, then `_exit`.
-fn child_main<C: Compute>(mut task: C, info: TaskInfo, stream: UnixStream, rlimit: Option<u64>) -> !
+fn child_main<C: Compute>(
+    mut task: C,
+    info: TaskInfo,
+    stream: UnixStream,
+    rlimit: Option<u64>,
+    worker: i32,
+) -> !
 where
     C::In: DeserializeOwned,
     C::Out: Serialize,
@@ -257,6 +265,9 @@ where
     // SAFETY: prctl and setrlimit take plain values; the child dies with its parent.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+        if libc::getppid() != worker {
+            exit(0); // the worker died before the line above
+        }
     }
     if let Some(memory) = rlimit {
         limit_data(memory);
