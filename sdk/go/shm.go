@@ -113,7 +113,9 @@ func (c *shmChannel) Read(p []byte) (int, error) {
 			atomic.StoreUint64(r.word(posRead), tail+n)
 			return int(n), nil
 		}
-		if atomic.LoadUint32(r.flag()) != 0 {
+		// Closed with nothing published before the close (the host publishes its last
+		// bytes, then sets the flag: look at the head again after the flag).
+		if atomic.LoadUint32(r.flag()) != 0 && atomic.LoadUint64(r.word(posWrite)) == tail {
 			return 0, io.EOF
 		}
 		if b.wait() && atomic.LoadUint64(r.word(posWrite)) == tail {

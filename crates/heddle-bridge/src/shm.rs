@@ -218,7 +218,11 @@ impl Read for ShmReader {
                 r.store(tail + n as u64, Ordering::Release);
                 return Ok(n);
             }
-            if f.flag(self.ring + CLOSED).load(Ordering::Acquire) != 0 {
+            // Closed, and nothing published before the close (the writer publishes its
+            // last bytes, then sets the flag: look at the head again after the flag).
+            if f.flag(self.ring + CLOSED).load(Ordering::Acquire) != 0
+                && w.load(Ordering::Acquire) == r.load(Ordering::Relaxed)
+            {
                 return Ok(0);
             }
             if self.deadline.passed() {

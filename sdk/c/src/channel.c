@@ -80,7 +80,9 @@ static ssize_t ring_read(hb_channel *c, void *dst, size_t n) {
             return (ssize_t)take;
         }
         uint32_t closed = __atomic_load_n((uint32_t *)(void *)(c->shm + c->rx + POS_CLOSED), __ATOMIC_ACQUIRE);
-        if (closed) return 0;
+        /* Closed with nothing published before the close (the host publishes its last
+         * bytes, then sets the flag: look at the head again after the flag). */
+        if (closed && __atomic_load_n(pos(c, c->rx, POS_WRITE), __ATOMIC_ACQUIRE) == tail) return 0;
         if (backoff(c, &start, &nap) &&
             __atomic_load_n(pos(c, c->rx, POS_WRITE), __ATOMIC_ACQUIRE) == tail)
             return 0;

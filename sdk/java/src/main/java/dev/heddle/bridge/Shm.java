@@ -91,7 +91,10 @@ final class Shm {
                         LONGS.setRelease(map, rx + READ, tail + n);
                         return n;
                     }
-                    if ((int) INTS.getAcquire(map, rx + CLOSED) != 0) return -1;
+                    // Closed with nothing published before the close (the host publishes
+                    // its last bytes, then sets the flag: look at the head again after it).
+                    if ((int) INTS.getAcquire(map, rx + CLOSED) != 0
+                            && (long) LONGS.getAcquire(map, rx + WRITE) == tail) return -1;
                     if (pause(started, nap, spins) && (long) LONGS.getAcquire(map, rx + WRITE) == tail) return -1;
                 }
             }
