@@ -71,7 +71,7 @@ fn the_files_resources_are_the_contract_of_tasks_that_declare_none() {
     let p = path.to_str().unwrap();
     let (out, _) = run(&mark, &["run", "--config", p, "--", &limits, "--allocate", "16MiB"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("\"task_memory\": 67108864"), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("\"task_memory\":67108864"), "{}", text(&out.stdout));
     let (out, _) = run(&mark, &["run", "--config", p, "--", &limits, "--allocate", "1GiB"]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");

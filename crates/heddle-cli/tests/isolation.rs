@@ -2,6 +2,7 @@
 //! run`), measured from outside the task: the peak of a task within its memory contract;
 //! a task over it killed, the job failing with the task, its contract and its peak named,
 //! while another job beside it finishes; half a core for a spinning `cpus = 0.5` task;
+//! direct writes held to the task's I/O rate;
 //! without permission to make control groups, `setrlimit` and a warning. No control group
 //! is left behind.
 
@@ -152,6 +153,24 @@ fn a_spinning_task_with_half_a_core_uses_half_a_core() {
     let cores = j["cpu_cores"].as_f64().unwrap();
     // The bound; and it did spin (not idle).
     assert!((0.3..=0.55).contains(&cores), "cpu_cores {cores}: {j}");
+    no_groups_left(&group);
+}
+
+#[test]
+fn writes_past_the_page_cache_keep_to_the_io_contract() {
+    let group = memory_group();
+    if !enforced(&group) {
+        return;
+    }
+    let mark = common::marker("io");
+    let out = limits(&mark, &["--io-bytes-per-s", "8MiB", "--write", "24MiB"]);
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    let j = json(&out);
+    assert_eq!(j["written"], 24 * MIB, "{j}");
+    let rate = j["write_bytes_per_s"].as_f64().unwrap();
+    // The throttle's bound (it lets a first burst through, hence the margin); unthrottled,
+    // this disk takes direct writes at hundreds of MiB/s.
+    assert!(rate > 0.0 && rate <= 8.0 * 1.15 * MIB as f64, "{rate} B/s: {j}");
     no_groups_left(&group);
 }
 

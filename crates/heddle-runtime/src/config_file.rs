@@ -73,6 +73,7 @@ const RESOURCES: &[(&str, &str)] = &[
     ("cpus", "HEDDLE_TASK_CPUS"),
     ("memory", "HEDDLE_TASK_MEMORY"),
     ("isolation", "HEDDLE_TASK_ISOLATION"),
+    ("io_bytes_per_s", "HEDDLE_TASK_IO_BYTES_PER_S"),
 ];
 
 /// What a config file sets.
@@ -146,8 +147,8 @@ pub fn parse(text: &str, name: &str) -> Result<JobConfig> {
             for (k, v) in table {
                 let Some(&(_, setting)) = RESOURCES.iter().find(|(r, _)| r == k) else {
                     return Err(Error::Env(format!(
-                        "{name}:{}: unknown resource `{k}` in [resources]; use cpus, memory \
-                         or isolation",
+                        "{name}:{}: unknown resource `{k}` in [resources]; use cpus, memory, \
+                         io_bytes_per_s or isolation",
                         line(k)
                     )));
                 };
@@ -244,7 +245,8 @@ mod tests {
             "workers = 3\nrestarts = 2\nheartbeat_timeout = 2.5\nmemory_per_worker = \"4GiB\"\n\
                     cpus_per_worker = 0.5\nalignment_timeout = \"off\"\nmpi4py = true\n\
                     [settings]\nHEDDLE_TIMEOUT_S = 60\nHEDDLE_LOG = \"info\"\n\
-                    [resources]\ncpus = 0.25\nmemory = \"200MiB\"\nisolation = \"process\"\n";
+                    [resources]\ncpus = 0.25\nmemory = \"200MiB\"\nisolation = \"process\"\n\
+                    io_bytes_per_s = \"8MiB\"\n";
         let c = parse(text, "job.toml").unwrap();
         let args: Vec<&str> = c.args.iter().map(String::as_str).collect();
         assert_eq!(
@@ -275,6 +277,7 @@ mod tests {
                 ("HEDDLE_TASK_CPUS", "0.25"),
                 ("HEDDLE_TASK_MEMORY", "200MiB"),
                 ("HEDDLE_TASK_ISOLATION", "process"),
+                ("HEDDLE_TASK_IO_BYTES_PER_S", "8MiB"),
             ]
         );
     }

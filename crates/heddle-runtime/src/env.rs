@@ -128,6 +128,7 @@ const RUNTIME_KEYS: &[&str] = &[
     "HEDDLE_TASK_CPUS",
     "HEDDLE_TASK_MEMORY",
     "HEDDLE_TASK_ISOLATION",
+    "HEDDLE_TASK_IO_BYTES_PER_S",
     // The config file `heddle run` read (`--config`).
     "HEDDLE_CONFIG",
     // Streams' checkpoints, read by heddle-data's sessions.

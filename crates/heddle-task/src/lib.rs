@@ -71,7 +71,9 @@ pub use graph::{TaskGraph, Vertex, VertexKind};
 pub use isolation::{CostTable, Enforcement, Isolated, Isolation, ProcessUsage, COSTS};
 pub use offer::{Offer, CPUS_PER_WORKER_ENV, MEMORY_PER_WORKER_ENV};
 pub use plan::{Plan, PlannedEdge};
-pub use resources::{Resources, WorkerSpec, TASK_CPUS_ENV, TASK_ISOLATION_ENV, TASK_MEMORY_ENV};
+pub use resources::{
+    Resources, WorkerSpec, TASK_CPUS_ENV, TASK_IO_ENV, TASK_ISOLATION_ENV, TASK_MEMORY_ENV,
+};
 pub use schedule::{DataLocality, FirstFit, RoundRobin, Scheduler, VertexShape};
 pub use strategy::Strategy;
 pub use task::{Compute, Produced, Source, TaskInfo};

@@ -149,9 +149,13 @@ impl fmt::Display for Plan {
             )?;
         }
         for (v, r) in &self.isolated {
+            let io = match r.io_bytes_per_s {
+                0 => String::new(),
+                rate => format!(", {}/s of I/O per device", crate::format_bytes(rate)),
+            };
             writeln!(
                 f,
-                "  vertex {}: isolated processes, each confined to {} cores and {} of memory",
+                "  vertex {}: isolated processes, each confined to {} cores and {} of memory{io}",
                 self.vertices[*v].0,
                 r.cpus,
                 if r.memory > 0 { crate::format_bytes(r.memory) } else { "any amount".into() },

@@ -12,6 +12,8 @@ pub const TASK_CPUS_ENV: &str = "HEDDLE_TASK_CPUS";
 pub const TASK_MEMORY_ENV: &str = "HEDDLE_TASK_MEMORY";
 /// The job's default isolation (`[resources] isolation`: auto, thread or process).
 pub const TASK_ISOLATION_ENV: &str = "HEDDLE_TASK_ISOLATION";
+/// The job's default I/O rate (`[resources] io_bytes_per_s`, an amount of bytes).
+pub const TASK_IO_ENV: &str = "HEDDLE_TASK_IO_BYTES_PER_S";
 
 /// A task instance's resource request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,19 +27,29 @@ pub struct Resources {
     /// Thread or isolated process ([`crate::Isolated`] tasks only).
     #[serde(default)]
     pub isolation: Isolation,
+    /// Bytes per second the task may read from and write to each block device (0: no
+    /// limit); enforced on isolated processes by the io (v2) or blkio (v1) controller.
+    #[serde(default)]
+    pub io_bytes_per_s: u64,
 }
 
 impl Default for Resources {
     /// One core, no memory reservation, no preferred host.
     fn default() -> Self {
-        Resources { cpus: 1.0, memory: 0, hosts: Vec::new(), isolation: Isolation::Auto }
+        Resources::new(1.0, 0)
     }
 }
 
 impl Resources {
     /// A request of `cpus` cores and `memory` bytes.
     pub fn new(cpus: f64, memory: u64) -> Resources {
-        Resources { cpus, memory, hosts: Vec::new(), isolation: Isolation::Auto }
+        Resources { cpus, memory, hosts: Vec::new(), isolation: Isolation::Auto, io_bytes_per_s: 0 }
+    }
+
+    /// Limits the task's block-device reads and writes to `rate` bytes per second each.
+    pub fn io_bytes_per_s(mut self, rate: u64) -> Resources {
+        self.io_bytes_per_s = rate;
+        self
     }
 
     /// Runs the task as `isolation` says (for vertices built with
@@ -49,7 +61,7 @@ impl Resources {
 
     /// The contract of a task that declares none: one core, no memory and
     /// [`Isolation::Auto`], unless the job's config file (`[resources]`) set
-    /// [`TASK_CPUS_ENV`], [`TASK_MEMORY_ENV`] or [`TASK_ISOLATION_ENV`].
+    /// [`TASK_CPUS_ENV`], [`TASK_MEMORY_ENV`], [`TASK_IO_ENV`] or [`TASK_ISOLATION_ENV`].
     ///
     /// # Errors
     /// A value that is not an amount, naming the variable.
@@ -62,6 +74,10 @@ impl Resources {
         if let Some(v) = var(TASK_MEMORY_ENV) {
             r.memory =
                 crate::parse_bytes(&v).map_err(|e| format!("{TASK_MEMORY_ENV}={v:?}: {e}"))?;
+        }
+        if let Some(v) = var(TASK_IO_ENV) {
+            r.io_bytes_per_s =
+                crate::parse_bytes(&v).map_err(|e| format!("{TASK_IO_ENV}={v:?}: {e}"))?;
         }
         if let Some(v) = var(TASK_ISOLATION_ENV) {
             r.isolation = v.parse().map_err(|e| format!("{TASK_ISOLATION_ENV}: {e}"))?;

@@ -2,7 +2,8 @@
 //! confined by control groups (memory limit, CPU quota), and either allocates and touches
 //! `--allocate` bytes or spins for `--spin-s` seconds. Rank 0 prints what the task's
 //! process used, measured from outside it: `"peak_bytes"` (the group's peak) and
-//! `"cpu_cores"` (its CPU seconds over its wall seconds). A task that goes over its
+//! `"cpu_cores"` (its CPU seconds over its wall seconds), and with `--write` the rate its
+//! writes past the page cache got (`"write_bytes_per_s"`). A task that goes over its
 //! memory contract is killed and the job fails, naming the task, its contract and its
 //! peak (exit status 1).
 //!
@@ -11,6 +12,7 @@
 //! heddle run -n 1 -- target/release/examples/resource_limits --task-memory 64MiB --allocate 200MiB
 //! heddle run -n 1 -- target/release/examples/resource_limits --task-memory 64MiB --cpus 0.5 --spin-s 5
 //! heddle run -n 1 -- target/release/examples/resource_limits --task-memory 64MiB --plan
+//! heddle run -n 1 -- target/release/examples/resource_limits --io-bytes-per-s 8MiB --write 24MiB
 //! heddle run -n 1 --config job.toml -- target/release/examples/resource_limits --allocate 1GiB
 //! ```
 //!
@@ -43,6 +45,13 @@ struct Args {
     /// Seconds the task spins on the CPU (after allocating).
     #[arg(long, default_value_t = 0.0)]
     spin_s: f64,
+    /// The task's I/O contract: bytes per second it may read and write on each block
+    /// device (with a unit or not).
+    #[arg(long, value_parser = |s: &str| parse_bytes(s))]
+    io_bytes_per_s: Option<u64>,
+    /// Bytes the task writes to a file past the page cache (O_DIRECT), after spinning.
+    #[arg(long, value_parser = |s: &str| parse_bytes(s), default_value = "0")]
+    write: u64,
     /// Print the plan (placement, isolation and its costs) first.
     #[arg(long)]
     plan: bool,
@@ -61,15 +70,17 @@ impl Source for Order {
     }
 }
 
-/// Allocates and touches `allocate` bytes, then spins `spin` — in its own process.
+/// Allocates and touches `allocate` bytes, spins `spin`, then writes `write` bytes — in
+/// its own process; emits the bytes it touched and the nanoseconds its writing took.
 struct Hog {
     allocate: u64,
     spin: Duration,
+    write: u64,
 }
 impl Compute for Hog {
     type In = u64;
-    type Out = u64;
-    fn execute(&mut self, ctx: &mut Context<'_, u64>, _: u64) -> TaskResult<()> {
+    type Out = (u64, u64);
+    fn execute(&mut self, ctx: &mut Context<'_, (u64, u64)>, _: u64) -> TaskResult<()> {
         let mut blocks: Vec<Vec<u8>> = Vec::new();
         let mut left = self.allocate;
         while left > 0 {
@@ -89,17 +100,59 @@ impl Compute for Hog {
             }
         }
         let touched: u64 = blocks.iter().map(|b| b.len() as u64).sum();
-        ctx.emit(touched ^ (x & 1));
+        let wrote = write_direct(self.write).map_err(|e| heddle::task::Error::Task {
+            task: ctx.info().to_string(),
+            message: format!("cannot write to the temporary directory: {e}"),
+        })?;
+        ctx.emit((touched ^ (x & 1), wrote.as_nanos() as u64));
         Ok(())
     }
 }
 
-/// Keeps what arrives (on the worker, as a thread).
-struct Keep;
+/// Writes `bytes` (in 1 MiB blocks) to a private file in the temporary directory past the
+/// page cache (O_DIRECT, so a block device's throttle applies), removes it, and returns
+/// how long the writing took.
+fn write_direct(bytes: u64) -> std::io::Result<Duration> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    const BLOCK: usize = 1 << 20;
+    if bytes == 0 {
+        return Ok(Duration::ZERO);
+    }
+    let path =
+        std::env::temp_dir().join(format!("heddle-resource-limits-{}.bin", std::process::id()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_DIRECT)
+        .open(&path)?;
+    // O_DIRECT wants a block-aligned buffer.
+    let layout = std::alloc::Layout::from_size_align(BLOCK, 4096).expect("a valid layout");
+    // SAFETY: the layout's size is not zero; the memory is freed below.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    // SAFETY: `ptr` holds BLOCK initialised (zeroed) bytes until it is freed.
+    let block = unsafe { std::slice::from_raw_parts(ptr, BLOCK) };
+    let started = Instant::now();
+    let written = (0..bytes.div_ceil(BLOCK as u64)).try_for_each(|_| file.write_all(block));
+    let took = started.elapsed();
+    // SAFETY: allocated above with this layout, not used after.
+    unsafe { std::alloc::dealloc(ptr, layout) };
+    drop(file);
+    let _ = std::fs::remove_file(&path);
+    written.map(|()| took)
+}
+
+/// Keeps the nanoseconds the hog's writing took (on the worker, as a thread).
+struct Keep(std::sync::Arc<std::sync::atomic::AtomicU64>);
 impl Compute for Keep {
-    type In = u64;
+    type In = (u64, u64);
     type Out = ();
-    fn execute(&mut self, _: &mut Context<'_, ()>, _: u64) -> TaskResult<()> {
+    fn execute(&mut self, _: &mut Context<'_, ()>, r: (u64, u64)) -> TaskResult<()> {
+        self.0.store(r.1, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 }
@@ -119,13 +172,18 @@ fn run(args: Args) -> Result<(), BoxError> {
     let mut g = TaskGraph::new();
     let order = g.source("order", 1, |_| Order(false));
     let spin = Duration::from_secs_f64(args.spin_s);
-    let allocate = args.allocate;
-    let hog = g.isolated("hog", 1, move |_| Hog { allocate, spin });
-    if args.task_memory.is_some() || args.cpus.is_some() {
+    let (allocate, write) = (args.allocate, args.write);
+    let hog = g.isolated("hog", 1, move |_| Hog { allocate, spin, write });
+    if args.task_memory.is_some() || args.cpus.is_some() || args.io_bytes_per_s.is_some() {
         let (cpus, memory) = (args.cpus.unwrap_or(1.0), args.task_memory.unwrap_or(0));
-        g.resources(&hog, Resources::new(cpus, memory).isolation(Isolation::Process));
+        let contract = Resources::new(cpus, memory)
+            .io_bytes_per_s(args.io_bytes_per_s.unwrap_or(0))
+            .isolation(Isolation::Process);
+        g.resources(&hog, contract);
     }
-    let keep = g.compute("keep", 1, |_| Keep);
+    let write_ns = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let w = write_ns.clone();
+    let keep = g.compute("keep", 1, move |_| Keep(w.clone()));
     g.connect(&order, &hog, Edge::direct());
     g.connect(&hog, &keep, Edge::direct());
     let plan = Plan::new(&g, &WorkerSpec::discover(&comm)?, &RoundRobin)?;
@@ -147,18 +205,23 @@ fn run(args: Args) -> Result<(), BoxError> {
         }
         return Ok(());
     };
-    println!(
-        "{{\"example\": \"resource_limits\", \"ok\": true, \"task_memory\": {}, \"allocate\": {}, \
-         \"cpus\": {}, \"peak_bytes\": {}, \"cpu_s\": {:.3}, \"wall_s\": {:.3}, \"cpu_cores\": {:.3}, \
-         \"enforcement\": {}}}",
-        contract.memory,
-        args.allocate,
-        contract.cpus,
-        usage.peak_bytes,
-        usage.cpu_s,
-        usage.wall_s,
-        usage.cpu_cores(),
-        serde_json::to_string(&usage.enforcement)?,
-    );
+    let write_s = write_ns.load(std::sync::atomic::Ordering::Relaxed) as f64 * 1e-9;
+    let written = args.write.div_ceil(1 << 20) << 20;
+    let line = serde_json::json!({
+        "example": "resource_limits",
+        "ok": true,
+        "task_memory": contract.memory,
+        "allocate": args.allocate,
+        "cpus": contract.cpus,
+        "io_bytes_per_s": contract.io_bytes_per_s,
+        "peak_bytes": usage.peak_bytes,
+        "cpu_s": usage.cpu_s,
+        "wall_s": usage.wall_s,
+        "cpu_cores": usage.cpu_cores(),
+        "written": written,
+        "write_bytes_per_s": if write_s > 0.0 { written as f64 / write_s } else { 0.0 },
+        "enforcement": usage.enforcement,
+    });
+    println!("{line}");
     Ok(())
 }

@@ -64,14 +64,86 @@ impl Confinement {
         let wants_memory = contract.memory > 0;
         let wants_cpu = contract.cpus.is_finite() && contract.cpus > 0.0;
         let name = format!("heddle-{}-{task}", std::process::id());
-        Self::create_in(
+        let mut c = Self::create_in(
             task_name,
             &name,
             contract,
             wants_memory.then(|| own_group("memory")).flatten(),
             wants_cpu.then(|| own_group("cpu")).flatten(),
             wants_memory,
-        )
+        );
+        if contract.io_bytes_per_s > 0 {
+            // v2's controller is `io`, v1's hierarchy `blkio`.
+            let parent = own_group("io").or_else(|| own_group("blkio"));
+            c.limit_io(task_name, parent, &name, contract.io_bytes_per_s, &block_devices());
+        }
+        c
+    }
+
+    /// Limits reads and writes of each of `devices` (`major:minor`) to `rate` bytes per
+    /// second: v2 `io.max` in the task's one group, v1 `blkio.throttle.*_bps_device` in a
+    /// group of the blkio hierarchy. What cannot be done is added to the warning.
+    pub(crate) fn limit_io(
+        &mut self,
+        task_name: &str,
+        parent: Option<Group>,
+        name: &str,
+        rate: u64,
+        devices: &[String],
+    ) {
+        let done = (|| -> Result<bool, String> {
+            let parent =
+                parent.ok_or("no io (v2) or blkio (v1) controller is mounted for this process")?;
+            let dir = match self.made.first() {
+                Some(d) if parent.v2 && self.v2 => d.clone(),
+                _ => {
+                    let d = make_group(&parent, name)?;
+                    self.made.push(d.clone());
+                    d
+                }
+            };
+            if parent.v2 {
+                let have = std::fs::read_to_string(parent.dir.join("cgroup.subtree_control"))
+                    .unwrap_or_default();
+                if !have.split_whitespace().any(|x| x == "io") {
+                    write(&parent.dir, "cgroup.subtree_control", "+io")?;
+                }
+            }
+            let mut limited = 0;
+            let mut last = String::from("no block device found in /sys/block");
+            for dev in devices {
+                let set = if parent.v2 {
+                    write(&dir, "io.max", &format!("{dev} rbps={rate} wbps={rate}"))
+                } else {
+                    write(&dir, "blkio.throttle.read_bps_device", &format!("{dev} {rate}"))
+                        .and_then(|()| {
+                            write(&dir, "blkio.throttle.write_bps_device", &format!("{dev} {rate}"))
+                        })
+                };
+                match set {
+                    Ok(()) => limited += 1,
+                    Err(e) => last = e,
+                }
+            }
+            if limited == 0 {
+                return Err(last);
+            }
+            Ok(parent.v2)
+        })();
+        match done {
+            Ok(v2) => {
+                if self.enforcement == Enforcement::None {
+                    self.enforcement = Enforcement::Cgroup { v2 };
+                }
+            }
+            Err(e) => {
+                let w = format!("task {task_name}: its I/O rate is not enforced: {e}");
+                self.warning = Some(match self.warning.take() {
+                    Some(earlier) => format!("{earlier}; {w}"),
+                    None => w,
+                });
+            }
+        }
     }
 
     /// As [`Confinement::create`], under the given parent groups (tests pass made-up
@@ -229,6 +301,24 @@ fn make_group(parent: &Group, name: &str) -> Result<PathBuf, String> {
     }
 }
 
+/// The block devices to throttle (`major:minor`), from `/sys/block` (memory-backed ones —
+/// loop, ram, zram — left out).
+fn block_devices() -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/sys/block") else { return Vec::new() };
+    let mut devices: Vec<String> = entries
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            !(n.starts_with("loop") || n.starts_with("ram") || n.starts_with("zram"))
+        })
+        .filter_map(|e| std::fs::read_to_string(e.path().join("dev")).ok())
+        .map(|d| d.trim().to_owned())
+        .collect();
+    devices.sort();
+    devices
+}
+
 /// Removes the `heddle-<pid>-*` groups under `dir` whose worker is gone.
 fn sweep(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
@@ -341,6 +431,53 @@ mod tests {
         assert!(!m.exists() && !p.exists());
         std::fs::remove_dir_all(&mem).unwrap();
         std::fs::remove_dir_all(&cpu).unwrap();
+    }
+
+    #[test]
+    fn io_rates_go_to_io_max_or_the_blkio_throttles() {
+        let root = tree("io2");
+        std::fs::write(root.join("cgroup.subtree_control"), "memory cpu").unwrap();
+        let g = Group { v2: true, dir: root.clone(), mount: root.clone() };
+        let contract = Resources::new(1.0, 1 << 30).io_bytes_per_s(8 << 20);
+        let mut c =
+            Confinement::create_in("t[0]", "heddle-1-2", &contract, Some(g.clone()), None, true);
+        let devices = ["254:0".to_string(), "8:0".to_string()];
+        c.limit_io("t[0]", Some(g), "heddle-1-2", 8 << 20, &devices);
+        assert_eq!(c.warning, None);
+        let dir = root.join("heddle-1-2");
+        // One group for memory and I/O; the made-up file keeps the last device written.
+        assert_eq!(
+            std::fs::read_to_string(dir.join("io.max")).unwrap(),
+            "8:0 rbps=8388608 wbps=8388608"
+        );
+        assert_eq!(std::fs::read_to_string(root.join("cgroup.subtree_control")).unwrap(), "+io");
+        drop(c);
+        std::fs::remove_dir_all(&root).unwrap();
+
+        let blk = tree("io1");
+        let g = Group { v2: false, dir: blk.clone(), mount: blk.clone() };
+        let mut c = Confinement::create_in(
+            "t[0]",
+            "heddle-1-3",
+            &Resources::new(1.0, 0),
+            None,
+            None,
+            false,
+        );
+        c.limit_io("t[0]", Some(g), "heddle-1-3", 1000, &devices[..1]);
+        assert_eq!(c.enforcement, Enforcement::Cgroup { v2: false });
+        let dir = blk.join("heddle-1-3");
+        for f in ["blkio.throttle.read_bps_device", "blkio.throttle.write_bps_device"] {
+            assert_eq!(std::fs::read_to_string(dir.join(f)).unwrap(), "254:0 1000");
+        }
+        drop(c);
+        assert!(!dir.exists());
+        std::fs::remove_dir_all(&blk).unwrap();
+
+        let mut c = Confinement::create_in("t[0]", "x", &Resources::new(1.0, 0), None, None, false);
+        c.limit_io("t[0]", None, "x", 1000, &devices);
+        let w = c.warning.clone().unwrap();
+        assert!(w.contains("its I/O rate is not enforced: no io (v2) or blkio"), "{w}");
     }
 
     #[test]

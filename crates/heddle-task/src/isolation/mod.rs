@@ -41,7 +41,7 @@ use crate::{Compute, Context, Error, Produced, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Isolation {
-    /// A process when the task has a memory contract to enforce, else a thread.
+    /// A process when the task has a memory or I/O contract to enforce, else a thread.
     #[default]
     Auto,
     /// A thread of its worker (nothing enforced).
@@ -79,8 +79,8 @@ pub struct CostTable {
     pub process_record_ns: f64,
 }
 
-/// The costs `Isolation::Auto` weighs: a process only where a memory contract must be
-/// enforced, since every record through it costs an order of magnitude more.
+/// The costs `Isolation::Auto` weighs: a process only where a memory or I/O contract must
+/// be enforced, since every record through it costs an order of magnitude more.
 pub const COSTS: CostTable = CostTable {
     measured: "heddle bench isolation, 2 cores, 2026-11-28",
     thread_start_ms: 0.25,
@@ -95,7 +95,7 @@ pub(crate) fn runs_as_process(contract: &crate::Resources) -> bool {
     match contract.isolation {
         Isolation::Process => true,
         Isolation::Thread => false,
-        Isolation::Auto => contract.memory > 0,
+        Isolation::Auto => contract.memory > 0 || contract.io_bytes_per_s > 0,
     }
 }
 
