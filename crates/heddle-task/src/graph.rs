@@ -187,10 +187,12 @@ impl TaskGraph {
         parallelism: u32,
         factory: Box<dyn VertexFactory>,
     ) -> usize {
-        let resources = Resources::job_default().unwrap_or_else(|e| {
+        let mut resources = Resources::job_default().unwrap_or_else(|e| {
             self.bad_default.get_or_insert(e);
             Resources::default()
         });
+        // The job's default isolation is for isolated vertices ([`TaskGraph::isolated`]).
+        resources.isolation = crate::Isolation::Auto;
         self.vertices.push(VertexDef {
             name: name.to_string(),
             kind,
@@ -252,7 +254,11 @@ impl TaskGraph {
         C::Out: Clone + serde::Serialize + serde::de::DeserializeOwned,
     {
         let v = self.compute(name, parallelism, move |i| crate::Isolated::new(make(i)));
-        self.vertices[v.id].isolable = true;
+        let def = &mut self.vertices[v.id];
+        def.isolable = true;
+        if let Ok(d) = Resources::job_default() {
+            def.resources.isolation = d.isolation;
+        }
         Vertex { id: v.id, _io: PhantomData }
     }
 
