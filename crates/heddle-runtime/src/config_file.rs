@@ -112,12 +112,9 @@ pub fn parse(text: &str, name: &str) -> Result<JobConfig> {
     let mut config = JobConfig::default();
     for (key, value) in &doc {
         if key == "settings" {
-            let Some(table) = value.as_table() else {
-                return Err(Error::Env(format!(
-                    "{name}:{}: `settings` must be a table ([settings])",
-                    line(key)
-                )));
-            };
+            let table = value.as_table().ok_or_else(|| {
+                Error::Env(format!("{name}:{}: `{key}` must be a table ([{key}])", line(key)))
+            })?;
             for (k, v) in table {
                 crate::check_known_keys([k.clone()])
                     .map_err(|e| Error::Env(format!("{name}:{}: {}", line(k), detail(e))))?;
@@ -138,12 +135,9 @@ pub fn parse(text: &str, name: &str) -> Result<JobConfig> {
             continue;
         }
         if key == "resources" {
-            let Some(table) = value.as_table() else {
-                return Err(Error::Env(format!(
-                    "{name}:{}: `resources` must be a table ([resources])",
-                    line(key)
-                )));
-            };
+            let table = value.as_table().ok_or_else(|| {
+                Error::Env(format!("{name}:{}: `{key}` must be a table ([{key}])", line(key)))
+            })?;
             for (k, v) in table {
                 let Some(&(_, setting)) = RESOURCES.iter().find(|(r, _)| r == k) else {
                     return Err(Error::Env(format!(

@@ -155,8 +155,7 @@ impl Checkpoints {
             stats: Vec::new(),
         });
         let edge = comm.open_edge(edge, WINDOW)?;
-        // Triggers and acknowledgements must not wait behind the job's data.
-        edge.prioritize();
+        edge.prioritize(); // triggers and acknowledgements must not wait behind data
         let checkpoints = Checkpoints {
             rank: comm.rank(),
             world: (0..comm.size()).map(|r| comm.world_rank(r)).collect(),
@@ -243,12 +242,7 @@ impl Checkpoints {
             if taken.inflight.is_some() {
                 self.local.entry(taken.checkpoint).or_default().unaligned += 1;
             }
-            tracing::debug!(
-                checkpoint = taken.checkpoint,
-                task = %taken.task,
-                unaligned = taken.inflight.is_some(),
-                "snapshot taken"
-            );
+            tracing::debug!(checkpoint = taken.checkpoint, task = %taken.task, "snapshot taken");
             match (taken.error, taken.state, taken.inflight) {
                 (Some(e), ..) => self.note(taken.checkpoint, taken.task, Err(e)),
                 (None, None, None) => self.note(taken.checkpoint, taken.task, Ok(None)),

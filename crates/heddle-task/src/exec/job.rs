@@ -441,11 +441,8 @@ impl<'c> Job<'c> {
             }
             for t in &mut self.tasks {
                 moved |= t.step(now, iteration)?.moved;
-                // Between the steps too: a trigger or an acknowledgement waits one
-                // task's step, not a whole pass over the tasks.
-                if let Some(ck) = &mut self.checkpoints {
-                    moved |= ck.poll()?;
-                }
+                // Between the steps: checkpoint messages wait one step, not a whole pass.
+                moved |= self.checkpoints.as_mut().map_or(Ok(false), Checkpoints::poll)?;
             }
             for e in &mut self.edges {
                 moved |= e.pump()?;
