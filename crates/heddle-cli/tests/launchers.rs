@@ -1,5 +1,5 @@
 //! Jobs started by other launchers and by hand: plain `mpirun -n N prog` (rank 0 hosts the
-//! master, the others find it through a rendezvous file), `heddle run --launcher mpirun`,
+//! master, the others find it through Open MPI's PMIx server or a rendezvous file), `heddle run --launcher mpirun`,
 //! `heddle master` with `heddle worker`, and ten jobs started at once on one host. Each
 //! checks the collectives' own verified result, the exit status on failure, and that no
 //! process or file is left behind.
@@ -68,15 +68,24 @@ fn summary(stdout: &str, ranks: usize) {
 
 #[test]
 fn plain_mpirun_starts_a_job_by_itself() {
-    for n in [2usize, 4] {
+    // n = 2: rank 0's address goes through Open MPI's PMIx server; n = 4: through a
+    // rendezvous file in HEDDLE_RENDEZVOUS, removed once every rank joined.
+    for (n, file) in [(2usize, false), (4, true)] {
         let mark = marker("mpirun-plain");
         let rt = runtime_dir("plain");
         let mut c = mpirun(&mark, &rt);
+        c.env("HEDDLE_LOG", "heddle_runtime::rendezvous=debug");
+        if file {
+            c.env("HEDDLE_RENDEZVOUS", rt.join("meet"));
+        }
         c.args(["-n", &n.to_string(), &example("collectives")]);
         let out = output(c, Duration::from_secs(60));
-        assert!(out.status.success(), "n={n}: {}\n{}", text(&out.stdout), text(&out.stderr));
+        let err = text(&out.stderr);
+        assert!(out.status.success(), "n={n}: {}\n{err}", text(&out.stdout));
         summary(&text(&out.stdout), n);
-        assert!(!text(&out.stderr).contains("lost the job master"), "{}", text(&out.stderr));
+        assert!(!err.contains("lost the job master"), "{err}");
+        let through_pmix = err.matches("rendezvous through PMIx").count();
+        assert_eq!(through_pmix, if file { 0 } else { n }, "{err}");
         assert_eq!(files_in(&rt), Vec::<PathBuf>::new(), "the rendezvous file was left");
         assert_no_survivors(&mark);
         std::fs::remove_dir_all(&rt).unwrap();

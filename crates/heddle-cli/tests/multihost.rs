@@ -90,3 +90,77 @@ fn a_cut_link_names_the_host_and_the_job_recovers_when_it_returns() {
     assert!(started.elapsed() < Duration::from_secs(60));
     assert_no_survivors(&mark);
 }
+
+/// Plain `mpirun` across the three hosts, two slots each: its remote-shell agent enters a
+/// host's namespace (as `ssh` would reach a machine) and gives that host a temporary
+/// directory of its own, as separate machines have (Open MPI keys its shared-memory files
+/// by host name, which the namespaces share).
+fn mpirun_across(
+    h: &Hosts,
+    mark: &str,
+    dir: &std::path::Path,
+    env: &[(&str, &str)],
+    program: &str,
+) -> std::process::Output {
+    use std::os::unix::fs::PermissionsExt;
+    let agent = dir.join("agent.sh");
+    std::fs::write(
+        &agent,
+        format!(
+            "#!/bin/sh\nhost=$1; shift\nd={}/$host; mkdir -p -m 0700 $d\n\
+             exec ip netns exec \"$host\" env HEDDLE_HOST_ID=$host TMPDIR=$d \
+             OMPI_MCA_btl_vader_backing_directory=$d sh -c \"$*\"\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let hostfile = dir.join("hosts");
+    let lines: Vec<String> = (0..h.count).map(|i| format!("{} slots=2\n", h.ns(i))).collect();
+    std::fs::write(&hostfile, lines.concat()).unwrap();
+    let subnet = format!("10.213.{}.0/24", h.subnet);
+    let mut c = std::process::Command::new("mpirun");
+    c.arg("--hostfile").arg(&hostfile).args(["-n", "6", "--mca", "plm_rsh_agent"]).arg(&agent);
+    c.args(["--mca", "oob_tcp_if_include", &subnet, "--mca", "btl_tcp_if_include", &subnet]);
+    // Open MPI's daemons map a shared topology at a fixed address, which fails at random
+    // here; they read it themselves without.
+    c.args(["--mca", "rtc_hwloc_vmhole", "none"]).args(program.split(' '));
+    c.env("HDTEST_MARK", mark)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    wait_bounded(
+        c.spawn().expect("start mpirun (make test-deps installs it)"),
+        Duration::from_secs(120),
+    )
+}
+
+#[test]
+fn plain_mpirun_across_three_hosts_meets_through_pmix() {
+    let Some(h) = hosts(3) else { return };
+    let mark = marker("mpirun-hosts");
+    let dir = std::env::temp_dir().join(format!("heddle-mpirun-hosts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let collectives = format!("{} --elements 50000", example("collectives"));
+    // Heddle's own links (TLS across hosts): no shared directory and no HEDDLE_MASTER, so
+    // every rank learns rank 0's master from the launcher's PMIx server.
+    let log = [("HEDDLE_LOG", "heddle_runtime::rendezvous=debug")];
+    let out = mpirun_across(&h, &mark, &dir, &log, &collectives);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let json = stdout.lines().find(|l| l.starts_with("{\"example\"")).expect("summary line");
+    assert!(json.contains("\"ok\": true") && json.contains("\"ranks\": 6"), "{json}");
+    assert!(json.contains("\"tcp_peers\": 4"), "{json}");
+    assert_eq!(stderr.matches("rendezvous through PMIx").count(), 6, "{stderr}");
+    // The MPI transport across the hosts: every link an MPI channel.
+    let out = mpirun_across(&h, &mark, &dir, &[("HEDDLE_TRANSPORT", "mpi")], &collectives);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let json = stdout.lines().find(|l| l.starts_with("{\"example\"")).expect("summary line");
+    assert!(json.contains("\"ok\": true") && json.contains("\"tcp_peers\": 0"), "{json}");
+    assert_no_survivors(&mark);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

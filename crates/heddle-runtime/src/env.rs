@@ -88,6 +88,9 @@ pub struct Launch {
     pub job_id: Option<String>,
     /// Whether the launcher says that every rank runs on this host.
     pub one_host: bool,
+    /// Whether the launcher runs a PMIx server for this rank (`PMIX_NAMESPACE` and
+    /// `PMIX_RANK` set): rank 0's address can go through its key-value store.
+    pub pmix: bool,
 }
 
 /// Heartbeat interval when `HEDDLE_HEARTBEAT_S` is not set.
@@ -314,7 +317,14 @@ impl WorkerEnv {
 impl Launch {
     /// No launcher: a world of one.
     fn none() -> Launch {
-        Launch { name: "no launcher", rank_var: "", size_var: "", job_id: None, one_host: true }
+        Launch {
+            name: "no launcher",
+            rank_var: "",
+            size_var: "",
+            job_id: None,
+            one_host: true,
+            pmix: false,
+        }
     }
 
     fn from_family(f: &Family, size: usize, get: &impl Fn(&str) -> Option<String>) -> Launch {
@@ -331,12 +341,14 @@ impl Launch {
             (_, Some(l)) => l.trim().parse::<usize>().is_ok_and(|l| l == size),
             (_, None) => false,
         };
-        Launch { name: f.name, rank_var: f.rank, size_var: f.size, job_id, one_host }
+        let pmix = get("PMIX_NAMESPACE").is_some() && get("PMIX_RANK").is_some();
+        Launch { name: f.name, rank_var: f.rank, size_var: f.size, job_id, one_host, pmix }
     }
 }
 
-/// Without `HEDDLE_MASTER`, rank 0 hosts the master and leaves its address in a rendezvous
-/// file: that needs the launcher's job id, and a directory every host sees.
+/// Without `HEDDLE_MASTER`, rank 0 hosts the master and leaves its address in the
+/// launcher's PMIx store or a rendezvous file: that needs the launcher's job id, and PMIx
+/// or a directory every host sees.
 fn check_rendezvous(
     rank: usize,
     size: usize,
@@ -362,11 +374,12 @@ fn check_rendezvous(
             launch.name
         )));
     }
-    if dir.is_none() && !launch.one_host {
+    if dir.is_none() && !launch.one_host && !launch.pmix {
         return Err(Error::Env(format!(
-            "{what}, and the ranks span several hosts: set HEDDLE_RENDEZVOUS to a directory \
-             every host shares (rank 0 leaves the master's address there), or HEDDLE_MASTER \
-             to a running `heddle master`"
+            "{what}, the ranks span several hosts and {} runs no PMIx server: set \
+             HEDDLE_RENDEZVOUS to a directory every host shares (rank 0 leaves the master's \
+             address there), or HEDDLE_MASTER to a running `heddle master`",
+            launch.name
         )));
     }
     Ok(())

@@ -28,6 +28,7 @@ mod mpi_world;
 mod observatory;
 mod output;
 mod peer_links;
+mod pmix;
 mod progress;
 mod rendezvous;
 mod secure;

@@ -4,6 +4,9 @@
 //!
 //! - from `HEDDLE_MASTER` (and `HEDDLE_JOB_TOKEN` or `HEDDLE_JOB_TOKEN_FILE`), when rank 0
 //!   listens where they expect it (`HEDDLE_MASTER_LISTEN`, as in Kubernetes);
+//! - otherwise, when the launcher runs a PMIx server (Open MPI's `mpirun`, `srun
+//!   --mpi=pmix`) and `HEDDLE_RENDEZVOUS` is not set, from the launcher's key-value store
+//!   ([`crate::pmix`]): no shared directory needed;
 //! - otherwise from a **rendezvous file** that rank 0 writes (mode 0600, in a directory of
 //!   this user's alone) and removes once every rank has joined, named for the launcher's job
 //!   id: in `HEDDLE_RENDEZVOUS` (a directory all hosts share), or in a private directory of
@@ -22,6 +25,7 @@ use heddle_comm::private;
 use serde::{Deserialize, Serialize};
 
 use crate::master::{JobMaster, MasterConfig};
+use crate::pmix::Pmix;
 use crate::{Error, Result, WorkerEnv};
 
 /// How a worker reaches its master: `host:port` and the job token.
@@ -46,9 +50,14 @@ struct Hosted {
     /// Whether this rank joined the job: if not, nobody waits for it at exit.
     joined: bool,
     file: Option<PathBuf>,
+    /// The PMIx session the note was published through, kept until every rank joined.
+    pmix: Option<Pmix>,
     size: usize,
     grace: Duration,
 }
+
+/// The PMIx key of rank 0's note.
+const PMIX_KEY: &str = "heddle.master";
 
 static HOSTED: Mutex<Option<Hosted>> = Mutex::new(None);
 
@@ -93,6 +102,20 @@ pub(crate) fn master_link(env: &WorkerEnv) -> Result<Option<MasterLink>> {
     if env.size == 1 {
         return Ok(None);
     }
+    if env.rendezvous.is_none() && env.launch.pmix {
+        match Pmix::connect() {
+            Some(pmix) => return through_pmix(env, pmix).map(Some),
+            None if !env.launch.one_host => {
+                return Err(Error::Env(format!(
+                    "rank {}: the ranks span several hosts and {}'s PMIx server cannot be \
+                     reached (is libpmix.so.2 installed?): set HEDDLE_RENDEZVOUS to a \
+                     directory every host shares, or HEDDLE_MASTER to a running `heddle master`",
+                    env.rank, env.launch.name
+                )))
+            }
+            None => {}
+        }
+    }
     let file = note_path(env)?;
     if env.rank == 0 {
         let token = hex::encode(rand::random::<[u8; 32]>());
@@ -102,11 +125,55 @@ pub(crate) fn master_link(env: &WorkerEnv) -> Result<Option<MasterLink>> {
     read_note(&file, env).map(Some)
 }
 
-/// Every rank has joined: the rendezvous file has served.
+/// Rank 0 hosts the master and publishes the note through the launcher's PMIx server;
+/// the others read it from there.
+fn through_pmix(env: &WorkerEnv, pmix: Pmix) -> Result<MasterLink> {
+    if pmix.rank() as usize != env.rank {
+        return Err(Error::Env(format!(
+            "{} says this is rank {} but the launcher's PMIx server says rank {} (of \
+             namespace {}): the launcher's variables disagree",
+            env.launch.rank_var,
+            env.rank,
+            pmix.rank(),
+            pmix.namespace()
+        )));
+    }
+    tracing::debug!(namespace = %pmix.namespace(), rank = env.rank, "rendezvous through PMIx");
+    if env.rank == 0 {
+        let token = hex::encode(rand::random::<[u8; 32]>());
+        let addr = host(env, &token, None)?;
+        let note = Note {
+            master: addr.clone(),
+            token: token.clone(),
+            world_size: env.size,
+            host: crate::bootstrap::host_id(),
+            pid: std::process::id(),
+        };
+        let json = serde_json::to_string(&note).map_err(|e| Error::Protocol(e.to_string()))?;
+        pmix.publish(PMIX_KEY, &json)?;
+        // Finalized once every rank has joined (the others have read the note by then).
+        if let Some(h) = HOSTED.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
+            h.pmix = Some(pmix);
+        }
+        return Ok(MasterLink { addr, token });
+    }
+    let json = pmix.lookup(0, PMIX_KEY, env.init_timeout)?;
+    drop(pmix);
+    let note = serde_json::from_str::<Note>(&json).map_err(|e| {
+        Error::Env(format!(
+            "rank 0's {PMIX_KEY:?} in the launcher's PMIx store does not parse: {e}"
+        ))
+    })?;
+    check_note(Some(note), Path::new("the launcher's PMIx store"), env, "")?
+        .ok_or_else(|| Error::Env("rank 0's note in the launcher's PMIx store is stale".into()))
+}
+
+/// Every rank has joined: the rendezvous file (or the PMIx session) has served.
 pub(crate) fn joined() {
     let mut hosted = HOSTED.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(h) = hosted.as_mut() {
         h.joined = true;
+        h.pmix = None;
         if let Some(f) = h.file.take() {
             let _ = std::fs::remove_file(f);
         }
@@ -147,6 +214,7 @@ fn host(env: &WorkerEnv, token: &str, file: Option<&Path>) -> Result<String> {
         master,
         joined: false,
         file: file.map(Path::to_path_buf),
+        pmix: None,
         size: env.size,
         grace,
     });
