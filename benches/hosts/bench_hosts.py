@@ -1,5 +1,7 @@
 """Collectives across simulated hosts: 3 network namespaces joined by a bridge, 2 ranks on
-each. Heddle forced host-aware (shared memory inside a host, one leader per host across),
+each. Heddle forced host-aware (shared memory inside a host, one leader per host across;
+for allreduce also the two-level algorithm: reduce-scatter inside hosts, one allreduce per
+block across, allgather inside),
 Heddle forced flat (the table's choice for one host, by size), and Open
 MPI over TCP in the same namespaces (mpi4py, benches/.venv-mpi: `benches/mpi/setup.sh`),
 in one run. Prints p50 latencies and the ratios; --json writes them.
@@ -157,6 +159,7 @@ def main() -> None:
     colls = args.collectives.split(",")
     with Net() as net, tempfile.TemporaryDirectory() as tmp:
         hier = heddle(net, flags, ",".join(f"{c}=hierarchical" for c in colls))
+        two_level = heddle(net, flags, "allreduce=two_level") if "allreduce" in colls else []
         # One run per flat algorithm, forced on the collectives it serves.
         algorithms = sorted({a for c in colls for _, a in FLAT[c]})
         flat_runs = {
@@ -171,11 +174,13 @@ def main() -> None:
         for size in sizes:
             f = p50(flat_runs[flat_choice(c, size)], c, size)
             h, m = p50(hier, c, size), p50(ompi, c, size)
+            t = p50(two_level, c, size) if c == "allreduce" else None
             rows.append(
                 {
                     "collective": c,
                     "bytes": size,
                     "hierarchical_us": h,
+                    "two_level_us": t,
                     "flat_us": f,
                     "openmpi_tcp_us": m,
                     "flat_over_hier": f / h,
@@ -183,13 +188,14 @@ def main() -> None:
                 }
             )
     print(
-        "| collective | bytes | host-aware p50 µs | flat p50 µs | Open MPI TCP p50 µs "
-        "| flat / host-aware | Open MPI / host-aware |"
+        "| collective | bytes | host-aware p50 µs | two-level p50 µs | flat p50 µs "
+        "| Open MPI TCP p50 µs | flat / host-aware | Open MPI / host-aware |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
+        t = "–" if r["two_level_us"] is None else f"{r['two_level_us']:.1f}"
         print(
-            f"| {r['collective']} | {r['bytes']} | {r['hierarchical_us']:.1f} | "
+            f"| {r['collective']} | {r['bytes']} | {r['hierarchical_us']:.1f} | {t} | "
             f"{r['flat_us']:.1f} | {r['openmpi_tcp_us']:.1f} | {r['flat_over_hier']:.2f} | "
             f"{r['openmpi_over_hier']:.2f} |"
         )

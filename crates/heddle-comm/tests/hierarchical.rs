@@ -1,7 +1,7 @@
 //! Host-aware collectives: ranks placed on simulated hosts (in-process rings, the host of
 //! each rank given), every layout — even, interleaved, uneven, a host of one rank — every
-//! root, small and large buffers, against naive references; picked by the table and
-//! forced.
+//! root, small and large buffers (fewer elements than ranks a host too), against naive
+//! references; picked by the table and forced (the two-level allreduce as well).
 
 use heddle_comm::{local_world_on_hosts, Algorithm, CallOptions, CommConfig, Communicator, Op};
 
@@ -11,6 +11,7 @@ use common::{configs, on_every_rank, value};
 
 const LAYOUTS: &[&[u32]] = &[
     &[0, 0, 1, 1, 2, 2],
+    &[0, 0, 0, 1, 1, 1],
     &[0, 1, 2, 0, 1, 2],
     &[0, 0, 0, 1],
     &[0, 1, 1, 1, 1],
@@ -47,7 +48,8 @@ fn allreduce_on_every_layout() {
         let p = hosts.len();
         on_hosts_with(hosts, config, |c| {
             for &n in COUNTS {
-                for opts in options() {
+                let two_level = CallOptions::default().algorithm(Algorithm::TwoLevel);
+                for opts in options().into_iter().chain([two_level]) {
                     let mut buf = contribution(c.rank(), n);
                     c.allreduce_with(&mut buf, Op::Sum, opts).unwrap();
                     assert_eq!(buf, reference(p, n, |a, b| a + b), "{hosts:?} n={n}");

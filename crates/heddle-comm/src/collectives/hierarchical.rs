@@ -6,7 +6,8 @@
 //! Cost (allreduce, h hosts of l ranks): 2⌈log₂l⌉ shared-memory steps plus one allreduce
 //! of h ranks across the network, instead of one of h·l ranks.
 
-use super::{allgather, allreduce, broadcast, choose, displacements, reduce, Algorithm};
+use super::Algorithm;
+use super::{allgather, allreduce, broadcast, choose, displacements, reduce, reduce_scatter};
 use super::{Collective, Step};
 use crate::engine::Sink;
 use crate::Result;
@@ -97,6 +98,36 @@ pub(crate) fn allreduce(
         within(s, local, i, |s| broadcast::binomial_tree::run(s, buf, 0))?;
     }
     Ok(())
+}
+
+/// Allreduce in two levels, for large vectors: the vector is cut into l blocks (l ranks on
+/// every host); a ring reduce-scatter inside each host leaves the host's sum of block i on
+/// its i-th rank, the i-th ranks of all hosts allreduce that block across the network (the
+/// table's algorithm for that many hosts and bytes), and a ring allgather inside each host
+/// gives every rank the whole. Each rank sends 2(h−1)/h of 1/l of the vector across the
+/// network, all of a host's ranks at once, where the leaders of [`allreduce`] carry the
+/// whole vector. Hosts with different numbers of ranks use [`allreduce`].
+pub(crate) fn allreduce_two_level(
+    s: &mut Step<'_>,
+    buf: &mut [u8],
+    elem: usize,
+    f: &dyn Fn(&mut [u8], &[u8]),
+) -> Result<()> {
+    let layout = s.layout;
+    let l = layout.groups[0].len();
+    if layout.groups.iter().any(|g| g.len() != l) || buf.len() < l * elem {
+        return allreduce(s, buf, elem, f);
+    }
+    let (g, i) = layout.place[s.rank];
+    let local = &layout.groups[g][..];
+    let n = buf.len() / elem;
+    let counts: Vec<usize> = (0..l).map(|j| (n / l + usize::from(j < n % l)) * elem).collect();
+    let mut block = vec![0u8; counts[i]];
+    within(s, local, i, |s| reduce_scatter::run(s, Algorithm::Ring, buf, &mut block, &counts, f))?;
+    let column = &layout.columns[i][..];
+    let alg = for_leaders(Collective::Allreduce, column.len(), block.len());
+    within(s, column, g, |s| allreduce::run(s, alg, &mut block, elem, f))?;
+    within(s, local, i, |s| allgather::run(s, Algorithm::Ring, &block, buf, &counts))
 }
 
 /// Broadcast from `root`: inside the root's host first, then among leaders, then inside

@@ -13,6 +13,9 @@ pub(crate) struct Layout {
     pub(crate) leaders: Vec<usize>,
     /// Per communicator rank: its group and its index in that group.
     pub(crate) place: Vec<(usize, usize)>,
+    /// World ranks by index in their group: `columns[i]` holds the i-th rank of every
+    /// host that has one, in host order.
+    pub(crate) columns: Vec<Vec<usize>>,
 }
 
 impl Layout {
@@ -39,7 +42,11 @@ impl Layout {
             ranks[g].push(r);
         }
         let leaders = groups.iter().map(|g| g[0]).collect();
-        Layout { groups, ranks, leaders, place }
+        let widest = groups.iter().map(Vec::len).max().unwrap_or(0);
+        let columns = (0..widest)
+            .map(|i| groups.iter().filter_map(|g| g.get(i).copied()).collect())
+            .collect();
+        Layout { groups, ranks, leaders, place, columns }
     }
 
     /// Whether host-aware algorithms differ from flat ones: several hosts, and some host
@@ -62,6 +69,7 @@ mod tests {
         assert_eq!(l.ranks, vec![vec![0, 1], vec![2, 4], vec![3, 5]]);
         assert_eq!(l.leaders, vec![5, 3, 2]);
         assert_eq!(l.place[3], (2, 0)); // communicator rank 3 is world rank 2
+        assert_eq!(l.columns, vec![vec![5, 3, 2], vec![4, 1, 0]]);
         assert!(l.spans_hosts());
         assert!(!Layout::new(&[0, 1, 2], &[0, 0, 0]).spans_hosts());
         assert!(!Layout::new(&[0, 1, 2], &[0, 1, 2]).spans_hosts());

@@ -101,6 +101,10 @@ named_enum!(
         /// Host-aware: inside each host over shared memory, one leader per host across
         /// (broadcast, reduce, allreduce, allgather on communicators that span hosts).
         Hierarchical = "hierarchical",
+        /// Host-aware for large vectors (allreduce): reduce-scatter inside each host, the
+        /// i-th ranks of all hosts allreduce block i, allgather inside each host, so that
+        /// every rank carries 1/l of the vector across the network (l ranks a host).
+        TwoLevel = "two_level",
     }
 );
 
@@ -121,6 +125,7 @@ impl Algorithm {
                         | A::Rabenseifner
                         | A::ReduceBroadcast
                         | A::Hierarchical
+                        | A::TwoLevel
                 )
                 | (C::Gather, A::Linear)
                 | (C::Scatter, A::Linear)
@@ -135,7 +140,7 @@ impl Algorithm {
     /// communicator that spans hosts or not.
     fn applies(self, c: Collective, ranks: usize, uniform: bool, spans_hosts: bool) -> bool {
         match (c, self) {
-            (_, Algorithm::Hierarchical) => spans_hosts && self.serves(c),
+            (_, Algorithm::Hierarchical | Algorithm::TwoLevel) => spans_hosts && self.serves(c),
             (Collective::Allgather, Algorithm::RecursiveDoubling) => {
                 ranks.is_power_of_two() && uniform
             }

@@ -20,6 +20,7 @@ pub(crate) fn run(
         Algorithm::Ring => ring::run(s, buf, elem, f),
         Algorithm::Rabenseifner => rabenseifner::run(s, buf, elem, f),
         Algorithm::Hierarchical => super::hierarchical::allreduce(s, buf, elem, f),
+        Algorithm::TwoLevel => super::hierarchical::allreduce_two_level(s, buf, elem, f),
         _ => reduce_broadcast::run(s, buf, f),
     }
 }
