@@ -14,20 +14,29 @@ from heddle.comm import Comm
 class Resources:
     """What each instance of a vertex requests: ``cpus`` cores (fractions allowed, above 0),
     ``memory`` bytes (an int, or an amount such as ``"200MiB"``, ``"1.5GiB"``, kept as
-    bytes), and
-    ``hosts`` holding its input (preferred by :class:`DataLocality`). A bad amount raises
-    ``ValueError`` saying what is wrong."""
+    bytes), ``hosts`` holding its input (preferred by :class:`DataLocality`), and
+    ``net_bytes_per_s``: bytes per second of records it may send on its edges (an amount
+    too; 0, no limit), enforced by a token bucket in front of its edges. A bad amount
+    raises ``ValueError`` saying what is wrong.
+
+    >>> Resources(cpus=0.5, memory="200MiB", net_bytes_per_s="8MiB").net_bytes_per_s
+    8388608
+    """
 
     cpus: float = 1.0
     memory: int | str = 0
     hosts: tuple[str, ...] = ()
+    net_bytes_per_s: int | str = 0
 
     def __post_init__(self) -> None:
-        memory: object = self.memory
-        if isinstance(memory, str):
-            object.__setattr__(self, "memory", _task.parse_bytes(memory))
-        elif not isinstance(memory, int) or isinstance(memory, bool) or memory < 0:
-            raise ValueError(f"Resources(memory={memory!r}): bytes at least 0, or e.g. '200MiB'")
+        for name in ("memory", "net_bytes_per_s"):
+            amount: object = getattr(self, name)
+            if isinstance(amount, str):
+                object.__setattr__(self, name, _task.parse_bytes(amount))
+            elif not isinstance(amount, int) or isinstance(amount, bool) or amount < 0:
+                raise ValueError(
+                    f"Resources({name}={amount!r}): bytes at least 0, or e.g. '200MiB'"
+                )
         try:
             _task.parse_cpus(repr(float(self.cpus)))
         except (TypeError, ValueError) as e:

@@ -210,6 +210,7 @@ def _with_config_file(opts: dict[str, Any], args: Sequence[str]) -> dict[str, An
         "HEDDLE_TASK_CPUS": ("cpus", _heddle.task.parse_cpus),
         "HEDDLE_TASK_MEMORY": ("memory", _heddle.task.parse_bytes),
         "HEDDLE_TASK_IO_BYTES_PER_S": ("io_bytes_per_s", _heddle.task.parse_bytes),
+        "HEDDLE_TASK_NET_BYTES_PER_S": ("net_bytes_per_s", _heddle.task.parse_bytes),
         "HEDDLE_TASK_ISOLATION": ("isolation", _isolation),
     }
     for name, value in settings:

@@ -273,7 +273,11 @@ class TaskGraph:
     def resources(self, vertex: Vertex, resources: Resources) -> TaskGraph:
         """Sets the resources each instance of ``vertex`` requests."""
         self._native.set_resources(
-            vertex.id, float(resources.cpus), int(resources.memory), list(resources.hosts)
+            vertex.id,
+            float(resources.cpus),
+            int(resources.memory),
+            list(resources.hosts),
+            int(resources.net_bytes_per_s),
         )
         return self
 

@@ -133,6 +133,34 @@ def test_data_locality_prefers_the_hosts_holding_the_input():
     assert Plan(g, workers, RoundRobin()).workers == [[0, 1, 2], [0, 1]]
 
 
+class Chunks(Source):
+    """Emits `count` records of 8 KiB."""
+
+    def __init__(self, count):
+        self.left = count
+
+    def next(self, ctx):
+        ctx.emit(bytes(8 << 10))
+        self.left -= 1
+        return MORE if self.left else DONE
+
+
+def test_a_network_contract_holds_a_task_to_its_rate(comm):
+    # 1 MiB of records at 512 KiB/s: 2 s at least (only an upper bound on the rate is
+    # checked: a slower machine only sends slower).
+    got = []
+    g = TaskGraph()
+    src = g.source("chunks", 1, lambda i: Chunks(128))
+    g.resources(src, Resources(net_bytes_per_s="512KiB"))
+    sink = g.compute("sink", 1, lambda i: Probe(got))
+    g.connect(src, sink, Edge.hash())
+    started = time.monotonic()
+    Job(comm, g).run()
+    elapsed = time.monotonic() - started
+    assert len(got) == 128 and all(len(r) == 8 << 10 for r in got)
+    assert (1 << 20) / elapsed <= 1.1 * (512 << 10), elapsed
+
+
 def test_requests_take_amounts_and_refuse_nonsense():
     assert Resources(0.5, "200MiB").memory == 200 << 20
     assert Resources(memory="1.5GiB").memory == 3 << 29
@@ -140,6 +168,7 @@ def test_requests_take_amounts_and_refuse_nonsense():
         ({"memory": "-1GiB"}, "negative"),
         ({"memory": "lots"}, "not an amount of bytes"),
         ({"memory": -5}, "at least 0"),
+        ({"net_bytes_per_s": "fast"}, "not an amount of bytes"),
         ({"cpus": 0}, "above 0"),
         ({"cpus": float("nan")}, "above 0"),
     ]:

@@ -56,6 +56,9 @@ fn check_resource(setting: &str, value: &str) -> Result<(), (&'static str, Strin
         heddle_task::TASK_IO_ENV => {
             heddle_task::parse_bytes(value).map(drop).map_err(|e| ("io_bytes_per_s", e))
         }
+        heddle_task::TASK_NET_ENV => {
+            heddle_task::parse_bytes(value).map(drop).map_err(|e| ("net_bytes_per_s", e))
+        }
         heddle_task::TASK_ISOLATION_ENV => {
             value.parse::<heddle_task::Isolation>().map(drop).map_err(|e| ("isolation", e))
         }

@@ -202,3 +202,31 @@ fn without_permission_memory_falls_back_to_setrlimit_with_a_warning() {
         assert!(err.contains(says), "missing {says:?} in:\n{err}");
     }
 }
+
+/// A network contract holds each sender to its rate on Heddle's channels, as a thread and
+/// as an isolated process, and every record still arrives intact (the example checks
+/// them). The rate is bounded from above only: a slower machine only sends slower.
+#[test]
+fn senders_are_held_to_their_network_contract() {
+    let example = common::example("net_contract");
+    for isolated in [false, true] {
+        let mark = common::marker("net-contract");
+        let mut args = vec!["run", "-n", "2", "--dashboard", "off", "--", example.as_str()];
+        args.extend_from_slice(&["--net-bytes-per-s", "8MiB", "--send", "16MiB"]);
+        if isolated {
+            args.push("--isolated");
+        }
+        let out = common::run(&mark, &args).0;
+        let text = common::text(&out.stdout);
+        assert!(out.status.success(), "{text}\n{}", common::text(&out.stderr));
+        let line = text.lines().find(|l| l.contains("\"net_contract\"")).expect("a JSON line");
+        let v: serde_json::Value = serde_json::from_str(line.trim_start_matches("[0] ")).unwrap();
+        assert_eq!(v["ok"], true, "{v}");
+        assert_eq!(v["received"].as_u64(), Some(2 * 16 * MIB), "{v}");
+        let rate = v["bytes_per_s_per_sender"].as_f64().unwrap();
+        // 16 MiB at 8 MiB/s: 2 s at least; the bucket's 50 ms burst and the records'
+        // framing allow a few per cent over.
+        assert!(rate <= 1.1 * (8 * MIB) as f64, "isolated={isolated}: {rate} B/s: {v}");
+        common::assert_no_survivors(&mark);
+    }
+}

@@ -342,18 +342,21 @@ impl PyTaskGraph {
     }
 
     /// Sets what each instance of vertex ``v`` requests.
+    #[pyo3(signature = (v, cpu, memory, hosts, net_bytes_per_s = 0))]
     fn set_resources(
         &mut self,
         v: usize,
         cpu: f64,
         memory: u64,
         hosts: Vec<String>,
+        net_bytes_per_s: u64,
     ) -> PyResult<()> {
         self.vertex(v)?;
         if !(cpu.is_finite() && cpu > 0.0) {
             return Err(argument(format!("cpus must be a number above 0, not {cpu}")));
         }
-        self.vertices[v].resources = Resources::new(cpu, memory).on_hosts(hosts);
+        self.vertices[v].resources =
+            Resources::new(cpu, memory).on_hosts(hosts).net_bytes_per_s(net_bytes_per_s);
         Ok(())
     }
 

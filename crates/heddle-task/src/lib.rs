@@ -73,6 +73,7 @@ pub use offer::{Offer, CPUS_PER_WORKER_ENV, MEMORY_PER_WORKER_ENV};
 pub use plan::{Plan, PlannedEdge};
 pub use resources::{
     Resources, WorkerSpec, TASK_CPUS_ENV, TASK_IO_ENV, TASK_ISOLATION_ENV, TASK_MEMORY_ENV,
+    TASK_NET_ENV,
 };
 pub use schedule::{DataLocality, FirstFit, RoundRobin, Scheduler, VertexShape};
 pub use strategy::Strategy;

@@ -14,6 +14,8 @@ pub const TASK_MEMORY_ENV: &str = "HEDDLE_TASK_MEMORY";
 pub const TASK_ISOLATION_ENV: &str = "HEDDLE_TASK_ISOLATION";
 /// The job's default I/O rate (`[resources] io_bytes_per_s`, an amount of bytes).
 pub const TASK_IO_ENV: &str = "HEDDLE_TASK_IO_BYTES_PER_S";
+/// The job's default rate on Heddle's channels (`[resources] net_bytes_per_s`).
+pub const TASK_NET_ENV: &str = "HEDDLE_TASK_NET_BYTES_PER_S";
 
 /// A task instance's resource request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,6 +33,11 @@ pub struct Resources {
     /// limit); enforced on isolated processes by the io (v2) or blkio (v1) controller.
     #[serde(default)]
     pub io_bytes_per_s: u64,
+    /// Bytes per second of records the task may send on its edges, to every target
+    /// together (0: no limit); enforced on threads and processes alike by a token bucket
+    /// in front of the task's outgoing edges, which then hold its records back.
+    #[serde(default)]
+    pub net_bytes_per_s: u64,
 }
 
 impl Default for Resources {
@@ -43,12 +50,30 @@ impl Default for Resources {
 impl Resources {
     /// A request of `cpus` cores and `memory` bytes.
     pub fn new(cpus: f64, memory: u64) -> Resources {
-        Resources { cpus, memory, hosts: Vec::new(), isolation: Isolation::Auto, io_bytes_per_s: 0 }
+        Resources {
+            cpus,
+            memory,
+            hosts: Vec::new(),
+            isolation: Isolation::Auto,
+            io_bytes_per_s: 0,
+            net_bytes_per_s: 0,
+        }
     }
 
     /// Limits the task's block-device reads and writes to `rate` bytes per second each.
     pub fn io_bytes_per_s(mut self, rate: u64) -> Resources {
         self.io_bytes_per_s = rate;
+        self
+    }
+
+    /// Limits the bytes of records the task sends on its edges to `rate` per second.
+    ///
+    /// ```
+    /// let r = heddle_task::Resources::new(0.5, 0).net_bytes_per_s(8 << 20);
+    /// assert_eq!(r.net_bytes_per_s, 8 << 20);
+    /// ```
+    pub fn net_bytes_per_s(mut self, rate: u64) -> Resources {
+        self.net_bytes_per_s = rate;
         self
     }
 
@@ -61,7 +86,8 @@ impl Resources {
 
     /// The contract of a task that declares none: one core, no memory and
     /// [`Isolation::Auto`], unless the job's config file (`[resources]`) set
-    /// [`TASK_CPUS_ENV`], [`TASK_MEMORY_ENV`], [`TASK_IO_ENV`] or [`TASK_ISOLATION_ENV`].
+    /// [`TASK_CPUS_ENV`], [`TASK_MEMORY_ENV`], [`TASK_IO_ENV`], [`TASK_NET_ENV`] or
+    /// [`TASK_ISOLATION_ENV`].
     ///
     /// # Errors
     /// A value that is not an amount, naming the variable.
@@ -78,6 +104,10 @@ impl Resources {
         if let Some(v) = var(TASK_IO_ENV) {
             r.io_bytes_per_s =
                 crate::parse_bytes(&v).map_err(|e| format!("{TASK_IO_ENV}={v:?}: {e}"))?;
+        }
+        if let Some(v) = var(TASK_NET_ENV) {
+            r.net_bytes_per_s =
+                crate::parse_bytes(&v).map_err(|e| format!("{TASK_NET_ENV}={v:?}: {e}"))?;
         }
         if let Some(v) = var(TASK_ISOLATION_ENV) {
             r.isolation = v.parse().map_err(|e| format!("{TASK_ISOLATION_ENV}: {e}"))?;

@@ -33,6 +33,8 @@ pub(crate) trait EdgeRun {
     fn checkpoints(&mut self, _barriers: Arc<Barriers>) {}
     /// Counts the bytes its local tasks send and receive, into their `counters`.
     fn observe(&mut self, _counters: &HashMap<TaskId, Arc<TaskCounters>>) {}
+    /// Holds back the records of its local sources with a network contract to their rates.
+    fn throttle(&mut self, _buckets: &super::throttle::Throttles) {}
 }
 
 /// Builds an edge's instance on a worker: links the downstream inboxes (`Box<dyn Any>`
@@ -116,6 +118,7 @@ impl<T: Send + 'static, U: Send + 'static> EdgeFactory for Edge<T, U> {
             barriers: None,
             sent: Vec::new(),
             received: Vec::new(),
+            throttles: Vec::new(),
         };
         Ok((Box::new(run), outputs))
     }

@@ -4,37 +4,19 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use heddle_comm::{AbortCause, Communicator};
 use heddle_dataflow::{EdgeSpec, Mode, Options, TaskId};
 
+use super::edge_ids::job_block;
+pub(crate) use super::edge_ids::BLOCK_IDS;
 use super::edge_run::EdgeRun;
 pub use super::handles::{AbortHandle, StopHandle};
 use super::pool;
 use super::task_run::{TaskRun, TaskStats};
 use crate::checkpoint::{self, CheckpointStats, Checkpointing, Checkpoints};
 use crate::{Error, Plan, Result, TaskGraph, TaskInfo};
-
-/// Dataflow edge ids the task system uses, away from the small ids programs pick for
-/// operations of their own: each job takes a block of them (chosen by rank 0 and
-/// broadcast, so workers agree even when they share a process), and its passes cycle
-/// through the block but its last id, the control edge of its checkpoints.
-static NEXT_BLOCK: AtomicU32 = AtomicU32::new(0);
-const EDGE_IDS_START: u32 = 0x2000_0000;
-pub(crate) const BLOCK_IDS: u32 = 1 << 20;
-const BLOCKS: u32 = (0x3fff_0000 - EDGE_IDS_START) / BLOCK_IDS;
-
-/// The first edge id of a new job's block (collective).
-fn job_block(comm: &Communicator) -> Result<u32> {
-    let mut block = [0u32];
-    if comm.rank() == 0 {
-        block[0] = NEXT_BLOCK.fetch_add(1, Ordering::Relaxed) % BLOCKS;
-    }
-    comm.broadcast(&mut block, 0)?;
-    Ok(EDGE_IDS_START + block[0] * BLOCK_IDS)
-}
 
 /// How long the job sleeps when nothing moved and nothing else tells it how long to wait.
 const IDLE_SLEEP: Duration = Duration::from_micros(100);
@@ -175,6 +157,12 @@ impl<'c> Job<'c> {
                 outs.entry(s).or_default().push(output);
             }
         }
+        let rates =
+            graph.vertices.iter().enumerate().flat_map(|(v, d)| {
+                local(v).into_iter().map(|(_, t)| (t, d.resources.net_bytes_per_s))
+            });
+        let buckets = super::throttle::buckets(rates.collect::<Vec<_>>());
+        edges.iter_mut().for_each(|e| e.throttle(&buckets));
         // Each local instance's counters, shared by the instance and its edges.
         let mut counters = HashMap::new();
         if heddle_comm::metrics::enabled() {

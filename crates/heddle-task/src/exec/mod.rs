@@ -2,6 +2,7 @@
 //! the loop that activates tasks when their input arrives.
 
 pub(crate) mod barriers;
+mod edge_ids;
 pub(crate) mod edge_run;
 mod handles;
 pub(crate) mod inbox;
@@ -16,6 +17,7 @@ mod pool;
 mod queue_tests;
 mod task_common;
 pub(crate) mod task_run;
+mod throttle;
 
 pub use job::{AbortHandle, Job, Report, StopHandle, THREADS_ENV};
 pub use outputs::Context;

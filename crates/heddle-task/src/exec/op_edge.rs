@@ -13,6 +13,7 @@ use super::barriers::Barriers;
 use super::edge_run::{EdgeRun, Target};
 use super::inbox::{lock, QUEUE_CAP};
 use super::outputs::Outbox;
+use super::throttle::{Throttle, Throttles};
 use crate::edge::{BoxedOp, MakeOp};
 use crate::{Error, Result};
 
@@ -37,6 +38,9 @@ pub(crate) struct OpEdge<T, U> {
     /// `inboxes`), with what this pass's operation has already added to them.
     pub(crate) sent: Vec<Counted>,
     pub(crate) received: Vec<Counted>,
+    /// The token bucket of each source with a network contract (as `outboxes`), and the
+    /// bytes of that source it has been charged for so far.
+    pub(crate) throttles: Vec<Option<(Arc<Throttle>, u64)>>,
 }
 
 /// A task instance's byte counter on one side of an edge, and the bytes this pass's
@@ -71,6 +75,9 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
         for (_, seen) in self.sent.iter_mut().chain(&mut self.received) {
             *seen = 0;
         }
+        for (_, charged) in self.throttles.iter_mut().flatten() {
+            *charged = 0; // a new operation counts from zero
+        }
         for (_, o) in &self.outboxes {
             lock(o).finished = false;
         }
@@ -91,7 +98,11 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
             if overdue {
                 lock(outbox).overtake();
             }
+            let throttle = self.throttles.get(at).and_then(Option::as_ref).map(|t| t.0.clone());
             loop {
+                if throttle.as_ref().is_some_and(|t| !t.open()) {
+                    break; // over its network contract: its records wait in its outbox
+                }
                 if self.held[at].is_none() {
                     let due = lock(outbox).due_barrier();
                     if let Some(id) = due {
@@ -103,7 +114,16 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
                 let next = self.held[at].take().or_else(|| lock(outbox).pop());
                 let Some(record) = next else { break };
                 match op.offer(*s, record)? {
-                    Offer::Accepted => moved = true,
+                    Offer::Accepted => {
+                        moved = true;
+                        if let Some((t, charged)) =
+                            self.throttles.get_mut(at).and_then(Option::as_mut)
+                        {
+                            let sent = op.bytes_sent(*s);
+                            t.spend(sent - *charged);
+                            *charged = sent;
+                        }
+                    }
                     Offer::Full(back) => {
                         self.held[at] = Some(back);
                         break;
@@ -166,6 +186,11 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
 
     fn checkpoints(&mut self, barriers: Arc<Barriers>) {
         self.barriers = Some(barriers);
+    }
+
+    fn throttle(&mut self, buckets: &Throttles) {
+        self.throttles =
+            self.outboxes.iter().map(|(s, _)| buckets.get(s).map(|t| (t.clone(), 0))).collect();
     }
 
     fn observe(&mut self, counters: &HashMap<TaskId, Arc<TaskCounters>>) {
