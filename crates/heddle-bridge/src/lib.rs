@@ -41,4 +41,5 @@ pub use host::{Bridge, BridgeReport};
 pub use policy::{Metric, Op, Policy, Rule};
 pub use process::FilterCommand;
 pub use record::{FromRecord, IntoRecord, Record};
+pub use shm::{ForkRings, ShmReader, ShmWriter};
 pub use transport::Transport;

@@ -2,7 +2,9 @@
 //! single-producer single-consumer byte rings, one per direction, that carry the same frame
 //! stream as a pipe. Publishing is a release store of the write position, consuming an
 //! acquire load of it; a side with nothing to do spins, then sleeps in growing steps on a
-//! pidfd of its peer, so a peer's exit wakes it at once.
+//! pidfd of its peer, so a peer's exit wakes it at once — or, where the peer rings the
+//! optional doorbell (M4: both sides of an isolated task's rings, which are this code),
+//! on a futex of the position it waits on, so that a publication wakes it at once.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -23,6 +25,9 @@ pub(crate) const SHM_DEFAULT_CAPACITY: usize = 4 << 20;
 const WRITE: usize = 0;
 const READ: usize = 64;
 const CLOSED: usize = 128;
+/// Set by a consumer about to sleep on the futex of `write`, by a producer on that of `read`.
+const READER_SLEEPS: usize = 192;
+const WRITER_SLEEPS: usize = 256;
 /// How long a side spins before it starts to sleep.
 const SPIN: Duration = Duration::from_micros(50);
 /// The longest sleep between looks at the ring.
@@ -62,6 +67,21 @@ impl ShmFile {
         unsafe { &*(self.map.as_ptr().add(at) as *const AtomicU64) }
     }
 
+    /// Publishes position `value` in `word` and wakes a peer sleeping on it (M4).
+    fn publish(&self, word: usize, value: u64, sleeps: usize) {
+        self.word(word).store(value, Ordering::SeqCst);
+        self.wake(word, sleeps);
+    }
+
+    /// Wakes a peer sleeping on `word`, if `sleeps` says one does.
+    fn wake(&self, word: usize, sleeps: usize) {
+        if self.flag(sleeps).load(Ordering::SeqCst) != 0 {
+            let w = self.word(word).as_ptr() as *const u32;
+            // SAFETY: FUTEX_WAKE on the low half of a word of the mapping.
+            unsafe { libc::syscall(libc::SYS_futex, w, libc::FUTEX_WAKE, 1) };
+        }
+    }
+
     fn flag(&self, at: usize) -> &AtomicU32 {
         // SAFETY: as `word`, 4-aligned.
         unsafe { &*(self.map.as_ptr().add(at) as *const AtomicU32) }
@@ -93,6 +113,37 @@ struct Backoff {
 impl Backoff {
     fn new() -> Backoff {
         Backoff { start: Instant::now(), sleep: Duration::from_micros(5), spins: 0 }
+    }
+
+    /// Sleeps on the futex of the low half of the position `word` while it still holds
+    /// `seen`, having said so in `sleeps` (a peer that rings the doorbell wakes it at once;
+    /// one that does not, when the step is up); then looks at `pidfd`. Returns `true` when
+    /// the peer has exited.
+    fn sleep_on(&mut self, word: &AtomicU64, seen: u64, sleeps: &AtomicU32, pidfd: i32) -> bool {
+        if self.start.elapsed() < SPIN {
+            return self.wait(pidfd);
+        }
+        sleeps.store(1, Ordering::SeqCst);
+        if word.load(Ordering::SeqCst) == seen {
+            let step = libc::timespec { tv_sec: 0, tv_nsec: self.sleep.as_nanos() as libc::c_long };
+            // SAFETY: FUTEX_WAIT on the 4-byte-aligned low half of a word of the mapping
+            // (little-endian), which outlives the call; it returns at once when the word
+            // no longer holds `seen`.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    word.as_ptr() as *const u32,
+                    libc::FUTEX_WAIT,
+                    seen as u32,
+                    &step as *const libc::timespec,
+                )
+            };
+            self.sleep = (self.sleep * 2).min(MAX_SLEEP);
+        }
+        sleeps.store(0, Ordering::Relaxed);
+        let mut p = libc::pollfd { fd: pidfd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd, no wait.
+        unsafe { libc::poll(&mut p, 1, 0) > 0 }
     }
 
     /// Returns `true` when the peer has exited.
@@ -168,7 +219,7 @@ impl Deadline {
 
 /// The consuming end of one ring.
 #[derive(Debug)]
-pub(crate) struct ShmReader {
+pub struct ShmReader {
     file: Arc<ShmFile>,
     ring: usize,
     peer: Arc<PidFd>,
@@ -177,10 +228,61 @@ pub(crate) struct ShmReader {
 
 /// The producing end of one ring.
 #[derive(Debug)]
-pub(crate) struct ShmWriter {
+pub struct ShmWriter {
     file: Arc<ShmFile>,
     ring: usize,
     peer: Arc<PidFd>,
+}
+
+/// Two rings between this process and a child it is about to fork, in a shared mapping
+/// whose file is removed as soon as it is mapped: both processes keep the mapping across
+/// the fork, and nothing is left behind however either of them ends. An isolated task's
+/// process talks to its worker through them.
+#[derive(Debug)]
+pub struct ForkRings(Arc<ShmFile>);
+
+impl ForkRings {
+    /// Rings of `capacity` bytes (rounded up to a power of two, at least 4 KiB) each way,
+    /// in memory (`/dev/shm`) where the machine has it.
+    ///
+    /// # Errors
+    /// The file cannot be made, sized or mapped.
+    pub fn new(capacity: usize) -> Result<ForkRings> {
+        let root = if Path::new("/dev/shm").is_dir() {
+            PathBuf::from("/dev/shm")
+        } else {
+            std::env::temp_dir()
+        };
+        let dir = heddle_comm::scratch::ScratchDir::create(&root).map_err(|e| {
+            Error::io(format!("making a private directory in {}", root.display()), e)
+        })?;
+        let path = dir.path().join("fork.shm");
+        let file = ShmFile::create(&path, capacity)?;
+        std::fs::remove_file(&path)
+            .map_err(|e| Error::io(format!("removing {}", path.display()), e))?;
+        Ok(ForkRings(file))
+    }
+
+    /// The parent's ends once the child `pid` runs: it writes ring 0 and reads ring 1;
+    /// a read ends (0 bytes) when the child has exited, a write fails.
+    pub fn parent(&self, child: u32) -> (ShmReader, ShmWriter) {
+        host_halves(&self.0, Arc::new(PidFd(pidfd(child))), Arc::default())
+    }
+
+    /// The child's ends: it reads ring 0 and writes ring 1; a read ends when the parent
+    /// has dropped its writer (or exited).
+    pub fn child(&self, parent: u32) -> (ShmReader, ShmWriter) {
+        let (file, peer) = (&self.0, Arc::new(PidFd(pidfd(parent))));
+        (
+            ShmReader {
+                file: file.clone(),
+                ring: file.ring(0),
+                peer: peer.clone(),
+                deadline: Arc::default(),
+            },
+            ShmWriter { file: file.clone(), ring: file.ring(1), peer },
+        )
+    }
 }
 
 /// The host's halves: it writes ring 0 and reads ring 1.
@@ -193,6 +295,14 @@ pub(crate) fn host_halves(
         ShmReader { file: file.clone(), ring: file.ring(1), peer: peer.clone(), deadline },
         ShmWriter { file: file.clone(), ring: file.ring(0), peer },
     )
+}
+
+impl ShmReader {
+    /// Makes a read that waits past `at` fail (`TimedOut`); `None`: reads wait as long as
+    /// the peer lives.
+    pub fn deadline(&self, at: Option<Instant>) {
+        self.deadline.set(at);
+    }
 }
 
 impl Read for ShmReader {
@@ -215,7 +325,7 @@ impl Read for ShmReader {
                 unsafe {
                     std::ptr::copy_nonoverlapping(f.data(self.ring).add(at), buf.as_mut_ptr(), n)
                 };
-                r.store(tail + n as u64, Ordering::Release);
+                f.publish(self.ring + READ, tail + n as u64, self.ring + WRITER_SLEEPS);
                 return Ok(n);
             }
             // Closed, and nothing published before the close (the writer publishes its
@@ -231,7 +341,7 @@ impl Read for ShmReader {
                     "no frame from the filter in time",
                 ));
             }
-            if backoff.wait(self.peer.0) {
+            if backoff.sleep_on(w, head, f.flag(self.ring + READER_SLEEPS), self.peer.0) {
                 // The peer exited: what it published is read above; then the stream ends.
                 if w.load(Ordering::Acquire) == r.load(Ordering::Relaxed) {
                     return Ok(0);
@@ -257,10 +367,10 @@ impl Write for ShmWriter {
                 unsafe {
                     std::ptr::copy_nonoverlapping(buf.as_ptr(), f.data(self.ring).add(at), n)
                 };
-                w.store(head + n as u64, Ordering::Release);
+                f.publish(self.ring + WRITE, head + n as u64, self.ring + READER_SLEEPS);
                 return Ok(n);
             }
-            if backoff.wait(self.peer.0) {
+            if backoff.sleep_on(r, tail, f.flag(self.ring + WRITER_SLEEPS), self.peer.0) {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::BrokenPipe,
                     "the filter exited",
@@ -276,6 +386,54 @@ impl Write for ShmWriter {
 
 impl Drop for ShmWriter {
     fn drop(&mut self) {
-        self.file.flag(self.ring + CLOSED).store(1, Ordering::Release);
+        self.file.flag(self.ring + CLOSED).store(1, Ordering::SeqCst);
+        self.file.wake(self.ring + WRITE, self.ring + READER_SLEEPS);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A forked child echoes 200 KiB through 4 KiB rings (each wraps 50 times, both
+    /// sides sleeping on the doorbell in turn) and exits: the parent's read then ends, and
+    /// no file is left.
+    #[test]
+    fn fork_rings_carry_a_stream_both_ways_and_end_with_the_child() {
+        let before = std::fs::read_dir("/dev/shm").map(|d| d.count()).unwrap_or(0);
+        let rings = ForkRings::new(4096).unwrap();
+        let data: Vec<u8> = (0..200 << 10).map(|i: u32| (i * 7 % 251) as u8).collect();
+        // SAFETY: the child only uses the rings (no lock another thread holds) and `_exit`s.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            // SAFETY: getppid reads.
+            let (mut r, mut w) = rings.child(unsafe { libc::getppid() } as u32);
+            let mut buf = vec![0u8; 1000];
+            let code = loop {
+                match r.read(&mut buf) {
+                    Ok(0) => break 0,
+                    Ok(n) if w.write_all(&buf[..n]).is_ok() => {}
+                    _ => break 1,
+                }
+            };
+            // SAFETY: leaves without the test harness's destructors.
+            unsafe { libc::_exit(code) };
+        }
+        let (mut r, mut w) = rings.parent(pid as u32);
+        let reader = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            r.read_to_end(&mut got).map(|_| got)
+        });
+        w.write_all(&data).unwrap();
+        drop(w); // the child's read ends, and it exits
+        let got = reader.join().unwrap().unwrap();
+        assert!(got == data, "{} bytes back of {}", got.len(), data.len());
+        let mut status = 0;
+        // SAFETY: our own child.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert_eq!(libc::WEXITSTATUS(status), 0);
+        let after = std::fs::read_dir("/dev/shm").map(|d| d.count()).unwrap_or(0);
+        assert!(after <= before, "a file or directory was left in /dev/shm");
     }
 }

@@ -242,7 +242,7 @@ impl TaskGraph {
 
     /// A compute vertex whose instances run as its resources' [`crate::Isolation`] says:
     /// threads, or child processes confined to the vertex's contract (its records cross
-    /// a socket, so they must serialize). See [`crate::Isolated`].
+    /// shared memory, so they must serialize). See [`crate::Isolated`].
     pub fn isolated<C: Compute>(
         &mut self,
         name: &str,

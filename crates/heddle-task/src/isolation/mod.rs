@@ -75,7 +75,7 @@ pub struct CostTable {
     pub process_start_ms: f64,
     /// Nanoseconds per record through a thread task.
     pub thread_record_ns: f64,
-    /// Nanoseconds per record through a process task (batched over a socket pair).
+    /// Nanoseconds per record through a process task (batched over shared-memory rings).
     pub process_record_ns: f64,
 }
 
@@ -126,7 +126,7 @@ impl ProcessUsage {
 
 /// A task that runs as its vertex's [`Isolation`] says: as a thread, calling the task
 /// directly, or as a child process confined to the vertex's contract, its records
-/// crossing a socket (which is why they must serialize).
+/// crossing shared memory (which is why they must serialize).
 pub struct Isolated<C: Compute> {
     task: Option<C>,
     running: Option<Running>,

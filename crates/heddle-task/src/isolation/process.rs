@@ -1,6 +1,7 @@
 //! An isolated task's process: forked from the worker's executor thread with the task
-//! object in it, confined to its control groups, and driven by the worker over a Unix
-//! socket pair: each call of the task ([`Compute`]) becomes a request, answered by the
+//! object in it, confined to its control groups, and driven by the worker over two
+//! shared-memory rings ([`ForkRings`]: one each way, in a mapping whose file is already
+//! removed): each call of the task ([`Compute`]) becomes a request, answered by the
 //! records it emitted and a `Done` (or the failure, with its message). Records to execute
 //! go in batches: `Execute` requests are queued without an answer, and the `Flush` that
 //! ends a batch is answered by everything the batch emitted (the child writes nothing
@@ -12,9 +13,9 @@
 //! (`PR_SET_PDEATHSIG`), and ends with `_exit` after the task's `close`.
 
 use std::io::{BufReader, BufWriter, Read, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
 use std::time::Instant;
+
+use heddle_bridge::{ForkRings, ShmReader, ShmWriter};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -79,8 +80,8 @@ fn read_frame<R: Read, T: DeserializeOwned>(r: &mut R) -> std::io::Result<T> {
 #[derive(Debug)]
 pub(crate) struct Child {
     pub(crate) pid: i32,
-    reader: BufReader<UnixStream>,
-    writer: BufWriter<UnixStream>,
+    reader: BufReader<ShmReader>,
+    writer: BufWriter<ShmWriter>,
     pub(crate) started: Instant,
     /// `Execute`s sent since the last `Flush`, and their bytes.
     queued: (usize, usize),
@@ -88,6 +89,10 @@ pub(crate) struct Child {
 
 /// Records and bytes of a batch that make the worker flush it at once.
 const BATCH: (usize, usize) = (4096, 1 << 20);
+/// Bytes of each ring. Their pages count against the process's memory contract (it
+/// touches the reply ring first), so they are kept small: a batch larger than a ring
+/// goes through as the child reads it.
+const RING: usize = 1 << 20;
 
 /// How the process ended.
 #[derive(Debug)]
@@ -105,7 +110,7 @@ pub(crate) struct Ended {
 /// worker's end.
 ///
 /// # Errors
-/// A failed `socketpair` or `fork`, or a group the process could not join.
+/// Rings that cannot be made, a failed `fork`, or a group the process could not join.
 pub(crate) fn spawn<C: Compute>(
     task: C,
     info: &TaskInfo,
@@ -116,7 +121,7 @@ where
     C::In: DeserializeOwned,
     C::Out: Serialize,
 {
-    let (ours, theirs) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
+    let rings = ForkRings::new(RING).map_err(|e| e.to_string())?;
     let rlimit = (!confinement.limits_memory() && memory > 0).then_some(memory);
     let started = Instant::now();
     // SAFETY: getpid only reads.
@@ -129,17 +134,16 @@ where
         return Err(format!("fork: {}", std::io::Error::last_os_error()));
     }
     if pid == 0 {
-        drop(ours);
-        child_main(task, info.clone(), theirs, rlimit, worker);
+        child_main(task, info.clone(), &rings, rlimit, worker);
     }
-    drop(theirs);
     // The worker's copy of the task stays as it is: its drop could undo what the child
     // uses (remove a file, close a connection).
     std::mem::forget(task);
+    let (reader, writer) = rings.parent(pid as u32);
     let child = Child {
         pid,
-        reader: BufReader::new(ours.try_clone().map_err(|e| format!("socket: {e}"))?),
-        writer: BufWriter::with_capacity(256 << 10, ours),
+        reader: BufReader::with_capacity(64 << 10, reader),
+        writer: BufWriter::with_capacity(64 << 10, writer),
         started,
         queued: (0, 0),
     };
@@ -214,25 +218,29 @@ impl Child {
         }
     }
 
-    /// Waits for the process to end (killing it if it does not within 5 s of its socket
+    /// Waits for the process to end (killing it if it does not within 5 s of its ring
     /// closing) and reports how.
     pub(crate) fn wait(self) -> Ended {
-        let fd = self.writer.get_ref().as_raw_fd();
-        // SAFETY: shutting down our own socket tells the child to leave.
-        unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+        let Child { pid, mut reader, writer, started, .. } = self;
+        // Closing the ring to the child tells it to leave (a read there then ends); what
+        // it still writes is read and dropped, so that it is not left waiting for room.
+        drop(writer.into_parts().0);
         let deadline = Instant::now() + std::time::Duration::from_secs(5);
+        reader.get_ref().deadline(Some(deadline));
+        let mut scratch = vec![0u8; 64 << 10];
+        while matches!(reader.read(&mut scratch), Ok(n) if n > 0) {}
         let mut status = 0;
         // SAFETY: rusage is plain data filled by the kernel.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
         loop {
             // SAFETY: waiting for our own child.
-            let r = unsafe { libc::wait4(self.pid, &mut status, libc::WNOHANG, &mut usage) };
-            if r == self.pid || r < 0 {
+            let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+            if r == pid || r < 0 {
                 break;
             }
             if Instant::now() >= deadline {
                 // SAFETY: our own child, which did not leave.
-                unsafe { libc::kill(self.pid, libc::SIGKILL) };
+                unsafe { libc::kill(pid, libc::SIGKILL) };
             }
             std::thread::sleep(std::time::Duration::from_micros(200));
         }
@@ -245,7 +253,7 @@ impl Child {
             },
             cpu_s: secs(usage.ru_utime) + secs(usage.ru_stime),
             max_rss: usage.ru_maxrss.max(0) as u64 * 1024,
-            wall_s: self.started.elapsed().as_secs_f64(),
+            wall_s: started.elapsed().as_secs_f64(),
         }
     }
 }
@@ -254,7 +262,7 @@ impl Child {
 fn child_main<C: Compute>(
     mut task: C,
     info: TaskInfo,
-    stream: UnixStream,
+    rings: &ForkRings,
     rlimit: Option<u64>,
     worker: i32,
 ) -> !
@@ -272,9 +280,9 @@ where
     if let Some(memory) = rlimit {
         limit_data(memory);
     }
-    let Ok(read_half) = stream.try_clone() else { exit(3) };
-    let mut reader = BufReader::new(read_half);
-    let mut writer = BufWriter::new(stream);
+    let (reader, writer) = rings.child(worker as u32);
+    let mut reader = BufReader::with_capacity(64 << 10, reader);
+    let mut writer = BufWriter::with_capacity(64 << 10, writer);
     let mut strategy = Strategy::default();
     let mut out: Vec<C::Out> = Vec::new();
     // The first failure of the batch under way (its later records are skipped).
