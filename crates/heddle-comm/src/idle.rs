@@ -4,17 +4,23 @@ use std::time::{Duration, Instant};
 
 /// Quiet time after which a waiting thread sleeps between polls instead of yielding.
 const DROWSY_AFTER: Duration = Duration::from_millis(20);
+/// The first sleep between polls once drowsy, and the longest: a sleep grows with the
+/// quiet spell (a 64th of it), so that a worker idle for long polls 500 times a second,
+/// not 20,000, while one that was busy a moment ago still answers within 50 µs.
+const FIRST_SLEEP: Duration = Duration::from_micros(50);
+const LONGEST_SLEEP: Duration = Duration::from_millis(2);
 /// How often a waiting thread checks that the peers it needs are alive.
 const ALIVE_CHECK_EVERY: Duration = Duration::from_millis(100);
 
 /// The state of a wait for progress: spin (lowest latency), then yield the core
-/// (oversubscribed hosts), and after a long quiet spell sleep briefly so an idle worker
-/// does not burn a core. Reset it whenever a pass makes progress.
+/// (oversubscribed hosts), and after a quiet spell sleep, longer the longer it lasts, so
+/// an idle worker does not burn a core. Reset it whenever a pass makes progress.
 #[derive(Debug, Default)]
 pub(crate) struct Idle {
     polls: u32,
     since: Option<Instant>,
-    drowsy: bool,
+    /// The sleep between polls (zero: yield instead).
+    sleep: Duration,
     last_check: Option<Instant>,
 }
 
@@ -26,17 +32,22 @@ impl Idle {
             std::hint::spin_loop();
             return None;
         }
-        if self.drowsy {
-            std::thread::sleep(Duration::from_micros(50));
-        } else {
+        if self.sleep.is_zero() {
             std::thread::yield_now();
+        } else {
+            std::thread::sleep(self.sleep);
         }
-        if !self.polls.is_multiple_of(64) {
+        // Every 64 polls, or every poll once the sleeps are long.
+        if !self.polls.is_multiple_of(64) && self.sleep < Duration::from_micros(500) {
             return None;
         }
         let now = Instant::now();
-        let since = *self.since.get_or_insert(now);
-        self.drowsy = now - since > DROWSY_AFTER;
+        let quiet = now - *self.since.get_or_insert(now);
+        self.sleep = if quiet > DROWSY_AFTER {
+            (quiet / 64).clamp(FIRST_SLEEP, LONGEST_SLEEP)
+        } else {
+            Duration::ZERO
+        };
         Some(now)
     }
 

@@ -336,11 +336,13 @@ where
                 moved |= self.execute_waiting(iteration, usize::MAX)?;
             }
             if !self.common.retired() {
-                let task = &mut self.task;
+                let (task, emitted) = (&mut self.task, self.common.stats.emitted);
                 self.common.call(iteration, |ctx| task.tick(ctx))?;
                 self.common.runs += 1;
                 self.common.stats.ticks += 1;
-                moved = true;
+                // A tick that gave nothing does not keep the job from napping (its next
+                // tick bounds the nap).
+                moved |= self.common.stats.emitted > emitted || self.common.retired();
             }
         }
         let ended = {
