@@ -31,6 +31,7 @@ from typing import Any, Callable, NamedTuple, Union
 
 from heddle._batches import from_batch, to_batch
 from heddle._heddle import data as _data, task as _task
+from heddle._placement import Resources
 
 __all__ = ["Stream", "Window", "Windowed", "StopHandle"]
 
@@ -214,6 +215,25 @@ class Stream:
         return Stream(native, self.session)
 
     # --- record-wise ---------------------------------------------------------------
+
+    def resources(
+        self,
+        resources: Resources | None = None,
+        *,
+        cpus: float = 1.0,
+        memory: int | str = 0,
+        net_bytes_per_s: int | str = 0,
+    ) -> Stream:
+        """The same records, the stage that makes them declaring what each of its partitions
+        asks for: a :class:`heddle.task.Resources`, or its fields (``cpus``, ``memory`` and
+        ``net_bytes_per_s``, amounts such as ``"200MiB"`` allowed). Cores and memory are
+        checked against what the workers offer when the job is planned (a stage that fits
+        nowhere fails the action, naming it, before anything runs); ``net_bytes_per_s``
+        holds its records to that rate on the edges after it.
+        """
+        r = resources or Resources(cpus=cpus, memory=memory, net_bytes_per_s=net_bytes_per_s)
+        native = self._native.resources(float(r.cpus), int(r.memory), int(r.net_bytes_per_s))
+        return self._wrap(native)
 
     def map(self, f: Callable[[Any], Any]) -> Stream:
         """Each record through ``f``."""

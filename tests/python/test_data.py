@@ -4,6 +4,7 @@ and action against a plain Python computation)."""
 
 import collections
 import operator
+import time
 
 import numpy as np
 import pytest
@@ -424,3 +425,22 @@ def test_write_parquet_commits_like_the_other_writers(s, tmp_path):
         s.from_list([{"a": 1}]).write_parquet(out)
     s.from_list([{"a": 9}]).write_parquet(out, mode="overwrite")
     assert pq.read_table(out).to_pylist() == [{"a": 9}]
+
+
+def test_stages_declare_resources_checked_and_held_to(s):
+    # A contract within what the worker offers changes nothing but placement.
+    squares = s.range(0, 4).map(lambda x: x * x).resources(cpus=0.5, memory="64MiB")
+    assert squares.collect() == [0, 1, 4, 9]
+    # One that fits no worker fails the action before anything runs, naming the stage.
+    with pytest.raises(heddle.PlanError, match=r"map#\d+\[0\] does not fit.*memory"):
+        s.range(0, 4).map(lambda x: x + 1).resources(memory="1024TiB").collect()
+    with pytest.raises(ValueError, match="not an amount of bytes"):
+        s.range(0, 4).resources(net_bytes_per_s="fast")
+    # 2 MiB of records held to 2 MiB/s on the edge after the stage: about 1 s (an upper
+    # bound on the rate only, with room for the bucket's 50 ms burst and the last message
+    # sent before it is paid for: a slower machine only sends slower).
+    blocks = s.range(0, 512).map(lambda i: bytes(4096)).resources(net_bytes_per_s="2MiB")
+    started = time.monotonic()
+    assert blocks.repartition().count() == 512
+    elapsed = time.monotonic() - started
+    assert (2 << 20) / elapsed / s.partitions <= 1.1 * (2 << 20), elapsed

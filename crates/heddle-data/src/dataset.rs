@@ -119,6 +119,38 @@ impl<T: Record> DataSet<T> {
         })
     }
 
+    /// The same records, with the stage that makes them declaring what each of its
+    /// partitions asks for: cores and memory (checked against what the workers offer when
+    /// the job is planned: a stage that fits nowhere fails the job naming it) and
+    /// `net_bytes_per_s` (its records held to that rate on the edges after it). The
+    /// contract belongs to the stage, so every data set made from it shares it.
+    ///
+    /// ```
+    /// use heddle_task::Resources;
+    /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
+    /// let squares = s.range(0, 4).map(|x| x * x).resources(Resources::new(0.5, 64 << 20));
+    /// assert_eq!(squares.collect()?, Some(vec![0, 1, 4, 9]));
+    /// // A petabyte fits no worker: the job is refused before it starts.
+    /// let greedy = s.range(0, 4).map(|x| x + 1).resources(Resources::new(1.0, 1 << 50));
+    /// let refused = greedy.collect().unwrap_err().to_string();
+    /// assert!(refused.contains("does not fit") && refused.contains("map"), "{refused}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn resources(&self, resources: heddle_task::Resources) -> DataSet<T> {
+        let parent = self.clone();
+        DataSet {
+            session: self.session.clone(),
+            id: self.session.next_id(),
+            name: self.name.clone(),
+            make: Arc::new(move |b| {
+                let v = parent.vertex(b)?;
+                b.graph.resources(&v, resources.clone());
+                Ok(v)
+            }),
+            cached: None,
+        }
+    }
+
     fn apply<U: Record>(&self, name: &str, f: Apply<T, U>) -> DataSet<U> {
         self.then(name, Edge::direct, move |_| ApplyTask(f.clone()))
     }

@@ -73,6 +73,12 @@ impl<T: Record> Stream<T> {
         self.wrap(self.data.map(f))
     }
 
+    /// The same records, the stage that makes them declaring what each of its partitions
+    /// asks for ([`DataSet::resources`]).
+    pub fn resources(&self, resources: heddle_task::Resources) -> Stream<T> {
+        Stream { data: self.data.resources(resources), late: self.late.clone() }
+    }
+
     /// Each record to any number of records.
     ///
     /// ```

@@ -187,6 +187,15 @@ impl PyDataSet {
         Ok(self.wrap(self.ds.union(&other.ds)))
     }
 
+    /// The same records, the stage that makes them declaring what each partition asks for.
+    fn resources(&self, cpus: f64, memory: u64, net_bytes_per_s: u64) -> PyResult<PyDataSet> {
+        Ok(self.wrap(self.ds.resources(crate::task_graph::contract(
+            cpus,
+            memory,
+            net_bytes_per_s,
+        )?)))
+    }
+
     /// The same records dealt round-robin over the partitions.
     fn repartition(&self) -> PyDataSet {
         self.wrap(self.ds.repartition())

@@ -293,6 +293,15 @@ impl PyStream {
         self.wrap(self.st.map(map_step(f)))
     }
 
+    /// The same records, the stage that makes them declaring what each partition asks for.
+    fn resources(&self, cpus: f64, memory: u64, net_bytes_per_s: u64) -> PyResult<PyStream> {
+        Ok(self.wrap(self.st.resources(crate::task_graph::contract(
+            cpus,
+            memory,
+            net_bytes_per_s,
+        )?)))
+    }
+
     /// Each record to the records of the iterable ``f`` returns.
     fn flat_map(&self, f: Py<PyAny>) -> PyStream {
         self.wrap(self.st.flat_map(flat_map_step(f)))

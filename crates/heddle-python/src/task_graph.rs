@@ -352,11 +352,7 @@ impl PyTaskGraph {
         net_bytes_per_s: u64,
     ) -> PyResult<()> {
         self.vertex(v)?;
-        if !(cpu.is_finite() && cpu > 0.0) {
-            return Err(argument(format!("cpus must be a number above 0, not {cpu}")));
-        }
-        self.vertices[v].resources =
-            Resources::new(cpu, memory).on_hosts(hosts).net_bytes_per_s(net_bytes_per_s);
+        self.vertices[v].resources = contract(cpu, memory, net_bytes_per_s)?.on_hosts(hosts);
         Ok(())
     }
 
@@ -376,4 +372,12 @@ impl PyTaskGraph {
 /// Adds the graph class to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTaskGraph>()
+}
+
+/// A task's contract, refusing a number of cores that is not above 0.
+pub(crate) fn contract(cpus: f64, memory: u64, net_bytes_per_s: u64) -> PyResult<Resources> {
+    if !(cpus.is_finite() && cpus > 0.0) {
+        return Err(argument(format!("cpus must be a number above 0, not {cpus}")));
+    }
+    Ok(Resources::new(cpus, memory).net_bytes_per_s(net_bytes_per_s))
 }
