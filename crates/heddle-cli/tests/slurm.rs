@@ -85,6 +85,21 @@ fn jobs_on_a_real_slurm() {
     assert!(out.status.success(), "srun: {}", text(&out.stderr));
     assert!(verified(&text(&out.stdout), 3), "srun: {}", text(&out.stdout));
 
+    // srun with Slurm's PMIx plugin: the ranks meet through its key-value store.
+    let mut srun = Command::new("srun");
+    srun.args(["--mpi=pmix", "-n", "3", &demo])
+        .current_dir(&dir)
+        .env("HDTEST_MARK", &mark)
+        .env("HEDDLE_LOG", "heddle_runtime::rendezvous=debug")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = wait_bounded(srun.spawn().expect("srun"), Duration::from_secs(120));
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "srun --mpi=pmix: {err}");
+    assert!(verified(&text(&out.stdout), 3), "srun --mpi=pmix: {}", text(&out.stdout));
+    assert_eq!(err.matches("rendezvous through PMIx").count(), 3, "{err}");
+
     // A batch script whose step starts a job.
     let log = dir.join("batch.out");
     let wrap = format!("--wrap=srun -n 2 {demo}");
