@@ -1,7 +1,8 @@
 """K-means with heddle.data and numpy: the points are cached in memory as numpy blocks,
 partitioned over the workers; each iteration maps every block to its partial sums
-(nearest center per point, vectorized) and reduces them on every worker, which updates
-the centers. Rank 0 checks the result against a plain numpy Lloyd's algorithm and prints
+(nearest center per point and per center the sum and count of its points, in one native
+pass: ``heddle.ml.nearest_sums``) and reduces them on every worker, which updates the
+centers. Rank 0 checks the result against a plain numpy Lloyd's algorithm and prints
 one JSON line (the Rust example's).
 
     heddle run -n 2 examples/python/kmeans.py --generate --seed 1
@@ -23,25 +24,12 @@ import numpy as np
 
 import heddle
 from heddle.data import Session
+from heddle.ml import nearest_sums
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common
 
 BLOCK_POINTS = 65_536
-
-
-def partial_sums(block: np.ndarray, centers: np.ndarray) -> np.ndarray:
-    """``(k, 3)``: per center the summed x, y and the count of the block's points nearest
-    to it. Squared distances up to a per-point constant: ``|c|^2 - 2 p.c``."""
-    k = len(centers)
-    d = block @ (-2.0 * centers.T)
-    d += (centers * centers).sum(axis=1)
-    nearest = d.argmin(axis=1)
-    sums = np.empty((k, 3))
-    sums[:, 0] = np.bincount(nearest, weights=block[:, 0], minlength=k)
-    sums[:, 1] = np.bincount(nearest, weights=block[:, 1], minlength=k)
-    sums[:, 2] = np.bincount(nearest, minlength=k)
-    return sums
 
 
 def update(centers: np.ndarray, sums: np.ndarray) -> np.ndarray:
@@ -118,7 +106,7 @@ def main() -> int:
     centers = first.copy()
     for _ in range(args.iterations):
         # `c=centers` binds this iteration's centers (not whatever `centers` is at call time).
-        sums = points.map(lambda block, c=centers: partial_sums(block, c)).reduce(np.add)
+        sums = points.map(lambda block, c=centers: nearest_sums(block, c)).reduce(np.add)
         centers = update(centers, sums)
     job_s = comm.allreduce(time.perf_counter() - start, op=max)
 

@@ -47,6 +47,7 @@ mod failure;
 mod interrupt;
 mod json;
 mod launcher;
+mod ml;
 mod op;
 mod record;
 mod task_adapters;
@@ -96,6 +97,7 @@ fn _heddle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     submodule(m, "bridge", "Bridged processes in other languages (spec/bridge.md).", |b| {
         bridge::register(b)
     })?;
+    submodule(m, "ml", "Native kernels of machine-learning loops (heddle.ml).", ml::register)?;
     submodule(m, "data", "Data sets and streams of Python records, and their writers.", |d| {
         data_session::register(d)?;
         data_set::register(d)?;
