@@ -100,9 +100,6 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
             }
             let throttle = self.throttles.get(at).and_then(Option::as_ref).map(|t| t.0.clone());
             loop {
-                if throttle.as_ref().is_some_and(|t| !t.open()) {
-                    break; // over its network contract: its records wait in its outbox
-                }
                 if self.held[at].is_none() {
                     let due = lock(outbox).due_barrier();
                     if let Some(id) = due {
@@ -110,6 +107,9 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
                         moved = true;
                         continue;
                     }
+                }
+                if throttle.as_ref().is_some_and(|t| !t.open()) {
+                    break; // over its network contract: its records wait in its outbox
                 }
                 let next = self.held[at].take().or_else(|| lock(outbox).pop());
                 let Some(record) = next else { break };
@@ -120,7 +120,7 @@ impl<T, U> EdgeRun for OpEdge<T, U> {
                             self.throttles.get_mut(at).and_then(Option::as_mut)
                         {
                             let sent = op.bytes_sent(*s);
-                            t.spend(sent - *charged);
+                            t.spend(sent.saturating_sub(*charged));
                             *charged = sent;
                         }
                     }
