@@ -42,6 +42,10 @@ class Resources:
         except (TypeError, ValueError) as e:
             raise ValueError(f"Resources(cpus={self.cpus!r}): {e}") from None
 
+    def amounts(self) -> tuple[float, int, int]:
+        """``(cpus, memory, net_bytes_per_s)`` as numbers, as the native layer takes them."""
+        return float(self.cpus), int(self.memory), int(self.net_bytes_per_s)
+
 
 @dataclass(frozen=True)
 class WorkerSpec:

@@ -232,8 +232,7 @@ class Stream:
         holds its records to that rate on the edges after it.
         """
         r = resources or Resources(cpus=cpus, memory=memory, net_bytes_per_s=net_bytes_per_s)
-        native = self._native.resources(float(r.cpus), int(r.memory), int(r.net_bytes_per_s))
-        return self._wrap(native)
+        return self._wrap(self._native.resources(*r.amounts()))
 
     def map(self, f: Callable[[Any], Any]) -> Stream:
         """Each record through ``f``."""

@@ -281,7 +281,7 @@ impl WorkerEnv {
         let rendezvous =
             get("HEDDLE_RENDEZVOUS").filter(|v| !v.is_empty()).map(std::path::PathBuf::from);
         if size > 1 && master.is_none() {
-            check_rendezvous(rank, size, &launch, rendezvous.as_deref())?;
+            crate::rendezvous::check_rendezvous(rank, size, &launch, rendezvous.as_deref())?;
         }
         let seconds = |b: &Bounds, default: Duration| -> Result<Duration> {
             match get(b.name).filter(|v| !v.is_empty()) {
@@ -344,45 +344,6 @@ impl Launch {
         let pmix = get("PMIX_NAMESPACE").is_some() && get("PMIX_RANK").is_some();
         Launch { name: f.name, rank_var: f.rank, size_var: f.size, job_id, one_host, pmix }
     }
-}
-
-/// Without `HEDDLE_MASTER`, rank 0 hosts the master and leaves its address in the
-/// launcher's PMIx store or a rendezvous file: that needs the launcher's job id, and PMIx
-/// or a directory every host sees.
-fn check_rendezvous(
-    rank: usize,
-    size: usize,
-    launch: &Launch,
-    dir: Option<&std::path::Path>,
-) -> Result<()> {
-    let what = format!("this is rank {rank} of {size} (from {}) but HEDDLE_MASTER is not set", {
-        if launch.rank_var.is_empty() {
-            "the environment".to_string()
-        } else {
-            format!("{} and {}", launch.rank_var, launch.size_var)
-        }
-    });
-    if launch.name == "heddle run" && dir.is_none() {
-        return Err(Error::Env(format!(
-            "{what}; start the job with `heddle run -n {size} -- PROGRAM`"
-        )));
-    }
-    if launch.job_id.is_none() {
-        return Err(Error::Env(format!(
-            "{what}, and {} gives no job id: set HEDDLE_RUN_ID to one value in every rank \
-             (unique to this run), or start the job with `heddle run -n {size} -- PROGRAM`",
-            launch.name
-        )));
-    }
-    if dir.is_none() && !launch.one_host && !launch.pmix {
-        return Err(Error::Env(format!(
-            "{what}, the ranks span several hosts and {} runs no PMIx server: set \
-             HEDDLE_RENDEZVOUS to a directory every host shares (rank 0 leaves the master's \
-             address there), or HEDDLE_MASTER to a running `heddle master`",
-            launch.name
-        )));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

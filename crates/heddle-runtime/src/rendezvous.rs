@@ -396,3 +396,42 @@ fn check_note(
     }
     Ok(Some(MasterLink { addr: note.master, token: note.token }))
 }
+
+/// Without `HEDDLE_MASTER`, rank 0 hosts the master and leaves its address in the
+/// launcher's PMIx store or a rendezvous file: that needs the launcher's job id, and PMIx
+/// or a directory every host sees.
+pub(crate) fn check_rendezvous(
+    rank: usize,
+    size: usize,
+    launch: &crate::env::Launch,
+    dir: Option<&std::path::Path>,
+) -> Result<()> {
+    let what = format!("this is rank {rank} of {size} (from {}) but HEDDLE_MASTER is not set", {
+        if launch.rank_var.is_empty() {
+            "the environment".to_string()
+        } else {
+            format!("{} and {}", launch.rank_var, launch.size_var)
+        }
+    });
+    if launch.name == "heddle run" && dir.is_none() {
+        return Err(Error::Env(format!(
+            "{what}; start the job with `heddle run -n {size} -- PROGRAM`"
+        )));
+    }
+    if launch.job_id.is_none() {
+        return Err(Error::Env(format!(
+            "{what}, and {} gives no job id: set HEDDLE_RUN_ID to one value in every rank \
+             (unique to this run), or start the job with `heddle run -n {size} -- PROGRAM`",
+            launch.name
+        )));
+    }
+    if dir.is_none() && !launch.one_host && !launch.pmix {
+        return Err(Error::Env(format!(
+            "{what}, the ranks span several hosts and {} runs no PMIx server: set \
+             HEDDLE_RENDEZVOUS to a directory every host shares (rank 0 leaves the master's \
+             address there), or HEDDLE_MASTER to a running `heddle master`",
+            launch.name
+        )));
+    }
+    Ok(())
+}

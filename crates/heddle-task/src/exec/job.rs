@@ -21,15 +21,6 @@ use crate::{Error, Plan, Result, TaskGraph, TaskInfo};
 /// How long the job sleeps when nothing moved and nothing else tells it how long to wait.
 const IDLE_SLEEP: Duration = Duration::from_micros(100);
 
-/// How long a job that has had nothing to do for `quiet` sleeps between passes: not at
-/// all for 200 µs (records may be on their way), then a 64th of the quiet spell, from 50 µs
-/// to 2 ms — so that a streaming worker waiting for input polls a few hundred times a
-/// second instead of spinning through a million passes.
-fn nap(quiet: Duration) -> Option<Duration> {
-    (quiet >= Duration::from_micros(200))
-        .then(|| (quiet / 64).clamp(Duration::from_micros(50), Duration::from_millis(2)))
-}
-
 /// What a job did on this worker.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Report {
@@ -457,7 +448,7 @@ impl<'c> Job<'c> {
                 // Waits a little (spin, yield, sleep), or fails after the timeout.
                 Some(edge) if wake.is_none_or(|w| w > now + Duration::from_micros(200)) => {
                     edge.wait()?;
-                    if let Some(nap) = nap(now - *quiet_since.get_or_insert(now)) {
+                    if let Some(nap) = super::pool::nap(now - *quiet_since.get_or_insert(now)) {
                         std::thread::sleep(wake.map_or(nap, |w| nap.min(w - now)));
                     }
                 }

@@ -282,3 +282,12 @@ fn drive_edges(
         }
     }
 }
+
+/// How long a job that has had nothing to do for `quiet` sleeps between passes: not at
+/// all for 200 µs (records may be on their way), then a 64th of the quiet spell, from 50 µs
+/// to 2 ms — so that a streaming worker waiting for input polls a few hundred times a
+/// second instead of spinning through a million passes.
+pub(crate) fn nap(quiet: Duration) -> Option<Duration> {
+    (quiet >= Duration::from_micros(200))
+        .then(|| (quiet / 64).clamp(Duration::from_micros(50), Duration::from_millis(2)))
+}
