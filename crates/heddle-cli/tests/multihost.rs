@@ -161,6 +161,20 @@ fn plain_mpirun_across_three_hosts_meets_through_pmix() {
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     let json = stdout.lines().find(|l| l.starts_with("{\"example\"")).expect("summary line");
     assert!(json.contains("\"ok\": true") && json.contains("\"tcp_peers\": 0"), "{json}");
+    // Rank 0 starts two seconds late: the others ask the servers before the key exists and
+    // must keep waiting for it (a server may answer "not found" at once rather than wait).
+    let late = dir.join("late.sh");
+    std::fs::write(
+        &late,
+        format!("#!/bin/sh\n[ \"$OMPI_COMM_WORLD_RANK\" = 0 ] && sleep 2\nexec {collectives}\n"),
+    )
+    .unwrap();
+    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o700);
+    std::fs::set_permissions(&late, mode).unwrap();
+    let out = mpirun_across(&h, &mark, &dir, &[], late.to_str().unwrap());
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("\"ok\": true"), "{stdout}");
     assert_no_survivors(&mark);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -11,7 +11,7 @@
 //! PMIx 4.2).
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use libloading::Library;
 
@@ -24,8 +24,11 @@ const INFO_BYTES: usize = 552;
 const PMIX_SUCCESS: c_int = 0;
 const PMIX_INT: u16 = 6;
 const PMIX_STRING: u16 = 3;
+const PMIX_BOOL: u16 = 1;
+const PMIX_ERR_NOT_FOUND: c_int = -46;
 const PMIX_GLOBAL: u8 = 3;
 const PMIX_TIMEOUT: &CStr = c"pmix.timeout";
+const PMIX_GET_REFRESH_CACHE: &CStr = c"pmix.get.refresh";
 
 /// `pmix_proc_t`.
 #[repr(C)]
@@ -139,36 +142,82 @@ impl Pmix {
     /// [`Error::Timeout`] when it is not published in time; [`Error::Env`] for a value that
     /// is not a string.
     pub(crate) fn lookup(&self, rank: u32, key: &str, timeout: Duration) -> Result<String> {
+        let deadline = Instant::now() + timeout;
+        let mut refresh = false;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.get(rank, key, left, refresh)? {
+                Ok(value) => return self.string_of(rank, key, value),
+                // A Get racing the publisher's Commit may answer "not found" at once instead
+                // of waiting (openpmix issue #2904; seen in CI): ask again, past the client's
+                // cache, until the deadline.
+                Err(PMIX_ERR_NOT_FOUND) if !left.is_zero() => {
+                    refresh = true;
+                    std::thread::sleep(Duration::from_millis(20).min(left));
+                }
+                Err(status) => {
+                    return Err(Error::Timeout(format!(
+                        "rank {} waited {timeout:?} for rank {rank} to publish {key:?} through \
+                         the launcher's PMIx server (status {status}; HEDDLE_INIT_TIMEOUT_S): \
+                         did rank {rank} start?",
+                        self.me.rank
+                    )))
+                }
+            }
+        }
+    }
+
+    /// One `PMIx_Get` of rank `rank`'s `key`, waiting up to `wait` on the server: the value
+    /// (allocated by PMIx) or the status it answered.
+    fn get(
+        &self,
+        rank: u32,
+        key: &str,
+        wait: Duration,
+        refresh: bool,
+    ) -> Result<std::result::Result<*mut Value, c_int>> {
         let key_c = cstring(key)?;
         let info_load: InfoLoadFn = self.symbol(b"PMIx_Info_load\0")?;
         let get: GetFn = self.symbol(b"PMIx_Get\0")?;
-        let unload: ValueUnloadFn = self.symbol(b"PMIx_Value_unload\0")?;
-        let destruct: ValueDestructFn = self.symbol(b"PMIx_Value_destruct\0")?;
         let of = Proc { rank, ..self.me };
-        let secs = c_int::try_from(timeout.as_secs().max(1)).unwrap_or(c_int::MAX);
-        let mut info = Info([0; INFO_BYTES]);
+        let secs = c_int::try_from(wait.as_secs().max(1)).unwrap_or(c_int::MAX);
+        let mut info = [Info([0; INFO_BYTES]), Info([0; INFO_BYTES])];
+        let infos = if refresh { 2 } else { 1 };
         let mut value: *mut Value = std::ptr::null_mut();
-        // SAFETY: `info` is a zeroed pmix_info_t loaded with an int; Get allocates `value`
-        // (malloc), unload copies its string out (malloc), and both are freed here once.
+        // SAFETY: `info` holds zeroed pmix_info_t structs loaded with an int and a bool (both
+        // copied in); Get reads `infos` of them and allocates `value` only on success.
         unsafe {
+            let [timeout_info, refresh_info] = &mut info;
             check(
                 info_load(
-                    &mut info,
+                    timeout_info,
                     PMIX_TIMEOUT.as_ptr(),
                     (&secs as *const c_int).cast(),
                     PMIX_INT,
                 ),
                 "PMIx_Info_load",
             )?;
-            let status = get(&of, key_c.as_ptr(), &info, 1, &mut value);
-            if status != PMIX_SUCCESS || value.is_null() {
-                return Err(Error::Timeout(format!(
-                    "rank {} waited {timeout:?} for rank {rank} to publish {key:?} through the \
-                     launcher's PMIx server (status {status}; HEDDLE_INIT_TIMEOUT_S): did rank \
-                     {rank} start?",
-                    self.me.rank
-                )));
-            }
+            check(
+                info_load(
+                    refresh_info,
+                    PMIX_GET_REFRESH_CACHE.as_ptr(),
+                    (&true as *const bool).cast(),
+                    PMIX_BOOL,
+                ),
+                "PMIx_Info_load",
+            )?;
+            let status = get(&of, key_c.as_ptr(), info.as_ptr(), infos, &mut value);
+            Ok(if status == PMIX_SUCCESS && !value.is_null() { Ok(value) } else { Err(status) })
+        }
+    }
+
+    /// The string a successful Get returned, freeing what PMIx allocated.
+    fn string_of(&self, rank: u32, key: &str, value: *mut Value) -> Result<String> {
+        let unload: ValueUnloadFn = self.symbol(b"PMIx_Value_unload\0")?;
+        let destruct: ValueDestructFn = self.symbol(b"PMIx_Value_destruct\0")?;
+        // SAFETY: `value` is the pmix_value_t Get allocated (malloc); unload copies its string
+        // out (malloc), and both are freed here once.
+        unsafe {
             let kind = u16::from_ne_bytes([(*value).0[0], (*value).0[1]]);
             let (mut data, mut size) = (std::ptr::null_mut::<c_void>(), 0usize);
             let unloaded = unload(value, &mut data, &mut size);
