@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use crate::collectives::{choose, Algorithm, CallOptions, Collective, Layout, Step};
+use crate::collectives::{choose_at, Algorithm, CallOptions, Collective, Layout, Reach, Step};
 use crate::engine::Engine;
 use crate::stamp::Signature;
 use heddle_wire::Dtype;
@@ -34,6 +34,8 @@ pub(crate) struct Shared {
     pub(crate) attempt: u32,
     /// The host of each world rank (equal numbers: the same host).
     pub(crate) hosts: Arc<[u32]>,
+    /// The broadcast areas this worker maps (same-host ranks only).
+    pub(crate) areas: crate::transport::bcast_area::Areas,
 }
 
 impl Shared {
@@ -199,13 +201,16 @@ impl Communicator {
         let c = signature.collective();
         let forced = opts.algorithm.or_else(|| self.config().algorithms.get(&c).copied());
         let layout = self.layout.get_or_init(|| Layout::new(&self.members, &self.shared.hosts));
-        let alg = choose(c, forced, self.size(), bytes, uniform, layout.spans_hosts());
+        let areas = &self.shared.areas;
+        let at = Reach { spans_hosts: layout.spans_hosts(), areas: areas.cover(&self.members) };
+        let alg = choose_at(c, forced, self.size(), bytes, uniform, at);
         let seq = self.collective_seq.fetch_add(1, Ordering::Relaxed);
         let step = Step {
             engine: self.lock(),
             members: &self.members,
             rank: self.rank,
             layout,
+            areas,
             edge: self.ctx | COLLECTIVE_EDGE,
             tag: seq,
             timeout: opts.timeout.unwrap_or(self.config().timeout),

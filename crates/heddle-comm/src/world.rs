@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::comm::Shared;
 use crate::engine::Engine;
+use crate::transport::bcast_area::{Area, Areas};
 use crate::transport::shm::{RingShape, ShmSegment};
 use crate::transport::{self, BoxedLink, LinkStream};
 use crate::{CommConfig, Communicator, Error, JobAbort, Result};
@@ -24,6 +25,8 @@ pub struct WorldBuilder {
     attempt: u32,
     /// The host of each world rank (all one host unless told).
     hosts: Vec<u32>,
+    /// The broadcast areas this worker maps: its own and its same-host peers'.
+    areas: Areas,
 }
 
 impl WorldBuilder {
@@ -46,6 +49,7 @@ impl WorldBuilder {
             abort: None,
             attempt: 0,
             hosts: vec![0; size],
+            areas: Areas::none(size),
         })
     }
 
@@ -79,7 +83,10 @@ impl WorldBuilder {
     /// If the peer's segment cannot be mapped or has another geometry.
     pub fn add_shm(&mut self, peer: usize, own: &ShmSegment, peer_path: &Path) -> Result<()> {
         let shape = self.ring_shape();
-        self.links[peer] = Some(transport::shm_link(own, peer_path, shape, self.rank, peer)?);
+        let (link, area) = transport::shm_link(own, peer_path, shape, self.rank, peer)?;
+        self.links[peer] = Some(link);
+        self.areas.set(peer, area);
+        self.areas.set(self.rank, own.area());
         Ok(())
     }
 
@@ -159,6 +166,7 @@ impl WorldBuilder {
             abort,
             attempt: self.attempt,
             hosts: self.hosts.into(),
+            areas: self.areas,
         });
         Ok(Communicator::world(shared, self.rank, size))
     }
@@ -205,6 +213,15 @@ pub fn local_world_on_hosts(hosts: &[u32], config: CommConfig) -> Result<Vec<Com
             let (la, lb) = transport::heap_pair(a, b, config.window, config.buffer_bytes);
             builders[a].links[b] = Some(la);
             builders[b].links[a] = Some(lb);
+        }
+    }
+    // Ranks of one (simulated) host reach each other's broadcast areas.
+    let areas: Vec<Area> = (0..size).map(|_| Area::heap()).collect();
+    for (r, b) in builders.iter_mut().enumerate() {
+        for (q, area) in areas.iter().enumerate() {
+            if hosts[q] == hosts[r] {
+                b.areas.set(q, area.clone());
+            }
         }
     }
     // One process, one job: a failure of any rank aborts them all.

@@ -127,7 +127,11 @@ fn broadcast_every_algorithm_and_root() {
         for p in 1..=8 {
             world(p, config.clone(), |c| {
                 for &n in COUNTS {
-                    for alg in [Algorithm::BinomialTree, Algorithm::ScatterAllgather] {
+                    for alg in [
+                        Algorithm::BinomialTree,
+                        Algorithm::ScatterAllgather,
+                        Algorithm::ShmChannel,
+                    ] {
                         for root in [0, p - 1, p / 2] {
                             let expect = contribution(root + 100, n);
                             let mut buf =

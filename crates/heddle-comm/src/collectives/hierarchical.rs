@@ -71,7 +71,7 @@ pub(crate) fn allgather(
         }
     }
     if local.len() > 1 {
-        within(s, local, i, |s| broadcast::binomial_tree::run(s, recv, 0))?;
+        within(s, local, i, |s| in_host(s, recv, 0))?;
     }
     Ok(())
 }
@@ -95,7 +95,7 @@ pub(crate) fn allreduce(
         within(s, &layout.leaders, g, |s| allreduce::run(s, alg, buf, elem, f))?;
     }
     if local.len() > 1 {
-        within(s, local, i, |s| broadcast::binomial_tree::run(s, buf, 0))?;
+        within(s, local, i, |s| in_host(s, buf, 0))?;
     }
     Ok(())
 }
@@ -137,16 +137,33 @@ pub(crate) fn broadcast(s: &mut Step<'_>, buf: &mut [u8], root: usize, elem: usi
     let ((g, i), (rg, ri)) = (layout.place[s.rank], layout.place[root]);
     let local = &layout.groups[g][..];
     if g == rg && local.len() > 1 {
-        within(s, local, i, |s| broadcast::binomial_tree::run(s, buf, ri))?;
+        within(s, local, i, |s| in_host(s, buf, ri))?;
     }
     if i == 0 {
         let alg = for_leaders(Collective::Broadcast, layout.leaders.len(), buf.len());
         within(s, &layout.leaders, g, |s| broadcast::run(s, alg, buf, rg, elem))?;
     }
     if g != rg && local.len() > 1 {
-        within(s, local, i, |s| broadcast::binomial_tree::run(s, buf, 0))?;
+        within(s, local, i, |s| in_host(s, buf, 0))?;
     }
     Ok(())
+}
+
+/// A broadcast inside one host: through the root's shared-memory area when every rank
+/// maps it and the buffer is large, else down a binomial tree.
+fn in_host(s: &mut Step<'_>, buf: &mut [u8], root: usize) -> Result<()> {
+    let alg = super::choose_at(
+        Collective::Broadcast,
+        None,
+        s.size(),
+        buf.len(),
+        true,
+        super::Reach { spans_hosts: false, areas: s.areas.cover(s.members) },
+    );
+    match alg {
+        Algorithm::ShmChannel => broadcast::shm_channel::run(s, buf, root),
+        _ => broadcast::binomial_tree::run(s, buf, root),
+    }
 }
 
 /// Reduce to `root`: inside each host to its leader, among leaders to the root's host's

@@ -31,7 +31,7 @@ mod step;
 pub use blocks::Blocks;
 pub(crate) use layout::Layout;
 pub use nonblocking::CollectiveRequest;
-pub(crate) use select::choose;
+pub(crate) use select::{choose, choose_at, Reach};
 pub use select::{Algorithm, Collective};
 pub(crate) use step::Step;
 

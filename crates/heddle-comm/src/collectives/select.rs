@@ -105,6 +105,10 @@ named_enum!(
         /// i-th ranks of all hosts allreduce block i, allgather inside each host, so that
         /// every rank carries 1/l of the vector across the network (l ranks a host).
         TwoLevel = "two_level",
+        /// Broadcast inside one host through the root's shared-memory area: the root
+        /// copies each chunk in once and every rank copies it out (Squirrel's channel),
+        /// instead of each hop of a tree copying it through a ring.
+        ShmChannel = "shm_channel",
     }
 );
 
@@ -116,7 +120,10 @@ impl Algorithm {
         matches!(
             (c, self),
             (C::Barrier, A::Dissemination)
-                | (C::Broadcast, A::BinomialTree | A::ScatterAllgather | A::Hierarchical)
+                | (
+                    C::Broadcast,
+                    A::BinomialTree | A::ScatterAllgather | A::Hierarchical | A::ShmChannel
+                )
                 | (C::Reduce, A::BinomialTree | A::Hierarchical)
                 | (
                     C::Allreduce,
@@ -137,10 +144,12 @@ impl Algorithm {
     }
 
     /// Whether it can run with `ranks` ranks and equal (`uniform`) per-rank sizes, on a
-    /// communicator that spans hosts or not.
-    fn applies(self, c: Collective, ranks: usize, uniform: bool, spans_hosts: bool) -> bool {
+    /// communicator that spans hosts or not, whose members map each other's broadcast
+    /// areas (`areas`) or not.
+    fn applies(self, c: Collective, ranks: usize, uniform: bool, at: Reach) -> bool {
         match (c, self) {
-            (_, Algorithm::Hierarchical | Algorithm::TwoLevel) => spans_hosts && self.serves(c),
+            (_, Algorithm::Hierarchical | Algorithm::TwoLevel) => at.spans_hosts && self.serves(c),
+            (_, Algorithm::ShmChannel) => at.areas && self.serves(c),
             (Collective::Allgather, Algorithm::RecursiveDoubling) => {
                 ranks.is_power_of_two() && uniform
             }
@@ -202,8 +211,16 @@ fn table() -> &'static Table {
     })
 }
 
-/// Picks the algorithm for one call: `forced` (per call, else by config) if it applies,
-/// else the first matching rule of the table, else the fallback.
+/// Where a communicator's members run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reach {
+    /// On more than one host.
+    pub(crate) spans_hosts: bool,
+    /// On one host, each mapping the others' broadcast areas (shared memory).
+    pub(crate) areas: bool,
+}
+
+/// [`choose_at`] for a communicator whose members do not share broadcast areas.
 pub(crate) fn choose(
     c: Collective,
     forced: Option<Algorithm>,
@@ -212,11 +229,25 @@ pub(crate) fn choose(
     uniform: bool,
     spans_hosts: bool,
 ) -> Algorithm {
+    choose_at(c, forced, ranks, bytes, uniform, Reach { spans_hosts, areas: false })
+}
+
+/// Picks the algorithm for one call: `forced` (per call, else by config) if it applies,
+/// else the first matching rule of the table, else the fallback.
+pub(crate) fn choose_at(
+    c: Collective,
+    forced: Option<Algorithm>,
+    ranks: usize,
+    bytes: usize,
+    uniform: bool,
+    at: Reach,
+) -> Algorithm {
+    let spans_hosts = at.spans_hosts;
     if let Some(a) = forced {
-        if a.applies(c, ranks, uniform, spans_hosts) {
+        if a.applies(c, ranks, uniform, at) {
             return a;
         }
-        tracing::debug!("{a} cannot run {c} on {ranks} ranks; using {}", fallback(c));
+        tracing::debug!("{a} cannot run {c} on {ranks} ranks here ({at:?}); using {}", fallback(c));
         return fallback(c);
     }
     table()
@@ -227,7 +258,7 @@ pub(crate) fn choose(
                 r.max_ranks.is_none_or(|m| ranks <= m)
                     && r.max_bytes.is_none_or(|m| bytes <= m)
                     && r.multi_host.is_none_or(|m| m == spans_hosts)
-                    && a.applies(c, ranks, uniform, spans_hosts)
+                    && a.applies(c, ranks, uniform, at)
             })
         })
         .map_or_else(|| fallback(c), |(_, a)| *a)

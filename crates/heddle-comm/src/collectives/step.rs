@@ -17,6 +17,8 @@ pub(crate) struct Step<'c> {
     pub(crate) rank: usize,
     /// The communicator's ranks grouped by host (host-aware algorithms).
     pub(crate) layout: &'c super::Layout,
+    /// The broadcast areas this worker maps.
+    pub(crate) areas: &'c crate::transport::bcast_area::Areas,
     pub(crate) edge: u32,
     pub(crate) tag: u32,
     pub(crate) timeout: Duration,

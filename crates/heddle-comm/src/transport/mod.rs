@@ -1,6 +1,7 @@
 //! Transports: how frames move to one peer. Every link offers the same non-blocking
 //! `try_send` / `poll`; the engine never knows which one it drives.
 
+pub(crate) mod bcast_area;
 pub(crate) mod region;
 pub(crate) mod ring;
 pub mod shm;
@@ -162,7 +163,8 @@ pub(crate) fn loopback(rank: usize, slots: usize, slot_bytes: usize) -> BoxedLin
     })
 }
 
-/// A link to a same-host peer: our ring in its segment, its ring in ours.
+/// A link to a same-host peer: our ring in its segment, its ring in ours; and the peer's
+/// broadcast area.
 ///
 /// # Errors
 /// As [`shm::ShmSegment::producer_to`].
@@ -172,9 +174,9 @@ pub(crate) fn shm_link(
     shape: shm::RingShape,
     my_rank: usize,
     peer: usize,
-) -> Result<BoxedLink> {
-    let (tx, pid) = shm::ShmSegment::producer_to(peer_path, shape, my_rank)?;
-    Ok(Box::new(RingLink { tx, rx: own.consumer(peer), pid: Some(pid) }))
+) -> Result<(BoxedLink, bcast_area::Area)> {
+    let (tx, pid, area) = shm::ShmSegment::producer_to(peer_path, shape, my_rank)?;
+    Ok((Box::new(RingLink { tx, rx: own.consumer(peer), pid: Some(pid) }), area))
 }
 
 /// The byte stream a TCP link runs over: the socket itself, or a secure channel on it

@@ -1,4 +1,5 @@
-//! Shared-memory segments in `/dev/shm`: one per worker, holding one incoming ring per peer.
+//! Shared-memory segments in `/dev/shm`: one per worker, holding one incoming ring per peer
+//! and the worker's broadcast area ([`super::bcast_area`]).
 //!
 //! A worker creates its segment before it registers, so every same-host peer can map it
 //! once the peer table is known, and unlinks it once all peers are connected (the mapping
@@ -13,6 +14,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::bcast_area::{Area, AREA_BYTES};
 use super::region::Region;
 use super::ring::{ring_bytes, RingConsumer, RingProducer};
 use crate::{private, Error, Result};
@@ -33,7 +35,11 @@ pub struct RingShape {
 
 impl RingShape {
     fn segment_bytes(&self) -> usize {
-        PREAMBLE + self.world * ring_bytes(self.slots, self.slot_bytes)
+        self.area_offset() + AREA_BYTES
+    }
+    /// After the rings, page-aligned.
+    fn area_offset(&self) -> usize {
+        (PREAMBLE + self.world * ring_bytes(self.slots, self.slot_bytes)).next_multiple_of(4096)
     }
     fn ring_offset(&self, source: usize) -> usize {
         PREAMBLE + source * ring_bytes(self.slots, self.slot_bytes)
@@ -86,6 +92,11 @@ impl ShmSegment {
         &self.path
     }
 
+    /// This worker's broadcast area (it writes, its same-host peers read).
+    pub(crate) fn area(&self) -> Area {
+        Area::new(self.region.clone(), self.shape.area_offset())
+    }
+
     /// Reading end of the ring that `source` writes into.
     pub(crate) fn consumer(&self, source: usize) -> RingConsumer {
         RingConsumer::new(
@@ -98,7 +109,7 @@ impl ShmSegment {
     }
 
     /// Maps a peer's segment at `path` and returns the writing end of the ring reserved
-    /// for `my_rank`, and the pid of the segment's owner.
+    /// for `my_rank`, the pid of the segment's owner and the owner's broadcast area.
     ///
     /// # Errors
     /// [`Error::Io`] if it cannot be opened; [`Error::NotPrivate`] if it is not a private file
@@ -107,7 +118,7 @@ impl ShmSegment {
         path: &Path,
         shape: RingShape,
         my_rank: usize,
-    ) -> Result<(RingProducer, u32)> {
+    ) -> Result<(RingProducer, u32, Area)> {
         let ctx = || format!("opening peer shared-memory segment {}", path.display());
         let file = private::open_owned(path, true)?;
         // SAFETY: the owner created and sized it before publishing its path.
@@ -134,9 +145,11 @@ impl ShmSegment {
             )));
         }
         let pid = word(4) as u32;
+        let area = Area::new(region.clone(), shape.area_offset());
         Ok((
             RingProducer::new(region, shape.ring_offset(my_rank), shape.slots, shape.slot_bytes),
             pid,
+            area,
         ))
     }
 

@@ -2,6 +2,7 @@
 
 pub(crate) mod binomial_tree;
 mod scatter_allgather;
+pub(crate) mod shm_channel;
 
 use super::{Algorithm, Step};
 use crate::Result;
@@ -16,6 +17,7 @@ pub(crate) fn run(
     match alg {
         Algorithm::ScatterAllgather => scatter_allgather::run(s, buf, root, elem),
         Algorithm::Hierarchical => super::hierarchical::broadcast(s, buf, root, elem),
+        Algorithm::ShmChannel => shm_channel::run(s, buf, root),
         _ => binomial_tree::run(s, buf, root),
     }
 }
