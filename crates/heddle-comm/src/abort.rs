@@ -75,6 +75,9 @@ pub struct JobAbort {
     aborted: AtomicBool,
     cause: OnceLock<AbortCause>,
     reporter: Mutex<Option<Reporter>>,
+    /// Rung when the job is aborted, so that idle threads sleeping on them hear it at once
+    /// (one per rank sharing this abort).
+    bells: Mutex<Vec<crate::transport::doorbell::Doorbell>>,
 }
 
 impl JobAbort {
@@ -84,7 +87,13 @@ impl JobAbort {
             aborted: AtomicBool::new(false),
             cause: OnceLock::new(),
             reporter: Mutex::new(None),
+            bells: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Rings `bell` (a rank's doorbell) when the job is aborted.
+    pub(crate) fn ring_on_abort(&self, bell: crate::transport::doorbell::Doorbell) {
+        self.bells.lock().unwrap_or_else(PoisonError::into_inner).push(bell);
     }
 
     /// A local failure: records `cause` (the first one wins) and reports it through the
@@ -109,6 +118,9 @@ impl JobAbort {
     fn record(&self, cause: AbortCause) -> bool {
         let first = self.cause.set(cause).is_ok();
         self.aborted.store(true, Ordering::Release);
+        for bell in self.bells.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+            bell.ring();
+        }
         first
     }
 

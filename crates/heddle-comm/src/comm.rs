@@ -36,11 +36,24 @@ pub(crate) struct Shared {
     pub(crate) hosts: Arc<[u32]>,
     /// The broadcast areas this worker maps (same-host ranks only).
     pub(crate) areas: crate::transport::bcast_area::Areas,
+    /// What an idle thread of this worker sleeps on, when every link rings it.
+    pub(crate) doorbell: Option<crate::transport::doorbell::Doorbell>,
 }
 
 impl Shared {
     pub(crate) fn lock(&self) -> MutexGuard<'_, Engine> {
         self.engine.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Sleeps up to `limit` without holding the engine: on the doorbell (woken when a
+    /// peer writes or frees room), or plainly without one.
+    pub(crate) fn park(&self, limit: Duration) {
+        match &self.doorbell {
+            Some(bell) => {
+                bell.park(limit, || self.lock().has_input());
+            }
+            None => std::thread::sleep(limit),
+        }
     }
 }
 
@@ -95,6 +108,31 @@ impl Communicator {
     /// This process's rank in the communicator, `0..size()`.
     pub fn rank(&self) -> usize {
         self.rank
+    }
+
+    /// Sleeps up to `limit` while this worker has nothing to do, waking as soon as a peer
+    /// on this host writes to it or frees room for it — or only after `limit` when some
+    /// link cannot wake it (TCP, MPI), for which [`Communicator::sleeps_until_woken`]
+    /// says `false`. For executors between passes that found nothing to do.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let comms = heddle_comm::local_world(2, heddle_comm::CommConfig::default())?;
+    /// assert!(comms[0].sleeps_until_woken());
+    /// comms[1].send(&[7u8], 0, 0)?; // already there: no sleep
+    /// let t = Instant::now();
+    /// comms[0].park(Duration::from_secs(5));
+    /// assert!(t.elapsed() < Duration::from_secs(5));
+    /// # Ok::<(), heddle_comm::Error>(())
+    /// ```
+    pub fn park(&self, limit: Duration) {
+        self.shared.park(limit);
+    }
+
+    /// Whether [`Communicator::park`] wakes when peers write (every link is a
+    /// shared-memory or in-process ring), so that an idle worker may sleep long.
+    pub fn sleeps_until_woken(&self) -> bool {
+        self.shared.doorbell.is_some()
     }
 
     /// Which attempt of the job this is: 0 for the first, 1 after the first restart

@@ -9,6 +9,9 @@ const DROWSY_AFTER: Duration = Duration::from_millis(20);
 /// not 20,000, while one that was busy a moment ago still answers within 50 µs.
 const FIRST_SLEEP: Duration = Duration::from_micros(50);
 const LONGEST_SLEEP: Duration = Duration::from_millis(2);
+/// The longest sleep on a doorbell, which peers ring when they write: it bounds only how
+/// late a waiter notices what does not ring (an abort, a stop, a dead peer).
+pub(crate) const LONGEST_PARK: Duration = Duration::from_millis(50);
 /// How often a waiting thread checks that the peers it needs are alive.
 const ALIVE_CHECK_EVERY: Duration = Duration::from_millis(100);
 
@@ -25,8 +28,15 @@ pub(crate) struct Idle {
 }
 
 impl Idle {
-    /// Waits once; every 64 polls past the spin phase returns the time, for checks.
-    pub(crate) fn wait(&mut self, spin_polls: u32) -> Option<Instant> {
+    /// Waits once; every 64 polls past the spin phase returns the time, for checks. Its
+    /// sleeps go to `sleep`, which parks on a doorbell when `parks` (and may then be long)
+    /// or sleeps for the time given.
+    pub(crate) fn wait(
+        &mut self,
+        spin_polls: u32,
+        parks: bool,
+        sleep: &dyn Fn(Duration),
+    ) -> Option<Instant> {
         self.polls = self.polls.saturating_add(1);
         if self.polls < spin_polls {
             std::hint::spin_loop();
@@ -35,7 +45,7 @@ impl Idle {
         if self.sleep.is_zero() {
             std::thread::yield_now();
         } else {
-            std::thread::sleep(self.sleep);
+            sleep(self.sleep);
         }
         // Every 64 polls, or every poll once the sleeps are long.
         if !self.polls.is_multiple_of(64) && self.sleep < Duration::from_micros(500) {
@@ -43,8 +53,9 @@ impl Idle {
         }
         let now = Instant::now();
         let quiet = now - *self.since.get_or_insert(now);
+        let longest = if parks { LONGEST_PARK } else { LONGEST_SLEEP };
         self.sleep = if quiet > DROWSY_AFTER {
-            (quiet / 64).clamp(FIRST_SLEEP, LONGEST_SLEEP)
+            (quiet / 64).clamp(FIRST_SLEEP, longest)
         } else {
             Duration::ZERO
         };

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use crate::comm::Shared;
 use crate::engine::Engine;
 use crate::transport::bcast_area::{Area, Areas};
+use crate::transport::doorbell::Doorbell;
 use crate::transport::shm::{RingShape, ShmSegment};
 use crate::transport::{self, BoxedLink, LinkStream};
 use crate::{CommConfig, Communicator, Error, JobAbort, Result};
@@ -27,6 +28,8 @@ pub struct WorldBuilder {
     hosts: Vec<u32>,
     /// The broadcast areas this worker maps: its own and its same-host peers'.
     areas: Areas,
+    /// This worker's doorbell, once its peers can ring it.
+    doorbell: Option<Doorbell>,
 }
 
 impl WorldBuilder {
@@ -40,7 +43,7 @@ impl WorldBuilder {
             return Err(Error::Config(format!("rank {rank} is not below the world size {size}")));
         }
         let mut links: Vec<Option<BoxedLink>> = (0..size).map(|_| None).collect();
-        links[rank] = Some(transport::loopback(rank, config.window, config.buffer_bytes));
+        links[rank] = Some(transport::loopback(rank, config.window, config.buffer_bytes, None));
         Ok(WorldBuilder {
             rank,
             links,
@@ -50,6 +53,7 @@ impl WorldBuilder {
             attempt: 0,
             hosts: vec![0; size],
             areas: Areas::none(size),
+            doorbell: None,
         })
     }
 
@@ -87,6 +91,7 @@ impl WorldBuilder {
         self.links[peer] = Some(link);
         self.areas.set(peer, area);
         self.areas.set(self.rank, own.area());
+        self.doorbell = Some(own.doorbell());
         Ok(())
     }
 
@@ -149,9 +154,21 @@ impl WorldBuilder {
             return Err(Error::Config(format!("no link to ranks {missing:?}")));
         }
         let size = self.links.len();
-        let links = self.links.into_iter().flatten().collect();
+        // Sleep on the doorbell only if every peer rings it: all links rings of this host.
+        let rings = self.links.iter().flatten().all(|l| matches!(l.transport(), "shm" | "local"));
+        let doorbell = self.doorbell.filter(|_| rings);
+        let mut links = self.links;
+        if let Some(bell) = &doorbell {
+            let (window, bytes) = (self.config.window, self.config.buffer_bytes);
+            links[self.rank] =
+                Some(transport::loopback(self.rank, window, bytes, Some(bell.clone())));
+        }
+        let links = links.into_iter().flatten().collect();
         let spin = self.config.spin_polls_for(self.local_workers);
         let abort = self.abort.unwrap_or_else(|| Arc::new(JobAbort::new(size)));
+        if let Some(bell) = &doorbell {
+            abort.ring_on_abort(bell.clone());
+        }
         let engine = Engine::new(
             self.rank,
             links,
@@ -159,6 +176,7 @@ impl WorldBuilder {
             self.config.window,
             spin,
             abort.clone(),
+            doorbell.clone(),
         );
         let shared = Arc::new(Shared {
             engine: Mutex::new(engine),
@@ -167,6 +185,7 @@ impl WorldBuilder {
             attempt: self.attempt,
             hosts: self.hosts.into(),
             areas: self.areas,
+            doorbell,
         });
         Ok(Communicator::world(shared, self.rank, size))
     }
@@ -208,9 +227,18 @@ pub fn local_world_on_hosts(hosts: &[u32], config: CommConfig) -> Result<Vec<Com
     let mut builders = (0..size)
         .map(|r| WorldBuilder::new(r, size, config.clone()))
         .collect::<Result<Vec<_>>>()?;
+    let bells: Vec<Doorbell> = (0..size).map(|_| Doorbell::heap()).collect();
+    for (b, bell) in builders.iter_mut().zip(&bells) {
+        b.doorbell = Some(bell.clone());
+    }
     for a in 0..size {
         for b in a + 1..size {
-            let (la, lb) = transport::heap_pair(a, b, config.window, config.buffer_bytes);
+            let (la, lb) = transport::heap_pair(
+                (a, &bells[a]),
+                (b, &bells[b]),
+                config.window,
+                config.buffer_bytes,
+            );
             builders[a].links[b] = Some(la);
             builders[b].links[a] = Some(lb);
         }

@@ -9,14 +9,18 @@ use heddle_task::{Context, Produced, Result, Source};
 
 /// Records a source emits per call.
 const PER_CALL: usize = 4096;
+/// How soon a source waiting for input from outside (a socket, a growing file) looks again.
+const POLL_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// What a stream source has for the executor right now.
 #[derive(Debug)]
 pub(crate) enum Pulled<T> {
     /// A record.
     Item(T),
-    /// Nothing yet (waiting on a socket, a file, a rate limit).
+    /// Nothing yet (waiting on a socket, a file): look again soon.
     Pending,
+    /// Nothing before this instant (a rate limit).
+    Later(std::time::Instant),
     /// The stream has ended.
     End,
 }
@@ -98,7 +102,15 @@ impl<T: Send + 'static> Source for PullSource<T> {
                     given += 1;
                     ctx.emit(x);
                 }
-                Pulled::Pending => break,
+                // Input from outside rings no bell: look again within a millisecond.
+                Pulled::Pending => {
+                    ctx.wake_at(std::time::Instant::now() + POLL_EVERY);
+                    break;
+                }
+                Pulled::Later(at) => {
+                    ctx.wake_at(at);
+                    break;
+                }
                 Pulled::End => {
                     self.pull = None;
                     self.ended = true;

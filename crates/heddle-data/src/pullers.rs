@@ -28,6 +28,14 @@ impl Pace {
         Pace { rate: rate.filter(|r| *r > 0.0), start: Instant::now(), made: 0 }
     }
 
+    /// When the next record is due.
+    pub(crate) fn next_at(&self) -> Instant {
+        match self.rate {
+            Some(r) => self.start + Duration::from_secs_f64(self.made as f64 / r),
+            None => self.start,
+        }
+    }
+
     /// Whether the next record is due now (counting it if so).
     pub(crate) fn due(&mut self) -> bool {
         if let Some(r) = self.rate {
@@ -55,7 +63,7 @@ impl<T> Puller<T> for Generate<T> {
             return Ok(Pulled::End);
         }
         if !self.pace.due() {
-            return Ok(Pulled::Pending);
+            return Ok(Pulled::Later(self.pace.next_at()));
         }
         let x = (self.f)(self.seq);
         self.seq += self.step;
@@ -115,6 +123,7 @@ impl Puller<String> for Follow {
                 Ok(Pulled::Item(line))
             }
             Pulled::Pending => Ok(Pulled::Pending),
+            Pulled::Later(at) => Ok(Pulled::Later(at)),
         }
     }
 
@@ -195,7 +204,7 @@ impl Puller<String> for TextFiles {
                 self.reader = Some(BufReader::with_capacity(256 << 10, f));
             }
             if !self.pace.due() {
-                return Ok(Pulled::Pending);
+                return Ok(Pulled::Later(self.pace.next_at()));
             }
             let r = self.reader.as_mut().expect("opened above");
             self.line.clear();

@@ -111,7 +111,7 @@ impl Puller<RedisEntry> for RedisRead {
             }
         }
         if !self.pace.due() {
-            return Ok(Pulled::Pending);
+            return Ok(Pulled::Later(self.pace.next_at()));
         }
         let entry = self.buffered.pop_front().expect("not empty");
         self.given.clone_from(&entry.id);

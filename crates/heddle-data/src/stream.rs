@@ -313,8 +313,12 @@ impl<K: Record + Hash + Eq + Ord, V: Record> Stream<(K, V)> {
             last_mark: 0,
             _kv: PhantomData,
         });
-        // Windows also run on a timer, to fire processing-time windows.
-        let timed = Strategy::on_data().every(TICK);
+        // Processing-time windows also run on a timer, to fire when the clock says; event
+        // time moves only with the data (its watermarks), so those wait without waking.
+        let timed = match event {
+            None => Strategy::on_data().every(TICK),
+            Some(_) => Strategy::on_data(),
+        };
         let reduce: Arc<dyn Fn(V, V) -> V + Send + Sync> = Arc::new(reduce);
         let late = self.late.clone();
         let windows = stamped.then_with(

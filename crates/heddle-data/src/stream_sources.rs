@@ -119,6 +119,7 @@ impl Session {
                     Ok(match pull_line(pending, |buf| s.read(buf), &io, true)? {
                         Pulled::Item((line, _)) => Pulled::Item(line),
                         Pulled::Pending => Pulled::Pending,
+                        Pulled::Later(at) => Pulled::Later(at),
                         Pulled::End => Pulled::End,
                     })
                 })

@@ -14,6 +14,7 @@ use heddle_wire::{Codec, Kind};
 use crate::channels::Channels;
 pub(crate) use crate::idle::Idle;
 use crate::stamp::Signature;
+use crate::transport::doorbell::Doorbell;
 use crate::transport::{BoxedLink, Polled};
 use crate::{Error, JobAbort, Result};
 
@@ -72,6 +73,8 @@ pub(crate) struct Engine {
     schedules: Schedules,
     /// Acks owed for synchronous messages that matched a receive.
     acks: Acks,
+    /// What this worker sleeps on while waiting, if every link rings it.
+    doorbell: Option<Doorbell>,
 }
 
 /// Scratch buffers kept between collective calls, and the largest kept.
@@ -94,6 +97,7 @@ impl Engine {
         window: usize,
         spin_polls: u32,
         abort: Arc<JobAbort>,
+        doorbell: Option<Doorbell>,
     ) -> Engine {
         let n = links.len();
         Engine {
@@ -111,7 +115,29 @@ impl Engine {
             requests: Requests::default(),
             schedules: Schedules::default(),
             acks: Acks::default(),
+            doorbell,
         }
+    }
+
+    /// Whether a frame waits on any link.
+    pub(crate) fn has_input(&self) -> bool {
+        self.links.iter().any(|l| l.has_input())
+    }
+
+    /// Sleeps up to `limit`, or until a peer writes or frees room (see [`Doorbell`]);
+    /// without a doorbell, for `limit`.
+    fn park(&self, limit: Duration) {
+        match &self.doorbell {
+            Some(bell) => {
+                bell.park(limit, || self.has_input());
+            }
+            None => std::thread::sleep(limit),
+        }
+    }
+
+    /// Whether waits sleep on a doorbell (and so may sleep long).
+    pub(crate) fn parks(&self) -> bool {
+        self.doorbell.is_some()
     }
 
     /// A zeroed buffer of `len` bytes for a collective's intermediate data, reused from
@@ -190,7 +216,9 @@ impl Engine {
         op: &'static str,
         what: &dyn Fn() -> String,
     ) -> Result<()> {
-        let Some(now) = idle.wait(self.spin_polls) else { return Ok(()) };
+        let Some(now) = idle.wait(self.spin_polls, self.parks(), &|d| self.park(d)) else {
+            return Ok(());
+        };
         self.abort.check()?;
         if idle.check_due(now) {
             for &p in peers {
@@ -277,7 +305,9 @@ impl Engine {
                 idle = Idle::default();
                 continue;
             }
-            let Some(now) = idle.wait(self.spin_polls) else { continue };
+            let Some(now) = idle.wait(self.spin_polls, self.parks(), &|d| self.park(d)) else {
+                continue;
+            };
             self.abort.check()?;
             if idle.check_due(now) {
                 self.check_peers(sends, recvs, state, offsets, op)?;

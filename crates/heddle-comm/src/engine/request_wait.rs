@@ -46,9 +46,10 @@ pub(crate) fn wait_unlocked<T>(
                 idle = Idle::default();
                 continue;
             }
-            engine.spin_polls()
+            (engine.spin_polls(), engine.parks())
         };
-        if let Some(now) = idle.wait(spin) {
+        let (spin, parks) = spin;
+        if let Some(now) = idle.wait(spin, parks, &|d| shared.park(d)) {
             shared.lock().check_wait(&mut idle, now, awaited, timeout)?;
         }
     }

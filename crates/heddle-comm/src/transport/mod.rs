@@ -2,6 +2,7 @@
 //! `try_send` / `poll`; the engine never knows which one it drives.
 
 pub(crate) mod bcast_area;
+pub(crate) mod doorbell;
 pub(crate) mod region;
 pub(crate) mod ring;
 pub mod shm;
@@ -53,6 +54,12 @@ pub(crate) trait Link: std::fmt::Debug + Send {
     fn is_tcp(&self) -> bool {
         self.transport() == "tcp"
     }
+
+    /// Whether a frame waits to be read (links that cannot tell say yes, so that nobody
+    /// sleeps on them).
+    fn has_input(&self) -> bool {
+        true
+    }
 }
 
 /// A link that counts the bytes it sent ([`crate::metrics::bytes_sent`]).
@@ -98,6 +105,10 @@ impl Link for Metered {
     fn transport(&self) -> &'static str {
         self.inner.transport()
     }
+
+    fn has_input(&self) -> bool {
+        self.inner.has_input()
+    }
 }
 
 /// The frame limits of a link whose buffers hold `buffer_bytes` (header included).
@@ -132,8 +143,8 @@ pub(crate) type BoxedLink = Box<dyn Link>;
 
 /// A pair of in-memory links between two endpoints of one process.
 pub(crate) fn heap_pair(
-    a: usize,
-    b: usize,
+    (a, a_bell): (usize, &doorbell::Doorbell),
+    (b, b_bell): (usize, &doorbell::Doorbell),
     slots: usize,
     slot_bytes: usize,
 ) -> (BoxedLink, BoxedLink) {
@@ -144,22 +155,31 @@ pub(crate) fn heap_pair(
         tx: RingProducer::new(region.clone(), 0, slots, slot_bytes),
         rx: RingConsumer::new(region.clone(), rb, slots, slot_bytes, b),
         pid: None,
+        bell: Some(b_bell.clone()),
     };
     let b_link = RingLink {
         tx: RingProducer::new(region.clone(), rb, slots, slot_bytes),
         rx: RingConsumer::new(region, 0, slots, slot_bytes, a),
         pid: None,
+        bell: Some(a_bell.clone()),
     };
     (Box::new(a_link), Box::new(b_link))
 }
 
-/// A link from an endpoint to itself.
-pub(crate) fn loopback(rank: usize, slots: usize, slot_bytes: usize) -> BoxedLink {
+/// A link from an endpoint to itself; it rings `bell` (the endpoint's own) for the
+/// endpoint's other threads.
+pub(crate) fn loopback(
+    rank: usize,
+    slots: usize,
+    slot_bytes: usize,
+    bell: Option<doorbell::Doorbell>,
+) -> BoxedLink {
     let region = Arc::new(Region::heap(ring_bytes(slots, slot_bytes)));
     Box::new(RingLink {
         tx: RingProducer::new(region.clone(), 0, slots, slot_bytes),
         rx: RingConsumer::new(region, 0, slots, slot_bytes, rank),
         pid: None,
+        bell,
     })
 }
 
@@ -175,8 +195,10 @@ pub(crate) fn shm_link(
     my_rank: usize,
     peer: usize,
 ) -> Result<(BoxedLink, bcast_area::Area)> {
-    let (tx, pid, area) = shm::ShmSegment::producer_to(peer_path, shape, my_rank)?;
-    Ok((Box::new(RingLink { tx, rx: own.consumer(peer), pid: Some(pid) }), area))
+    let p = shm::ShmSegment::producer_to(peer_path, shape, my_rank)?;
+    let link =
+        RingLink { tx: p.ring, rx: own.consumer(peer), pid: Some(p.pid), bell: Some(p.bell) };
+    Ok((Box::new(link), p.area))
 }
 
 /// The byte stream a TCP link runs over: the socket itself, or a secure channel on it

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use heddle_wire::{Header, Limits, HEADER_LEN};
 
+use super::doorbell::Doorbell;
 use super::region::Region;
 use super::{shm, Link, Polled};
 
@@ -125,6 +126,11 @@ impl RingConsumer {
         RingConsumer { g, head_seen: tail, tail, limits, peer }
     }
 
+    /// Whether a frame waits to be read.
+    pub(crate) fn has_input(&self) -> bool {
+        self.tail != self.g.head().load(Ordering::Acquire)
+    }
+
     /// Offers the oldest frame to `f`; it is released (credit returned) if `f` returns true.
     pub(crate) fn poll(
         &mut self,
@@ -168,18 +174,33 @@ pub(crate) struct RingLink {
     pub(crate) rx: RingConsumer,
     /// The peer's process, checked while waiting (`None` within one process).
     pub(crate) pid: Option<u32>,
+    /// The peer's doorbell, rung when a frame is published to it or a buffer it filled is
+    /// freed (`None`: the peer does not sleep on one).
+    pub(crate) bell: Option<Doorbell>,
 }
 
 impl Link for RingLink {
     fn try_send(&mut self, header: &Header, payload: &[u8]) -> crate::Result<bool> {
-        Ok(self.tx.try_push(header, payload))
+        let sent = self.tx.try_push(header, payload);
+        if let (true, Some(bell)) = (sent, &self.bell) {
+            bell.ring();
+        }
+        Ok(sent)
     }
 
     fn poll(
         &mut self,
         f: &mut dyn FnMut(&Header, &[u8]) -> crate::Result<bool>,
     ) -> crate::Result<Polled> {
-        self.rx.poll(f)
+        let polled = self.rx.poll(f)?;
+        if let (Polled::Consumed, Some(bell)) = (&polled, &self.bell) {
+            bell.ring();
+        }
+        Ok(polled)
+    }
+
+    fn has_input(&self) -> bool {
+        self.rx.has_input()
     }
 
     fn check_alive(&mut self, rank: usize) -> crate::Result<()> {

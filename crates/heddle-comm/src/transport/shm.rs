@@ -15,12 +15,27 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::bcast_area::{Area, AREA_BYTES};
+use super::doorbell::Doorbell;
 use super::region::Region;
 use super::ring::{ring_bytes, RingConsumer, RingProducer};
 use crate::{private, Error, Result};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"HEDDLSHM");
 const PREAMBLE: usize = 4096;
+/// The owner's doorbell, in the preamble after the identifying words.
+const DOORBELL_AT: usize = 128;
+
+/// A peer's segment as this worker maps it.
+pub(crate) struct PeerSegment {
+    /// The ring this worker writes into.
+    pub(crate) ring: RingProducer,
+    /// The owner's process.
+    pub(crate) pid: u32,
+    /// The owner's broadcast area.
+    pub(crate) area: Area,
+    /// The owner's doorbell.
+    pub(crate) bell: Doorbell,
+}
 
 /// Ring geometry shared by every segment of a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +107,11 @@ impl ShmSegment {
         &self.path
     }
 
+    /// This worker's doorbell (it sleeps on it, its same-host peers ring it).
+    pub(crate) fn doorbell(&self) -> Doorbell {
+        Doorbell::new(self.region.clone(), DOORBELL_AT)
+    }
+
     /// This worker's broadcast area (it writes, its same-host peers read).
     pub(crate) fn area(&self) -> Area {
         Area::new(self.region.clone(), self.shape.area_offset())
@@ -109,7 +129,7 @@ impl ShmSegment {
     }
 
     /// Maps a peer's segment at `path` and returns the writing end of the ring reserved
-    /// for `my_rank`, the pid of the segment's owner and the owner's broadcast area.
+    /// for `my_rank`, with the owner's pid, broadcast area and doorbell.
     ///
     /// # Errors
     /// [`Error::Io`] if it cannot be opened; [`Error::NotPrivate`] if it is not a private file
@@ -118,7 +138,7 @@ impl ShmSegment {
         path: &Path,
         shape: RingShape,
         my_rank: usize,
-    ) -> Result<(RingProducer, u32, Area)> {
+    ) -> Result<PeerSegment> {
         let ctx = || format!("opening peer shared-memory segment {}", path.display());
         let file = private::open_owned(path, true)?;
         // SAFETY: the owner created and sized it before publishing its path.
@@ -145,12 +165,17 @@ impl ShmSegment {
             )));
         }
         let pid = word(4) as u32;
-        let area = Area::new(region.clone(), shape.area_offset());
-        Ok((
-            RingProducer::new(region, shape.ring_offset(my_rank), shape.slots, shape.slot_bytes),
+        Ok(PeerSegment {
+            area: Area::new(region.clone(), shape.area_offset()),
+            bell: Doorbell::new(region.clone(), DOORBELL_AT),
+            ring: RingProducer::new(
+                region,
+                shape.ring_offset(my_rank),
+                shape.slots,
+                shape.slot_bytes,
+            ),
             pid,
-            area,
-        ))
+        })
     }
 
     /// Removes the file name; mappings stay valid.

@@ -448,8 +448,9 @@ impl<'c> Job<'c> {
                 // Waits a little (spin, yield, sleep), or fails after the timeout.
                 Some(edge) if wake.is_none_or(|w| w > now + Duration::from_micros(200)) => {
                     edge.wait()?;
-                    if let Some(nap) = super::pool::nap(now - *quiet_since.get_or_insert(now)) {
-                        std::thread::sleep(wake.map_or(nap, |w| nap.min(w - now)));
+                    let quiet = now - *quiet_since.get_or_insert(now);
+                    if let Some(nap) = super::pool::nap(quiet, self.comm.sleeps_until_woken()) {
+                        self.comm.park(wake.map_or(nap, |w| nap.min(w - now)));
                     }
                 }
                 _ => match wake {

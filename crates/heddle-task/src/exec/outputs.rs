@@ -19,6 +19,8 @@ pub struct Context<'a, O> {
     pub(crate) comm: Option<&'a Communicator>,
     pub(crate) strategy: &'a mut Strategy,
     pub(crate) iteration: &'a [u64],
+    /// When the task asked to be called again at the latest ([`Context::wake_at`]).
+    pub(crate) wake: &'a mut Option<std::time::Instant>,
 }
 
 impl<O> std::fmt::Debug for Context<'_, O> {
@@ -71,6 +73,31 @@ impl<O> Context<'_, O> {
                 self.info
             ))
         })
+    }
+
+    /// Asks to be called again by `when` even if no record arrives meanwhile (a source's
+    /// `next`, a compute task's `tick`): a source waiting on a socket or a rate says when
+    /// to look again, so that its worker may sleep until then (an idle worker otherwise
+    /// sleeps until a peer sends it something, up to 50 ms). Holds until the task's next
+    /// call; the earliest of several requests wins.
+    ///
+    /// ```
+    /// use heddle_task::{Context, Produced, Source};
+    /// use std::time::{Duration, Instant};
+    /// /// Emits the time every 5 ms, five times.
+    /// struct Clock(u32);
+    /// impl Source for Clock {
+    ///     type Out = u32;
+    ///     fn next(&mut self, ctx: &mut Context<'_, u32>) -> heddle_task::Result<Produced> {
+    ///         ctx.emit(self.0);
+    ///         self.0 += 1;
+    ///         ctx.wake_at(Instant::now() + Duration::from_millis(5));
+    ///         Ok(if self.0 == 5 { Produced::Done } else { Produced::More })
+    ///     }
+    /// }
+    /// ```
+    pub fn wake_at(&mut self, when: std::time::Instant) {
+        *self.wake = Some(self.wake.map_or(when, |w| w.min(when)));
     }
 
     /// The current strategy.

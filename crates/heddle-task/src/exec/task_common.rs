@@ -19,6 +19,8 @@ pub(crate) struct Common<O> {
     pub(crate) strategy: Strategy,
     pub(crate) comm: Option<Communicator>,
     pub(crate) next_tick: Option<Instant>,
+    /// The wake-up the task asked for in its last call ([`Context::wake_at`]).
+    pub(crate) wake: Option<Instant>,
     pub(crate) runs: u64,
     pub(crate) stats: TaskStats,
     pub(crate) done: bool,
@@ -62,6 +64,7 @@ impl<O: Clone> Common<O> {
             strategy,
             comm,
             next_tick: None,
+            wake: None,
             runs: 0,
             stats,
             done: false,
@@ -172,12 +175,14 @@ impl<O: Clone> Common<O> {
         f: impl FnOnce(&mut Context<'_, O>) -> Result<R>,
     ) -> Result<R> {
         let before = self.strategy;
+        self.wake = None;
         let mut ctx = Context {
             out: &mut self.outputs.emitted,
             info: &self.info,
             comm: self.comm.as_ref(),
             strategy: &mut self.strategy,
             iteration,
+            wake: &mut self.wake,
         };
         let r = f(&mut ctx).map_err(|e| match e {
             Error::Task { .. } => e,
@@ -213,15 +218,24 @@ impl<O: Clone> Common<O> {
     }
 
     pub(crate) fn next_wake(&self) -> Option<Instant> {
-        self.next_tick.filter(|_| !self.done)
+        let asked = match (self.next_tick, self.wake) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        asked.filter(|_| !self.done)
     }
 
     pub(crate) fn retired(&self) -> bool {
         self.strategy.max_runs().is_some_and(|k| self.runs >= k)
     }
 
-    /// Whether a timed activation is due (arming the timer on first sight).
+    /// Whether a timed activation is due (arming the timer on first sight), or the
+    /// wake-up the task asked for.
     pub(crate) fn tick_due(&mut self, now: Instant) -> bool {
+        if self.wake.is_some_and(|w| now >= w) {
+            self.wake = None;
+            return true;
+        }
         let Some(period) = self.strategy.period() else { return false };
         match self.next_tick {
             None => {

@@ -305,6 +305,8 @@ where
                 comm: None,
                 strategy: &mut strategy,
                 iteration: &call.iteration,
+                // The worker's side wakes it; asked wake-ups stay with this process.
+                wake: &mut None,
             };
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 serve(&mut task, &mut ctx, call.request, &mut state)
