@@ -339,21 +339,32 @@ pub fn checkpoint(took: Duration, bytes: u64) {
     c.last_bytes = bytes;
 }
 
-/// How often the sampler looks at the edges' senders.
+/// How often the sampler looks at the edges' senders: each look counts as one sample per
+/// `SAMPLE_EVERY` it covers. While no sender is held back the looks grow rarer, up to
+/// `SAMPLE_AT_MOST` apart, so that an idle worker is not woken a hundred times a second.
 const SAMPLE_EVERY: Duration = Duration::from_millis(10);
+const SAMPLE_AT_MOST: Duration = Duration::from_millis(160);
 
 fn start_sampler() {
     static STARTED: OnceLock<()> = OnceLock::new();
     STARTED.get_or_init(|| {
-        let spawned = std::thread::Builder::new().name("heddle-metrics".into()).spawn(|| loop {
-            std::thread::sleep(SAMPLE_EVERY);
-            for e in lock(&registry().edges).values() {
-                e.samples.fetch_add(1, Ordering::Relaxed);
-                if e.waiting.load(Ordering::Relaxed) > 0 {
-                    e.blocked_samples.fetch_add(1, Ordering::Relaxed);
+        let sampler = || {
+            let mut every = SAMPLE_EVERY;
+            loop {
+                std::thread::sleep(every);
+                let weight = (every.as_millis() / SAMPLE_EVERY.as_millis()) as u64;
+                let mut held = false;
+                for e in lock(&registry().edges).values() {
+                    e.samples.fetch_add(weight, Ordering::Relaxed);
+                    if e.waiting.load(Ordering::Relaxed) > 0 {
+                        e.blocked_samples.fetch_add(weight, Ordering::Relaxed);
+                        held = true;
+                    }
                 }
+                every = if held { SAMPLE_EVERY } else { (every * 2).min(SAMPLE_AT_MOST) };
             }
-        });
+        };
+        let spawned = std::thread::Builder::new().name("heddle-metrics".into()).spawn(sampler);
         if let Err(e) = spawned {
             tracing::warn!("no back-pressure sampling: cannot start its thread: {e}");
         }

@@ -5,19 +5,66 @@
 //! Two words on their own cache lines of the worker's segment: how many of its threads are
 //! asleep, and a counter they sleep on (a futex, shared between processes). A peer that
 //! publishes a frame or frees a buffer rings the bell of the ring's other end only when
-//! someone sleeps there — a fence and a load on the fast path. A sleeper counts itself in,
-//! then looks at its rings once more before it sleeps on the counter's value read before
-//! that look, so a frame published meanwhile either is seen or changes the counter:
-//! no wake-up is lost.
+//! someone sleeps there. A sleeper counts itself in, then looks at its rings once more
+//! before it sleeps on the counter's value read before that look, so a frame published
+//! meanwhile either is seen or changes the counter: no wake-up is lost.
+//!
+//! That needs a full barrier between a writer's publication and its look at the sleepers,
+//! and between the sleeper's count and its look at the rings. A fence on every frame costs
+//! a fifth of a ping-pong here, so the barrier is asymmetric, as in userspace RCU: writers
+//! only keep the compiler from reordering, and a thread about to sleep (rare, after a quiet
+//! spell) makes every running thread of the job's processes pass a barrier at once
+//! (`membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED)`, for which each process registers when it
+//! maps a doorbell). Where the kernel offers no such barrier, both sides fence.
 
-use std::sync::atomic::{fence, AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{compiler_fence, fence, AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use super::region::Region;
 
 /// Bytes a doorbell takes (two cache lines).
 pub(crate) const DOORBELL_BYTES: usize = 128;
+
+const MEMBARRIER_CMD_QUERY: libc::c_long = 0;
+const MEMBARRIER_CMD_GLOBAL_EXPEDITED: libc::c_long = 1 << 1;
+const MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED: libc::c_long = 1 << 2;
+
+/// Whether this process takes part in expedited global barriers (registering it on first
+/// use): then writers need no fence.
+fn asymmetric() -> bool {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    *REGISTERED.get_or_init(|| {
+        // SAFETY: membarrier(2) queries and registers; it touches no memory of ours.
+        unsafe {
+            let offered = libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_QUERY, 0);
+            offered >= 0
+                && offered & MEMBARRIER_CMD_GLOBAL_EXPEDITED != 0
+                && libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0)
+                    == 0
+        }
+    })
+}
+
+/// The writer's side of the barrier.
+fn light_barrier() {
+    if asymmetric() {
+        compiler_fence(Ordering::SeqCst);
+    } else {
+        fence(Ordering::SeqCst);
+    }
+}
+
+/// The sleeper's side: every running thread of every registered process passes a full
+/// barrier before this returns.
+fn heavy_barrier() {
+    // SAFETY: membarrier(2) with a registered command; it touches no memory of ours.
+    if !asymmetric()
+        || unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0) } != 0
+    {
+        fence(Ordering::SeqCst);
+    }
+}
 
 /// One worker's doorbell, as the worker or a same-host peer maps it.
 #[derive(Debug, Clone)]
@@ -33,6 +80,7 @@ impl Doorbell {
     /// If it is misaligned or past the region.
     pub(crate) fn new(region: Arc<Region>, offset: usize) -> Doorbell {
         assert!(offset.is_multiple_of(64) && offset + DOORBELL_BYTES <= region.len());
+        asymmetric(); // register before this process writes to anyone
         Doorbell { region, offset }
     }
 
@@ -53,7 +101,7 @@ impl Doorbell {
 
     /// Wakes the owner's sleeping threads, if any; call after publishing.
     pub(crate) fn ring(&self) {
-        fence(Ordering::SeqCst);
+        light_barrier();
         if self.sleepers().load(Ordering::Relaxed) > 0 {
             self.counter().fetch_add(1, Ordering::SeqCst);
             // SAFETY: a futex wake on a 4-byte aligned word of a live mapping; shared
@@ -69,7 +117,7 @@ impl Doorbell {
     pub(crate) fn park(&self, limit: Duration, ready: impl FnOnce() -> bool) -> bool {
         let seen = self.counter().load(Ordering::SeqCst);
         self.sleepers().fetch_add(1, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
+        heavy_barrier();
         let sleep = !ready();
         if sleep {
             let ts = libc::timespec {

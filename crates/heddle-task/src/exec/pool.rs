@@ -286,7 +286,7 @@ fn drive_edges(
 /// How long a job that has had nothing to do for `quiet` sleeps between passes: not at
 /// all for 200 µs (records may be on their way), then a 64th of the quiet spell, from 50 µs
 /// to 2 ms. When peers wake the sleeper as they write (`woken`: its links are rings of this
-/// host), as long as the quiet spell, up to 50 ms: records and aborts wake it at once, and
+/// host), after 50 µs for as long as the quiet spell, up to 50 ms: records and aborts wake it at once, and
 /// what rings no bell either asks for its own wake-up (a source polling a socket or a
 /// rate) or may wait that long (a stop). A streaming worker waiting for input thus wakes a
 /// few dozen times a second, not a million.
@@ -296,5 +296,7 @@ pub(crate) fn nap(quiet: Duration, woken: bool) -> Option<Duration> {
     } else {
         (quiet / 64).clamp(Duration::from_micros(50), Duration::from_millis(2))
     };
-    (quiet >= Duration::from_micros(200)).then_some(nap)
+    // Records may be on their way: spin a while first (briefly when they ring).
+    let spin = Duration::from_micros(if woken { 50 } else { 200 });
+    (quiet >= spin).then_some(nap)
 }
