@@ -1,5 +1,5 @@
 //! Shared-memory segments in `/dev/shm`: one per worker, holding one incoming ring per peer
-//! and the worker's broadcast area ([`super::bcast_area`]).
+//! and the worker's broadcast area and doorbell.
 //!
 //! A worker creates its segment before it registers, so every same-host peer can map it
 //! once the peer table is known, and unlinks it once all peers are connected (the mapping
