@@ -20,7 +20,9 @@ EXAMPLES = RELEASE / "examples"
 PEERS = HERE / "peers"
 
 WORKLOADS = ["wordcount", "kmeans", "sort", "allreduce", "tasks", "streaming"]
-SYSTEMS = ["heddle", "mpi", "spark", "dask", "ray", "flink"]
+SYSTEMS = ["heddle", "mpi", "spark", "dask", "ray", "flink", "polars", "duckdb", "sklearn"]
+# The engines a user would pick on one machine: one virtualenv (benches/.venv-native).
+NATIVE = ("polars", "duckdb", "sklearn")
 MPIRUN_FLAGS = [
     "--bind-to",
     "none",

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Side-by-side benchmark suite: Heddle against Open MPI (mpi4py), Spark, Dask, Ray and Flink.
+"""Side-by-side benchmark suite: Heddle against Open MPI (mpi4py), Spark, Dask, Ray, Flink,
+and the engines a user picks on one machine: polars, DuckDB and scikit-learn.
 
     python3 benches/compare/run.py [--workloads wordcount,kmeans,sort,allreduce,tasks,streaming]
                                    [--systems heddle,mpi,spark,dask,ray,flink] [--repeat 3]

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from config import BENCHES, EXAMPLES, HEDDLE, HERE, PEERS, ROOT, VENV, log
+from config import BENCHES, EXAMPLES, HEDDLE, HERE, NATIVE, PEERS, ROOT, VENV, log
 
 
 def in_own_venv() -> bool:
@@ -137,6 +137,13 @@ def setup_system(system: str) -> dict:
             BENCHES / ".venv-flink", PEERS / "flink" / "requirements.txt", "import pyflink, numpy"
         )
         return {"python": str(py)}
+    if system in NATIVE:
+        py = ensure_venv(
+            BENCHES / ".venv-native",
+            PEERS / "native" / "requirements.txt",
+            "import polars, duckdb, sklearn, numpy",
+        )
+        return {"python": str(py)}
     raise ValueError(system)
 
 
@@ -185,6 +192,9 @@ def versions(setups: dict) -> dict:
             "dask": ["dask", "distributed", "numpy", "pandas"],
             "ray": ["ray", "numpy"],
             "flink": ["apache-flink", "numpy"],
+            "polars": ["polars"],
+            "duckdb": ["duckdb"],
+            "sklearn": ["scikit-learn", "numpy"],
         }[system]
         code = (
             "import importlib.metadata as m, sys; print(', '.join(f'{n} {m.version(n)}' for n in "

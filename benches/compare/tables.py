@@ -218,6 +218,9 @@ def chart(summary: list[dict], ar_rows: list[dict], path: Path) -> None:
         "dask": "#1f77b4",
         "ray": "#2ca02c",
         "flink": "#8c564b",
+        "polars": "#9467bd",
+        "duckdb": "#bcbd22",
+        "sklearn": "#17becf",
     }
     for ax, w in zip(flat, wls):
         os_ = [o for o in summary if o["workload"] == w and o["job_s"][0]]

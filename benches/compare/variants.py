@@ -112,6 +112,18 @@ def variants() -> list[Variant]:
         ),
         Variant("wordcount", "ray", "tasks, Counter per range", peer("ray", "wordcount_tasks.py")),
         Variant("wordcount", "flink", "Table API SQL (UNNEST)", peer("flink", "wordcount_sql.py")),
+        Variant(
+            "wordcount",
+            "polars",
+            "lazy, str.extract_all + group_by",
+            peer("native", "wordcount_polars.py"),
+        ),
+        Variant(
+            "wordcount",
+            "duckdb",
+            "SQL, regexp_split_to_array + GROUP BY",
+            peer("native", "wordcount_duckdb.py"),
+        ),
         # K-means ------------------------------------------------------------------------
         Variant(
             "kmeans",
@@ -127,6 +139,13 @@ def variants() -> list[Variant]:
         Variant("kmeans", "spark", "MLlib", peer("spark", "kmeans_mllib.py")),
         Variant("kmeans", "dask", "array", peer("dask", "kmeans_array.py")),
         Variant("kmeans", "ray", "tasks over numpy blocks", peer("ray", "kmeans_tasks.py")),
+        Variant(
+            "kmeans",
+            "sklearn",
+            "KMeans(algorithm='lloyd')",
+            peer("native", "kmeans_sklearn.py"),
+            note="one process, its BLAS and OpenMP pools on the 2 cores",
+        ),
         Variant(
             "kmeans",
             "flink",
@@ -156,6 +175,18 @@ def variants() -> list[Variant]:
         Variant("sort", "spark", "RDD", peer("spark", "sort_rdd.py")),
         Variant("sort", "dask", "DataFrame sort_values", peer("dask", "sort_df.py")),
         Variant("sort", "ray", "tasks, numpy sample sort", peer("ray", "sort_tasks.py")),
+        Variant(
+            "sort",
+            "polars",
+            "read_csv, sort on the key, write_csv",
+            peer("native", "sort_polars.py"),
+        ),
+        Variant(
+            "sort",
+            "duckdb",
+            "COPY (… ORDER BY key) TO csv",
+            peer("native", "sort_duckdb.py"),
+        ),
         Variant(
             "sort",
             "flink",
