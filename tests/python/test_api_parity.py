@@ -137,10 +137,7 @@ INTENTIONALLY_ABSENT: dict[str, dict[str, str]] = {
             "(heddle._abort) ends an idle worker; there is nothing left to poll"
         ),
         "tcp_peers": "a transport diagnostic of the Rust tests and benchmarks, not a user op",
-        "park": (
-            "an executor's idle sleep on the worker's doorbell; the Python executors are "
-            "Rust's, and Python's own waits sleep on it already"
-        ),
+        "park": "an executor's idle sleep on the doorbell; Python's own waits use it already",
         "sleeps_until_woken": "whether park can sleep long: executor plumbing, as park",
         # Non-blocking and wildcard point-to-point are Python's through heddle.MPI, with
         # mpi4py's Request and Status (test_mpi_api.py, test_mpi4py_compat.py).

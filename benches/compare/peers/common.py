@@ -47,3 +47,20 @@ def record_ranges(path: str, parts: int, stride: int = reference.LINE) -> list[t
 def emit(**fields) -> None:
     fields.setdefault("startup_s", round(fields.pop("t_ready", time.perf_counter()) - T_PROCESS, 3))
     reference.emit(**fields)
+
+
+def finish(check, *, t_ready: float, job_s: float, **fields) -> None:
+    """Runs ``check`` (returning ``(ok, detail)``) outside the clock, emits the JSON line with
+    its time as ``verify_s``, and exits 0 only if the check passed."""
+    t = time.perf_counter()
+    ok, detail = check()
+    verify_s = time.perf_counter() - t
+    emit(
+        ok=ok,
+        detail=detail,
+        job_s=round(job_s, 3),
+        verify_s=round(verify_s, 3),
+        t_ready=t_ready,
+        **fields,
+    )
+    sys.exit(0 if ok else 1)

@@ -33,18 +33,12 @@ if __name__ == "__main__":
     )
     job_s = time.perf_counter() - t0
 
-    t1 = time.perf_counter()
     got = dict(zip(counts["word"].to_list(), counts["len"].to_list(), strict=True))
-    ok, detail = common.reference.check_wordcount(got, args.ref)
-    verify_s = time.perf_counter() - t1
-    common.emit(
+    common.finish(
+        lambda: common.reference.check_wordcount(got, args.ref),
         system="polars",
         variant=f"lazy, str.extract_all + group_by (polars {pl.__version__})",
         workload="wordcount",
-        ok=ok,
-        detail=detail,
-        job_s=round(job_s, 3),
-        verify_s=round(verify_s, 3),
+        job_s=job_s,
         t_ready=t_ready,
     )
-    sys.exit(0 if ok else 1)
