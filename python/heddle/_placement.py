@@ -16,20 +16,33 @@ class Resources:
     ``memory`` bytes (an int, or an amount such as ``"200MiB"``, ``"1.5GiB"``, kept as
     bytes), ``hosts`` holding its input (preferred by :class:`DataLocality`), and
     ``net_bytes_per_s``: bytes per second of records it may send on its edges (an amount
-    too; 0, no limit), enforced by a token bucket in front of its edges. A bad amount
-    raises ``ValueError`` saying what is wrong.
+    too; 0, no limit), enforced by a token bucket in front of its edges;
+    ``io_bytes_per_s``: bytes per second it may read from and write to each block device;
+    ``isolation``: where a task-graph compute instance runs — ``"thread"`` (of its
+    worker), ``"process"`` (forked from its worker, confined to ``cpus``, ``memory`` and
+    ``io_bytes_per_s`` by control groups; its records cross shared memory, so they must
+    pickle) or ``"auto"`` (the default: a process when there is memory or an I/O rate to
+    enforce). A bad amount raises ``ValueError`` saying what is wrong.
 
     >>> Resources(cpus=0.5, memory="200MiB", net_bytes_per_s="8MiB").net_bytes_per_s
     8388608
+    >>> Resources(memory="64MiB", isolation="process").isolation
+    'process'
     """
 
     cpus: float = 1.0
     memory: int | str = 0
     hosts: tuple[str, ...] = ()
     net_bytes_per_s: int | str = 0
+    io_bytes_per_s: int | str = 0
+    isolation: str = "auto"
 
     def __post_init__(self) -> None:
-        for name in ("memory", "net_bytes_per_s"):
+        if self.isolation not in ("auto", "thread", "process"):
+            raise ValueError(
+                f"Resources(isolation={self.isolation!r}): use 'auto', 'thread' or 'process'"
+            )
+        for name in ("memory", "net_bytes_per_s", "io_bytes_per_s"):
             amount: object = getattr(self, name)
             if isinstance(amount, str):
                 object.__setattr__(self, name, _task.parse_bytes(amount))
@@ -43,7 +56,14 @@ class Resources:
             raise ValueError(f"Resources(cpus={self.cpus!r}): {e}") from None
 
     def amounts(self) -> tuple[float, int, int]:
-        """``(cpus, memory, net_bytes_per_s)`` as numbers, as the native layer takes them."""
+        """``(cpus, memory, net_bytes_per_s)`` as numbers, as the native layer takes them
+        for a data-API stage, which runs as threads of its workers: a stage asking for a
+        process or an I/O rate (enforced only on processes) raises ``ValueError``."""
+        if self.isolation == "process" or int(self.io_bytes_per_s) > 0:
+            raise ValueError(
+                "a data-API stage runs as threads of its workers: isolation='process' and "
+                "io_bytes_per_s are for task-graph compute vertices (heddle.task.TaskGraph)"
+            )
         return float(self.cpus), int(self.memory), int(self.net_bytes_per_s)
 
 

@@ -82,7 +82,7 @@ from __future__ import annotations
 import abc
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from heddle._checkpoints import Interval, job_name, seconds
@@ -94,6 +94,12 @@ from heddle._placement import (
     RoundRobin as RoundRobin,
     Scheduler as Scheduler,
     WorkerSpec as WorkerSpec,
+)
+from heddle._report import (
+    CheckpointStats as CheckpointStats,
+    ProcessUsage as ProcessUsage,
+    Report as Report,
+    TaskStats as TaskStats,
 )
 from heddle.bridge import task_factory
 from heddle.comm import Comm
@@ -116,6 +122,7 @@ __all__ = [
     "Plan",
     "Job",
     "Report",
+    "ProcessUsage",
     "TaskStats",
     "CheckpointStats",
     "StopHandle",
@@ -271,13 +278,16 @@ class TaskGraph:
         return self
 
     def resources(self, vertex: Vertex, resources: Resources) -> TaskGraph:
-        """Sets the resources each instance of ``vertex`` requests."""
+        """Sets the resources each instance of ``vertex`` requests, and where it runs
+        (``resources.isolation``: a compute vertex may run as isolated processes)."""
         self._native.set_resources(
             vertex.id,
             float(resources.cpus),
             int(resources.memory),
             list(resources.hosts),
             int(resources.net_bytes_per_s),
+            int(resources.io_bytes_per_s),
+            resources.isolation,
         )
         return self
 
@@ -352,52 +362,6 @@ class Plan:
 
     def __repr__(self) -> str:
         return repr(self._native)
-
-
-@dataclass(frozen=True)
-class TaskStats:
-    """Counters of one task instance."""
-
-    task: str
-    worker: int
-    executed: int
-    ticks: int
-    emitted: int
-    discarded: int
-
-
-@dataclass(frozen=True)
-class CheckpointStats:
-    """One completed checkpoint of a streaming job (reported by rank 0)."""
-
-    checkpoint: int
-    #: Milliseconds from its trigger to the last acknowledgement.
-    duration_ms: float
-    #: Bytes of state over all tasks.
-    bytes: int
-    #: Taken when every source had ended.
-    last: bool
-
-
-@dataclass(frozen=True)
-class Report:
-    """What a job did on this worker: passes run, seconds from the first pass to the end
-    of the last, the counters of the task instances on this worker, and (on rank 0 of a
-    checkpointed job) the checkpoints completed."""
-
-    passes: int
-    job_s: float
-    tasks: list[TaskStats]
-    checkpoints: list[CheckpointStats] = field(default_factory=list)
-
-    @staticmethod
-    def _from(d: dict[str, Any]) -> Report:
-        return Report(
-            d["passes"],
-            d["job_s"],
-            [TaskStats(**t) for t in d["tasks"]],
-            [CheckpointStats(*c) for c in d.get("checkpoints", [])],
-        )
 
 
 class Job:

@@ -57,8 +57,13 @@ impl Compute for Sum {
     }
 }
 
-/// Seconds of one job moving `n` records through an `isolation` echo task (checked).
-fn job(comm: &heddle_comm::Communicator, n: u64, isolation: Isolation) -> Result<f64, String> {
+/// Seconds of one job moving `n` records through an `isolation` echo task (checked),
+/// and the echo process's start and confining seconds (0 for a thread).
+fn job(
+    comm: &heddle_comm::Communicator,
+    n: u64,
+    isolation: Isolation,
+) -> Result<(f64, f64, f64), String> {
     let total = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let started = Instant::now();
     let mut g = TaskGraph::new();
@@ -72,14 +77,29 @@ fn job(comm: &heddle_comm::Communicator, n: u64, isolation: Isolation) -> Result
     let workers = WorkerSpec::discover(comm).map_err(|e| e.to_string())?;
     let plan = Plan::new(&g, &workers, &RoundRobin).map_err(|e| e.to_string())?;
     let job = Job::new(comm, &g, &plan, Options::batch()).map_err(|e| e.to_string())?;
-    job.run().map_err(|e| e.to_string())?;
+    let report = job.run().map_err(|e| e.to_string())?;
     let secs = started.elapsed().as_secs_f64();
+    let usage = report.tasks.iter().find(|t| t.task == "echo[0]").and_then(|t| t.process.clone());
     let want = n * n.saturating_sub(1) / 2;
     let got = total.load(std::sync::atomic::Ordering::Relaxed);
     if got != want {
         return Err(format!("{isolation:?}: the echo's sum is {got}, not {want}"));
     }
-    Ok(secs)
+    Ok((secs, usage.as_ref().map_or(0.0, |u| u.start_s), usage.map_or(0.0, |u| u.confine_s)))
+}
+
+/// Seconds to start this program afresh (`--version`) and see it exit.
+fn fresh_process() -> Result<f64, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+    let started = Instant::now();
+    let out = std::process::Command::new(&exe)
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("{}: {e}", exe.display()))?;
+    if !out.status.success() {
+        return Err(format!("{} --version: {}", exe.display(), out.status));
+    }
+    Ok(started.elapsed().as_secs_f64())
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -95,12 +115,20 @@ pub(crate) fn bench_isolation(args: &BenchIsolationArgs) -> Result<i32, String> 
     let kinds = [Isolation::Thread, Isolation::Process];
     let mut start = [Vec::new(), Vec::new()];
     let mut many = [Vec::new(), Vec::new()];
+    let (mut ready, mut confine) = (Vec::new(), Vec::new());
     for _ in 0..args.repeat {
         for (k, &iso) in kinds.iter().enumerate() {
-            start[k].push(job(&comm, 1, iso)?);
-            many[k].push(job(&comm, args.records, iso)?);
+            let (secs, ready_s, confine_s) = job(&comm, 1, iso)?;
+            start[k].push(secs);
+            if iso == Isolation::Process {
+                ready.push(ready_s);
+                confine.push(confine_s);
+            }
+            many[k].push(job(&comm, args.records, iso)?.0);
         }
     }
+    let (ready, confine) = (median(ready), median(confine));
+    let cold = median((0..args.repeat).map(|_| fresh_process()).collect::<Result<Vec<_>, _>>()?);
     let s: Vec<f64> = start.into_iter().map(median).collect();
     let m: Vec<f64> = many.into_iter().map(median).collect();
     let per_record_ns: Vec<f64> =
@@ -112,7 +140,9 @@ pub(crate) fn bench_isolation(args: &BenchIsolationArgs) -> Result<i32, String> 
                 "records": args.records,
                 "repeat": args.repeat,
                 "thread": {"start_ms": s[0] * 1e3, "per_record_ns": per_record_ns[0]},
-                "process": {"start_ms": s[1] * 1e3, "per_record_ns": per_record_ns[1]},
+                "process": {"start_ms": s[1] * 1e3, "per_record_ns": per_record_ns[1],
+                            "ready_ms": ready * 1e3, "confine_ms": confine * 1e3},
+                "fresh_process_ms": cold * 1e3,
             })
         );
         return Ok(0);
@@ -128,6 +158,17 @@ pub(crate) fn bench_isolation(args: &BenchIsolationArgs) -> Result<i32, String> 
         per_record_ns[1] / per_record_ns[0].max(1e-9),
         args.records,
         args.repeat
+    );
+    println!(
+        "a process is ready {:.2} ms after it is placed (median), {:.2} ms of it making its \
+         groups and moving it in",
+        ready * 1e3,
+        confine * 1e3
+    );
+    println!(
+        "a fresh process (this program run anew, to its exit): {:.2} ms, {:.1}× the fork",
+        cold * 1e3,
+        cold / ready
     );
     Ok(0)
 }

@@ -4,6 +4,7 @@
 //! task's `ctx.state` is pickled; a resumed job unpickles it before `prepare`.
 
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use heddle_task::{Compute, Context, Produced, Source, TaskInfo};
 use pyo3::prelude::*;
@@ -31,11 +32,57 @@ pub(crate) struct PyTask {
 }
 
 /// The task-system error for a Python exception raised by task `info` (the exception is
-/// recorded and raised as itself when the job returns).
+/// recorded and raised as itself when the job returns; in an isolated process, which
+/// ends on it, its text is the error the worker reports).
 fn task_error(info: &TaskInfo, e: PyErr) -> heddle_task::Error {
     let message = e.to_string();
-    failure::record(e);
+    if FORKED.load(Ordering::Relaxed) {
+        flush_output();
+    } else {
+        failure::record(e);
+    }
     heddle_task::Error::Task { task: info.to_string(), message }
+}
+
+/// Set in an isolated task's process, which leaves with `_exit`: its Python output is
+/// flushed before it can.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+/// Forks the process of an isolated Python task as `os.fork` does: the interpreter's
+/// lock held across the fork (no other thread is inside Python when it happens), its
+/// `os.register_at_fork` hooks run, and its state reset in the child, whose only thread
+/// is this one. The child starts with everything the worker imported (heddle, numpy,
+/// the task object as built): the worker is its own fork server.
+fn fork_interpreter(fork: &mut dyn FnMut() -> i32) -> i32 {
+    Python::attach(|_py| {
+        // SAFETY: called with the interpreter's lock held, as the C API asks, and each
+        // `PyOS_AfterFork_*` on the side of the fork it is for.
+        unsafe {
+            pyo3::ffi::PyOS_BeforeFork();
+            let pid = fork();
+            if pid == 0 {
+                pyo3::ffi::PyOS_AfterFork_Child();
+                FORKED.store(true, Ordering::Relaxed);
+            } else {
+                pyo3::ffi::PyOS_AfterFork_Parent();
+            }
+            pid
+        }
+    })
+}
+
+/// Flushes `sys.stdout` and `sys.stderr` (an isolated process leaves without Python's
+/// own exit, which would).
+fn flush_output() {
+    Python::attach(|py| {
+        if let Ok(sys) = py.import("sys") {
+            for name in ["stdout", "stderr"] {
+                if let Ok(stream) = sys.getattr(name) {
+                    let _ = stream.call_method0("flush");
+                }
+            }
+        }
+    });
 }
 
 impl PyTask {
@@ -146,6 +193,9 @@ impl PyTask {
     fn close(&self, ctx: &mut dyn CtxOps) -> heddle_task::Result<()> {
         if self.has_close && self.obj.is_some() {
             self.call::<PyObj>(ctx, Some("close"), None)?;
+        }
+        if FORKED.load(Ordering::Relaxed) {
+            flush_output();
         }
         Ok(())
     }
@@ -293,5 +343,9 @@ impl<I: InRec, O: OutRec> Compute for PyCompute<I, O> {
 
     fn close(&mut self, ctx: &mut Context<'_, O>) -> heddle_task::Result<()> {
         self.task.close(ctx)
+    }
+
+    fn around_fork(&mut self, fork: &mut dyn FnMut() -> i32) -> i32 {
+        fork_interpreter(fork)
     }
 }

@@ -10,8 +10,10 @@
 use std::any::Any;
 use std::marker::PhantomData;
 
-use heddle_task::{Edge, Resources, Strategy, TaskGraph, Vertex};
+use heddle_task::{Edge, Isolation, Resources, Strategy, TaskGraph, Vertex};
 use pyo3::prelude::*;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use crate::errors::{argument, Kind};
 use crate::failure;
@@ -200,12 +202,23 @@ fn add_source<O: OutRec>(py: Python<'_>, g: &mut TaskGraph, d: &VertexDesc) -> B
     Built { output: Box::new(v.output()), full: Box::new(v), out: O::TAG }
 }
 
-fn add_compute<I: InRec, O: OutRec>(py: Python<'_>, g: &mut TaskGraph, d: &VertexDesc) -> Built {
+/// A compute vertex: isolable (a thread or its own process, as its contract says)
+/// unless it is collective (a process has no communicator).
+fn add_compute<I, O>(py: Python<'_>, g: &mut TaskGraph, d: &VertexDesc) -> Built
+where
+    I: InRec + Serialize + DeserializeOwned,
+    O: OutRec + Serialize + DeserializeOwned,
+{
     let (factory, collective) = (d.factory.clone_ref(py), d.collective);
-    let v: Vertex<I, O> = g.compute(&d.name, d.parallelism, move |i| PyCompute::<I, O> {
+    let make = move |i| PyCompute::<I, O> {
         task: PyTask::make(&factory, i, collective, "execute"),
         _io: PhantomData,
-    });
+    };
+    let v: Vertex<I, O> = if collective {
+        g.compute(&d.name, d.parallelism, make)
+    } else {
+        g.isolated(&d.name, d.parallelism, make)
+    };
     configure(g, &v, d);
     Built { output: Box::new(v.output()), full: Box::new(v), out: O::TAG }
 }
@@ -342,7 +355,8 @@ impl PyTaskGraph {
     }
 
     /// Sets what each instance of vertex ``v`` requests.
-    #[pyo3(signature = (v, cpu, memory, hosts, net_bytes_per_s = 0))]
+    #[pyo3(signature = (v, cpu, memory, hosts, net_bytes_per_s = 0, io_bytes_per_s = 0, isolation = "auto"))]
+    #[allow(clippy::too_many_arguments)]
     fn set_resources(
         &mut self,
         v: usize,
@@ -350,9 +364,27 @@ impl PyTaskGraph {
         memory: u64,
         hosts: Vec<String>,
         net_bytes_per_s: u64,
+        io_bytes_per_s: u64,
+        isolation: &str,
     ) -> PyResult<()> {
-        self.vertex(v)?;
-        self.vertices[v].resources = contract(cpu, memory, net_bytes_per_s)?.on_hosts(hosts);
+        let d = self.vertex(v)?;
+        let isolation: Isolation = isolation.parse().map_err(argument)?;
+        if isolation == Isolation::Process && (d.source || d.collective) {
+            return Err(Kind::Graph.err(format!(
+                "vertex '{}' cannot run as an isolated process: {}; only compute vertices can \
+                 (use isolation='thread' or 'auto')",
+                d.name,
+                if d.source {
+                    "it is a source"
+                } else {
+                    "it is collective (a process has no communicator)"
+                }
+            )));
+        }
+        self.vertices[v].resources = contract(cpu, memory, net_bytes_per_s)?
+            .io_bytes_per_s(io_bytes_per_s)
+            .isolation(isolation)
+            .on_hosts(hosts);
         Ok(())
     }
 

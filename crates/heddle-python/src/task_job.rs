@@ -7,8 +7,8 @@ use std::sync::Arc;
 use heddle_comm::Communicator;
 use heddle_dataflow::Options;
 use heddle_task::{
-    AbortHandle, DataLocality, FirstFit, Job, Plan, Report, RoundRobin, Scheduler, StopHandle,
-    WorkerSpec,
+    AbortHandle, DataLocality, Enforcement, FirstFit, Job, Plan, Report, RoundRobin, Scheduler,
+    StopHandle, WorkerSpec,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -183,6 +183,22 @@ fn report(py: Python<'_>, r: &Report) -> PyResult<Py<PyAny>> {
             x.set_item("ticks", t.ticks)?;
             x.set_item("emitted", t.emitted)?;
             x.set_item("discarded", t.discarded)?;
+            if let Some(u) = &t.process {
+                let p = PyDict::new(py);
+                p.set_item("peak_bytes", u.peak_bytes)?;
+                p.set_item("cpu_s", u.cpu_s)?;
+                p.set_item("wall_s", u.wall_s)?;
+                p.set_item("start_s", u.start_s)?;
+                p.set_item("confine_s", u.confine_s)?;
+                let how = match u.enforcement {
+                    Enforcement::Cgroup { v2: true } => "cgroup v2",
+                    Enforcement::Cgroup { v2: false } => "cgroup v1",
+                    Enforcement::Rlimit => "rlimit",
+                    Enforcement::None => "none",
+                };
+                p.set_item("enforcement", how)?;
+                x.set_item("process", p)?;
+            }
             Ok(x)
         })
         .collect::<PyResult<Vec<_>>>()?;

@@ -76,7 +76,20 @@ fn run(isolation: Isolation, panic_at: Option<u64>) -> (Vec<Result<()>>, Vec<(u6
         g.connect(&src, &counter, Edge::hash());
         g.connect(&counter, &sink, Edge::hash());
         let plan = Plan::new(&g, &WorkerSpec::discover(comm)?, &RoundRobin)?;
-        Job::new(comm, &g, &plan, Options::batch())?.run().map(drop)
+        let report = Job::new(comm, &g, &plan, Options::batch())?.run()?;
+        // Each counter instance here says what its process used (a thread: nothing),
+        // its start covering its confinement.
+        for t in report.tasks.iter().filter(|t| t.task.starts_with("counter")) {
+            let fine = match (&t.process, isolation) {
+                (None, Isolation::Thread) => true,
+                (Some(u), Isolation::Process) => u.start_s > 0.0 && u.start_s >= u.confine_s,
+                _ => false,
+            };
+            if !fine && panic_at.is_none() {
+                return Err(heddle_task::Error::Graph(format!("{}: {:?}", t.task, t.process)));
+            }
+        }
+        Ok(())
     });
     let mut records = got.lock().unwrap().clone();
     records.sort_unstable();

@@ -28,6 +28,8 @@
 mod confine;
 mod process;
 
+use std::time::Instant;
+
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -109,6 +111,11 @@ pub struct ProcessUsage {
     pub cpu_s: f64,
     /// Seconds from its start to its end.
     pub wall_s: f64,
+    /// Seconds from the worker placing the task to the process answering its first
+    /// call: making its groups, forking, moving it into them and its first call.
+    pub start_s: f64,
+    /// Of `start_s`, the seconds spent making the groups and moving the process in.
+    pub confine_s: f64,
     /// How its contract was enforced.
     pub enforcement: Enforcement,
 }
@@ -137,6 +144,9 @@ pub struct Isolated<C: Compute> {
 struct Running {
     child: Child,
     confinement: Confinement,
+    /// When placing began, until the first call is answered; then `start_s`.
+    placed: Result<f64, Instant>,
+    confine_s: f64,
 }
 
 impl<C: Compute> std::fmt::Debug for Isolated<C> {
@@ -171,7 +181,9 @@ where
             return Ok(());
         }
         let Some(task) = self.task.take() else { return Ok(()) };
+        let placed = Instant::now();
         let confinement = Confinement::create(&info.to_string(), info.task, contract);
+        let made = placed.elapsed();
         if let Some(w) = &confinement.warning {
             tracing::warn!("{w}");
         }
@@ -181,7 +193,8 @@ where
                 message: format!("cannot start its process: {e}"),
             })?;
         tracing::debug!(task = %info, pid = child.pid, enforcement = ?confinement.enforcement, "isolated task started");
-        self.running = Some(Running { child, confinement });
+        let confine_s = (made + child.confined).as_secs_f64();
+        self.running = Some(Running { child, confinement, placed: Err(placed), confine_s });
         Ok(())
     }
 
@@ -202,6 +215,9 @@ where
             }
             other => emit(ctx, other),
         });
+        if let Err(placed) = running.placed {
+            running.placed = Ok(placed.elapsed().as_secs_f64());
+        }
         self.outcome(ctx, outcome)
     }
 
@@ -230,13 +246,15 @@ where
 
     /// Waits for the process and keeps what it used.
     fn end(&mut self) -> Option<(process::Ended, Confinement)> {
-        let Running { child, confinement } = self.running.take()?;
+        let Running { child, confinement, placed, confine_s } = self.running.take()?;
         let ended = child.wait();
         let peak = confinement.peak().unwrap_or(ended.max_rss);
         self.usage = Some(ProcessUsage {
             peak_bytes: peak,
             cpu_s: ended.cpu_s,
             wall_s: ended.wall_s,
+            start_s: placed.unwrap_or_else(|p| p.elapsed().as_secs_f64()),
+            confine_s,
             enforcement: confinement.enforcement.clone(),
         });
         Some((ended, confinement))

@@ -83,6 +83,8 @@ pub(crate) struct Child {
     reader: BufReader<ShmReader>,
     writer: BufWriter<ShmWriter>,
     pub(crate) started: Instant,
+    /// Time spent moving the process into its groups.
+    pub(crate) confined: std::time::Duration,
     /// `Execute`s sent since the last `Flush`, and their bytes.
     queued: (usize, usize),
 }
@@ -112,7 +114,7 @@ pub(crate) struct Ended {
 /// # Errors
 /// Rings that cannot be made, a failed `fork`, or a group the process could not join.
 pub(crate) fn spawn<C: Compute>(
-    task: C,
+    mut task: C,
     info: &TaskInfo,
     confinement: &Confinement,
     memory: u64,
@@ -128,8 +130,9 @@ where
     let worker = unsafe { libc::getpid() };
     // SAFETY: the child only runs the task loop below on this thread's copy of the
     // address space and leaves with `_exit`; it takes no lock another thread may hold
-    // except the allocator's, which glibc resets at fork.
-    let pid = unsafe { libc::fork() };
+    // except the allocator's, which glibc resets at fork (and what the task's own
+    // `around_fork` holds across the fork).
+    let pid = task.around_fork(&mut || unsafe { libc::fork() });
     if pid < 0 {
         return Err(format!("fork: {}", std::io::Error::last_os_error()));
     }
@@ -140,14 +143,18 @@ where
     // uses (remove a file, close a connection).
     std::mem::forget(task);
     let (reader, writer) = rings.parent(pid as u32);
-    let child = Child {
+    let mut child = Child {
         pid,
         reader: BufReader::with_capacity(64 << 10, reader),
         writer: BufWriter::with_capacity(64 << 10, writer),
         started,
+        confined: std::time::Duration::ZERO,
         queued: (0, 0),
     };
-    if let Err(e) = confinement.add(pid) {
+    let joining = Instant::now();
+    let joined = confinement.add(pid);
+    child.confined = joining.elapsed();
+    if let Err(e) = joined {
         // SAFETY: our own child.
         unsafe { libc::kill(pid, libc::SIGKILL) };
         let _ = child.wait();
