@@ -14,6 +14,7 @@ import time
 import pytest
 
 import heddle
+import heddle.task
 from conftest import assert_all_ok, run_job
 from heddle.task import DONE, MORE, Compute, Edge, Job, Resources, Source, TaskGraph
 
@@ -201,3 +202,50 @@ def test_isolation_is_refused_where_it_cannot_apply():
 def test_isolated_tasks_on_workers(n):
     job = run_job(n, "task_isolation.py")
     assert_all_ok(job, n)
+
+
+HOLDER = """
+import sys, time
+import heddle
+import heddle.task
+from heddle.task import DONE, Compute, Edge, Job, Resources, Source, TaskGraph
+
+class One(Source):
+    def next(self, ctx):
+        ctx.emit(1)
+        return DONE
+
+class Sleep(Compute):
+    def execute(self, ctx, x):
+        print("holding", flush=True)
+        time.sleep(60)
+
+g = TaskGraph()
+hold = g.compute("hold", 1, lambda i: Sleep())
+g.connect(g.source("one", 1, lambda i: One()), hold, Edge.direct())
+g.resources(hold, Resources(memory=int(sys.argv[1]), isolation="thread"))
+Job(heddle.init(), g).run()
+"""
+
+
+def test_a_job_beside_one_holding_the_memory_is_refused_naming_it(comm, monkeypatch, tmp_path):
+    memory = heddle.task.WorkerSpec.discover(comm)[0].memory * 6 // 10
+    script = tmp_path / "holder.py"
+    script.write_text(HOLDER)
+    env = {**os.environ, "HEDDLE_ADMISSION": "queue"}
+    holder = subprocess.Popen(
+        [sys.executable, str(script), str(memory)], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
+        monkeypatch.setenv("HEDDLE_ADMISSION", "refuse")
+        g = TaskGraph()
+        src = g.source("one", 1, lambda i: Lines(0, 1))
+        want = g.compute("wants", 1, lambda i: Split())
+        g.connect(src, want, Edge.direct())
+        g.resources(want, Resources(memory=memory, isolation="thread"))
+        with pytest.raises(heddle.PlanError, match=r"not admitted.*wants\[0\].*holds"):
+            Job(comm, g).run()
+    finally:
+        holder.kill()
+        holder.wait()

@@ -75,6 +75,8 @@ const RESOURCES: &[(&str, &str)] = &[
     ("isolation", "HEDDLE_TASK_ISOLATION"),
     ("io_bytes_per_s", "HEDDLE_TASK_IO_BYTES_PER_S"),
     ("net_bytes_per_s", "HEDDLE_TASK_NET_BYTES_PER_S"),
+    ("admission", "HEDDLE_ADMISSION"),
+    ("admission_timeout_s", "HEDDLE_ADMISSION_TIMEOUT_S"),
 ];
 
 /// What a config file sets.
@@ -143,7 +145,8 @@ pub fn parse(text: &str, name: &str) -> Result<JobConfig> {
                 let Some(&(_, setting)) = RESOURCES.iter().find(|(r, _)| r == k) else {
                     return Err(Error::Env(format!(
                         "{name}:{}: unknown resource `{k}` in [resources]; use cpus, memory, \
-                         io_bytes_per_s, net_bytes_per_s or isolation",
+                         io_bytes_per_s, net_bytes_per_s, isolation, admission or \
+                         admission_timeout_s",
                         line(k)
                     )));
                 };

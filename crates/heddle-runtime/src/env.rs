@@ -132,6 +132,9 @@ const RUNTIME_KEYS: &[&str] = &[
     "HEDDLE_TASK_MEMORY",
     "HEDDLE_TASK_ISOLATION",
     "HEDDLE_TASK_IO_BYTES_PER_S",
+    // How a job is admitted beside other jobs on its hosts, read by heddle-task.
+    "HEDDLE_ADMISSION",
+    "HEDDLE_ADMISSION_TIMEOUT_S",
     // The config file `heddle run` read (`--config`).
     "HEDDLE_CONFIG",
     // Streams' checkpoints, read by heddle-data's sessions.

@@ -45,6 +45,7 @@
 //! assert_eq!(sum.load(std::sync::atomic::Ordering::Relaxed), (0..100).sum::<u64>());
 //! ```
 
+mod admission;
 mod amount;
 pub mod bridge_task;
 mod cgroup;
@@ -54,6 +55,7 @@ mod error;
 mod exec;
 mod graph;
 mod isolation;
+mod ledger;
 mod offer;
 mod plan;
 pub mod ports;
@@ -62,6 +64,7 @@ mod schedule;
 mod strategy;
 mod task;
 
+pub use admission::{Admission, ADMISSION_ENV, ADMISSION_TIMEOUT_ENV};
 pub use amount::{format_bytes, kubernetes_cpus, parse_bytes, parse_cpus};
 pub use checkpoint::{CheckpointStats, Checkpointing, LoopCheckpointing};
 pub use edge::{Edge, EdgeKind, Record};

@@ -5,7 +5,8 @@
 //! `"cpu_cores"` (its CPU seconds over its wall seconds), and with `--write` the rate its
 //! writes past the page cache got (`"write_bytes_per_s"`). A task that goes over its
 //! memory contract is killed and the job fails, naming the task, its contract and its
-//! peak (exit status 1).
+//! peak (exit status 1). A job refused before it starts (a contract that fits no worker,
+//! or no room beside other jobs with `HEDDLE_ADMISSION=refuse`) exits with status 2.
 //!
 //! ```text
 //! heddle run -n 1 -- target/release/examples/resource_limits --task-memory 256MiB --allocate 100MiB
@@ -160,7 +161,10 @@ impl Compute for Keep {
 fn main() {
     if let Err(e) = run(Args::parse()) {
         eprintln!("error: {e}");
-        std::process::exit(1);
+        // Refused before anything started (the plan, or admission beside other jobs): 2.
+        let refused =
+            matches!(e.downcast_ref::<heddle::task::Error>(), Some(heddle::task::Error::Plan(_)));
+        std::process::exit(if refused { 2 } else { 1 });
     }
 }
 

@@ -58,6 +58,8 @@ pub struct Job<'c> {
     /// Edges whose operations keep state of their own (checkpoints cannot cover them).
     pub(super) stateful_edges: Vec<String>,
     pub(super) checkpoints: Option<Checkpoints>,
+    /// This worker's hold on its host while the job runs (admission beside other jobs).
+    pub(super) _admitted: Option<crate::ledger::Held>,
 }
 
 /// The environment variable that sets the default number of executor threads per worker.
@@ -104,7 +106,9 @@ impl<'c> Job<'c> {
         let me = plan.world.iter().position(|w| w.rank == comm.rank()).ok_or_else(|| {
             Error::Graph(format!("the plan has no worker of rank {}", comm.rank()))
         })?;
-        // Vertex communicators first: a collective call on every worker, in vertex order.
+        // Admitted beside the other jobs on these hosts (or refused) before anything starts.
+        let admitted = crate::admission::admit(comm, graph, plan, me)?;
+        // Vertex communicators: a collective call on every worker, in vertex order.
         let mut vertex_comms: HashMap<usize, Communicator> = HashMap::new();
         for (v, def) in graph.vertices.iter().enumerate().filter(|(_, d)| d.collective) {
             let mine: Vec<usize> =
@@ -227,6 +231,7 @@ impl<'c> Job<'c> {
             graph: checkpoint::describe(graph, plan),
             stateful_edges: checkpoint::stateful_edges(graph),
             checkpoints: None,
+            _admitted: admitted,
         })
     }
 
