@@ -19,7 +19,7 @@ HEDDLE = RELEASE / "heddle"
 EXAMPLES = RELEASE / "examples"
 PEERS = HERE / "peers"
 
-WORKLOADS = ["wordcount", "kmeans", "sort", "allreduce", "tasks", "streaming"]
+WORKLOADS = ["wordcount", "wordcount_dense", "kmeans", "sort", "allreduce", "tasks", "streaming"]
 SYSTEMS = ["heddle", "mpi", "spark", "dask", "ray", "flink", "polars", "duckdb", "sklearn"]
 # The engines a user would pick on one machine: one virtualenv (benches/.venv-native).
 NATIVE = ("polars", "duckdb", "sklearn")

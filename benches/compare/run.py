@@ -2,7 +2,8 @@
 """Side-by-side benchmark suite: Heddle against Open MPI (mpi4py), Spark, Dask, Ray, Flink,
 and the engines a user picks on one machine: polars, DuckDB and scikit-learn.
 
-    python3 benches/compare/run.py [--workloads wordcount,kmeans,sort,allreduce,tasks,streaming]
+    python3 benches/compare/run.py [--workloads wordcount,wordcount_dense,kmeans,sort,
+                                                allreduce,tasks,streaming]
                                    [--systems heddle,mpi,spark,dask,ray,flink] [--repeat 3]
                                    [--quick] [--merge]
 
@@ -58,18 +59,23 @@ def prepare_data(workloads: list[str], sizes: Sizes) -> dict:
     DATA.mkdir(parents=True, exist_ok=True)
     (DATA / "tmp").mkdir(exist_ok=True)
     data: dict = {}
-    if "wordcount" in workloads:
-        text = DATA / f"heddle-words-{sizes.megabytes}mb-seed1.txt"
+    for workload, vocabulary in (("wordcount", "plain"), ("wordcount_dense", "dense")):
+        if workload not in workloads:
+            continue
+        dense = "-dense" if vocabulary == "dense" else ""
+        text = DATA / f"heddle-words{dense}-{sizes.megabytes}mb-seed1.txt"
         if not text.exists():
             build_heddle()
             log(
-                f"generating {text.name} with Heddle's generator (wordcount_task --generate --seed "
-                "1)"
+                f"generating {text.name} with Heddle's generator (wordcount_task --generate "
+                f"--text {vocabulary} --seed 1)"
             )
             subprocess.run(
                 [
                     str(EXAMPLES / "wordcount_task"),
                     "--generate",
+                    "--text",
+                    vocabulary,
                     "--seed",
                     "1",
                     "--megabytes",
@@ -81,8 +87,8 @@ def prepare_data(workloads: list[str], sizes: Sizes) -> dict:
                 env=dict(os.environ, TMPDIR=str(DATA)),
                 stdout=subprocess.DEVNULL,
             )
-        log("word-count reference (Counter, cached)")
-        data["wordcount"] = {"input": text, "ref": reference.wordcount_reference(text)}
+        log(f"{workload} reference (Counter, cached)")
+        data[workload] = {"input": text, "ref": reference.wordcount_reference(text)}
     if "kmeans" in workloads:
         pts = reference.generate_points(
             DATA / f"points-{sizes.points}-seed1.npy", sizes.points, seed=1
@@ -172,6 +178,7 @@ def main() -> int:
     pause = args.pause if args.pause is not None else (0.5 if args.quick else 3.0)
     timeouts = {
         "wordcount": 600,
+        "wordcount_dense": 600,
         "kmeans": 600,
         "sort": 1200,
         "tasks": 900,

@@ -5,7 +5,7 @@ a note, and, for Heddle, the check of its output files against the reference."""
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from config import EXAMPLES, HEDDLE, MPIRUN_FLAGS, PEERS, ROOT, WORKERS
@@ -409,4 +409,6 @@ def variants() -> list[Variant]:
                 "workers",
             )
         )
+    # The same word counts on the dense text (the most frequent words the shortest).
+    v += [replace(x, workload="wordcount_dense") for x in v if x.workload == "wordcount"]
     return v
