@@ -104,6 +104,15 @@ def variants() -> list[Variant]:
             ),
             harness_check=check_heddle_wordcount,
         ),
+        Variant(
+            "wordcount",
+            "heddle",
+            "Rust data API (wordcount: flat_map_reduce_by_key)",
+            lambda d, out, s, st: heddle_run(
+                "wordcount", "--input", d["input"], "--output", out, "--no-verify"
+            ),
+            harness_check=check_heddle_wordcount,
+        ),
         Variant("wordcount", "mpi", "mpi4py, Counter + gather", peer("mpi", "wordcount.py")),
         Variant("wordcount", "spark", "DataFrame", peer("spark", "wordcount_df.py")),
         Variant("wordcount", "spark", "RDD", peer("spark", "wordcount_rdd.py")),

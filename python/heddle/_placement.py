@@ -3,6 +3,7 @@ on workers (re-exported by :mod:`heddle.task`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -22,7 +23,10 @@ class Resources:
     worker), ``"process"`` (forked from its worker, confined to ``cpus``, ``memory`` and
     ``io_bytes_per_s`` by control groups; its records cross shared memory, so they must
     pickle) or ``"auto"`` (the default: a process when there is memory or an I/O rate to
-    enforce). A bad amount raises ``ValueError`` saying what is wrong.
+    enforce); ``expected``: calls per second each instance expects of its methods,
+    ``{"execute": 50_000}`` (Squirrel's expected usage; ``execute`` and ``tick``): the plan
+    says what a process's channel costs at that rate, admission holds it, and a task that
+    runs well over it is reported. A bad amount raises ``ValueError`` saying what is wrong.
 
     >>> Resources(cpus=0.5, memory="200MiB", net_bytes_per_s="8MiB").net_bytes_per_s
     8388608
@@ -36,8 +40,18 @@ class Resources:
     net_bytes_per_s: int | str = 0
     io_bytes_per_s: int | str = 0
     isolation: str = "auto"
+    expected: Mapping[str, float] | tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
+        pairs = self.expected.items() if isinstance(self.expected, Mapping) else self.expected
+        try:
+            expected = tuple((str(m), float(r)) for m, r in pairs)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"Resources(expected={self.expected!r}): a mapping of method to calls per "
+                "second, e.g. {'execute': 50000}"
+            ) from None
+        object.__setattr__(self, "expected", expected)
         if self.isolation not in ("auto", "thread", "process"):
             raise ValueError(
                 f"Resources(isolation={self.isolation!r}): use 'auto', 'thread' or 'process'"
@@ -54,6 +68,11 @@ class Resources:
             _task.parse_cpus(repr(float(self.cpus)))
         except (TypeError, ValueError) as e:
             raise ValueError(f"Resources(cpus={self.cpus!r}): {e}") from None
+
+    def rates(self) -> list[tuple[str, float]]:
+        """``expected`` as ``(method, calls per second)`` pairs."""
+        e = self.expected
+        return list(e.items()) if isinstance(e, Mapping) else list(e)
 
     def amounts(self) -> tuple[float, int, int]:
         """``(cpus, memory, net_bytes_per_s)`` as numbers, as the native layer takes them

@@ -288,6 +288,7 @@ class TaskGraph:
             int(resources.net_bytes_per_s),
             int(resources.io_bytes_per_s),
             resources.isolation,
+            resources.rates(),
         )
         return self
 

@@ -454,3 +454,19 @@ def test_a_bad_offer_setting_is_refused_before_anything_starts():
     p = run_job(2, "offers.py", options=("--memory-per-worker", "lots"), timeout=60)
     assert p.returncode == 2, p.stdout + p.stderr
     assert "--memory-per-worker: `lots` is not an amount of bytes" in p.stderr, p.stderr
+
+
+def test_expected_usage_is_planned_and_checked(comm):
+    g = TaskGraph()
+    src = g.source("numbers", 1, lambda i: Numbers(0, 10))
+    parse = g.compute("parse", 1, lambda i: Probe([]))
+    g.connect(src, parse, Edge.direct())
+    g.resources(parse, Resources(memory="64MiB", expected={"execute": 1e6}))
+    text = str(Plan(g, comm))
+    assert "vertex parse: expects 1000000 execute calls/s an instance" in text, text
+    assert "its channel costs about 0.206 cores more than a thread's" in text, text
+    g.resources(parse, Resources(expected={"run": 10}))
+    with pytest.raises(heddle.GraphError, match="vertex 'parse' expects calls of 'run'"):
+        Plan(g, comm)
+    with pytest.raises(ValueError, match="a mapping of method to calls per second"):
+        Resources(expected={"execute": "often"})

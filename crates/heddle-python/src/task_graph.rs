@@ -355,7 +355,7 @@ impl PyTaskGraph {
     }
 
     /// Sets what each instance of vertex ``v`` requests.
-    #[pyo3(signature = (v, cpu, memory, hosts, net_bytes_per_s = 0, io_bytes_per_s = 0, isolation = "auto"))]
+    #[pyo3(signature = (v, cpu, memory, hosts, net_bytes_per_s = 0, io_bytes_per_s = 0, isolation = "auto", expected = Vec::new()))]
     #[allow(clippy::too_many_arguments)]
     fn set_resources(
         &mut self,
@@ -366,6 +366,7 @@ impl PyTaskGraph {
         net_bytes_per_s: u64,
         io_bytes_per_s: u64,
         isolation: &str,
+        expected: Vec<(String, f64)>,
     ) -> PyResult<()> {
         let d = self.vertex(v)?;
         let isolation: Isolation = isolation.parse().map_err(argument)?;
@@ -381,10 +382,14 @@ impl PyTaskGraph {
                 }
             )));
         }
-        self.vertices[v].resources = contract(cpu, memory, net_bytes_per_s)?
+        let mut r = contract(cpu, memory, net_bytes_per_s)?
             .io_bytes_per_s(io_bytes_per_s)
             .isolation(isolation)
             .on_hosts(hosts);
+        for (method, calls_per_s) in expected {
+            r = r.expect(&method, calls_per_s);
+        }
+        self.vertices[v].resources = r;
         Ok(())
     }
 

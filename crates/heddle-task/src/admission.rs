@@ -81,9 +81,15 @@ fn asked(graph: &TaskGraph, plan: &Plan, me: usize) -> (Amount, String) {
     let (mut cpus, mut memory) = (0.0, 0u64);
     let mut tasks = Vec::new();
     for (v, def) in graph.vertices.iter().enumerate() {
+        // An isolated instance's channel costs cores of its own at its expected rate.
+        let channel = if plan.isolated.iter().any(|(i, _)| *i == v) {
+            crate::expected::channel_cores(&def.resources)
+        } else {
+            0.0
+        };
         for (i, _) in plan.workers[v].iter().enumerate().filter(|(_, &w)| w == me) {
             let r = &def.resources;
-            cpus += r.cpus;
+            cpus += r.cpus + channel;
             memory = memory.saturating_add(r.memory);
             tasks.push(format!(
                 "{}[{i}] {} cores, {}",

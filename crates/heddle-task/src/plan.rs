@@ -37,6 +37,8 @@ pub struct Plan {
     pub world: Vec<WorkerSpec>,
     /// The vertices whose instances run as isolated processes, with their contracts.
     pub isolated: Vec<(usize, crate::Resources)>,
+    /// Every vertex's name and contract.
+    pub(crate) contracts: Vec<(String, crate::Resources)>,
     scheduler: String,
 }
 
@@ -52,6 +54,7 @@ impl Plan {
         scheduler: &dyn Scheduler,
     ) -> Result<Plan> {
         graph.validate()?;
+        crate::expected::validate(graph)?;
         let shapes: Vec<VertexShape> = graph
             .vertices
             .iter()
@@ -98,6 +101,11 @@ impl Plan {
                 .enumerate()
                 .filter(|(_, v)| v.isolable && crate::isolation::runs_as_process(&v.resources))
                 .map(|(i, v)| (i, v.resources.clone()))
+                .collect(),
+            contracts: graph
+                .vertices
+                .iter()
+                .map(|v| (v.name.clone(), v.resources.clone()))
                 .collect(),
             scheduler: format!("{scheduler:?}"),
         })
@@ -173,6 +181,12 @@ impl fmt::Display for Plan {
                 c.process_record_ns,
                 c.thread_record_ns
             )?;
+        }
+        for (v, (name, contract)) in self.contracts.iter().enumerate() {
+            let isolated = self.isolated.iter().any(|(i, _)| *i == v);
+            if let Some(line) = crate::expected::describe(name, contract, isolated) {
+                writeln!(f, "{line}")?;
+            }
         }
         for e in &self.edges {
             let how = if e.chained { "chained in memory" } else { "dataflow operation" };

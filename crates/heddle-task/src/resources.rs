@@ -38,6 +38,9 @@ pub struct Resources {
     /// in front of the task's outgoing edges, which then hold its records back.
     #[serde(default)]
     pub net_bytes_per_s: u64,
+    /// How often each instance expects its methods to be called ([`Resources::expect`]).
+    #[serde(default)]
+    pub expected: Vec<crate::Expected>,
 }
 
 impl Default for Resources {
@@ -57,7 +60,22 @@ impl Resources {
             isolation: Isolation::Auto,
             io_bytes_per_s: 0,
             net_bytes_per_s: 0,
+            expected: Vec::new(),
         }
+    }
+
+    /// Expects each instance's `method` (`execute` or `tick`) to be called about
+    /// `calls_per_s` times a second: Squirrel's expected usage. The plan then says what an
+    /// isolated process's channel costs at that rate (and admission holds it), and a task
+    /// that runs well over it is reported when the job ends. Checked when planned.
+    ///
+    /// ```
+    /// let r = heddle_task::Resources::new(0.5, 0).expect("execute", 50_000.0);
+    /// assert_eq!(r.expected[0].calls_per_s, 50_000.0);
+    /// ```
+    pub fn expect(mut self, method: &str, calls_per_s: f64) -> Resources {
+        self.expected.push(crate::Expected { method: method.to_owned(), calls_per_s });
+        self
     }
 
     /// Limits the task's block-device reads and writes to `rate` bytes per second each.

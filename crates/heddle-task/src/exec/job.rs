@@ -478,12 +478,14 @@ impl<'c> Job<'c> {
         for t in &mut self.tasks {
             t.close(&iteration)?;
         }
-        Ok(Report {
+        let report = Report {
             passes: self.passes,
             job_s: self.elapsed.as_secs_f64(),
             tasks: self.tasks.iter().map(|t| t.stats()).collect(),
             checkpoints: self.checkpoints.as_ref().map(Checkpoints::stats).unwrap_or_default(),
-        })
+        };
+        crate::expected::warn_over(&self.plan.contracts, &report);
+        Ok(report)
     }
 
     /// The plan the job runs.
