@@ -20,9 +20,20 @@ EXAMPLES = RELEASE / "examples"
 PEERS = HERE / "peers"
 
 WORKLOADS = ["wordcount", "wordcount_dense", "kmeans", "sort", "allreduce", "tasks", "streaming"]
-SYSTEMS = ["heddle", "mpi", "spark", "dask", "ray", "flink", "polars", "duckdb", "sklearn"]
+SYSTEMS = [
+    "heddle",
+    "mpi",
+    "spark",
+    "dask",
+    "ray",
+    "flink",
+    "polars",
+    "duckdb",
+    "datafusion",
+    "sklearn",
+]
 # The engines a user would pick on one machine: one virtualenv (benches/.venv-native).
-NATIVE = ("polars", "duckdb", "sklearn")
+NATIVE = ("polars", "duckdb", "datafusion", "sklearn")
 MPIRUN_FLAGS = [
     "--bind-to",
     "none",

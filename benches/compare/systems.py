@@ -141,7 +141,7 @@ def setup_system(system: str) -> dict:
         py = ensure_venv(
             BENCHES / ".venv-native",
             PEERS / "native" / "requirements.txt",
-            "import polars, duckdb, sklearn, numpy",
+            "import polars, duckdb, datafusion, sklearn, numpy",
         )
         return {"python": str(py)}
     raise ValueError(system)
@@ -194,6 +194,7 @@ def versions(setups: dict) -> dict:
             "flink": ["apache-flink", "numpy"],
             "polars": ["polars"],
             "duckdb": ["duckdb"],
+            "datafusion": ["datafusion", "pyarrow"],
             "sklearn": ["scikit-learn", "numpy"],
         }[system]
         code = (

@@ -133,6 +133,12 @@ def variants() -> list[Variant]:
             "SQL, regexp_split_to_array + GROUP BY",
             peer("native", "wordcount_duckdb.py"),
         ),
+        Variant(
+            "wordcount",
+            "datafusion",
+            "SQL, string_to_array + unnest + GROUP BY",
+            peer("native", "wordcount_datafusion.py"),
+        ),
         # K-means ------------------------------------------------------------------------
         Variant(
             "kmeans",
@@ -195,6 +201,12 @@ def variants() -> list[Variant]:
             "duckdb",
             "COPY (… ORDER BY key) TO csv",
             peer("native", "sort_duckdb.py"),
+        ),
+        Variant(
+            "sort",
+            "datafusion",
+            "COPY (… ORDER BY key) TO csv",
+            peer("native", "sort_datafusion.py"),
         ),
         Variant(
             "sort",

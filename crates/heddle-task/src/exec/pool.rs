@@ -286,13 +286,13 @@ fn drive_edges(
 /// How long a job that has had nothing to do for `quiet` sleeps between passes: not at
 /// all for 200 µs (records may be on their way), then a 64th of the quiet spell, from 50 µs
 /// to 2 ms. When peers wake the sleeper as they write (`woken`: its links are rings of this
-/// host), after 50 µs for as long as the quiet spell, up to 50 ms: records and aborts wake it at once, and
+/// host), after 50 µs for 50 ms at once: records and aborts wake it as they come, and
 /// what rings no bell either asks for its own wake-up (a source polling a socket or a
-/// rate) or may wait that long (a stop). A streaming worker waiting for input thus wakes a
-/// few dozen times a second, not a million.
+/// rate, a timer) or may wait that long (a stop). A streaming worker waiting for input
+/// thus wakes when something arrives or is due, not on a schedule of its own.
 pub(crate) fn nap(quiet: Duration, woken: bool) -> Option<Duration> {
     let nap = if woken {
-        quiet.clamp(Duration::from_micros(50), Duration::from_millis(50))
+        Duration::from_millis(50)
     } else {
         (quiet / 64).clamp(Duration::from_micros(50), Duration::from_millis(2))
     };
