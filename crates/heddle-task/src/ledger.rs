@@ -175,8 +175,10 @@ pub(crate) fn take(ask: Amount, capacity: Amount, rank: usize, job: &str) -> Res
             held.join("; ")
         ));
     }
+    // At most 32 characters of the job's name, so that the socket's name stays within
+    // the 107 bytes an abstract address holds (the amounts take at most 28 more).
     let job: String =
-        job.chars().map(|c| if c.is_ascii_graphic() { c } else { '_' }).take(48).collect();
+        job.chars().map(|c| if c.is_ascii_graphic() { c } else { '_' }).take(32).collect();
     let millicores = (ask.cpus * 1000.0).round() as u64;
     // Two workers of one job on a host never share a rank, and the pid tells apart
     // two runs given the same job name.
