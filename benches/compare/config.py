@@ -27,6 +27,7 @@ SYSTEMS = [
     "dask",
     "ray",
     "flink",
+    "bytewax",
     "polars",
     "duckdb",
     "datafusion",

@@ -137,6 +137,13 @@ def setup_system(system: str) -> dict:
             BENCHES / ".venv-flink", PEERS / "flink" / "requirements.txt", "import pyflink, numpy"
         )
         return {"python": str(py)}
+    if system == "bytewax":
+        py = ensure_venv(
+            BENCHES / ".venv-bytewax",
+            PEERS / "bytewax" / "requirements.txt",
+            "import bytewax.operators.windowing, numpy",
+        )
+        return {"python": str(py)}
     if system in NATIVE:
         py = ensure_venv(
             BENCHES / ".venv-native",
@@ -192,6 +199,7 @@ def versions(setups: dict) -> dict:
             "dask": ["dask", "distributed", "numpy", "pandas"],
             "ray": ["ray", "numpy"],
             "flink": ["apache-flink", "numpy"],
+            "bytewax": ["bytewax", "numpy"],
             "polars": ["polars"],
             "duckdb": ["duckdb"],
             "datafusion": ["datafusion", "pyarrow"],

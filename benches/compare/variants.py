@@ -268,6 +268,13 @@ def variants() -> list[Variant]:
             "inside the clock",
         ),
         Variant("streaming", "spark", "Structured Streaming", peer("spark", "streaming_window.py")),
+        Variant(
+            "streaming",
+            "bytewax",
+            "count_window, tumbling event-time windows",
+            peer("bytewax", "streaming_window.py"),
+            note="Bytewax's workers are threads of one process (cli_main, workers_per_process)",
+        ),
         Variant("tasks", "mpi", "not applicable", None, note="MPI has no task API"),
         Variant("streaming", "mpi", "not applicable", None, note="MPI has no streaming API"),
         Variant(
