@@ -95,6 +95,21 @@ def java_ok() -> bool:
     return major >= 17
 
 
+# Peers that run in a virtual environment of their own: (its directory under benches/, the
+# peers/ folder with its requirements.txt, the import that proves it works, needs Java).
+PYTHON_PEERS: dict[str, tuple[str, str, str, bool]] = {
+    "spark": (".venv-spark", "spark", "import pyspark, numpy", True),
+    "dask": (".venv-dask", "dask", "import dask.distributed, dask.dataframe, numpy", False),
+    "ray": (".venv-ray", "ray", "import ray, numpy", False),
+    "flink": (".venv-flink", "flink", "import pyflink, numpy", True),
+    "bytewax": (".venv-bytewax", "bytewax", "import bytewax.operators.windowing, numpy", False),
+    **dict.fromkeys(
+        NATIVE,
+        (".venv-native", "native", "import polars, duckdb, datafusion, sklearn, numpy", False),
+    ),
+}
+
+
 def setup_system(system: str) -> dict:
     """Installs a peer on demand; returns {python, env, versions}."""
     if system == "heddle":
@@ -109,47 +124,12 @@ def setup_system(system: str) -> dict:
             timeout=1800,
         ).stdout
         return {"python": out.strip().splitlines()[-1]}
-    if system == "spark":
-        if not java_ok():
-            log("installing openjdk-17-jre-headless (Spark's JVM)")
+    if system in PYTHON_PEERS:
+        venv, peers, probe, jvm = PYTHON_PEERS[system]
+        if jvm and not java_ok():
+            log(f"installing openjdk-17-jre-headless ({system}'s JVM)")
             apt_install(["openjdk-17-jre-headless"])
-        py = ensure_venv(
-            BENCHES / ".venv-spark", PEERS / "spark" / "requirements.txt", "import pyspark, numpy"
-        )
-        return {"python": str(py)}
-    if system == "dask":
-        py = ensure_venv(
-            BENCHES / ".venv-dask",
-            PEERS / "dask" / "requirements.txt",
-            "import dask.distributed, dask.dataframe, numpy",
-        )
-        return {"python": str(py)}
-    if system == "ray":
-        py = ensure_venv(
-            BENCHES / ".venv-ray", PEERS / "ray" / "requirements.txt", "import ray, numpy"
-        )
-        return {"python": str(py)}
-    if system == "flink":
-        if not java_ok():
-            log("installing openjdk-17-jre-headless (Flink's JVM)")
-            apt_install(["openjdk-17-jre-headless"])
-        py = ensure_venv(
-            BENCHES / ".venv-flink", PEERS / "flink" / "requirements.txt", "import pyflink, numpy"
-        )
-        return {"python": str(py)}
-    if system == "bytewax":
-        py = ensure_venv(
-            BENCHES / ".venv-bytewax",
-            PEERS / "bytewax" / "requirements.txt",
-            "import bytewax.operators.windowing, numpy",
-        )
-        return {"python": str(py)}
-    if system in NATIVE:
-        py = ensure_venv(
-            BENCHES / ".venv-native",
-            PEERS / "native" / "requirements.txt",
-            "import polars, duckdb, datafusion, sklearn, numpy",
-        )
+        py = ensure_venv(BENCHES / venv, PEERS / peers / "requirements.txt", probe)
         return {"python": str(py)}
     raise ValueError(system)
 

@@ -40,17 +40,11 @@ if __name__ == "__main__":
     job_s = time.perf_counter() - t0
     c.close()
 
-    t1 = time.perf_counter()
-    ok, detail = common.reference.check_sorted_dir(args.output, args.ref)
-    verify_s = time.perf_counter() - t1
-    common.emit(
+    common.finish(
+        lambda: common.reference.check_sorted_dir(args.output, args.ref),
         system="dask",
         variant="DataFrame sort_values",
         workload="sort",
-        ok=ok,
-        detail=detail,
-        job_s=round(job_s, 3),
-        verify_s=round(verify_s, 3),
+        job_s=job_s,
         t_ready=t_ready,
     )
-    sys.exit(0 if ok else 1)

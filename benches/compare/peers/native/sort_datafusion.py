@@ -10,26 +10,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import common
 
 import datafusion
-import pyarrow as pa
-from datafusion import CsvReadOptions, SessionConfig, SessionContext
+from lines import datafusion_context, register_datafusion_lines
 
 if __name__ == "__main__":
     args = common.parser(__doc__).parse_args()
-    ctx = SessionContext(SessionConfig().with_target_partitions(args.workers))
-    options = CsvReadOptions(
-        has_header=False,
-        delimiter="\x1f",
-        quote="\x1e",
-        schema=pa.schema([("line", pa.string())]),
-        file_extension=Path(args.input).suffix,
-    )
+    ctx = datafusion_context(args.workers)
     t_ready = time.perf_counter()
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     part = str(out / "part-00000.csv").replace("'", "''")
 
     t0 = time.perf_counter()
-    ctx.register_csv("lines", args.input, options=options)
+    register_datafusion_lines(ctx, args.input)
     ctx.sql(
         f"""COPY (SELECT line FROM lines ORDER BY substr(line, 1, 10)) TO '{part}'
         STORED AS CSV OPTIONS ('format.has_header' 'false', 'format.delimiter' '\x1f',

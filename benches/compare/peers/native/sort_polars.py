@@ -8,6 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import common
+from lines import polars_options
 
 if __name__ == "__main__":
     args = common.parser(__doc__).parse_args()
@@ -18,14 +19,7 @@ if __name__ == "__main__":
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    lines = pl.read_csv(
-        args.input,
-        has_header=False,
-        new_columns=["line"],
-        separator="\x1f",
-        quote_char=None,
-        schema={"line": pl.String},
-    )
+    lines = pl.read_csv(args.input, **polars_options(pl))
     lines.sort(pl.col("line").str.slice(0, 10)).write_csv(
         out / "part-00000", include_header=False, quote_style="never"
     )

@@ -10,8 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import common
 
 import datafusion
-import pyarrow as pa
-from datafusion import CsvReadOptions, SessionConfig, SessionContext
+from lines import datafusion_context, register_datafusion_lines
 
 QUERY = """
 SELECT word, count(*) AS n FROM (
@@ -21,18 +20,11 @@ SELECT word, count(*) AS n FROM (
 
 if __name__ == "__main__":
     args = common.parser(__doc__).parse_args()
-    ctx = SessionContext(SessionConfig().with_target_partitions(args.workers))
-    options = CsvReadOptions(
-        has_header=False,
-        delimiter="\x1f",
-        quote="\x1e",
-        schema=pa.schema([("line", pa.string())]),
-        file_extension=Path(args.input).suffix,
-    )
+    ctx = datafusion_context(args.workers)
     t_ready = time.perf_counter()
 
     t0 = time.perf_counter()
-    ctx.register_csv("lines", args.input, options=options)
+    register_datafusion_lines(ctx, args.input)
     table = ctx.sql(QUERY).to_arrow_table()
     job_s = time.perf_counter() - t0
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import common
+from lines import polars_options
 
 if __name__ == "__main__":
     args = common.parser(__doc__).parse_args()
@@ -17,14 +18,7 @@ if __name__ == "__main__":
     t_ready = time.perf_counter()
     t0 = time.perf_counter()
     counts = (
-        pl.scan_csv(
-            args.input,
-            has_header=False,
-            new_columns=["line"],
-            separator="\x1f",
-            quote_char=None,
-            schema={"line": pl.String},
-        )
+        pl.scan_csv(args.input, **polars_options(pl))
         .select(pl.col("line").str.extract_all(r"\S+").explode().alias("word"))
         .drop_nulls()
         .group_by("word")

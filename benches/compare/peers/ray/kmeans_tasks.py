@@ -46,18 +46,12 @@ for _ in range(args.iterations):
     centers[nonempty] = sums[nonempty, :2] / sums[nonempty, 2:3]
 job_s = time.perf_counter() - t0
 
-t1 = time.perf_counter()
-ok, detail = common.reference.check_kmeans(centers, args.ref)
-verify_s = time.perf_counter() - t1
 ray.shutdown()
-common.emit(
+common.finish(
+    lambda: common.reference.check_kmeans(centers, args.ref),
     system="ray",
     variant="tasks over numpy blocks",
     workload="kmeans",
-    ok=ok,
-    detail=detail,
-    job_s=round(job_s, 3),
-    verify_s=round(verify_s, 3),
+    job_s=job_s,
     t_ready=t_ready,
 )
-sys.exit(0 if ok else 1)
