@@ -65,10 +65,9 @@ fn check_resource(setting: &str, value: &str) -> Result<(), (&'static str, Strin
         heddle_task::ADMISSION_ENV => {
             value.parse::<heddle_task::Admission>().map(drop).map_err(|e| ("admission", e))
         }
-        heddle_task::ADMISSION_TIMEOUT_ENV => match value.trim().parse::<f64>() {
-            Ok(s) if s.is_finite() && s >= 0.0 => Ok(()),
-            _ => Err(("admission_timeout_s", format!("{value:?}: seconds, 0 or more"))),
-        },
+        heddle_task::ADMISSION_TIMEOUT_ENV => heddle_task::parse_admission_timeout(value)
+            .map(drop)
+            .map_err(|e| ("admission_timeout_s", e)),
         _ => Ok(()),
     }
 }

@@ -61,18 +61,29 @@ impl Admission {
     }
 }
 
+/// Seconds a queued job may wait, as [`ADMISSION_TIMEOUT_ENV`] writes them.
+///
+/// ```
+/// assert_eq!(heddle_task::parse_admission_timeout("1.5"), Ok(std::time::Duration::from_millis(1500)));
+/// assert!(heddle_task::parse_admission_timeout("-1").is_err());
+/// ```
+///
+/// # Errors
+/// Not a number of seconds, 0 or more.
+pub fn parse_admission_timeout(v: &str) -> std::result::Result<Duration, String> {
+    v.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("{v:?}: seconds, 0 or more"))
+}
+
 fn timeout() -> Result<Duration> {
     match std::env::var(ADMISSION_TIMEOUT_ENV) {
         Err(_) => Ok(Duration::from_secs(600)),
-        Ok(v) => v
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(Duration::from_secs_f64)
-            .ok_or_else(|| {
-                Error::Plan(format!("{ADMISSION_TIMEOUT_ENV}={v:?}: seconds, 0 or more"))
-            }),
+        Ok(v) => parse_admission_timeout(&v)
+            .map_err(|e| Error::Plan(format!("{ADMISSION_TIMEOUT_ENV}={e}"))),
     }
 }
 

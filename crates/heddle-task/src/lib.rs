@@ -65,7 +65,7 @@ mod schedule;
 mod strategy;
 mod task;
 
-pub use admission::{Admission, ADMISSION_ENV, ADMISSION_TIMEOUT_ENV};
+pub use admission::{parse_admission_timeout, Admission, ADMISSION_ENV, ADMISSION_TIMEOUT_ENV};
 pub use amount::{format_bytes, kubernetes_cpus, parse_bytes, parse_cpus};
 pub use checkpoint::{CheckpointStats, Checkpointing, LoopCheckpointing};
 pub use edge::{Edge, EdgeKind, Record};
