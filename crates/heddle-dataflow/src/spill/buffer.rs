@@ -2,16 +2,18 @@
 //! through a compact index.
 //!
 //! Each record is stored as in a run file (key length and value length as little-endian
-//! `u32`, key, value) in the newest chunk. Chunks double from 4 KiB to 1 MiB (a larger
+//! `u32`, key, value) in the newest chunk. Chunks double from 4 KiB to 2 MiB (a larger
 //! record gets a chunk of its own) and are never reallocated, so the buffer's memory is its
-//! bytes plus at most one chunk, and no copy doubles it while it grows. Cleared chunks are
-//! kept for the next run.
+//! bytes plus at most one chunk, and no copy doubles it while it grows. Chunks of 2 MiB are
+//! backed by huge pages where the system allows ([`chunk`](super::chunk)). Cleared chunks
+//! are kept for the next run.
 
+use super::chunk::{Chunk, HUGE_BYTES};
 use super::KeyOrder;
 
 const LENS: usize = 8;
 const MIN_CHUNK_BYTES: usize = 4 << 10;
-const CHUNK_BYTES: usize = 1 << 20;
+const CHUNK_BYTES: usize = HUGE_BYTES;
 
 /// Memory of one buffered record beyond its key and value: its lengths and index entry.
 pub(super) const RECORD_OVERHEAD: usize = LENS + std::mem::size_of::<Entry>();
@@ -29,14 +31,14 @@ struct Entry {
 /// Buffered records in arena chunks, and an index that is sorted instead of the records.
 #[derive(Debug, Default)]
 pub(super) struct Buffer {
-    chunks: Vec<Vec<u8>>,
-    spare: Vec<Vec<u8>>,
+    chunks: Vec<Chunk>,
+    spare: Vec<Chunk>,
     index: Vec<Entry>,
 }
 
 /// The bytes of the record at `at`: lengths, key and value, then whatever follows.
-fn slot(chunks: &[Vec<u8>], at: u64) -> &[u8] {
-    &chunks[(at >> 32) as usize][(at & u64::from(u32::MAX)) as usize..]
+fn slot(chunks: &[Chunk], at: u64) -> &[u8] {
+    &chunks[(at >> 32) as usize].filled()[(at & u64::from(u32::MAX)) as usize..]
 }
 
 /// How many records ahead of the one read in index order to prefetch.
@@ -63,7 +65,7 @@ fn prefetch(bytes: &[u8]) {
 }
 
 /// The key and value of the record at `at`.
-fn record(chunks: &[Vec<u8>], at: u64) -> (&[u8], &[u8]) {
+fn record(chunks: &[Chunk], at: u64) -> (&[u8], &[u8]) {
     let bytes = slot(chunks, at);
     let key_len = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
     let value_len = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
@@ -80,13 +82,13 @@ impl Buffer {
     /// Appends a record whose key and value lengths each fit a `u32`.
     pub(super) fn push(&mut self, key: &[u8], value: &[u8]) {
         let need = LENS + key.len() + value.len();
-        if !matches!(self.chunks.last(), Some(c) if c.capacity() - c.len() >= need) {
+        if !matches!(self.chunks.last(), Some(c) if c.room() >= need) {
             let chunk = match self.spare.pop() {
                 Some(chunk) if chunk.capacity() >= need => chunk,
                 other => {
                     self.spare.extend(other);
-                    let last = self.chunks.last().map_or(0, Vec::capacity);
-                    Vec::with_capacity((2 * last).clamp(MIN_CHUNK_BYTES, CHUNK_BYTES).max(need))
+                    let last = self.chunks.last().map_or(0, Chunk::capacity);
+                    Chunk::with_capacity((2 * last).clamp(MIN_CHUNK_BYTES, CHUNK_BYTES).max(need))
                 }
             };
             self.chunks.push(chunk);
@@ -94,10 +96,8 @@ impl Buffer {
         let number = self.chunks.len() - 1;
         let chunk = &mut self.chunks[number];
         let at = (number as u64) << 32 | chunk.len() as u64;
-        chunk.extend_from_slice(&(key.len() as u32).to_le_bytes());
-        chunk.extend_from_slice(&(value.len() as u32).to_le_bytes());
-        chunk.extend_from_slice(key);
-        chunk.extend_from_slice(value);
+        let lens = [(key.len() as u32).to_le_bytes(), (value.len() as u32).to_le_bytes()];
+        chunk.extend(&[&lens[0], &lens[1], key, value]);
         self.index.push(Entry { prefix: 0, at });
     }
 

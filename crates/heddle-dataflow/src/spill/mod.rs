@@ -58,6 +58,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 mod buffer;
+mod chunk;
 mod merge;
 mod run_file;
 mod run_store;

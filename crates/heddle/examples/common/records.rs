@@ -2,6 +2,7 @@
 //! key; a seeded generator; an order-independent checksum; and a checked part writer.
 
 use std::io::{BufWriter, Write};
+use std::path::PathBuf;
 
 /// Bytes per record.
 pub(crate) const RECORD: usize = 100;
@@ -46,9 +47,12 @@ pub(crate) fn record_hash(k: &[u8], v: &[u8]) -> u64 {
 }
 
 /// One sorted part as it streams out: written to its part file (raw records back to
-/// back, if any) and checked on the way.
+/// back, if any) and checked on the way. The file is written under a hidden temporary
+/// name and renamed to `part-NNNNN` at [`close`](Part::close); a part dropped unclosed
+/// (the job failed) removes its temporary file, so no half-written part is left.
 pub(crate) struct Part {
-    file: Option<BufWriter<std::fs::File>>,
+    /// The open temporary file, its path and the part's final path.
+    file: Option<(BufWriter<std::fs::File>, PathBuf, PathBuf)>,
     pub(crate) count: u64,
     pub(crate) checksum: u64,
     pub(crate) ordered: bool,
@@ -61,7 +65,10 @@ impl Part {
         let file = match dir {
             Some(dir) => {
                 std::fs::create_dir_all(dir)?;
-                Some(BufWriter::new(std::fs::File::create(dir.join(format!("part-{index:05}")))?))
+                let name = format!("part-{index:05}");
+                let pending = dir.join(format!(".{name}.pending-{}", std::process::id()));
+                let file = BufWriter::new(std::fs::File::create(&pending)?);
+                Some((file, pending, dir.join(name)))
             }
             None => None,
         };
@@ -69,7 +76,7 @@ impl Part {
     }
 
     pub(crate) fn add(&mut self, k: &[u8; KEY], v: &[u8]) -> std::io::Result<()> {
-        if let Some(f) = &mut self.file {
+        if let Some((f, _, _)) = &mut self.file {
             f.write_all(k)?;
             f.write_all(v)?;
         }
@@ -81,10 +88,23 @@ impl Part {
         Ok(())
     }
 
+    /// Flushes the part and gives it its final name.
     pub(crate) fn close(&mut self) -> std::io::Result<()> {
-        if let Some(f) = &mut self.file {
-            f.flush()?;
+        if let Some((mut f, pending, path)) = self.file.take() {
+            let done = f.flush().and_then(|()| std::fs::rename(&pending, &path));
+            if done.is_err() {
+                let _ = std::fs::remove_file(&pending);
+            }
+            done?;
         }
         Ok(())
+    }
+}
+
+impl Drop for Part {
+    fn drop(&mut self) {
+        if let Some((_, pending, _)) = &self.file {
+            let _ = std::fs::remove_file(pending);
+        }
     }
 }
