@@ -47,13 +47,30 @@ impl Shared {
 
     /// Sleeps up to `limit` without holding the engine: on the doorbell (woken when a
     /// peer writes or frees room), or plainly without one.
-    pub(crate) fn park(&self, limit: Duration) {
+    pub(crate) fn park(&self, limit: Duration, ready: impl FnOnce() -> bool) {
         match &self.doorbell {
             Some(bell) => {
-                bell.park(limit, || self.lock().has_input());
+                bell.park(limit, || ready() || self.lock().has_input());
             }
             None => std::thread::sleep(limit),
         }
+    }
+}
+
+/// Wakes a worker's threads sleeping in [`Communicator::park`]: see
+/// [`Communicator::waker`].
+#[derive(Debug, Clone)]
+pub struct Waker(crate::transport::doorbell::Doorbell);
+
+impl Waker {
+    /// Wakes the worker's sleeping threads, if any (they look for work and sleep again).
+    pub fn wake(&self) {
+        self.0.ring();
+    }
+
+    /// Whether `other` wakes the same worker.
+    pub fn same(&self, other: &Waker) -> bool {
+        self.0.same(&other.0)
     }
 }
 
@@ -126,13 +143,41 @@ impl Communicator {
     /// # Ok::<(), heddle_comm::Error>(())
     /// ```
     pub fn park(&self, limit: Duration) {
-        self.shared.park(limit);
+        self.shared.park(limit, || false);
+    }
+
+    /// As [`Communicator::park`], and not asleep at all when `ready` (looked at after
+    /// this thread counts itself among the sleepers) says so: a flag another thread sets
+    /// before it calls [`Waker::wake`] is either seen here or wakes the sleep.
+    pub fn park_unless(&self, limit: Duration, ready: impl FnOnce() -> bool) {
+        self.shared.park(limit, ready);
     }
 
     /// Whether [`Communicator::park`] wakes when peers write (every link is a
     /// shared-memory or in-process ring), so that an idle worker may sleep long.
     pub fn sleeps_until_woken(&self) -> bool {
         self.shared.doorbell.is_some()
+    }
+
+    /// What wakes this worker's threads sleeping in [`Communicator::park`] from another
+    /// thread of its process (a stop or an abort asked from outside the job), where the
+    /// worker sleeps until woken; `None` where it only naps.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let comms = heddle_comm::local_world(2, heddle_comm::CommConfig::default())?;
+    /// let waker = comms[0].waker().expect("rings wake their workers");
+    /// let t = Instant::now();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| comms[0].park(Duration::from_secs(30)));
+    ///     std::thread::sleep(Duration::from_millis(50));
+    ///     waker.wake();
+    /// });
+    /// assert!(t.elapsed() < Duration::from_secs(30));
+    /// # Ok::<(), heddle_comm::Error>(())
+    /// ```
+    pub fn waker(&self) -> Option<Waker> {
+        self.shared.doorbell.clone().map(Waker)
     }
 
     /// Which attempt of the job this is: 0 for the first, 1 after the first restart

@@ -48,7 +48,7 @@ pub use abort::{AbortCause, JobAbort, Reporter};
 pub use channels::{Delivered, Envelope, DATAFLOW_EDGE};
 pub use channels::{EdgeChannels, EdgeIo, EdgeLink};
 pub use collectives::{Algorithm, Blocks, CallOptions, Collective, CollectiveRequest};
-pub use comm::{Communicator, Request, Status};
+pub use comm::{Communicator, Request, Status, Waker};
 pub use config::{closest, CommConfig, TransportChoice};
 pub use datatype::Datatype;
 pub use element::{CustomOp, Element, Op};

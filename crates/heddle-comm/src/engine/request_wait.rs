@@ -49,7 +49,7 @@ pub(crate) fn wait_unlocked<T>(
             (engine.spin_polls(), engine.parks())
         };
         let (spin, parks) = spin;
-        if let Some(now) = idle.wait(spin, parks, &|d| shared.park(d)) {
+        if let Some(now) = idle.wait(spin, parks, &|d| shared.park(d, || false)) {
             shared.lock().check_wait(&mut idle, now, awaited, timeout)?;
         }
     }

@@ -99,6 +99,11 @@ impl Doorbell {
         unsafe { &*(self.region.at(self.offset + 64) as *const AtomicU32) }
     }
 
+    /// Whether `other` is this doorbell (as mapped here).
+    pub(crate) fn same(&self, other: &Doorbell) -> bool {
+        Arc::ptr_eq(&self.region, &other.region) && self.offset == other.offset
+    }
+
     /// Wakes the owner's sleeping threads, if any; call after publishing.
     pub(crate) fn ring(&self) {
         light_barrier();

@@ -1,22 +1,50 @@
 //! Handles that end a job from outside it: a stop (drain and end) and an abort (end now).
+//! Each wakes the workers it was handed to when they sleep until woken.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use heddle_comm::Waker;
+
 use crate::{Error, Result};
+
+/// A request flag, and the sleeping workers to wake when it is set.
+#[derive(Debug, Default)]
+struct Flag {
+    requested: AtomicBool,
+    wakers: Mutex<Vec<Waker>>,
+}
+
+impl Flag {
+    fn set(&self) {
+        self.requested.store(true, Ordering::Release);
+        self.wakers.lock().unwrap_or_else(PoisonError::into_inner).iter().for_each(Waker::wake);
+    }
+
+    fn get(&self) -> bool {
+        self.requested.load(Ordering::Acquire)
+    }
+
+    fn wake(&self, waker: Waker) {
+        let mut wakers = self.wakers.lock().unwrap_or_else(PoisonError::into_inner);
+        if !wakers.iter().any(|w| w.same(&waker)) {
+            wakers.push(waker);
+        }
+    }
+}
 
 /// Asks a streaming job to end: its sources end their output, and the job drains.
 #[derive(Debug, Clone, Default)]
-pub struct StopHandle(Arc<AtomicBool>);
+pub struct StopHandle(Arc<Flag>);
 
 impl StopHandle {
     /// Requests the end.
     pub fn stop(&self) {
-        self.0.store(true, Ordering::Release);
+        self.0.set();
     }
 
     pub(crate) fn requested(&self) -> bool {
-        self.0.load(Ordering::Acquire)
+        self.0.get()
     }
 }
 
@@ -29,7 +57,7 @@ pub struct AbortHandle(Arc<AbortState>);
 
 #[derive(Debug, Default)]
 struct AbortState {
-    requested: AtomicBool,
+    flag: Flag,
     reason: Mutex<String>,
 }
 
@@ -37,15 +65,15 @@ impl AbortHandle {
     /// Requests the abort, saying why (the first reason is kept).
     pub fn abort(&self, reason: impl Into<String>) {
         let mut r = self.0.reason.lock().unwrap_or_else(PoisonError::into_inner);
-        if !self.0.requested.load(Ordering::Acquire) {
+        if !self.0.flag.get() {
             *r = reason.into();
-            self.0.requested.store(true, Ordering::Release);
+            self.0.flag.set();
         }
     }
 
     /// Whether an abort was requested.
     pub fn requested(&self) -> bool {
-        self.0.requested.load(Ordering::Acquire)
+        self.0.flag.get()
     }
 
     /// Whether `other` is this handle (or a clone of it).
@@ -56,7 +84,7 @@ impl AbortHandle {
     /// Clears a request, so the handle can serve a new job.
     pub fn reset(&self) {
         let _r = self.0.reason.lock().unwrap_or_else(PoisonError::into_inner);
-        self.0.requested.store(false, Ordering::Release);
+        self.0.flag.requested.store(false, Ordering::Release);
     }
 
     /// The error of a requested abort.
@@ -65,5 +93,17 @@ impl AbortHandle {
             return Ok(());
         }
         Err(Error::Aborted(self.0.reason.lock().unwrap_or_else(PoisonError::into_inner).clone()))
+    }
+}
+
+/// Has `stop` and `abort` wake the worker of `comm` when it sleeps until woken.
+pub(crate) fn wake_on_request(
+    stop: &StopHandle,
+    abort: &AbortHandle,
+    comm: &heddle_comm::Communicator,
+) {
+    if let Some(waker) = comm.waker() {
+        stop.0.wake(waker.clone());
+        abort.0.flag.wake(waker);
     }
 }

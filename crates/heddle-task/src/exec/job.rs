@@ -422,6 +422,7 @@ impl<'c> Job<'c> {
 
     fn drive(&mut self, iteration: &[u64]) -> Result<()> {
         let job_abort = self.comm.abort_handle();
+        super::handles::wake_on_request(&self.stop, &self.abort, &self.comm);
         let mut quiet_since = None;
         loop {
             self.abort.check()?;
@@ -454,9 +455,8 @@ impl<'c> Job<'c> {
                 Some(edge) if wake.is_none_or(|w| w > now + Duration::from_micros(200)) => {
                     edge.wait()?;
                     let quiet = now - *quiet_since.get_or_insert(now);
-                    if let Some(nap) = super::pool::nap(quiet, self.comm.sleeps_until_woken()) {
-                        self.comm.park(wake.map_or(nap, |w| nap.min(w - now)));
-                    }
+                    let (due, cps) = (wake.map(|w| w - now), self.checkpoints.is_some());
+                    super::pool::sleep_idle(&self.comm, quiet, due, cps, &self.stop, &self.abort);
                 }
                 _ => match wake {
                     Some(w) if w > now => {

@@ -283,20 +283,45 @@ fn drive_edges(
     }
 }
 
+/// How long an executor whose every link rings it sleeps while nothing is due, if no
+/// checkpoints are taken: records, aborts, stops and the job's end ring its bell, and what
+/// rings none asks for its own wake-up (a source polling a socket or keeping a rate, a
+/// timer), so the limit only bounds a sleep nothing will end.
+const SLEEP_WOKEN: Duration = Duration::from_secs(1);
+
+/// The same with checkpoints taken: the coordinator's interval, the control edge's own
+/// polls and the state writer's completions ring no bell, and are looked at this often.
+const NAP_CHECKPOINTS: Duration = Duration::from_millis(50);
+
+/// Sleeps an executor that found nothing to do for `quiet`: see [`nap`]. `due` is the
+/// soonest wake-up its tasks asked for; `checkpoints` whether the job takes them. A stop
+/// or abort asked meanwhile ends the sleep.
+pub(crate) fn sleep_idle(
+    comm: &heddle_comm::Communicator,
+    quiet: Duration,
+    due: Option<Duration>,
+    checkpoints: bool,
+    stop: &super::StopHandle,
+    abort: &super::AbortHandle,
+) {
+    let limit = if checkpoints { NAP_CHECKPOINTS } else { SLEEP_WOKEN };
+    if let Some(nap) = nap(quiet, comm.sleeps_until_woken().then_some(limit)) {
+        comm.park_unless(due.map_or(nap, |d| nap.min(d)), || stop.requested() || abort.requested());
+    }
+}
+
 /// How long a job that has had nothing to do for `quiet` sleeps between passes: not at
 /// all for 200 µs (records may be on their way), then a 64th of the quiet spell, from 50 µs
 /// to 2 ms. When peers wake the sleeper as they write (`woken`: its links are rings of this
-/// host), after 50 µs for 50 ms at once: records and aborts wake it as they come, and
-/// what rings no bell either asks for its own wake-up (a source polling a socket or a
-/// rate, a timer) or may wait that long (a stop). A streaming worker waiting for input
-/// thus wakes when something arrives or is due, not on a schedule of its own.
-pub(crate) fn nap(quiet: Duration, woken: bool) -> Option<Duration> {
-    let nap = if woken {
-        Duration::from_millis(50)
-    } else {
-        (quiet / 64).clamp(Duration::from_micros(50), Duration::from_millis(2))
+/// host, and the limit of a sleep), after 50 µs for that limit at once. A streaming worker
+/// waiting for input thus wakes when something arrives or is due, not on a schedule of
+/// its own.
+pub(crate) fn nap(quiet: Duration, woken: Option<Duration>) -> Option<Duration> {
+    let nap = match woken {
+        Some(limit) => limit,
+        None => (quiet / 64).clamp(Duration::from_micros(50), Duration::from_millis(2)),
     };
     // Records may be on their way: spin a while first (briefly when they ring).
-    let spin = Duration::from_micros(if woken { 50 } else { 200 });
+    let spin = Duration::from_micros(if woken.is_some() { 50 } else { 200 });
     (quiet >= spin).then_some(nap)
 }
