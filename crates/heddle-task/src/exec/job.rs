@@ -422,7 +422,7 @@ impl<'c> Job<'c> {
 
     fn drive(&mut self, iteration: &[u64]) -> Result<()> {
         let job_abort = self.comm.abort_handle();
-        super::handles::wake_on_request(&self.stop, &self.abort, &self.comm);
+        super::handles::wake_on_request(&self.stop, &self.abort, self.comm);
         let mut quiet_since = None;
         loop {
             self.abort.check()?;
@@ -456,7 +456,7 @@ impl<'c> Job<'c> {
                     edge.wait()?;
                     let quiet = now - *quiet_since.get_or_insert(now);
                     let (due, cps) = (wake.map(|w| w - now), self.checkpoints.is_some());
-                    super::pool::sleep_idle(&self.comm, quiet, due, cps, &self.stop, &self.abort);
+                    super::pool::sleep_idle(self.comm, quiet, due, cps, &self.stop, &self.abort);
                 }
                 _ => match wake {
                     Some(w) if w > now => {
