@@ -16,6 +16,7 @@ pub use heddle_comm::{
 };
 pub use heddle_runtime::WorkerEnv;
 
+pub mod apps;
 pub mod futures;
 
 /// Bridged tasks in other languages (transports, diagnostics, the conformance suite).
