@@ -65,7 +65,7 @@ __all__ = [
 __all__ += _errors.__all__
 
 #: Submodules loaded on first attribute access.
-_LAZY_SUBMODULES = ("task", "data")
+_LAZY_SUBMODULES = ("task", "data", "apps")
 
 
 def __getattr__(name: str) -> Any:

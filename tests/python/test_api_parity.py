@@ -138,6 +138,8 @@ INTENTIONALLY_ABSENT: dict[str, dict[str, str]] = {
         ),
         "tcp_peers": "a transport diagnostic of the Rust tests and benchmarks, not a user op",
         "park": "an executor's idle sleep on the doorbell; Python's own waits use it already",
+        "park_unless": "the executor's idle sleep that a stop or abort ends; not a user op",
+        "waker": "wakes an executor's idle sleep (stop and abort handles use it); not a user op",
         "sleeps_until_woken": "whether park can sleep long: executor plumbing, as park",
         # Non-blocking and wildcard point-to-point are Python's through heddle.MPI, with
         # mpi4py's Request and Status (test_mpi_api.py, test_mpi4py_compat.py).

@@ -133,3 +133,38 @@ def test_bad_matrices_are_refused_naming_the_entry(damage, message, tmp_path):
     assert done.returncode != 0, done
     assert f"{tmp_path / 'd.npy'}: " in done.stderr and message in done.stderr, done.stderr
     assert not (tmp_path / "x.npy").exists()
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_python_entry_point_is_the_rust_one(weighted, tmp_path):
+    """heddle.apps.mds under heddle run: the same stress as the Rust example on the same
+    matrix, and the stress of the coordinates it returns."""
+    from conftest import run_job
+
+    delta = distances(clustered(160, seed=11))
+    np.save(tmp_path / "d.npy", delta)
+    extra, rust_extra, w = [], [], None
+    if weighted:
+        w = np.triu((np.random.default_rng(2).random(delta.shape) < 0.8).astype(float), 1)
+        w = w + w.T
+        np.save(tmp_path / "w.npy", w)
+        extra, rust_extra = [str(tmp_path / "w.npy")], ["--weights", str(tmp_path / "w.npy")]
+    job = run_job(2, "apps_mds.py", str(tmp_path / "d.npy"), str(tmp_path / "x.npy"), *extra)
+    assert job.returncode == 0, job
+    rep = job.reports[0]
+    coords = np.load(tmp_path / "x.npy")
+    assert abs(normalized_stress(coords, delta, w) - rep["stress"]) <= 1e-6 * rep["stress"]
+    rust = report(run_mds(2, "--input", str(tmp_path / "d.npy"), *rust_extra))
+    assert abs(rust["stress"] - rep["stress"]) <= 1e-6 * rep["stress"], (rust, rep)
+
+
+def test_python_bad_matrix_names_the_entry():
+    import heddle
+    from heddle.apps import mds
+
+    d = distances(clustered(10, seed=3))
+    d[2, 6] = -1.0
+    with pytest.raises(heddle.ArgumentError, match=r"the distances array: distances\[2, 6\] = -1"):
+        mds(d, comm=heddle.init())
+    with pytest.raises(ValueError, match="must be a square matrix"):
+        mds(d[:, :5])

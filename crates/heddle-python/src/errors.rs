@@ -189,6 +189,16 @@ fn interrupted(reason: String) -> PyErr {
     })
 }
 
+/// Maps an application's error to its exception.
+pub(crate) fn apps(e: heddle_apps::mds::Error) -> PyErr {
+    use heddle_apps::mds::Error as E;
+    match e {
+        E::Comm(inner) => comm(inner),
+        E::Input { .. } | E::InvalidArgument(_) => Kind::Argument.err(e.to_string()),
+        E::Output { .. } => Kind::Data.err(e.to_string()),
+    }
+}
+
 /// Maps a data-API error to its exception.
 pub(crate) fn data(e: heddle_data::Error) -> PyErr {
     use heddle_data::Error as E;

@@ -18,6 +18,7 @@
 //! mapping listed by `error_samples`), and a Python exception raised inside a native run
 //! is raised as itself when the run returns (`failure`).
 
+mod apps;
 mod bridge;
 mod buffer;
 mod checkpointing;
@@ -98,6 +99,7 @@ fn _heddle(m: &Bound<'_, PyModule>) -> PyResult<()> {
         bridge::register(b)
     })?;
     submodule(m, "ml", "Native kernels of machine-learning loops (heddle.ml).", ml::register)?;
+    submodule(m, "apps", "Applications from the seeds (heddle.apps).", apps::register)?;
     submodule(m, "data", "Data sets and streams of Python records, and their writers.", |d| {
         data_session::register(d)?;
         data_set::register(d)?;

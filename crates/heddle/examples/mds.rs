@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
-use heddle::apps::mds::{mds, write_coords, Options, Rows};
+use heddle::apps::mds::{mds, read_coords, write_coords, Options, Rows};
 use heddle::Op;
 
 #[derive(Debug, Parser)]
@@ -66,7 +66,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         None => None,
     };
     let init = match &args.init {
-        Some(p) => Some(read_init(p, delta.n, args.dim)?),
+        Some(p) => Some(read_coords(p, delta.n, args.dim)?),
         None => None,
     };
     let opts = Options {
@@ -93,18 +93,4 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     Ok(())
-}
-
-/// Starting coordinates: an `n × dim` float64 `.npy`.
-fn read_init(path: &std::path::Path, n: usize, dim: usize) -> Result<Vec<f64>, String> {
-    let name = path.display();
-    let bytes = std::fs::read(path).map_err(|e| format!("{name}: cannot read it: {e}"))?;
-    let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| format!("{name}: not a .npy: {e}"))?;
-    if npy.shape() != [n as u64, dim as u64] || npy.order() != npyz::Order::C {
-        return Err(format!(
-            "{name}: holds shape {:?}; --init takes {n} × {dim} coordinates in C order",
-            npy.shape()
-        ));
-    }
-    npy.into_vec::<f64>().map_err(|e| format!("{name}: not float64 coordinates: {e}"))
 }

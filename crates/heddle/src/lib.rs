@@ -16,9 +16,10 @@ pub use heddle_comm::{
 };
 pub use heddle_runtime::WorkerEnv;
 
-pub mod apps;
 pub mod futures;
 
+/// Applications from the seeds (MDS) as library entry points.
+pub use heddle_apps as apps;
 /// Bridged tasks in other languages (transports, diagnostics, the conformance suite).
 pub use heddle_bridge as bridge;
 /// Re-export of the communication crate.

@@ -1,7 +1,7 @@
 """Type stubs of the native core ``heddle._heddle`` (crates/heddle-python): the version,
 the exception classes of ``heddle.errors``, the launcher and the record decoder; the rest is
-in its submodules ``comm``, ``task``, ``bridge``, ``ml`` and ``data`` (one stub each, beside
-this one).
+in its submodules ``comm``, ``task``, ``bridge``, ``ml``, ``apps`` and ``data`` (one stub
+each, beside this one).
 
 Use the public names from ``heddle`` / ``heddle.comm`` / ``heddle.task`` / ``heddle.data``;
 this package is their implementation. The extension module is not a package: it adds its
@@ -12,7 +12,14 @@ import builtins
 import os
 from typing import Any, Final
 
-from heddle._heddle import bridge as bridge, comm as comm, data as data, ml as ml, task as task
+from heddle._heddle import (
+    apps as apps,
+    bridge as bridge,
+    comm as comm,
+    data as data,
+    ml as ml,
+    task as task,
+)
 
 # The module's own `__all__` (pyo3 lists every name it adds).
 __all__ = [
@@ -38,6 +45,7 @@ __all__ = [
     "task",
     "bridge",
     "ml",
+    "apps",
     "data",
 ]
 

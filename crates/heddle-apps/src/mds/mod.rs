@@ -13,13 +13,13 @@
 //! local minima), then fits them as they are.
 //!
 //! ```
-//! use heddle::apps::mds::{mds, Options, Rows};
+//! use heddle_apps::mds::{mds, Options, Rows};
 //! // Four corners of a unit square: their distances, embedded again in 2-D.
 //! let p = [(0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 1.0)];
 //! let full: Vec<f64> = p.iter()
 //!     .flat_map(|a| p.iter().map(move |b| f64::hypot(a.0 - b.0, a.1 - b.1)))
 //!     .collect();
-//! let comms = heddle::local_world(2, heddle::CommConfig::default())?;
+//! let comms = heddle_comm::local_world(2, heddle_comm::CommConfig::default())?;
 //! std::thread::scope(|s| {
 //!     for c in &comms {
 //!         let rows = Rows::share(&full, 4, c.rank(), c.size());
@@ -30,7 +30,7 @@
 //!         });
 //!     }
 //! });
-//! # Ok::<(), heddle::comm::Error>(())
+//! # Ok::<(), heddle_comm::Error>(())
 //! ```
 
 mod matrix;
@@ -40,17 +40,17 @@ use std::path::PathBuf;
 
 use heddle_comm::{Communicator, Op};
 
-pub use matrix::{write_coords, Rows};
+pub use matrix::{read_coords, write_coords, Rows};
 use smacof::{Columns, Smacof};
 
 /// What can go wrong in an MDS run.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A bad input file or matrix: the message names the entry and what to do.
-    #[error("{path}: {message}")]
+    #[error("{origin}: {message}")]
     Input {
-        /// The file.
-        path: PathBuf,
+        /// The file (or the array) it came from.
+        origin: String,
         /// What is wrong with it.
         message: String,
     },

@@ -57,13 +57,55 @@ impl Rows {
     /// [`Error::Input`] naming the file and, for a bad entry, its row and column.
     pub fn read(path: &Path, what: &str, rank: usize, size: usize) -> Result<Rows, Error> {
         let (n, full) = read_square(path)?;
-        check(&full, n, path, what)?;
-        Ok(Rows::share(&full, n, rank, size))
+        Rows::checked(&full, n, what, &path.display().to_string(), rank, size)
+    }
+
+    /// Worker `rank`'s share of the row-major `n × n` matrix `full`, checked whole as
+    /// [`Rows::read`] checks a file; `source` names the matrix's origin in errors.
+    ///
+    /// # Errors
+    /// [`Error::Input`] naming `source` and the bad entry; [`Error::InvalidArgument`] if
+    /// `full` does not hold `n * n` values.
+    pub fn checked(
+        full: &[f64],
+        n: usize,
+        what: &str,
+        source: &str,
+        rank: usize,
+        size: usize,
+    ) -> Result<Rows, Error> {
+        if full.len() != n * n || rank >= size {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: {} values are not a {n} × {n} matrix",
+                full.len()
+            )));
+        }
+        check(full, n, what).map_err(|message| Error::Input { origin: source.into(), message })?;
+        Ok(Rows::share(full, n, rank, size))
     }
 }
 
 fn bad(path: &Path, message: String) -> Error {
-    Error::Input { path: path.to_path_buf(), message }
+    Error::Input { origin: path.display().to_string(), message }
+}
+
+/// `n × dim` float64 coordinates (C order) from the `.npy` file at `path`: a start for
+/// [`super::mds`].
+///
+/// # Errors
+/// [`Error::Input`] naming the file if it is not such an array.
+pub fn read_coords(path: &Path, n: usize, dim: usize) -> Result<Vec<f64>, Error> {
+    let bytes = std::fs::read(path).map_err(|e| bad(path, format!("cannot read it: {e}")))?;
+    let npy =
+        npyz::NpyFile::new(&bytes[..]).map_err(|e| bad(path, format!("not a .npy file: {e}")))?;
+    if npy.shape() != [n as u64, dim as u64] || npy.order() != npyz::Order::C {
+        let shape = npy.shape().to_vec();
+        return Err(bad(path, format!("holds shape {shape:?}; give {n} × {dim} coordinates")));
+    }
+    if npy.dtype().descr() != "'<f8'" {
+        return Err(bad(path, format!("holds {} values; give float64", npy.dtype().descr())));
+    }
+    npy.into_vec::<f64>().map_err(|e| bad(path, format!("cannot read its data: {e}")))
 }
 
 /// The values of a square float32 or float64 C-order `.npy` matrix, as float64.
@@ -100,23 +142,22 @@ fn read_square(path: &Path) -> Result<(usize, Vec<f64>), Error> {
 
 /// Checks a dissimilarity (or weight) matrix: finite, non-negative, symmetric, zero on
 /// the diagonal (weights may have anything there).
-fn check(m: &[f64], n: usize, path: &Path, what: &str) -> Result<(), Error> {
+fn check(m: &[f64], n: usize, what: &str) -> Result<(), String> {
     let weights = what == "weights";
     for i in 0..n {
         for j in 0..n {
             let v = m[i * n + j];
             let at = format!("{what}[{i}, {j}] = {v}");
             if !v.is_finite() || v < 0.0 {
-                return Err(bad(path, format!("{at}: entries must be finite and non-negative")));
+                return Err(format!("{at}: entries must be finite and non-negative"));
             }
             if i == j && v != 0.0 && !weights {
-                return Err(bad(path, format!("{at}: the diagonal must be zero")));
+                return Err(format!("{at}: the diagonal must be zero"));
             }
             let t = m[j * n + i];
             if j > i && (v - t).abs() > SYMMETRY_TOLERANCE * v.abs().max(t.abs()) {
-                return Err(bad(
-                    path,
-                    format!("{at} but {what}[{j}, {i}] = {t}: the matrix must be symmetric"),
+                return Err(format!(
+                    "{at} but {what}[{j}, {i}] = {t}: the matrix must be symmetric"
                 ));
             }
         }

@@ -1,0 +1,80 @@
+//! The applications' entry points for Python (`heddle.apps` wraps them): MDS over the
+//! rows of a dissimilarity matrix that every rank passes whole.
+
+use pyo3::prelude::*;
+
+use heddle_apps::mds::{self, Options, Rows};
+
+use crate::buffer::{Buffer, Dtype};
+use crate::comm::PyComm;
+use crate::errors::{self, argument};
+
+/// A float64 C-order buffer of `len` values (`what` names it in errors), copied.
+fn values(obj: &Bound<'_, PyAny>, len: usize, what: &str) -> PyResult<Vec<f64>> {
+    let b = Buffer::get(obj, false, what)?;
+    if b.dtype != Dtype::F64 || b.elements() != len {
+        return Err(argument(format!(
+            "{what} must hold {len} float64 values, not {}",
+            b.describe()
+        )));
+    }
+    let region = b.region();
+    if !region.aligned_for(8) {
+        return Err(argument(format!("{what} must be aligned to 8 bytes (numpy's are)")));
+    }
+    // SAFETY: the buffer stays exported until `b` drops after the copy; aligned (above).
+    Ok(unsafe { region.typed::<f64>() }.to_vec())
+}
+
+/// ``mds_into(comm, distances, n, source, weights, init, out, dim, anneal, max_iter, tol,
+/// seed)``: DA-SMACOF of the ``n × n`` float64 ``distances`` (``source`` names them in
+/// errors; ``weights`` alike or ``None``), from ``init`` (``n × dim``) or a seeded start;
+/// writes the coordinates to ``out`` (``n × dim`` float64) and returns ``(stress,
+/// iterations, temperatures)``. Collective over ``comm``; the GIL is released meanwhile.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)] // Python keyword arguments
+#[pyo3(signature = (comm, distances, n, source, weights, init, out, dim, anneal, max_iter, tol, seed))]
+fn mds_into(
+    py: Python<'_>,
+    comm: &PyComm,
+    distances: &Bound<'_, PyAny>,
+    n: usize,
+    source: &str,
+    weights: Option<&Bound<'_, PyAny>>,
+    init: Option<&Bound<'_, PyAny>>,
+    out: &Bound<'_, PyAny>,
+    dim: usize,
+    anneal: bool,
+    max_iter: usize,
+    tol: f64,
+    seed: u64,
+) -> PyResult<(f64, usize, usize)> {
+    let c = comm.comm();
+    let (rank, size) = (c.rank(), c.size());
+    let full = values(distances, n * n, "distances")?;
+    let delta = Rows::checked(&full, n, "distances", source, rank, size).map_err(errors::apps)?;
+    drop(full);
+    let weights = match weights {
+        Some(w) => {
+            let full = values(w, n * n, "weights")?;
+            Some(Rows::checked(&full, n, "weights", "weights", rank, size).map_err(errors::apps)?)
+        }
+        None => None,
+    };
+    let init = init.map(|x| values(x, n * dim, "init")).transpose()?;
+    let o = Buffer::get(out, true, "out")?;
+    if o.dtype != Dtype::F64 || o.elements() != n * dim || !o.region().aligned_for(8) {
+        return Err(argument(format!("out must hold {} float64 values, aligned", n * dim)));
+    }
+    let opts = Options { dim, anneal, max_iter, tol, seed, ..Options::default() };
+    let fit = py
+        .detach(|| mds::mds(c, &delta, weights.as_ref(), init.as_deref(), &opts))
+        .map_err(errors::apps)?;
+    // SAFETY: `out` stays exported (writable) until `o` drops; aligned and sized (above).
+    unsafe { o.region().typed_mut::<f64>() }.copy_from_slice(&fit.coords);
+    Ok((fit.stress, fit.iterations, fit.temperatures))
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(mds_into, m)?)
+}

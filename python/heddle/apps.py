@@ -1,0 +1,85 @@
+"""heddle.apps: applications from the seeds as library entry points, run on the job's
+ranks with Heddle's collectives.
+
+:func:`mds` is DA-SMACOF multidimensional scaling (``heddle::apps::mds`` in Rust): every
+rank passes the same dissimilarity matrix, keeps its block of rows, and gets the same
+coordinates back.
+
+>>> import numpy as np
+>>> from heddle.apps import mds
+>>> square = np.array([[0, 0], [1, 0], [1, 1], [0, 1]], dtype=float)
+>>> d = np.sqrt(((square[:, None] - square[None]) ** 2).sum(-1))
+>>> coords, stress = mds(d, dim=2)
+>>> coords.shape, bool(stress < 1e-6)
+((4, 2), True)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from heddle._heddle import apps as _apps
+
+__all__ = ["mds"]
+
+PathLike = str | os.PathLike[str]
+
+
+def _matrix(m: np.ndarray | PathLike, what: str) -> tuple[np.ndarray, str]:
+    """A square float64 C-order matrix from an array or a ``.npy`` file, and its name."""
+    source = os.fspath(m) if isinstance(m, (str, os.PathLike)) else f"the {what} array"
+    arr = np.load(source) if isinstance(m, (str, os.PathLike)) else np.asarray(m)
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"{source}: holds shape {arr.shape}; {what} must be a square matrix")
+    if arr.dtype not in (np.float32, np.float64):
+        raise ValueError(f"{source}: holds {arr.dtype} values; give float32 or float64")
+    return np.ascontiguousarray(arr, dtype=np.float64), source
+
+
+def mds(
+    distances: np.ndarray | PathLike,
+    dim: int = 3,
+    weights: np.ndarray | PathLike | None = None,
+    anneal: bool = True,
+    max_iter: int = 300,
+    tol: float = 1e-6,
+    init: np.ndarray | None = None,
+    seed: int = 1,
+    comm: Any | None = None,
+) -> tuple[np.ndarray, float]:
+    """Embeds the points whose dissimilarities ``distances`` holds (an ``n × n`` array or
+    ``.npy`` file: float32 or float64, symmetric, zero diagonal, finite, non-negative) in
+    ``dim`` dimensions by DA-SMACOF; returns the ``n × dim`` coordinates and their
+    normalized stress ``Σ w (d − δ)² / Σ w δ²``.
+
+    ``weights`` (same shape, symmetric, non-negative; all 1 if ``None``) weigh the pairs;
+    ``anneal`` runs deterministic annealing first (from a random start); the final fit
+    stops when the stress falls by less than ``tol`` (relative) or after ``max_iter``
+    transforms; ``init`` (``n × dim``) starts from given coordinates instead of a random
+    start from ``seed``. Collective over ``comm`` (the world by default): every rank calls
+    it with the same matrix, computes its rows, and receives the same result. A bad
+    matrix raises ``heddle.ArgumentError`` naming the entry."""
+    if comm is None:
+        import heddle
+
+        comm = heddle.init()
+    delta, source = _matrix(distances, "distances")
+    n = delta.shape[0]
+    w = None
+    if weights is not None:
+        w, wsource = _matrix(weights, "weights")
+        if w.shape != delta.shape:
+            raise ValueError(f"{wsource}: weights of shape {w.shape} for {n} × {n} distances")
+    start = None
+    if init is not None:
+        start = np.ascontiguousarray(init, dtype=np.float64)
+        if start.shape != (n, dim):
+            raise ValueError(f"init of shape {start.shape}; give {n} × {dim} coordinates")
+    out = np.empty((n, dim))
+    stress, _, _ = _apps.mds_into(
+        comm, delta, n, source, w, start, out, dim, anneal, max_iter, tol, seed
+    )
+    return out, stress
