@@ -19,7 +19,16 @@ HEDDLE = RELEASE / "heddle"
 EXAMPLES = RELEASE / "examples"
 PEERS = HERE / "peers"
 
-WORKLOADS = ["wordcount", "wordcount_dense", "kmeans", "sort", "allreduce", "tasks", "streaming"]
+WORKLOADS = [
+    "wordcount",
+    "wordcount_dense",
+    "kmeans",
+    "mds",
+    "sort",
+    "allreduce",
+    "tasks",
+    "streaming",
+]
 SYSTEMS = [
     "heddle",
     "mpi",
@@ -64,9 +73,18 @@ class Sizes:
     tasks: int
     events: int
     files: int = 20  # of the streaming input (micro-batches, for Spark)
+    mds_points: int = 4000  # of the MDS workload's dissimilarity matrix
 
 
 FULL = Sizes(
     megabytes=200, points=1_000_000, records=10_000_000, tasks=10_000, events=5_000_000, files=20
 )
-QUICK = Sizes(megabytes=20, points=100_000, records=500_000, tasks=200, events=200_000, files=5)
+QUICK = Sizes(
+    megabytes=20,
+    points=100_000,
+    records=500_000,
+    tasks=200,
+    events=200_000,
+    files=5,
+    mds_points=500,
+)

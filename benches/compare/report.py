@@ -110,6 +110,7 @@ the rows of the workloads/systems/variants a run ran inside `results/latest.json
 | wordcount | {sizes.megabytes} MB of text from Heddle's generator (`wordcount_task --generate --seed 1`: 12 words a line, 100,000-word Zipf vocabulary) | count every word; the full count table must equal a `collections.Counter` reference |
 | wordcount_dense | {sizes.megabytes} MB of dense text (`--text dense`: the same Zipf frequencies, the most frequent words the shortest, 1–4 letters; about 3.2 bytes a word, twice the words) | as wordcount |
 | kmeans | {sizes.points:,} × 2 float64 points in 16 Gaussian blobs (`.npy`) | 10 iterations of Lloyd's algorithm from the first 16 points; centers within 1e-6 of a numpy reference |
+| mds | the Euclidean distances of {sizes.mds_points:,} points in 8 Gaussian clusters in 10 dimensions ({sizes.mds_points:,} × {sizes.mds_points:,} float64 `.npy`) | metric MDS into 3 dimensions; the detail shows the normalized stress `Σ (d − δ)² / Σ δ²` of the coordinates written, recomputed by the harness for every system |
 | sort | {sizes.records:,} records of 100 bytes as lines (10-byte alphanumeric key) = {sizes.records * 101 / 1e9:.2f} GB | sort by key into part files; checked: key order within and across files, record count, order-independent checksum |
 | allreduce | float64 vectors of 8 B – 16 MiB, 2 ranks | `heddle bench collectives --vs mpi` (p50 per call, checked results) |
 | tasks | {sizes.tasks:,} tasks, each squaring an integer | the sum must match |

@@ -2,7 +2,7 @@
 """Side-by-side benchmark suite: Heddle against Open MPI (mpi4py), Spark, Dask, Ray, Flink,
 and the engines a user picks on one machine: polars, DuckDB and scikit-learn.
 
-    python3 benches/compare/run.py [--workloads wordcount,wordcount_dense,kmeans,sort,
+    python3 benches/compare/run.py [--workloads wordcount,wordcount_dense,kmeans,mds,sort,
                                                 allreduce,tasks,streaming]
                                    [--systems heddle,mpi,spark,dask,ray,flink] [--repeat 3]
                                    [--quick] [--merge]
@@ -95,6 +95,11 @@ def prepare_data(workloads: list[str], sizes: Sizes) -> dict:
         )
         log("K-means reference (numpy Lloyd, cached)")
         data["kmeans"] = {"input": pts, "ref": reference.kmeans_reference(pts, 16, 10)}
+    if "mds" in workloads:
+        log(f"MDS dissimilarities of {sizes.mds_points} points (cached)")
+        d = DATA / f"distances-{sizes.mds_points}-seed1.npy"
+        d = reference.generate_distances(d, sizes.mds_points)
+        data["mds"] = {"input": d, "ref": d}
     if "sort" in workloads:
         path = DATA / f"records-{sizes.records}-seed7.txt"
         if not path.exists():
@@ -180,6 +185,7 @@ def main() -> int:
         "wordcount": 600,
         "wordcount_dense": 600,
         "kmeans": 600,
+        "mds": 1200,
         "sort": 1200,
         "tasks": 900,
         "allreduce": 900,

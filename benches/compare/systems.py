@@ -140,6 +140,7 @@ def build_heddle() -> None:
         for n in (
             "wordcount_task",
             "kmeans_task",
+            "mds",
             "terasort_dataflow",
             "terasort",
             "bench_collectives",

@@ -49,6 +49,18 @@ def check_heddle_wordcount(d, out):
     return reference.check_wordcount(reference.read_wordcount_dir(out), d["ref"])
 
 
+def coords_file(out) -> Path:
+    """``out``/coords.npy, its directory made (the run's output directory)."""
+    Path(out).mkdir(parents=True, exist_ok=True)
+    return Path(out) / "coords.npy"
+
+
+def check_heddle_mds(d, out):
+    import reference
+
+    return reference.check_mds(Path(out) / "coords.npy", d["input"])
+
+
 def check_heddle_kmeans(d, out):
     import reference
 
@@ -167,6 +179,24 @@ def variants() -> list[Variant]:
             "not included",
             None,
             note="K-means is in Flink ML, a separate library (not on PyPI with apache-flink)",
+        ),
+        # mds ----------------------------------------------------------------------------
+        Variant(
+            "mds",
+            "heddle",
+            "Rust heddle::apps::mds, DA-SMACOF (mds)",
+            lambda d, out, s, st: heddle_run(
+                "mds", "--input", d["input"], "--dim", 3, "--output", coords_file(out)
+            ),
+            harness_check=check_heddle_mds,
+        ),
+        Variant(
+            "mds",
+            "sklearn",
+            "MDS(metric_mds=True, n_init=1)",
+            peer("native", "mds_sklearn.py"),
+            note="SMACOF from a random start, at most 300 iterations; one process, its BLAS "
+            "pools on the 2 cores",
         ),
         # sort ---------------------------------------------------------------------------
         Variant(
@@ -335,6 +365,13 @@ def variants() -> list[Variant]:
                 out,
             ],
             check_heddle_kmeans,
+        ),
+        (
+            "mds",
+            "mds",
+            "Python heddle.apps.mds (mds.py)",
+            lambda d, out, s: ["--input", d["input"], "--dim", 3, "--output", coords_file(out)],
+            check_heddle_mds,
         ),
         (
             "tasks",

@@ -168,3 +168,19 @@ def test_python_bad_matrix_names_the_entry():
         mds(d, comm=heddle.init())
     with pytest.raises(ValueError, match="must be a square matrix"):
         mds(d[:, :5])
+
+
+def test_python_example(tmp_path):
+    """examples/python/mds.py: its JSON line, its check, the coordinates it writes."""
+    from conftest import run_job
+
+    delta = distances(clustered(100, seed=5))
+    np.save(tmp_path / "d.npy", delta)
+    example = ROOT / "examples" / "python" / "mds.py"
+    args = ["--input", str(tmp_path / "d.npy"), "--output", str(tmp_path / "x.npy")]
+    job = run_job(2, str(example), *args)
+    assert job.returncode == 0, job
+    rep = job.reports[0]
+    assert rep["ok"] is True and rep["api"] == "python" and rep["points"] == 100, rep
+    assert abs(normalized_stress(np.load(tmp_path / "x.npy"), delta) - rep["stress"]) <= 1e-9
+    assert not list(tmp_path.glob("*pending*")), "a temporary output file was left"

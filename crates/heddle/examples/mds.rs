@@ -82,15 +82,23 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let fit = mds(&comm, &delta, weights.as_ref(), init.as_deref(), &opts)?;
     let mut job_s = [start.elapsed().as_secs_f64()];
     comm.allreduce(&mut job_s, Op::Max)?;
+    // The check: finite coordinates whose stress is below that of every point at the
+    // centre (which is 1: d = 0 everywhere), i.e. the fit found structure.
+    let ok = fit.coords.iter().all(|x| x.is_finite()) && fit.stress < 1.0;
     if rank == 0 {
         if let Some(out) = &args.output {
             write_coords(out, &fit.coords, args.dim)?;
         }
         println!(
-            "{{\"example\": \"mds\", \"points\": {}, \"dim\": {}, \"stress\": {:.6e}, \
-             \"iterations\": {}, \"temperatures\": {}, \"job_s\": {:.3}, \"workers\": {size}}}",
+            "{{\"example\": \"mds\", \"ok\": {ok}, \"points\": {}, \"dim\": {}, \
+             \"stress\": {:.6e}, \"iterations\": {}, \"temperatures\": {}, \"job_s\": {:.3}, \
+             \"workers\": {size}}}",
             delta.n, args.dim, fit.stress, fit.iterations, fit.temperatures, job_s[0]
         );
     }
-    Ok(())
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("the fit failed: stress {} (or coordinates not finite)", fit.stress).into())
+    }
 }
