@@ -218,7 +218,12 @@ def merge_results(new: dict, path: Path) -> dict:
         log(f"--merge: {path} does not exist; writing this run's results alone")
         return new
     old = json.loads(path.read_text())
-    if bool(old.get("quick")) != bool(new["quick"]) or old.get("sizes") != new["sizes"]:
+    # A size added since the earlier run (a new workload's) is no conflict.
+    old_sizes, new_sizes = old.get("sizes") or {}, new["sizes"]
+    shared = set(old_sizes) & set(new_sizes)
+    if bool(old.get("quick")) != bool(new["quick"]) or any(
+        old_sizes[k] != new_sizes[k] for k in shared
+    ):
         raise SystemExit(
             f"--merge: {path} was made with other data sizes (quick={old.get('quick')}, "
             f"sizes {old.get('sizes')}); rerun without --merge or with the same sizes"
@@ -228,6 +233,7 @@ def merge_results(new: dict, path: Path) -> dict:
     replaced = len(old["runs"]) - len(kept)
     ar_new = bool(new["allreduce"]["runs"])
     merged = dict(old)
+    merged["sizes"] = {**new_sizes, **old_sizes}
     merged["runs"] = kept + new["runs"]
     merged["allreduce"] = {"runs": new["allreduce"]["runs"] if ar_new else old["allreduce"]["runs"]}
     merged["workloads"] = [

@@ -3,7 +3,9 @@ ranks with Heddle's collectives.
 
 :func:`mds` is DA-SMACOF multidimensional scaling (``heddle::apps::mds`` in Rust): every
 rank passes the same dissimilarity matrix, keeps its block of rows, and gets the same
-coordinates back.
+coordinates back. :func:`procrustes` turns one embedding onto another (MDS fixes
+coordinates only up to a rotation or reflection), for sequences of embeddings such as
+the segments of a time series.
 
 >>> import numpy as np
 >>> from heddle.apps import mds
@@ -23,7 +25,7 @@ import numpy as np
 
 from heddle._heddle import apps as _apps
 
-__all__ = ["mds"]
+__all__ = ["mds", "procrustes"]
 
 PathLike = str | os.PathLike[str]
 
@@ -83,3 +85,25 @@ def mds(
         comm, delta, n, source, w, start, out, dim, anneal, max_iter, tol, seed
     )
     return out, stress
+
+
+def procrustes(coords: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """``coords`` (``n × dim``) centred and turned (rotated, or reflected) onto
+    ``reference`` (the same shape), distances kept: the orthogonal ``R`` minimizing
+    ``‖(X − x̄) R − (Y − ȳ)‖`` by the SVD of ``(X − x̄)ᵀ (Y − ȳ)``; the result is
+    centred on ``reference``'s centroid.
+
+    >>> import numpy as np
+    >>> y = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
+    >>> turned = y @ np.array([[0.0, -1.0], [1.0, 0.0]]) + 5.0
+    >>> bool(np.allclose(procrustes(turned, y), y))
+    True
+    """
+    x = np.asarray(coords, dtype=np.float64)
+    y = np.asarray(reference, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 2:
+        raise ValueError(f"procrustes: coords {x.shape} and reference {y.shape} differ")
+    xc, yc = x - x.mean(0), y - y.mean(0)
+    u, _, vt = np.linalg.svd(xc.T @ yc)
+    result: np.ndarray = xc @ (u @ vt) + y.mean(0)
+    return result

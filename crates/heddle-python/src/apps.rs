@@ -9,8 +9,8 @@ use crate::buffer::{Buffer, Dtype};
 use crate::comm::PyComm;
 use crate::errors::{self, argument};
 
-/// A float64 C-order buffer of `len` values (`what` names it in errors), copied.
-fn values(obj: &Bound<'_, PyAny>, len: usize, what: &str) -> PyResult<Vec<f64>> {
+/// A float64 C-order buffer of `len` values (`what` names it in errors), exported.
+fn buffer(obj: &Bound<'_, PyAny>, len: usize, what: &str) -> PyResult<Buffer> {
     let b = Buffer::get(obj, false, what)?;
     if b.dtype != Dtype::F64 || b.elements() != len {
         return Err(argument(format!(
@@ -18,12 +18,26 @@ fn values(obj: &Bound<'_, PyAny>, len: usize, what: &str) -> PyResult<Vec<f64>> 
             b.describe()
         )));
     }
-    let region = b.region();
-    if !region.aligned_for(8) {
+    if !b.region().aligned_for(8) {
         return Err(argument(format!("{what} must be aligned to 8 bytes (numpy's are)")));
     }
-    // SAFETY: the buffer stays exported until `b` drops after the copy; aligned (above).
-    Ok(unsafe { region.typed::<f64>() }.to_vec())
+    Ok(b)
+}
+
+/// A worker's rows of the `n × n` matrix `obj`, checked whole.
+fn rows(
+    obj: &Bound<'_, PyAny>,
+    n: usize,
+    what: &str,
+    source: &str,
+    comm: &PyComm,
+) -> PyResult<Rows> {
+    let b = buffer(obj, n * n, what)?;
+    let c = comm.comm();
+    // SAFETY: the buffer stays exported until `b` drops, after the rows are copied out;
+    // float64 and aligned (checked by `buffer`).
+    let full = unsafe { b.region().typed::<f64>() };
+    Rows::checked(full, n, what, source, c.rank(), c.size()).map_err(errors::apps)
 }
 
 /// ``mds_into(comm, distances, n, source, weights, init, out, dim, anneal, max_iter, tol,
@@ -50,18 +64,13 @@ fn mds_into(
     seed: u64,
 ) -> PyResult<(f64, usize, usize)> {
     let c = comm.comm();
-    let (rank, size) = (c.rank(), c.size());
-    let full = values(distances, n * n, "distances")?;
-    let delta = Rows::checked(&full, n, "distances", source, rank, size).map_err(errors::apps)?;
-    drop(full);
-    let weights = match weights {
-        Some(w) => {
-            let full = values(w, n * n, "weights")?;
-            Some(Rows::checked(&full, n, "weights", "weights", rank, size).map_err(errors::apps)?)
-        }
+    let delta = rows(distances, n, "distances", source, comm)?;
+    let weights = weights.map(|w| rows(w, n, "weights", "the weights array", comm)).transpose()?;
+    let init = match init {
+        // SAFETY: exported until the copy is made; float64 and aligned (checked).
+        Some(x) => Some(unsafe { buffer(x, n * dim, "init")?.region().typed::<f64>() }.to_vec()),
         None => None,
     };
-    let init = init.map(|x| values(x, n * dim, "init")).transpose()?;
     let o = Buffer::get(out, true, "out")?;
     if o.dtype != Dtype::F64 || o.elements() != n * dim || !o.region().aligned_for(8) {
         return Err(argument(format!("out must hold {} float64 values, aligned", n * dim)));

@@ -140,25 +140,33 @@ fn read_square(path: &Path) -> Result<(usize, Vec<f64>), Error> {
     Ok((rows as usize, values))
 }
 
-/// Checks a dissimilarity (or weight) matrix: finite, non-negative, symmetric, zero on
-/// the diagonal (weights may have anything there).
+/// Checks a dissimilarity (or weight) matrix: finite, non-negative, zero on the diagonal
+/// (weights may have anything there), in one pass in row order; then symmetric, tile by
+/// tile (a row of one tile against a column of its mirror stays in the cache).
 fn check(m: &[f64], n: usize, what: &str) -> Result<(), String> {
     let weights = what == "weights";
-    for i in 0..n {
-        for j in 0..n {
-            let v = m[i * n + j];
-            let at = format!("{what}[{i}, {j}] = {v}");
-            if !v.is_finite() || v < 0.0 {
-                return Err(format!("{at}: entries must be finite and non-negative"));
-            }
-            if i == j && v != 0.0 && !weights {
-                return Err(format!("{at}: the diagonal must be zero"));
-            }
-            let t = m[j * n + i];
-            if j > i && (v - t).abs() > SYMMETRY_TOLERANCE * v.abs().max(t.abs()) {
-                return Err(format!(
-                    "{at} but {what}[{j}, {i}] = {t}: the matrix must be symmetric"
-                ));
+    for (at, &v) in m.iter().enumerate() {
+        let (i, j) = (at / n, at % n);
+        if !v.is_finite() || v < 0.0 {
+            return Err(format!("{what}[{i}, {j}] = {v}: entries must be finite and non-negative"));
+        }
+        if i == j && v != 0.0 && !weights {
+            return Err(format!("{what}[{i}, {j}] = {v}: the diagonal must be zero"));
+        }
+    }
+    const TILE: usize = 64;
+    for bi in (0..n).step_by(TILE) {
+        for bj in (bi..n).step_by(TILE) {
+            for i in bi..(bi + TILE).min(n) {
+                for j in bj.max(i + 1)..(bj + TILE).min(n) {
+                    let (v, t) = (m[i * n + j], m[j * n + i]);
+                    if (v - t).abs() > SYMMETRY_TOLERANCE * v.abs().max(t.abs()) {
+                        return Err(format!(
+                            "{what}[{i}, {j}] = {v} but {what}[{j}, {i}] = {t}: the matrix \
+                             must be symmetric"
+                        ));
+                    }
+                }
             }
         }
     }

@@ -45,8 +45,6 @@ pub(super) struct Smacof<'a> {
     pub(super) counts: Vec<usize>,
     pub(super) cg_tol: f64,
     pub(super) cg_max: usize,
-    scratch: Vec<f64>,
-    coef: Vec<f64>,
 }
 
 impl<'a> Smacof<'a> {
@@ -58,8 +56,7 @@ impl<'a> Smacof<'a> {
     ) -> Smacof<'a> {
         let (n, size) = (delta.n, comm.size());
         let counts = (0..size).map(|r| n * (r + 1) / size - n * r / size).collect();
-        let (scratch, coef) = (vec![0.0; n], vec![0.0; n]);
-        Smacof { comm, delta, weights, counts, cg_tol: cg.0, cg_max: cg.1, scratch, coef }
+        Smacof { comm, delta, weights, counts, cg_tol: cg.0, cg_max: cg.1 }
     }
 
     /// The own rows of `B(Z) Z` (row-major, `dim` values a row) for the dissimilarities
@@ -73,28 +70,17 @@ impl<'a> Smacof<'a> {
     ) -> Result<f64, Error> {
         let dim = z.cols.len();
         let (mut num, mut den) = (0.0, 0.0);
+        let cols: Vec<&[f64]> = z.cols.iter().map(Vec::as_slice).collect();
         for li in 0..self.delta.len() {
             let i = self.delta.first + li;
+            let zi: Vec<f64> = cols.iter().map(|c| c[i]).collect();
+            let row = &mut out[li * dim..(li + 1) * dim];
             let delta = self.delta.row(li);
-            let d2 = &mut self.scratch;
-            d2.iter_mut().for_each(|x| *x = 0.0);
-            for c in &z.cols {
-                let zi = c[i];
-                d2.iter_mut().zip(c).for_each(|(s, &zj)| *s += (zi - zj) * (zi - zj));
-            }
-            let weights = self.weights.map(|w| w.row(li));
-            for (j, (c, &s)) in self.coef.iter_mut().zip(d2.iter()).enumerate() {
-                let w = weights.map_or(1.0, |w| w[j]);
-                let dh = (delta[j] - shift).max(0.0);
-                let dist = s.sqrt();
-                num += w * (dist - dh) * (dist - dh);
-                den += w * dh * dh;
-                *c = if dist > 0.0 { w * dh / dist } else { 0.0 };
-            }
-            for (k, col) in z.cols.iter().enumerate() {
-                let zi = col[i];
-                out[li * dim + k] = self.coef.iter().zip(col).map(|(&c, &zj)| c * (zi - zj)).sum();
-            }
+            let (n, d) = match self.weights.map(|w| w.row(li)) {
+                Some(w) => row_sums(&cols, &zi, delta, shift, |j| w[j], row),
+                None => row_sums(&cols, &zi, delta, shift, |_| 1.0, row),
+            };
+            (num, den) = (num + n, den + d);
         }
         let mut sums = [num, den];
         self.comm.allreduce(&mut sums, Op::Sum)?;
@@ -176,4 +162,65 @@ impl<'a> Smacof<'a> {
         }
         Ok(x)
     }
+}
+
+/// Points handled together: the loops over a block's lanes become vector code.
+const LANES: usize = 8;
+
+/// Row `i` of `B(Z) Z` (into `out`, `dim` values) and the row's stress terms
+/// `(Σ w (d − δ̂)², Σ w δ̂²)`, `zi` being point `i`'s coordinates, `cols` every point's by
+/// dimension, `delta` the row's dissimilarities lowered by `shift` (clamped at zero) and
+/// `w` its weights. `B`'s entry for `j` is `w δ̂ / d` (0 where `d` is 0: the point itself
+/// or one at the same place).
+fn row_sums(
+    cols: &[&[f64]],
+    zi: &[f64],
+    delta: &[f64],
+    shift: f64,
+    w: impl Fn(usize) -> f64,
+    out: &mut [f64],
+) -> (f64, f64) {
+    let n = delta.len();
+    let (mut num, mut den) = ([0.0; LANES], [0.0; LANES]);
+    let mut acc = vec![[0.0; LANES]; zi.len()];
+    let whole = n - n % LANES;
+    for j0 in (0..whole).step_by(LANES) {
+        let mut d2 = [0.0; LANES];
+        for (col, &x) in cols.iter().zip(zi) {
+            let col = &col[j0..j0 + LANES];
+            for l in 0..LANES {
+                let t = x - col[l];
+                d2[l] += t * t;
+            }
+        }
+        let mut c = [0.0; LANES];
+        for l in 0..LANES {
+            let (wj, dist) = (w(j0 + l), d2[l].sqrt());
+            let dh = (delta[j0 + l] - shift).max(0.0);
+            num[l] += wj * (dist - dh) * (dist - dh);
+            den[l] += wj * dh * dh;
+            c[l] = if dist > 0.0 { wj * dh / dist } else { 0.0 };
+        }
+        for ((col, &x), a) in cols.iter().zip(zi).zip(acc.iter_mut()) {
+            let col = &col[j0..j0 + LANES];
+            for l in 0..LANES {
+                a[l] += c[l] * (x - col[l]);
+            }
+        }
+    }
+    let (mut num, mut den) = (num.iter().sum::<f64>(), den.iter().sum::<f64>());
+    for (o, a) in out.iter_mut().zip(&acc) {
+        *o = a.iter().sum();
+    }
+    for j in whole..n {
+        let d2: f64 = cols.iter().zip(zi).map(|(col, &x)| (x - col[j]) * (x - col[j])).sum();
+        let (wj, dist, dh) = (w(j), d2.sqrt(), (delta[j] - shift).max(0.0));
+        num += wj * (dist - dh) * (dist - dh);
+        den += wj * dh * dh;
+        let c = if dist > 0.0 { wj * dh / dist } else { 0.0 };
+        for ((col, &x), o) in cols.iter().zip(zi).zip(out.iter_mut()) {
+            *o += c * (x - col[j]);
+        }
+    }
+    (num, den)
 }
