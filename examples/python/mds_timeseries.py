@@ -6,11 +6,12 @@ correlation distances of their returns (``√(2 (1 − ρ))``), each window star
 previous window's solution and turned onto it (``heddle.apps.procrustes``), so that the
 points move smoothly and their trajectories can be drawn.
 
-Prints one JSON line: windows, assets, the stress of each window, the mean distance an
-asset moves from one window to the next after alignment and before it (alignment must not
-make it larger: the check), and the job time. ``--output DIR`` writes
-``coords-NNN.npy`` per window; ``--plot FILE.png`` draws the first two coordinates'
-trajectories, coloured by sector (needs matplotlib).
+Prints one JSON line: windows, assets, the stress of each window, how far the assets move
+from one window to the next (root mean square) after alignment and before it (alignment,
+which minimizes it, must not make it larger: the check), and the job time.
+``--output DIR`` writes ``coords-NNN.npy`` per window; ``--plot FILE.png`` draws, in the
+first two coordinates, every asset's last position, each sector's centroid window by window
+(thick) and three assets of each sector (thin), coloured by sector (needs matplotlib).
 
     heddle run -n 2 examples/python/mds_timeseries.py --assets 400 --days 1500 \\
         --window 250 --step 50 --plot docs/apps/mds-trajectories.png
@@ -53,6 +54,11 @@ def distances(returns: np.ndarray) -> np.ndarray:
     return (d + d.T) / 2
 
 
+def rms(moves: np.ndarray) -> float:
+    """The root mean square of the rows' lengths (what Procrustes minimizes)."""
+    return float(np.sqrt((moves * moves).sum(1).mean()))
+
+
 def plot(path: str, windows: list[np.ndarray], sector: np.ndarray) -> None:
     import matplotlib
 
@@ -60,12 +66,18 @@ def plot(path: str, windows: list[np.ndarray], sector: np.ndarray) -> None:
     import matplotlib.pyplot as plt
 
     track = np.stack(windows)  # windows × assets × 3
-    fig, ax = plt.subplots(figsize=(7, 6), dpi=110)
+    fig, ax = plt.subplots(figsize=(7, 6), dpi=100)
     colours = plt.get_cmap("tab10")
-    for a in range(track.shape[1]):
-        c = colours(int(sector[a]) % 10)
-        ax.plot(track[:, a, 0], track[:, a, 1], "-", color=c, alpha=0.35, linewidth=0.8)
-        ax.plot(track[-1, a, 0], track[-1, a, 1], "o", color=c, markersize=2.5)
+    for sec in range(int(sector.max()) + 1):
+        c, members = colours(sec % 10), np.flatnonzero(sector == sec)
+        ax.plot(track[-1, members, 0], track[-1, members, 1], "o", color=c, ms=2, alpha=0.4)
+        # Three of the sector's assets, window by window, and the sector's centroid.
+        for a in members[:3]:
+            ax.plot(track[:, a, 0], track[:, a, 1], "-", color=c, alpha=0.5, linewidth=0.7)
+        centre = track[:, members, :2].mean(1)
+        ax.plot(centre[:, 0], centre[:, 1], "-", color=c, linewidth=2.5, label=f"sector {sec}")
+        ax.plot(centre[-1, 0], centre[-1, 1], "o", color=c, ms=7, mec="black")
+    ax.legend(loc="upper right", fontsize=8)
     ax.set_title(f"{track.shape[1]} assets over {track.shape[0]} windows (MDS, aligned)")
     ax.set_xlabel("coordinate 1")
     ax.set_ylabel("coordinate 2")
@@ -101,8 +113,8 @@ def main() -> int:
         coords, stress = mds(delta, dim=3, init=previous, comm=comm)
         if previous is not None:
             aligned = procrustes(coords, previous)
-            moved_raw.append(float(np.linalg.norm(coords - previous, axis=1).mean()))
-            moved_aligned.append(float(np.linalg.norm(aligned - previous, axis=1).mean()))
+            moved_raw.append(rms(coords - previous))
+            moved_aligned.append(rms(aligned - previous))
             coords = aligned
         windows.append(coords)
         stresses.append(stress)

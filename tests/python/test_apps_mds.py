@@ -184,3 +184,42 @@ def test_python_example(tmp_path):
     assert rep["ok"] is True and rep["api"] == "python" and rep["points"] == 100, rep
     assert abs(normalized_stress(np.load(tmp_path / "x.npy"), delta) - rep["stress"]) <= 1e-9
     assert not list(tmp_path.glob("*pending*")), "a temporary output file was left"
+
+
+def test_procrustes_against_scipy():
+    """heddle.apps.procrustes turns coordinates onto a reference as scipy's orthogonal
+    Procrustes does; its doctests hold."""
+    import doctest
+
+    from scipy.linalg import orthogonal_procrustes
+
+    import heddle.apps
+    from heddle.apps import procrustes
+
+    assert doctest.testmod(heddle.apps).failed == 0
+    rng = np.random.default_rng(6)
+    y = rng.normal(size=(50, 3))
+    q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    x = (y + rng.normal(scale=0.05, size=y.shape)) @ q + 7.0
+    got = procrustes(x, y)
+    xc, yc = x - x.mean(0), y - y.mean(0)
+    r, _ = orthogonal_procrustes(xc, yc)
+    assert np.allclose(got, xc @ r + y.mean(0))
+    assert np.allclose(distances(got), distances(x))  # distances kept
+
+
+def test_time_series_workflow(tmp_path):
+    """examples/python/mds_timeseries.py: windows of a price series, each started from the
+    previous one and aligned; its check holds and it draws the trajectories."""
+    from conftest import run_job
+
+    example = ROOT / "examples" / "python" / "mds_timeseries.py"
+    args = ["--assets", "50", "--days", "360", "--window", "120", "--step", "60"]
+    args += ["--output", str(tmp_path / "w"), "--plot", str(tmp_path / "t.png")]
+    job = run_job(2, str(example), *args)
+    assert job.returncode == 0, job
+    rep = job.reports[0]
+    assert rep["ok"] is True and rep["windows"] == 5 and len(rep["stress"]) == 5, rep
+    assert rep["moved_aligned"] <= rep["moved_unaligned"] + 1e-9, rep
+    assert len(list((tmp_path / "w").glob("coords-*.npy"))) == 5
+    assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
