@@ -128,10 +128,7 @@ INTENTIONALLY_ABSENT: dict[str, dict[str, str]] = {
         "config": "the Rust settings struct; Python sets HEDDLE_* variables, reads timeout",
         "abort_handle": "runtime plumbing (the launcher's reporter); Python has Abort",
         "open_edge": "dataflow edge channels of the task runtime, not a user op",
-        "world_rank": (
-            "rank translation for the runtime's abort reports; Python keeps heddle.init()'s "
-            "world communicator for world ranks"
-        ),
+        "world_rank": "rank translation for abort reports; heddle.init()'s world has them",
         "check_aborted": (
             "every waiting Python call raises heddle.JobAborted, and the abort watcher "
             "(heddle._abort) ends an idle worker; there is nothing left to poll"
@@ -139,7 +136,7 @@ INTENTIONALLY_ABSENT: dict[str, dict[str, str]] = {
         "tcp_peers": "a transport diagnostic of the Rust tests and benchmarks, not a user op",
         "park": "an executor's idle sleep on the doorbell; Python's own waits use it already",
         "park_unless": "the executor's idle sleep that a stop or abort ends; not a user op",
-        "waker": "wakes an executor's idle sleep (stop and abort handles use it); not a user op",
+        "waker": "ends an executor's idle sleep (for stop and abort handles); not a user op",
         "sleeps_until_woken": "whether park can sleep long: executor plumbing, as park",
         # Non-blocking and wildcard point-to-point are Python's through heddle.MPI, with
         # mpi4py's Request and Status (test_mpi_api.py, test_mpi4py_compat.py).
