@@ -89,15 +89,24 @@ fn bad(path: &Path, message: String) -> Error {
     Error::Input { origin: path.display().to_string(), message }
 }
 
+/// The bytes of the file at `path`.
+fn read(path: &Path) -> Result<Vec<u8>, Error> {
+    std::fs::read(path).map_err(|e| bad(path, format!("cannot read it: {e}")))
+}
+
+/// The `.npy` array in `bytes`, read from `path`.
+fn parse<'a>(path: &Path, bytes: &'a [u8]) -> Result<npyz::NpyFile<&'a [u8]>, Error> {
+    npyz::NpyFile::new(bytes).map_err(|e| bad(path, format!("not a .npy file: {e}")))
+}
+
 /// `n × dim` float64 coordinates (C order) from the `.npy` file at `path`: a start for
 /// [`super::mds`].
 ///
 /// # Errors
 /// [`Error::Input`] naming the file if it is not such an array.
 pub fn read_coords(path: &Path, n: usize, dim: usize) -> Result<Vec<f64>, Error> {
-    let bytes = std::fs::read(path).map_err(|e| bad(path, format!("cannot read it: {e}")))?;
-    let npy =
-        npyz::NpyFile::new(&bytes[..]).map_err(|e| bad(path, format!("not a .npy file: {e}")))?;
+    let bytes = read(path)?;
+    let npy = parse(path, &bytes)?;
     if npy.shape() != [n as u64, dim as u64] || npy.order() != npyz::Order::C {
         let shape = npy.shape().to_vec();
         return Err(bad(path, format!("holds shape {shape:?}; give {n} × {dim} coordinates")));
@@ -110,9 +119,8 @@ pub fn read_coords(path: &Path, n: usize, dim: usize) -> Result<Vec<f64>, Error>
 
 /// The values of a square float32 or float64 C-order `.npy` matrix, as float64.
 fn read_square(path: &Path) -> Result<(usize, Vec<f64>), Error> {
-    let bytes = std::fs::read(path).map_err(|e| bad(path, format!("cannot read it: {e}")))?;
-    let npy =
-        npyz::NpyFile::new(&bytes[..]).map_err(|e| bad(path, format!("not a .npy file: {e}")))?;
+    let bytes = read(path)?;
+    let npy = parse(path, &bytes)?;
     let shape = npy.shape().to_vec();
     let [rows, cols] = shape[..] else {
         return Err(bad(path, format!("holds an array of shape {shape:?}; give a square matrix")));

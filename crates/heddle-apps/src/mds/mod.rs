@@ -173,39 +173,41 @@ pub fn mds(
         comm.allreduce(&mut top, Op::Max)?;
         let mut shift = top[0] / 2.0;
         while shift > top[0] * 0.01 {
-            let (fit, done) = fit(&mut run, z, shift, opts.anneal_iter, 1e-4)?;
+            let (fit, done, _) = fit(&mut run, z, shift, opts.anneal_iter, 1e-4)?;
             (z, iterations, temperatures) = (fit, iterations + done, temperatures + 1);
             shift *= opts.cooling.clamp(0.0, 0.99);
         }
     }
-    let (z, done) = fit(&mut run, z, 0.0, opts.max_iter, opts.tol)?;
-    // The stress of the coordinates returned.
-    let mut bz = vec![0.0; delta.len() * dim];
-    let stress = run.guttman(&z, 0.0, &mut bz)?;
+    let (z, done, stress) = fit(&mut run, z, 0.0, opts.max_iter, opts.tol)?;
+    let stress = match stress {
+        Some(s) => s,
+        None => run.guttman(&z, 0.0, &mut vec![0.0; delta.len() * dim])?,
+    };
     Ok(Embedding { coords: z.to_rows(), stress, iterations: iterations + done, temperatures })
 }
 
 /// Guttman transforms from `z` for dissimilarities lowered by `shift`, until the stress
 /// falls by less than `tol` (relative) or after `max_iter`; returns the coordinates and
-/// the transforms done.
+/// the transforms done, and the stress of the coordinates returned when it stopped on
+/// `tol` (`None` after `max_iter`: the last transform's result was not measured).
 fn fit(
     run: &mut Smacof<'_>,
     mut z: Columns,
     shift: f64,
     max_iter: usize,
     tol: f64,
-) -> Result<(Columns, usize), Error> {
+) -> Result<(Columns, usize, Option<f64>), Error> {
     let mut bz = vec![0.0; run.delta.len() * z.cols.len()];
     let mut last = f64::INFINITY;
     for i in 0..max_iter {
         let stress = run.guttman(&z, shift, &mut bz)?;
         if last - stress <= tol * last.min(1.0).max(stress) {
-            return Ok((z, i));
+            return Ok((z, i, Some(stress)));
         }
         last = stress;
         z = run.update(&z, &bz)?;
     }
-    Ok((z, max_iter))
+    Ok((z, max_iter, None))
 }
 
 /// `n × dim` coordinates uniform in the unit cube, the same on every worker.
