@@ -198,10 +198,12 @@ fuzz:
 	fuzz/run.sh $(or $(SECONDS),600)
 
 ## A short fuzzing run of every target (the same targets as `make fuzz`), part of `make test`:
-## any crash fails it.
+## any crash fails it. FUZZ_CLEAN=1 (set by .ci/run) removes the fuzz build afterwards, to
+## leave the disk to the suites that follow.
 FUZZ_SECONDS ?= 15
 test-fuzz:
 	CARGO_BUILD_JOBS=$(JOBS) fuzz/run.sh $(FUZZ_SECONDS)
+	$(if $(FUZZ_CLEAN),rm -rf fuzz/target)
 
 clean:
 	$(CARGO) clean
