@@ -19,7 +19,8 @@ class Resources:
     ``net_bytes_per_s``: bytes per second of records it may send on its edges (an amount
     too; 0, no limit), enforced by a token bucket in front of its edges;
     ``io_bytes_per_s``: bytes per second it may read from and write to each block device;
-    ``isolation``: where a task-graph compute instance runs — ``"thread"`` (of its
+    ``isolation``: where a task-graph compute instance or a data-API record-wise stage's
+    partition runs — ``"thread"`` (of its
     worker), ``"process"`` (forked from its worker, confined to ``cpus``, ``memory`` and
     ``io_bytes_per_s`` by control groups; its records cross shared memory, so they must
     pickle) or ``"auto"`` (the default: a process when there is memory or an I/O rate to
@@ -74,16 +75,16 @@ class Resources:
         e = self.expected
         return list(e.items()) if isinstance(e, Mapping) else list(e)
 
-    def amounts(self) -> tuple[float, int, int]:
-        """``(cpus, memory, net_bytes_per_s)`` as numbers, as the native layer takes them
-        for a data-API stage, which runs as threads of its workers: a stage asking for a
-        process or an I/O rate (enforced only on processes) raises ``ValueError``."""
-        if self.isolation == "process" or int(self.io_bytes_per_s) > 0:
-            raise ValueError(
-                "a data-API stage runs as threads of its workers: isolation='process' and "
-                "io_bytes_per_s are for task-graph compute vertices (heddle.task.TaskGraph)"
-            )
-        return float(self.cpus), int(self.memory), int(self.net_bytes_per_s)
+    def amounts(self) -> tuple[float, int, int, int, str]:
+        """``(cpus, memory, net_bytes_per_s, io_bytes_per_s, isolation)`` as the native
+        layer takes them for a data-API stage."""
+        return (
+            float(self.cpus),
+            int(self.memory),
+            int(self.net_bytes_per_s),
+            int(self.io_bytes_per_s),
+            self.isolation,
+        )
 
 
 @dataclass(frozen=True)

@@ -48,15 +48,28 @@ class DataSet:
         cpus: float = 1.0,
         memory: int | str = 0,
         net_bytes_per_s: int | str = 0,
+        io_bytes_per_s: int | str = 0,
+        isolation: str = "auto",
     ) -> DataSet:
         """The same records, the stage that makes them declaring what each of its partitions
-        asks for: a :class:`heddle.task.Resources`, or its fields (``cpus``, ``memory`` and
-        ``net_bytes_per_s``, amounts such as ``"200MiB"`` allowed). Cores and memory are
-        checked against what the workers offer when the job is planned (a stage that fits
-        nowhere fails the action, naming it, before anything runs); ``net_bytes_per_s``
-        holds its records to that rate on the edges after it.
+        asks for: a :class:`heddle.task.Resources`, or its fields (amounts such as
+        ``"200MiB"`` allowed). Cores and memory are checked against what the workers offer
+        when the job is planned (a stage that fits nowhere fails the action, naming it,
+        before anything runs); ``net_bytes_per_s`` holds its records to that rate on the
+        edges after it. A record-wise stage (``map``, ``filter``, ``flat_map``,
+        ``map_partitions``, a keyed reduction's last step …) with a ``memory`` or
+        ``io_bytes_per_s`` contract — or ``isolation="process"`` — runs each partition as
+        a child process of its worker forked with everything imported, confined by control
+        groups (over its memory it is killed, and the action fails naming the stage, the
+        contract and its peak); ``isolation="thread"`` keeps it a thread, unenforced.
         """
-        r = resources or Resources(cpus=cpus, memory=memory, net_bytes_per_s=net_bytes_per_s)
+        r = resources or Resources(
+            cpus=cpus,
+            memory=memory,
+            net_bytes_per_s=net_bytes_per_s,
+            io_bytes_per_s=io_bytes_per_s,
+            isolation=isolation,
+        )
         return self._wrap(self._native.resources(*r.amounts()))
 
     def map(self, f: Callable[[Any], Any]) -> DataSet:

@@ -194,8 +194,6 @@ def test_isolation_is_refused_where_it_cannot_apply():
     src = g.source("src", 1, lambda i: Lines(0, 1))
     with pytest.raises(heddle.GraphError, match=r"'src'.*it is a source"):
         g.resources(src, Resources(isolation="process"))
-    with pytest.raises(ValueError, match="data-API stage runs as threads"):
-        Resources(isolation="process").amounts()
 
 
 @pytest.mark.parametrize("n", [2, 3])

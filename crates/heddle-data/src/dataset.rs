@@ -88,7 +88,7 @@ impl<T: Record> DataSet<T> {
     ) -> DataSet<U>
     where
         C: Compute<Out = U>,
-        C::In: Send + 'static,
+        C::In: Record,
         U: Record,
     {
         self.then_with(name, edge, task, Strategy::default())
@@ -104,7 +104,7 @@ impl<T: Record> DataSet<T> {
     ) -> DataSet<U>
     where
         C: Compute<Out = U>,
-        C::In: Send + 'static,
+        C::In: Record,
         U: Record,
     {
         let parent = self.clone();
@@ -112,7 +112,8 @@ impl<T: Record> DataSet<T> {
         DataSet::new(&self.session, name, move |b, vname| {
             let from = parent.vertex(b)?;
             let t = task.clone();
-            let v = b.graph.compute(vname, parent.parallelism(), move |i| t(i));
+            // A thread unless its own contract asks for a process (`resources`).
+            let v = b.graph.isolable(vname, parent.parallelism(), move |i| t(i));
             b.graph.connect(&from, &v, edge());
             b.graph.strategy(&v, strategy);
             Ok(v.output())
@@ -121,15 +122,25 @@ impl<T: Record> DataSet<T> {
 
     /// The same records, with the stage that makes them declaring what each of its
     /// partitions asks for: cores and memory (checked against what the workers offer when
-    /// the job is planned: a stage that fits nowhere fails the job naming it) and
-    /// `net_bytes_per_s` (its records held to that rate on the edges after it). The
-    /// contract belongs to the stage, so every data set made from it shares it.
+    /// the job is planned: a stage that fits nowhere fails the job naming it),
+    /// `net_bytes_per_s` (its records held to that rate on the edges after it) and where
+    /// it runs ([`heddle_task::Isolation`]): a record-wise stage (`map`, `filter`,
+    /// `flat_map`, `map_partitions`, a keyed reduction's last step …) with a memory or I/O
+    /// contract runs each partition as a child process of its worker, confined by control
+    /// groups to the contract (over its memory, it is killed and the job fails naming the
+    /// stage, the contract and its peak); `Isolation::Thread` keeps it a thread, unenforced.
+    /// The contract belongs to the stage, so every data set made from it shares it.
     ///
     /// ```
-    /// use heddle_task::Resources;
+    /// use heddle_task::{Isolation, Resources};
     /// let s = heddle_data::Session::new(heddle_comm::solo(Default::default())?)?;
-    /// let squares = s.range(0, 4).map(|x| x * x).resources(Resources::new(0.5, 64 << 20));
-    /// assert_eq!(squares.collect()?, Some(vec![0, 1, 4, 9]));
+    /// let me = std::process::id();
+    /// // Each partition of the map in a process of its own, held to 64 MiB.
+    /// let pids = s.range(0, 4).map(|_| std::process::id()).resources(Resources::new(0.5, 64 << 20));
+    /// assert!(pids.collect()?.unwrap().iter().all(|&p| p != me));
+    /// let threads = s.range(0, 4).map(|_| std::process::id());
+    /// let threads = threads.resources(Resources::new(0.5, 64 << 20).isolation(Isolation::Thread));
+    /// assert!(threads.collect()?.unwrap().iter().all(|&p| p == me));
     /// // A petabyte fits no worker: the job is refused before it starts.
     /// let greedy = s.range(0, 4).map(|x| x + 1).resources(Resources::new(1.0, 1 << 50));
     /// let refused = greedy.collect().unwrap_err().to_string();

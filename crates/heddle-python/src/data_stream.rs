@@ -294,12 +294,19 @@ impl PyStream {
     }
 
     /// The same records, the stage that makes them declaring what each partition asks for.
-    fn resources(&self, cpus: f64, memory: u64, net_bytes_per_s: u64) -> PyResult<PyStream> {
-        Ok(self.wrap(self.st.resources(crate::task_graph::contract(
-            cpus,
-            memory,
-            net_bytes_per_s,
-        )?)))
+    #[pyo3(signature = (cpus, memory, net_bytes_per_s, io_bytes_per_s = 0, isolation = "auto"))]
+    fn resources(
+        &self,
+        cpus: f64,
+        memory: u64,
+        net_bytes_per_s: u64,
+        io_bytes_per_s: u64,
+        isolation: &str,
+    ) -> PyResult<PyStream> {
+        let contract = crate::task_graph::contract(cpus, memory, net_bytes_per_s)?
+            .io_bytes_per_s(io_bytes_per_s)
+            .isolation(isolation.parse().map_err(crate::errors::argument)?);
+        Ok(self.wrap(self.st.resources(contract)))
     }
 
     /// Each record to the records of the iterable ``f`` returns.

@@ -28,6 +28,11 @@ thread_local! {
 /// Keeps `e` unless an earlier exception of this run is kept already (the first one is
 /// also handed to the run's [`scope_watched`] handler).
 pub(crate) fn record(e: PyErr) {
+    if crate::task_adapters::forked() {
+        // An isolated stage's process: the exception ends the call it is in, which the
+        // worker reports as the stage's error (the job's own channels are the worker's).
+        std::panic::resume_unwind(Box::new(heddle_task::CallFailed(described(&e))));
+    }
     if failed() {
         return;
     }

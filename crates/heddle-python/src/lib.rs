@@ -78,6 +78,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[pymodule]
 fn _heddle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    heddle_task::set_fork_hooks(task_adapters::FORK_HOOKS);
     exceptions::register(m)?;
     error_samples::register(m)?;
     record::register(m)?;

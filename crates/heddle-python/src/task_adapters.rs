@@ -36,17 +36,25 @@ pub(crate) struct PyTask {
 /// ends on it, its text is the error the worker reports).
 fn task_error(info: &TaskInfo, e: PyErr) -> heddle_task::Error {
     let message = e.to_string();
-    if FORKED.load(Ordering::Relaxed) {
-        flush_output();
-    } else {
+    if !FORKED.load(Ordering::Relaxed) {
         failure::record(e);
     }
     heddle_task::Error::Task { task: info.to_string(), message }
 }
 
-/// Set in an isolated task's process, which leaves with `_exit`: its Python output is
-/// flushed before it can.
+/// Set in an isolated task's process, whose failures end it (and reach the worker as
+/// text) instead of being recorded to be raised.
 static FORKED: AtomicBool = AtomicBool::new(false);
+
+/// Whether this is an isolated task's process.
+pub(crate) fn forked() -> bool {
+    FORKED.load(Ordering::Relaxed)
+}
+
+/// The hooks every isolated task of a Python worker forks through (a task graph's
+/// vertex or a data set's stage alike).
+pub(crate) const FORK_HOOKS: heddle_task::ForkHooks =
+    heddle_task::ForkHooks { fork: fork_interpreter, before_exit: flush_output };
 
 /// Forks the process of an isolated Python task as `os.fork` does: the interpreter's
 /// lock held across the fork (no other thread is inside Python when it happens), its
@@ -71,8 +79,8 @@ fn fork_interpreter(fork: &mut dyn FnMut() -> i32) -> i32 {
     })
 }
 
-/// Flushes `sys.stdout` and `sys.stderr` (an isolated process leaves without Python's
-/// own exit, which would).
+/// Flushes `sys.stdout` and `sys.stderr` (an isolated process leaves with `_exit`, not
+/// Python's own exit, which would).
 fn flush_output() {
     Python::attach(|py| {
         if let Ok(sys) = py.import("sys") {
@@ -193,9 +201,6 @@ impl PyTask {
     fn close(&self, ctx: &mut dyn CtxOps) -> heddle_task::Result<()> {
         if self.has_close && self.obj.is_some() {
             self.call::<PyObj>(ctx, Some("close"), None)?;
-        }
-        if FORKED.load(Ordering::Relaxed) {
-            flush_output();
         }
         Ok(())
     }
@@ -343,9 +348,5 @@ impl<I: InRec, O: OutRec> Compute for PyCompute<I, O> {
 
     fn close(&mut self, ctx: &mut Context<'_, O>) -> heddle_task::Result<()> {
         self.task.close(ctx)
-    }
-
-    fn around_fork(&mut self, fork: &mut dyn FnMut() -> i32) -> i32 {
-        fork_interpreter(fork)
     }
 }

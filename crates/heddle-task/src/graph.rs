@@ -253,12 +253,48 @@ impl TaskGraph {
         C::In: serde::Serialize + serde::de::DeserializeOwned,
         C::Out: Clone + serde::Serialize + serde::de::DeserializeOwned,
     {
+        let v = self.isolable(name, parallelism, make);
+        if let Ok(d) = Resources::job_default() {
+            self.vertices[v.id].resources.isolation = d.isolation;
+        }
+        v
+    }
+
+    /// As [`TaskGraph::isolated`], but its instances are threads until its own contract
+    /// ([`TaskGraph::resources`]) asks for a process: the job's default contract (config
+    /// file, `HEDDLE_TASK_*`) does not make them processes. For vertices a library adds
+    /// on its users' behalf, such as a data set's record-wise stages.
+    ///
+    /// ```
+    /// use heddle_task::{Isolation, Resources, TaskGraph};
+    /// # use heddle_task::{Compute, Context, Result};
+    /// # struct Double;
+    /// # impl Compute for Double {
+    /// #     type In = u64;
+    /// #     type Out = u64;
+    /// #     fn execute(&mut self, ctx: &mut Context<'_, u64>, x: u64) -> Result<()> {
+    /// #         ctx.emit(2 * x);
+    /// #         Ok(())
+    /// #     }
+    /// # }
+    /// let mut g = TaskGraph::new();
+    /// let v = g.isolable("double", 2, |_| Double);
+    /// g.resources(&v, Resources::new(1.0, 64 << 20).isolation(Isolation::Process));
+    /// ```
+    pub fn isolable<C: Compute>(
+        &mut self,
+        name: &str,
+        parallelism: u32,
+        make: impl Fn(u32) -> C + 'static,
+    ) -> Vertex<C::In, C::Out>
+    where
+        C::In: serde::Serialize + serde::de::DeserializeOwned,
+        C::Out: Clone + serde::Serialize + serde::de::DeserializeOwned,
+    {
         let v = self.compute(name, parallelism, move |i| crate::Isolated::new(make(i)));
         let def = &mut self.vertices[v.id];
         def.isolable = true;
-        if let Ok(d) = Resources::job_default() {
-            def.resources.isolation = d.isolation;
-        }
+        def.resources.isolation = crate::Isolation::Thread;
         Vertex { id: v.id, _io: PhantomData }
     }
 
@@ -325,8 +361,10 @@ impl TaskGraph {
             }
             if v.resources.isolation == crate::Isolation::Process && !v.isolable {
                 return Err(Error::Graph(format!(
-                    "vertex '{}' asks to run as an isolated process; build it with \
-                     TaskGraph::isolated (its records must serialize)",
+                    "vertex '{}' asks to run as an isolated process, which only compute \
+                     vertices built with TaskGraph::isolated or ::isolable can: a data \
+                     set's stages made by map, filter, flat_map, map_partitions, \
+                     reduce_by_key and the like, not its sources, joins, unions or actions",
                     v.name
                 )));
             }

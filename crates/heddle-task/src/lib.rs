@@ -73,7 +73,10 @@ pub use error::{Error, ErrorVariant, Result};
 pub use exec::{AbortHandle, Context, Job, Report, StopHandle, TaskStats, THREADS_ENV};
 pub use expected::Expected;
 pub use graph::{TaskGraph, Vertex, VertexKind};
-pub use isolation::{CostTable, Enforcement, Isolated, Isolation, ProcessUsage, COSTS};
+pub use isolation::{
+    set_fork_hooks, CallFailed, CostTable, Enforcement, ForkHooks, Isolated, Isolation,
+    ProcessUsage, COSTS,
+};
 pub use offer::{Offer, CPUS_PER_WORKER_ENV, MEMORY_PER_WORKER_ENV};
 pub use plan::{Plan, PlannedEdge};
 pub use resources::{

@@ -192,14 +192,6 @@ pub trait Compute: Send + 'static {
     fn usage(&self) -> Option<crate::ProcessUsage> {
         None
     }
-
-    /// Forks the process of an isolated instance: calls `fork`, which returns what
-    /// `fork(2)` returns (0 in the child), and returns the same. The default only calls
-    /// it; a task whose runtime must be told of a fork (an embedded interpreter, which
-    /// needs its lock held across it and its state reset in the child) wraps the call.
-    fn around_fork(&mut self, fork: &mut dyn FnMut() -> i32) -> i32 {
-        fork()
-    }
 }
 
 /// Identity of one task instance.

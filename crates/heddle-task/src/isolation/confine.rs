@@ -5,7 +5,8 @@
 //! be made (no permission, no controller, a v2 group that cannot delegate), the memory
 //! contract falls back to `setrlimit(RLIMIT_DATA)` in the child, with a warning.
 //!
-//! Groups are named `heddle-<worker pid>-<task id>` and removed when the task ends;
+//! Groups are named `heddle-<worker pid>-<task id>-<sequence number in the worker>`
+//! and removed when the task ends;
 //! groups left by a worker that was killed are removed by the next one that makes a
 //! group in the same place.
 
@@ -63,7 +64,11 @@ impl Confinement {
     pub(crate) fn create(task_name: &str, task: u32, contract: &Resources) -> Confinement {
         let wants_memory = contract.memory > 0;
         let wants_cpu = contract.cpus.is_finite() && contract.cpus > 0.0;
-        let name = format!("heddle-{}-{task}", std::process::id());
+        // A worker may run several jobs at once (whose task ids repeat): a sequence
+        // number makes each group its own.
+        static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let seq = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("heddle-{}-{task}-{seq}", std::process::id());
         let mut c = Self::create_in(
             task_name,
             &name,

@@ -26,6 +26,7 @@
 //! ```
 
 mod confine;
+mod fork_hooks;
 mod process;
 
 use std::time::Instant;
@@ -35,6 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use confine::Confinement;
 pub use confine::Enforcement;
+pub use fork_hooks::{set_fork_hooks, CallFailed, ForkHooks};
 use process::{Child, Reply, Request};
 
 use crate::{Compute, Context, Error, Produced, Result};
@@ -136,6 +138,8 @@ impl ProcessUsage {
 /// crossing shared memory (which is why they must serialize).
 pub struct Isolated<C: Compute> {
     task: Option<C>,
+    /// Placed, as a thread or a process (decided once, at the first call).
+    placed: bool,
     running: Option<Running>,
     usage: Option<ProcessUsage>,
 }
@@ -161,7 +165,7 @@ impl<C: Compute> std::fmt::Debug for Isolated<C> {
 impl<C: Compute> Isolated<C> {
     /// `task`, placed when it first runs.
     pub fn new(task: C) -> Isolated<C> {
-        Isolated { task: Some(task), running: None, usage: None }
+        Isolated { task: Some(task), placed: false, running: None, usage: None }
     }
 }
 
@@ -172,9 +176,10 @@ where
 {
     /// Places the task on its first call: a process if its contract says so.
     fn place(&mut self, ctx: &Context<'_, C::Out>) -> Result<()> {
-        if self.running.is_some() || self.usage.is_some() {
+        if self.placed {
             return Ok(());
         }
+        self.placed = true;
         let info = ctx.info();
         let contract = &info.resources;
         if !runs_as_process(contract) {

@@ -114,7 +114,7 @@ pub(crate) struct Ended {
 /// # Errors
 /// Rings that cannot be made, a failed `fork`, or a group the process could not join.
 pub(crate) fn spawn<C: Compute>(
-    mut task: C,
+    task: C,
     info: &TaskInfo,
     confinement: &Confinement,
     memory: u64,
@@ -128,11 +128,10 @@ where
     let started = Instant::now();
     // SAFETY: getpid only reads.
     let worker = unsafe { libc::getpid() };
-    // SAFETY: the child only runs the task loop below on this thread's copy of the
-    // address space and leaves with `_exit`; it takes no lock another thread may hold
-    // except the allocator's, which glibc resets at fork (and what the task's own
-    // `around_fork` holds across the fork).
-    let pid = task.around_fork(&mut || unsafe { libc::fork() });
+    // The child only runs the task loop below on this thread's copy of the address space
+    // and leaves with `_exit`; it takes no lock another thread may hold except the
+    // allocator's, which glibc resets at fork (and what the fork hooks hold across it).
+    let pid = super::fork_hooks::fork();
     if pid < 0 {
         return Err(format!("fork: {}", std::io::Error::last_os_error()));
     }
@@ -322,7 +321,10 @@ where
         let outcome = match result {
             Ok(Ok(more)) => Ok(more),
             Ok(Err(e)) => Err(e.to_string()),
-            Err(panic) => Err(format!("panicked: {}", panic_text(panic.as_ref()))),
+            Err(panic) => Err(match panic.downcast::<super::CallFailed>() {
+                Ok(failed) => failed.0,
+                Err(panic) => format!("panicked: {}", panic_text(panic.as_ref())),
+            }),
         };
         if batched {
             // Answered at the batch's flush.
@@ -412,6 +414,7 @@ fn limit_data(memory: u64) {
 }
 
 fn exit(code: i32) -> ! {
+    super::fork_hooks::before_exit();
     // SAFETY: leaves without running the worker's exit handlers or destructors.
     unsafe { libc::_exit(code) }
 }
