@@ -70,7 +70,7 @@ class DataSet:
             io_bytes_per_s=io_bytes_per_s,
             isolation=isolation,
         )
-        return self._wrap(self._native.resources(*r.amounts()))
+        return self._wrap(self._native.resources(r.amounts()))
 
     def map(self, f: Callable[[Any], Any]) -> DataSet:
         """Each record through ``f``."""

@@ -245,7 +245,7 @@ class Stream:
             io_bytes_per_s=io_bytes_per_s,
             isolation=isolation,
         )
-        return self._wrap(self._native.resources(*r.amounts()))
+        return self._wrap(self._native.resources(r.amounts()))
 
     def map(self, f: Callable[[Any], Any]) -> Stream:
         """Each record through ``f``."""

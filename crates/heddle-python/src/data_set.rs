@@ -188,19 +188,9 @@ impl PyDataSet {
     }
 
     /// The same records, the stage that makes them declaring what each partition asks for.
-    #[pyo3(signature = (cpus, memory, net_bytes_per_s, io_bytes_per_s = 0, isolation = "auto"))]
-    fn resources(
-        &self,
-        cpus: f64,
-        memory: u64,
-        net_bytes_per_s: u64,
-        io_bytes_per_s: u64,
-        isolation: &str,
-    ) -> PyResult<PyDataSet> {
-        let contract = crate::task_graph::contract(cpus, memory, net_bytes_per_s)?
-            .io_bytes_per_s(io_bytes_per_s)
-            .isolation(isolation.parse().map_err(crate::errors::argument)?);
-        Ok(self.wrap(self.ds.resources(contract)))
+    /// `contract`: `(cpus, memory, net_bytes_per_s, io_bytes_per_s, isolation)`.
+    fn resources(&self, contract: crate::task_graph::StageContract) -> PyResult<PyDataSet> {
+        Ok(self.wrap(self.ds.resources(crate::task_graph::stage_contract(contract)?)))
     }
 
     /// The same records dealt round-robin over the partitions.

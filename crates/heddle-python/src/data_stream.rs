@@ -294,19 +294,9 @@ impl PyStream {
     }
 
     /// The same records, the stage that makes them declaring what each partition asks for.
-    #[pyo3(signature = (cpus, memory, net_bytes_per_s, io_bytes_per_s = 0, isolation = "auto"))]
-    fn resources(
-        &self,
-        cpus: f64,
-        memory: u64,
-        net_bytes_per_s: u64,
-        io_bytes_per_s: u64,
-        isolation: &str,
-    ) -> PyResult<PyStream> {
-        let contract = crate::task_graph::contract(cpus, memory, net_bytes_per_s)?
-            .io_bytes_per_s(io_bytes_per_s)
-            .isolation(isolation.parse().map_err(crate::errors::argument)?);
-        Ok(self.wrap(self.st.resources(contract)))
+    /// `contract`: `(cpus, memory, net_bytes_per_s, io_bytes_per_s, isolation)`.
+    fn resources(&self, contract: crate::task_graph::StageContract) -> PyResult<PyStream> {
+        Ok(self.wrap(self.st.resources(crate::task_graph::stage_contract(contract)?)))
     }
 
     /// Each record to the records of the iterable ``f`` returns.

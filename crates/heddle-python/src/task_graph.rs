@@ -418,3 +418,15 @@ pub(crate) fn contract(cpus: f64, memory: u64, net_bytes_per_s: u64) -> PyResult
     }
     Ok(Resources::new(cpus, memory).net_bytes_per_s(net_bytes_per_s))
 }
+
+/// A data-API stage's contract as `heddle.task.Resources.amounts()` gives it: `(cpus,
+/// memory, net_bytes_per_s, io_bytes_per_s, isolation)`.
+pub(crate) type StageContract = (f64, u64, u64, u64, String);
+
+/// The `Resources` of a [`StageContract`].
+pub(crate) fn stage_contract(c: StageContract) -> PyResult<Resources> {
+    let (cpus, memory, net_bytes_per_s, io_bytes_per_s, isolation) = c;
+    Ok(contract(cpus, memory, net_bytes_per_s)?
+        .io_bytes_per_s(io_bytes_per_s)
+        .isolation(isolation.parse().map_err(argument)?))
+}
