@@ -315,3 +315,47 @@ fn terasort_generated_and_from_a_file_with_spill() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_broadcast_edge_through_shared_slots_across_processes() {
+    let bench = example("bench_broadcast_edge");
+    // 4 processes on shm: the root's batches (64 KiB and 1 MiB records) go through its
+    // shared slots to its same-host children; over TCP, and with the slots turned off,
+    // through the links. Every target checks count and order-sensitive checksum.
+    for (transport, record, shared) in [
+        ("shm", "65536", true),
+        ("shm", "1048576", true),
+        ("shm", "1048576", false),
+        ("tcp", "65536", false),
+    ] {
+        let mark = marker("bcast-edge");
+        let mut args = vec![
+            "run",
+            "-n",
+            "4",
+            "--transport",
+            transport,
+            "--",
+            &bench,
+            "--records",
+            "60",
+            "--record-bytes",
+            record,
+            "--runs",
+            "2",
+        ];
+        if transport == "shm" && !shared {
+            args.push("--no-shared-slots");
+        }
+        let (out, _) = run(&mark, &args);
+        let stdout = text(&out.stdout);
+        let what = format!("{transport} {record} shared={shared}");
+        assert!(out.status.success(), "{what}: {stdout}\n{}", text(&out.stderr));
+        let line = stdout.lines().find(|l| l.starts_with("[0] {")).expect("summary line");
+        let json: serde_json::Value = serde_json::from_str(&line[4..]).unwrap();
+        assert_eq!(json["ok"], true, "{what}: {line}");
+        let n = json["shared_messages"].as_u64().unwrap();
+        assert_eq!(n > 0, shared, "{what}: {n} batches through the shared slots");
+        assert_no_survivors(&mark);
+    }
+}

@@ -53,6 +53,7 @@ use heddle_wire::{Codec, Flags, Header, Kind};
 
 use crate::comm::Shared;
 use crate::engine::{Engine, Idle};
+use crate::transport::edge_slots::SharedRef;
 use crate::transport::BoxedLink;
 use crate::{Communicator, Error, Result};
 
@@ -180,18 +181,20 @@ impl Channels {
     }
 
     /// Queues a message for `peer` if the edge's credit allows; otherwise hands it back.
-    /// A message larger than the window may go when nothing else is outstanding.
+    /// A message larger than half the window goes once half the window is free: the
+    /// receiver grants credit back a half window at a time, so up to half a window may
+    /// stay consumed but not yet granted — waiting for more than that would never end.
     pub(crate) fn try_send(
         &mut self,
         peer: usize,
         edge: u32,
         env: Envelope,
         data: Vec<u8>,
+        charge: usize,
     ) -> std::result::Result<(), Vec<u8>> {
         let c = self.channel(edge);
-        let len = data.len() as i64;
-        let full = c.credit[peer] >= c.window as i64;
-        if c.credit[peer] < len && !full {
+        let len = charge as i64;
+        if c.credit[peer] < len.min(c.window as i64 / 2) {
             return Err(data);
         }
         c.credit[peer] -= len;
@@ -212,12 +215,18 @@ impl Channels {
         let d = c.inbox.pop_front()?;
         let len = d.payload.len() as u64;
         c.inbox_bytes -= len;
-        c.consumed[d.from] += len;
-        if c.consumed[d.from] * 2 >= c.window {
-            let n = std::mem::take(&mut c.consumed[d.from]);
-            self.grants[d.from].push_back((edge, n.min(u64::from(u32::MAX)) as u32));
-        }
+        self.consumed(edge, d.from, len);
         Some(d)
+    }
+
+    /// Returns `bytes` of `from`'s credit on `edge` (granted a half window at a time).
+    pub(crate) fn consumed(&mut self, edge: u32, from: usize, bytes: u64) {
+        let Some(c) = self.edges.get_mut(&edge) else { return };
+        c.consumed[from] += bytes;
+        if c.consumed[from] * 2 >= c.window {
+            let n = std::mem::take(&mut c.consumed[from]);
+            self.grants[from].push_back((edge, n.min(u64::from(u32::MAX)) as u32));
+        }
     }
 
     /// Bytes waiting in `edge`'s inbox, and the most it ever held.
@@ -302,6 +311,8 @@ pub struct EdgeChannels {
 pub struct EdgeLink {
     shared: Arc<Shared>,
     edge: u32,
+    /// This worker's world rank.
+    rank: usize,
 }
 
 /// An edge's channels with this worker's engine held: a batch of sends and receives.
@@ -325,7 +336,9 @@ impl Communicator {
         let edge = edge | DATAFLOW_EDGE;
         shared.lock().channels.open(edge, window.max(1))?;
         let timeout = shared.config.timeout;
-        Ok(EdgeChannels { link: EdgeLink { shared, edge }, idle: Idle::default(), timeout })
+        let rank = self.world_rank(self.rank());
+        let link = EdgeLink { shared, edge, rank };
+        Ok(EdgeChannels { link, idle: Idle::default(), timeout })
     }
 }
 
@@ -396,6 +409,50 @@ impl EdgeLink {
     pub fn lock(&self) -> EdgeIo<'_> {
         EdgeIo { engine: self.shared.lock(), edge: self.edge }
     }
+
+    /// Whether `worker` (world rank) maps this worker's shared slots: same host, shared
+    /// memory (or a world inside one process).
+    pub fn shares_with(&self, worker: usize) -> bool {
+        worker != self.rank
+            && self.shared.areas.get(worker).is_some()
+            && self.shared.areas.get(self.rank).is_some()
+    }
+
+    /// Writes `data` once into this worker's shared slots for `readers` same-host workers
+    /// to copy out ([`EdgeLink::take_shared`]); send each of them the reference
+    /// ([`SharedRef::to_bytes`]) instead of the data. `None` when the data is larger than
+    /// a slot, every slot is held, or this worker has no shared slots: send it the
+    /// ordinary way.
+    pub fn share(&self, data: &[u8], readers: u32) -> Option<SharedRef> {
+        self.shared.areas.get(self.rank)?.edge_slots().share(data, readers)
+    }
+
+    /// The message `worker` shared as `r`, copied out of its slot (dropping this worker's
+    /// hold on it).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the slot no longer holds that message or `worker`'s
+    /// slots are not mapped here.
+    pub fn take_shared(&self, worker: usize, r: SharedRef) -> Result<Vec<u8>> {
+        self.shared.areas.get(worker).and_then(|a| a.edge_slots().take(r)).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "edge {}: worker {worker}'s shared slot {r:?} is not there to read",
+                self.edge & !DATAFLOW_EDGE
+            ))
+        })
+    }
+
+    /// Drops a hold on what this worker shared as `r` that will not be sent to its reader.
+    pub fn release_shared(&self, r: SharedRef) {
+        if let Some(a) = self.shared.areas.get(self.rank) {
+            a.edge_slots().release(r);
+        }
+    }
+
+    /// This worker's shared slots held now.
+    pub fn shared_held(&self) -> usize {
+        self.shared.areas.get(self.rank).map_or(0, |a| a.edge_slots().held())
+    }
 }
 
 impl EdgeIo<'_> {
@@ -410,7 +467,30 @@ impl EdgeIo<'_> {
         env: Envelope,
         data: Vec<u8>,
     ) -> std::result::Result<(), Vec<u8>> {
-        self.engine.channels.try_send(worker, self.edge, env, data)
+        let charge = data.len();
+        self.engine.channels.try_send(worker, self.edge, env, data, charge)
+    }
+
+    /// As [`EdgeIo::try_send`], taking `charge` bytes of credit rather than the message's
+    /// length: for a message that stands for more data (a [`SharedRef`]), whose receiver
+    /// returns the rest with [`EdgeIo::credit_back`].
+    ///
+    /// # Errors
+    /// `Err(data)`: no credit now.
+    pub fn try_send_charged(
+        &mut self,
+        worker: usize,
+        env: Envelope,
+        data: Vec<u8>,
+        charge: usize,
+    ) -> std::result::Result<(), Vec<u8>> {
+        self.engine.channels.try_send(worker, self.edge, env, data, charge)
+    }
+
+    /// Returns `bytes` of credit to `worker` beyond what [`EdgeIo::recv`] returned for its
+    /// message (the rest of a [`EdgeIo::try_send_charged`] charge).
+    pub fn credit_back(&mut self, worker: usize, bytes: u64) {
+        self.engine.channels.consumed(self.edge, worker, bytes);
     }
 
     /// One pass over every link: sends what credit allows, takes what arrived. Returns

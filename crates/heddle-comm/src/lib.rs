@@ -54,4 +54,5 @@ pub use datatype::Datatype;
 pub use element::{CustomOp, Element, Op};
 pub use error::{Error, ErrorVariant, Result};
 pub use heddle_wire::{Dtype, Kind};
+pub use transport::edge_slots::SharedRef;
 pub use world::{local_world, local_world_on_hosts, solo, WorldBuilder};

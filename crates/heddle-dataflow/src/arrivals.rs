@@ -6,13 +6,28 @@
 use std::collections::{HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use heddle_comm::{Delivered, Envelope, Kind};
+use heddle_comm::{Delivered, Envelope, Kind, SharedRef};
 
 use super::edge_core::{Dataflow, EdgeCore, Msg, RELAY};
 use super::semantics::Semantics;
 use super::spec::TaskId;
 use super::{Event, Operation};
 use crate::{Error, Result};
+
+/// Target id of a relayed message whose data waits in the sending worker's shared slots
+/// (the message carries a [`heddle_comm::SharedRef`]): written there once for all of the
+/// sender's same-host children in the tree, each of which copies it out.
+const RELAY_SHARED: TaskId = u32::MAX - 1;
+
+/// Relayed data messages from this size go through the shared slots (smaller ones cost
+/// less copied into each ring than a slot's claim and the extra copy).
+const SHARE_FROM_BYTES: usize = 16 << 10;
+
+/// The length of the data a shared message's reference stands for (`None`: not one): the
+/// credit its sender is charged and its receiver returns.
+pub(crate) fn shared_len(target: TaskId, data: &[u8]) -> Option<usize> {
+    (target == RELAY_SHARED).then(|| SharedRef::from_bytes(data)).flatten().map(|r| r.len())
+}
 
 /// How long a target that is about to compute its results keeps sending what peers
 /// wait for first.
@@ -127,10 +142,42 @@ impl TargetState {
     }
 }
 
+impl Drop for EdgeCore {
+    /// Drops the holds of shared messages that will not be read here: references still
+    /// queued to leave this worker (an edge ended early, by a failure or an abort), and
+    /// references that arrived and were never taken.
+    fn drop(&mut self) {
+        let link = self.channels.link();
+        for m in self.pending.iter().flatten().filter(|m| m.env.target == RELAY_SHARED) {
+            if let Some(r) = SharedRef::from_bytes(&m.data) {
+                link.release_shared(r);
+            }
+        }
+        let mut io = link.lock();
+        let _ = io.poll();
+        while let Some(d) = io.recv() {
+            if let Some(r) = SharedRef::from_bytes(&d.payload).filter(|_| d.target == RELAY_SHARED)
+            {
+                drop(link.take_shared(d.from, r));
+            }
+        }
+    }
+}
+
 impl EdgeCore {
     pub(crate) fn deliver(&mut self, d: Delivered) -> Result<()> {
         if d.target == RELAY {
             return self.relay(d);
+        }
+        if d.target == RELAY_SHARED {
+            let r = SharedRef::from_bytes(&d.payload).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "edge {}: a shared message's reference from worker {} is malformed",
+                    self.spec.edge, d.from
+                ))
+            })?;
+            let payload = self.channels.link().take_shared(d.from, r)?;
+            return self.relay(Delivered { target: RELAY, payload, ..d });
         }
         if let Some(up) = self.up.as_mut().filter(|u| u.hop(d.target).is_some()) {
             // Passing through on the way to the target's worker.
@@ -167,9 +214,26 @@ impl EdgeCore {
         if root == self.rank {
             self.relay_outstanding -= 1;
         }
-        for child in tree.children(root, &self.target_workers, self.rank, &self.hosts) {
-            let env =
-                Envelope { kind: d.kind, source: d.source, target: RELAY, sequence: d.sequence };
+        let mut children = tree.children(root, &self.target_workers, self.rank, &self.hosts);
+        let env = Envelope { kind: d.kind, source: d.source, target: RELAY, sequence: d.sequence };
+        if self.share_slots && d.kind == Kind::Data && d.payload.len() >= SHARE_FROM_BYTES {
+            // Same-host children copy one shared copy instead of one ring copy each.
+            let link = self.channels.link();
+            let near: Vec<usize> =
+                children.iter().copied().filter(|&c| link.shares_with(c)).collect();
+            if near.len() >= 2 {
+                if let Some(r) = link.share(&d.payload, near.len() as u32) {
+                    children.retain(|c| !near.contains(c));
+                    self.shared_messages += 1;
+                    for child in near {
+                        let env = Envelope { target: RELAY_SHARED, ..env };
+                        self.pending_bytes[child] += SharedRef::BYTES;
+                        self.pending[child].push_back(Msg { env, data: r.to_bytes().to_vec() });
+                    }
+                }
+            }
+        }
+        for child in children {
             self.pending_bytes[child] += d.payload.len();
             self.pending[child].push_back(Msg { env, data: d.payload.clone() });
         }
@@ -196,6 +260,12 @@ impl EdgeCore {
 }
 
 impl<S: Semantics> Dataflow<S> {
+    /// Relayed messages this worker wrote once into its shared slots for several same-host
+    /// workers (a broadcast's batches of at least 16 KiB), instead of into each one's ring.
+    pub fn shared_messages(&self) -> u64 {
+        self.core.shared_messages
+    }
+
     /// The next event for local target `target` ([`Operation::poll`]): what its queue
     /// holds, then more results from the semantics, then the next arrival taken in.
     pub(crate) fn next_event(&mut self, target: TaskId) -> Option<Event<S::Out>> {

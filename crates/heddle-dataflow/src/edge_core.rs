@@ -9,7 +9,7 @@ use heddle_comm::{EdgeChannels, Envelope, Kind};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use super::arrivals::TargetState;
+use super::arrivals::{shared_len, TargetState};
 use super::semantics::Semantics;
 use super::spec::{EdgeSpec, Mode, Options, TaskId};
 use super::tree::{BroadcastTree, MergeUp, UpTree};
@@ -55,6 +55,10 @@ pub struct EdgeCore {
     /// Relayed messages this worker sent to itself (as tree root) and has not yet
     /// received back to forward.
     pub(crate) relay_outstanding: usize,
+    /// Relayed messages this worker wrote into its shared slots for its children.
+    pub(crate) shared_messages: u64,
+    /// Whether relayed batches may go through the shared slots.
+    pub(crate) share_slots: bool,
     /// Messages to targets climb this tree (reduce, gather in batch mode).
     pub(crate) up: Option<UpTree>,
     /// Serialized record bytes each local source queued, and each local target took.
@@ -119,6 +123,8 @@ impl EdgeCore {
             target_workers,
             hosts: comm.hosts(),
             relay_outstanding: 0,
+            shared_messages: 0,
+            share_slots: opts.shared_slots,
             up: None,
             bytes_sent: HashMap::new(),
             bytes_received: HashMap::new(),
@@ -314,7 +320,9 @@ impl EdgeCore {
         for w in 0..self.pending.len() {
             while let Some(m) = self.pending[w].pop_front() {
                 let len = m.data.len();
-                match io.try_send(w, m.env, m.data) {
+                // A shared message's reference takes the credit of the data it stands for.
+                let charge = shared_len(m.env.target, &m.data).unwrap_or(len);
+                match io.try_send_charged(w, m.env, m.data, charge) {
                     Ok(()) => {
                         self.pending_bytes[w] -= len;
                         moved = true;
@@ -330,6 +338,9 @@ impl EdgeCore {
         while eager || self.ready_bytes < self.batch_bytes {
             let Some(d) = io.recv() else { break };
             moved = true;
+            if let Some(n) = shared_len(d.target, &d.payload) {
+                io.credit_back(d.from, n.saturating_sub(d.payload.len()) as u64);
+            }
             self.deliver(d)?;
         }
         drop(io);

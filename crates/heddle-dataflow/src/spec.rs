@@ -88,6 +88,10 @@ pub struct Options {
     /// `spill.budget_bytes` in memory per target and spill sorted runs to `spill.dirs`
     /// beyond it.
     pub spill: SpillConfig,
+    /// A broadcast's batches of 16 KiB and more go to two or more same-host workers
+    /// through the sender's shared slots (written once, copied out by each) rather than
+    /// through each one's ring (default: on).
+    pub shared_slots: bool,
 }
 
 impl Options {
@@ -106,6 +110,7 @@ impl Options {
             batch_bytes: 32 << 10,
             timeout: None,
             spill: SpillConfig::default(),
+            shared_slots: true,
         }
     }
 
@@ -118,6 +123,17 @@ impl Options {
     /// Sets the memory budget per target for held records, and where to spill beyond it.
     pub fn spill(mut self, budget_bytes: usize, dirs: Vec<std::path::PathBuf>) -> Options {
         self.spill = SpillConfig { dirs, budget_bytes };
+        self
+    }
+
+    /// Whether broadcasts use the workers' shared slots ([`Options::shared_slots`]).
+    ///
+    /// ```
+    /// let opts = heddle_dataflow::Options::batch().share_slots(false);
+    /// assert!(!opts.shared_slots);
+    /// ```
+    pub fn share_slots(mut self, on: bool) -> Options {
+        self.shared_slots = on;
         self
     }
 

@@ -17,8 +17,10 @@ use super::region::Region;
 pub(crate) const AREA_SLOTS: usize = 4;
 /// Bytes of a slot: a broadcast is cut into chunks of this size, pipelined over the slots.
 pub(crate) const AREA_SLOT_BYTES: usize = 512 * 1024;
-/// Bytes of an area.
-pub(crate) const AREA_BYTES: usize = AREA_SLOTS * AREA_SLOT_BYTES;
+/// Bytes of the collectives' slots.
+const COLLECTIVE_BYTES: usize = AREA_SLOTS * AREA_SLOT_BYTES;
+/// Bytes of an area: the collectives' slots, then the dataflow edges' shared slots.
+pub(crate) const AREA_BYTES: usize = COLLECTIVE_BYTES + super::edge_slots::EDGE_AREA_BYTES;
 
 /// One worker's area, as its owner (writer) or a same-host peer (reader) maps it.
 #[derive(Debug, Clone)]
@@ -45,6 +47,11 @@ impl Area {
     fn slot(&self, slot: usize, len: usize) -> *mut u8 {
         assert!(slot < AREA_SLOTS && len <= AREA_SLOT_BYTES, "slot {slot} of {len} bytes");
         self.region.at(self.offset + slot * AREA_SLOT_BYTES)
+    }
+
+    /// The dataflow edges' shared slots of this area (`edge_slots.rs`).
+    pub(crate) fn edge_slots(&self) -> super::edge_slots::EdgeSlots<'_> {
+        super::edge_slots::EdgeSlots::new(&self.region, self.offset + COLLECTIVE_BYTES)
     }
 
     /// Copies `data` into `slot`. Only the owner writes, and only a slot no reader is told

@@ -3,6 +3,7 @@
 
 pub(crate) mod bcast_area;
 pub(crate) mod doorbell;
+pub(crate) mod edge_slots;
 pub(crate) mod region;
 pub(crate) mod ring;
 pub mod shm;
