@@ -53,7 +53,6 @@ use heddle_wire::{Codec, Flags, Header, Kind};
 
 use crate::comm::Shared;
 use crate::engine::{Engine, Idle};
-use crate::transport::edge_slots::SharedRef;
 use crate::transport::BoxedLink;
 use crate::{Communicator, Error, Result};
 
@@ -192,12 +191,11 @@ impl Channels {
         data: Vec<u8>,
         charge: usize,
     ) -> std::result::Result<(), Vec<u8>> {
-        let c = self.channel(edge);
-        let len = charge as i64;
-        if c.credit[peer] < len.min(c.window as i64 / 2) {
+        if !self.can_send(peer, edge, charge) {
             return Err(data);
         }
-        c.credit[peer] -= len;
+        let c = self.channel(edge);
+        c.credit[peer] -= charge as i64;
         let mut header = Header::new(env.kind)
             .with_edge(edge)
             .with_route(env.source, env.target)
@@ -217,6 +215,12 @@ impl Channels {
         c.inbox_bytes -= len;
         self.consumed(edge, d.from, len);
         Some(d)
+    }
+
+    /// Whether `try_send` would take a message of `charge` bytes for `peer` now.
+    pub(crate) fn can_send(&mut self, peer: usize, edge: u32, charge: usize) -> bool {
+        let c = self.channel(edge);
+        c.credit[peer] >= (charge as i64).min(c.window as i64 / 2)
     }
 
     /// Returns `bytes` of `from`'s credit on `edge` (granted a half window at a time).
@@ -309,10 +313,10 @@ pub struct EdgeChannels {
 /// A handle on an open edge's channels (cheap to clone; valid while the edge is open).
 #[derive(Debug, Clone)]
 pub struct EdgeLink {
-    shared: Arc<Shared>,
-    edge: u32,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) edge: u32,
     /// This worker's world rank.
-    rank: usize,
+    pub(crate) rank: usize,
 }
 
 /// An edge's channels with this worker's engine held: a batch of sends and receives.
@@ -409,50 +413,6 @@ impl EdgeLink {
     pub fn lock(&self) -> EdgeIo<'_> {
         EdgeIo { engine: self.shared.lock(), edge: self.edge }
     }
-
-    /// Whether `worker` (world rank) maps this worker's shared slots: same host, shared
-    /// memory (or a world inside one process).
-    pub fn shares_with(&self, worker: usize) -> bool {
-        worker != self.rank
-            && self.shared.areas.get(worker).is_some()
-            && self.shared.areas.get(self.rank).is_some()
-    }
-
-    /// Writes `data` once into this worker's shared slots for `readers` same-host workers
-    /// to copy out ([`EdgeLink::take_shared`]); send each of them the reference
-    /// ([`SharedRef::to_bytes`]) instead of the data. `None` when the data is larger than
-    /// a slot, every slot is held, or this worker has no shared slots: send it the
-    /// ordinary way.
-    pub fn share(&self, data: &[u8], readers: u32) -> Option<SharedRef> {
-        self.shared.areas.get(self.rank)?.edge_slots().share(data, readers)
-    }
-
-    /// The message `worker` shared as `r`, copied out of its slot (dropping this worker's
-    /// hold on it).
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] if the slot no longer holds that message or `worker`'s
-    /// slots are not mapped here.
-    pub fn take_shared(&self, worker: usize, r: SharedRef) -> Result<Vec<u8>> {
-        self.shared.areas.get(worker).and_then(|a| a.edge_slots().take(r)).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "edge {}: worker {worker}'s shared slot {r:?} is not there to read",
-                self.edge & !DATAFLOW_EDGE
-            ))
-        })
-    }
-
-    /// Drops a hold on what this worker shared as `r` that will not be sent to its reader.
-    pub fn release_shared(&self, r: SharedRef) {
-        if let Some(a) = self.shared.areas.get(self.rank) {
-            a.edge_slots().release(r);
-        }
-    }
-
-    /// This worker's shared slots held now.
-    pub fn shared_held(&self) -> usize {
-        self.shared.areas.get(self.rank).map_or(0, |a| a.edge_slots().held())
-    }
 }
 
 impl EdgeIo<'_> {
@@ -472,7 +432,7 @@ impl EdgeIo<'_> {
     }
 
     /// As [`EdgeIo::try_send`], taking `charge` bytes of credit rather than the message's
-    /// length: for a message that stands for more data (a [`SharedRef`]), whose receiver
+    /// length: for a message that stands for more data (a [`crate::SharedRef`]), whose receiver
     /// returns the rest with [`EdgeIo::credit_back`].
     ///
     /// # Errors
@@ -485,6 +445,12 @@ impl EdgeIo<'_> {
         charge: usize,
     ) -> std::result::Result<(), Vec<u8>> {
         self.engine.channels.try_send(worker, self.edge, env, data, charge)
+    }
+
+    /// Whether [`EdgeIo::try_send_charged`] would take a message of `charge` bytes for
+    /// `worker` now.
+    pub fn can_send(&mut self, worker: usize, charge: usize) -> bool {
+        self.engine.channels.can_send(worker, self.edge, charge)
     }
 
     /// Returns `bytes` of credit to `worker` beyond what [`EdgeIo::recv`] returned for its

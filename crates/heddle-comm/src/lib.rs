@@ -30,6 +30,7 @@ mod collectives;
 mod comm;
 mod config;
 mod datatype;
+mod edge_sharing;
 mod element;
 mod engine;
 mod error;

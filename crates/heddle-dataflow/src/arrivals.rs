@@ -10,24 +10,10 @@ use heddle_comm::{Delivered, Envelope, Kind, SharedRef};
 
 use super::edge_core::{Dataflow, EdgeCore, Msg, RELAY};
 use super::semantics::Semantics;
+use super::shared_relay::RELAY_SHARED;
 use super::spec::TaskId;
 use super::{Event, Operation};
 use crate::{Error, Result};
-
-/// Target id of a relayed message whose data waits in the sending worker's shared slots
-/// (the message carries a [`heddle_comm::SharedRef`]): written there once for all of the
-/// sender's same-host children in the tree, each of which copies it out.
-const RELAY_SHARED: TaskId = u32::MAX - 1;
-
-/// Relayed data messages from this size go through the shared slots (smaller ones cost
-/// less copied into each ring than a slot's claim and the extra copy).
-const SHARE_FROM_BYTES: usize = 16 << 10;
-
-/// The length of the data a shared message's reference stands for (`None`: not one): the
-/// credit its sender is charged and its receiver returns.
-pub(crate) fn shared_len(target: TaskId, data: &[u8]) -> Option<usize> {
-    (target == RELAY_SHARED).then(|| SharedRef::from_bytes(data)).flatten().map(|r| r.len())
-}
 
 /// How long a target that is about to compute its results keeps sending what peers
 /// wait for first.
@@ -142,28 +128,6 @@ impl TargetState {
     }
 }
 
-impl Drop for EdgeCore {
-    /// Drops the holds of shared messages that will not be read here: references still
-    /// queued to leave this worker (an edge ended early, by a failure or an abort), and
-    /// references that arrived and were never taken.
-    fn drop(&mut self) {
-        let link = self.channels.link();
-        for m in self.pending.iter().flatten().filter(|m| m.env.target == RELAY_SHARED) {
-            if let Some(r) = SharedRef::from_bytes(&m.data) {
-                link.release_shared(r);
-            }
-        }
-        let mut io = link.lock();
-        let _ = io.poll();
-        while let Some(d) = io.recv() {
-            if let Some(r) = SharedRef::from_bytes(&d.payload).filter(|_| d.target == RELAY_SHARED)
-            {
-                drop(link.take_shared(d.from, r));
-            }
-        }
-    }
-}
-
 impl EdgeCore {
     pub(crate) fn deliver(&mut self, d: Delivered) -> Result<()> {
         if d.target == RELAY {
@@ -216,30 +180,16 @@ impl EdgeCore {
         }
         let mut children = tree.children(root, &self.target_workers, self.rank, &self.hosts);
         let env = Envelope { kind: d.kind, source: d.source, target: RELAY, sequence: d.sequence };
-        if self.share_slots && d.kind == Kind::Data && d.payload.len() >= SHARE_FROM_BYTES {
-            // Same-host children copy one shared copy instead of one ring copy each.
-            let link = self.channels.link();
-            let near: Vec<usize> =
-                children.iter().copied().filter(|&c| link.shares_with(c)).collect();
-            if near.len() >= 2 {
-                if let Some(r) = link.share(&d.payload, near.len() as u32) {
-                    children.retain(|c| !near.contains(c));
-                    self.shared_messages += 1;
-                    for child in near {
-                        let env = Envelope { target: RELAY_SHARED, ..env };
-                        self.pending_bytes[child] += SharedRef::BYTES;
-                        self.pending[child].push_back(Msg { env, data: r.to_bytes().to_vec() });
-                    }
-                }
-            }
-        }
-        for child in children {
-            self.pending_bytes[child] += d.payload.len();
-            self.pending[child].push_back(Msg { env, data: d.payload.clone() });
-        }
         for t in self.local_targets.clone() {
             self.deliver(Delivered { target: t, payload: d.payload.clone(), ..d.clone() })?;
         }
+        // Same-host children may copy one shared copy instead of one ring copy each.
+        let near = self.near_children(&env, d.payload.len(), &mut children);
+        for child in children {
+            self.pending_bytes[child] += d.payload.len();
+            self.pending[child].push_back(Msg::new(env, d.payload.clone()));
+        }
+        self.queue_shared(env, d.payload, near);
         Ok(())
     }
 

@@ -9,8 +9,9 @@ use heddle_comm::{EdgeChannels, Envelope, Kind};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use super::arrivals::{shared_len, TargetState};
+use super::arrivals::TargetState;
 use super::semantics::Semantics;
+use super::shared_relay::{shared_len, SharedBatch};
 use super::spec::{EdgeSpec, Mode, Options, TaskId};
 use super::tree::{BroadcastTree, MergeUp, UpTree};
 use super::{Event, Offer, Operation};
@@ -21,6 +22,14 @@ use heddle_comm::Communicator;
 pub(crate) struct Msg {
     pub(crate) env: Envelope,
     pub(crate) data: Vec<u8>,
+    /// A relayed batch shared with other same-host children (`data` is then empty).
+    pub(crate) shared: Option<std::sync::Arc<SharedBatch>>,
+}
+
+impl Msg {
+    pub(crate) fn new(env: Envelope, data: Vec<u8>) -> Msg {
+        Msg { env, data, shared: None }
+    }
 }
 
 /// Target id of a message meant for every target of the edge, relayed worker to worker
@@ -268,7 +277,7 @@ impl EdgeCore {
         let w = self.worker(env.target);
         self.relay_outstanding += usize::from(env.target == RELAY);
         self.pending_bytes[w] += data.len();
-        self.pending[w].push_back(Msg { env, data });
+        self.pending[w].push_back(Msg::new(env, data));
     }
 
     /// Queues every partly filled batch of `source` (or of all sources).
@@ -317,23 +326,7 @@ impl EdgeCore {
         let mut moved = false;
         let link = self.channels.link();
         let mut io = link.lock();
-        for w in 0..self.pending.len() {
-            while let Some(m) = self.pending[w].pop_front() {
-                let len = m.data.len();
-                // A shared message's reference takes the credit of the data it stands for.
-                let charge = shared_len(m.env.target, &m.data).unwrap_or(len);
-                match io.try_send_charged(w, m.env, m.data, charge) {
-                    Ok(()) => {
-                        self.pending_bytes[w] -= len;
-                        moved = true;
-                    }
-                    Err(data) => {
-                        self.pending[w].push_front(Msg { data, ..m });
-                        break;
-                    }
-                }
-            }
-        }
+        moved |= self.send_pending(&link, &mut io);
         moved |= io.poll()?;
         while eager || self.ready_bytes < self.batch_bytes {
             let Some(d) = io.recv() else { break };
@@ -354,7 +347,7 @@ impl EdgeCore {
         if let Some(up) = up.as_mut() {
             up.drain(combine, |w, env, data| {
                 pending_bytes[w] += data.len();
-                pending[w].push_back(Msg { env, data });
+                pending[w].push_back(Msg::new(env, data));
             })?;
         }
         Ok(())

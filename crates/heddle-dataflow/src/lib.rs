@@ -51,6 +51,7 @@ mod keyed_reduce;
 mod partition;
 mod reduce;
 pub mod semantics;
+mod shared_relay;
 mod sort;
 mod spec;
 pub mod spill;
