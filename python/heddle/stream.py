@@ -227,17 +227,8 @@ class Stream:
         isolation: str = "auto",
     ) -> Stream:
         """The same records, the stage that makes them declaring what each of its partitions
-        asks for: a :class:`heddle.task.Resources`, or its fields (amounts such as
-        ``"200MiB"`` allowed). Cores and memory are checked against what the workers offer
-        when the job is planned (a stage that fits nowhere fails the action, naming it,
-        before anything runs); ``net_bytes_per_s`` holds its records to that rate on the
-        edges after it. A record-wise stage (``map``, ``filter``, ``flat_map``,
-        ``map_partitions``, a keyed reduction's last step …) with a ``memory`` or
-        ``io_bytes_per_s`` contract — or ``isolation="process"`` — runs each partition as
-        a child process of its worker forked with everything imported, confined by control
-        groups (over its memory it is killed, and the action fails naming the stage, the
-        contract and its peak); ``isolation="thread"`` keeps it a thread, unenforced.
-        """
+        asks for, as :meth:`heddle.dataset.DataSet.resources` (its fields, checks and
+        placement in a process alike)."""
         r = resources or Resources(
             cpus=cpus,
             memory=memory,
