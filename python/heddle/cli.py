@@ -58,7 +58,7 @@ options:
                        private directory per job in the temp directory)
   --alignment-timeout S
                        seconds a checkpoint aligns its barriers before it goes on
-                       unaligned, storing the records in flight (default 0.02; off: always
+                       unaligned, storing the records in flight (default 0.005; off: always
                        aligned; sets HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S)
   --cpus-per-worker CORES
                        cores each worker offers to task placement (e.g. 0.5) instead of

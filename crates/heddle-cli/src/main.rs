@@ -130,7 +130,7 @@ struct RunArgs {
     checkpoint_interval: Option<f64>,
     /// Seconds a checkpoint aligns its barriers before it goes on unaligned, storing the
     /// records in flight, as Flink's aligned-checkpoint timeout (sets
-    /// HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S; default 0.02; `off`: always aligned).
+    /// HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S; default 0.005; `off`: always aligned).
     #[arg(long)]
     alignment_timeout: Option<String>,
     /// Where checkpoints go: a directory of this host's, or one every host shares (sets

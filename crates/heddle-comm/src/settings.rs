@@ -75,7 +75,7 @@ pub const CHECKPOINT_INTERVAL_S: Bounds = Bounds {
     whole: false,
 };
 /// `HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S`: how long a stream's checkpoint aligns its
-/// barriers before it goes on unaligned, storing the records in flight (unset: 0.02 s;
+/// barriers before it goes on unaligned, storing the records in flight (unset: 0.005 s;
 /// `off`: always aligned).
 pub const CHECKPOINT_ALIGNMENT_TIMEOUT_S: Bounds = Bounds {
     name: "HEDDLE_CHECKPOINT_ALIGNMENT_TIMEOUT_S",

@@ -1,33 +1,19 @@
 //! The task system against naive references: graphs on 1-4 workers (threads with
-//! in-process transports), schedulers, strategies, iterations and BSP inside tasks.
+//! in-process transports), edge kinds, iterations and BSP inside tasks, failures, stops
+//! and sort edges (plans: `task_plans.rs`; strategies: `task_strategies.rs`).
 
 mod common;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use common::{on_workers, Numbers};
+use common::{on_workers, Keyed, Numbers};
 use heddle_comm::{CommConfig, Communicator};
 use heddle_dataflow::{Options, TaskId};
 use heddle_task::{
-    Compute, Context, DataLocality, Edge, Error, FirstFit, Job, Plan, Produced, Resources, Result,
-    RoundRobin, Scheduler, Source, Strategy, TaskGraph, WorkerSpec,
+    Compute, Context, Edge, Error, Job, Plan, Produced, Result, RoundRobin, Source, TaskGraph,
+    WorkerSpec,
 };
-
-/// Emits `(x % keys, 1)`.
-struct Keyed {
-    keys: u64,
-}
-
-impl Compute for Keyed {
-    type In = u64;
-    type Out = (u64, u64);
-    fn execute(&mut self, ctx: &mut Context<'_, (u64, u64)>, x: u64) -> Result<()> {
-        ctx.emit((x % self.keys, 1));
-        Ok(())
-    }
-}
 
 /// Collects what it receives into a shared vector.
 struct Collect<T>(Arc<Mutex<Vec<T>>>);
@@ -160,219 +146,6 @@ fn every_edge_kind_in_both_modes() {
             }
         }
     }
-}
-
-fn specs(caps: &[(&str, f64, u64)]) -> Vec<WorkerSpec> {
-    caps.iter()
-        .enumerate()
-        .map(|(rank, (host, cpu, memory))| WorkerSpec {
-            rank,
-            host: host.to_string(),
-            cpus: *cpu,
-            memory: *memory,
-        })
-        .collect()
-}
-
-fn shape(name: &str, parallelism: u32, resources: Resources) -> heddle_task::VertexShape {
-    heddle_task::VertexShape { name: name.into(), parallelism, resources }
-}
-
-#[test]
-fn first_fit_packs_heterogeneous_workers_in_order() {
-    let workers = specs(&[("a", 4.0, 8 << 30), ("b", 1.0, 1 << 30), ("c", 8.0, 64 << 30)]);
-    let vs = vec![
-        shape("big", 2, Resources::new(3.0, 4 << 30)),
-        shape("small", 3, Resources::new(1.0, 1 << 29)),
-    ];
-    let plan = FirstFit.place(&vs, &workers).unwrap();
-    // big[0] fills worker a to 1 cpu left; big[1] does not fit a or b -> c;
-    // small[0] -> a (last cpu), small[1] -> b, small[2] -> c.
-    assert_eq!(plan, vec![vec![0, 2], vec![0, 1, 2]]);
-    // Deterministic.
-    assert_eq!(FirstFit.place(&vs, &workers).unwrap(), plan);
-}
-
-#[test]
-fn a_request_that_cannot_fit_names_the_task_and_the_shortfall() {
-    let workers = specs(&[("a", 2.0, 1 << 30), ("b", 2.0, 1 << 30)]);
-    let vs = vec![shape("train", 2, Resources::new(1.0, 3 << 30))];
-    for s in [&FirstFit as &dyn Scheduler, &DataLocality, &RoundRobin] {
-        let e = s.place(&vs, &workers).unwrap_err();
-        let msg = e.to_string();
-        assert!(matches!(e, Error::Plan(_)), "{msg}");
-        assert!(
-            msg.contains("train[0]")
-                && msg.contains("short by 2 GiB of memory (asks 3 GiB, at most 1 GiB free"),
-            "{s:?}: {msg}"
-        );
-    }
-    let e = FirstFit
-        .place(&[shape("hungry", 1, Resources::new(16.0, 0))], &workers)
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("hungry[0]") && e.contains("cpu") && e.contains("asks 16"), "{e}");
-}
-
-#[test]
-fn data_locality_prefers_the_hosts_that_hold_the_input() {
-    let workers = specs(&[
-        ("a", 2.0, 1 << 30),
-        ("b", 2.0, 1 << 30),
-        ("c", 2.0, 1 << 30),
-        ("b", 2.0, 1 << 30),
-    ]);
-    let vs = vec![
-        shape("read", 3, Resources::new(1.0, 0).on_hosts(["b"])),
-        shape("free", 2, Resources::new(1.0, 0)),
-    ];
-    let plan = DataLocality.place(&vs, &workers).unwrap();
-    // Workers 1 and 3 are on host b: read[0] -> 1, read[1] -> 3, read[2] -> 1 (room left).
-    assert_eq!(plan[0], vec![1, 3, 1]);
-    // The rest go where most cpu is free: a (2.0) then c (2.0).
-    assert_eq!(plan[1], vec![0, 2]);
-}
-
-#[test]
-fn the_plan_prints_every_task_and_edge() {
-    let comm = heddle_comm::solo(CommConfig::default()).unwrap();
-    let mut g = TaskGraph::new();
-    let a = g.source("a", 2, |_| Numbers { next: 0, end: 0, per_call: 1 });
-    let b = g.compute("b", 2, |_| Keyed { keys: 1 });
-    g.connect(&a, &b, Edge::direct());
-    let text = Plan::new(&g, &workers(&comm), &RoundRobin).unwrap().to_string();
-    assert!(
-        text.contains("a[0] a[1] b[0] b[1]") && text.contains("Direct (chained in memory)"),
-        "{text}"
-    );
-}
-
-#[test]
-fn malformed_graphs_are_refused_with_the_reason() {
-    let comm = heddle_comm::solo(CommConfig::default()).unwrap();
-    let w = workers(&comm);
-    let mut g = TaskGraph::new();
-    let a = g.source("a", 2, |_| Numbers { next: 0, end: 0, per_call: 1 });
-    let b = g.compute("b", 3, |_| Keyed { keys: 1 });
-    g.connect(&a, &b, Edge::direct());
-    let e = Plan::new(&g, &w, &RoundRobin).unwrap_err().to_string();
-    assert!(e.contains("direct") && e.contains("equal parallelism"), "{e}");
-
-    let mut g = TaskGraph::new();
-    let _ = g.compute("orphan", 1, |_| Keyed { keys: 1 });
-    let e = Plan::new(&g, &w, &RoundRobin).unwrap_err().to_string();
-    assert!(e.contains("'orphan' has no input"), "{e}");
-
-    let mut g = TaskGraph::new();
-    let _ = g.source("zero", 0, |_| Numbers { next: 0, end: 0, per_call: 1 });
-    assert!(Plan::new(&g, &w, &RoundRobin).unwrap_err().to_string().contains("parallelism 0"));
-
-    for cpu in [0.0, -1.0, f64::NAN] {
-        let mut g = TaskGraph::new();
-        let v = g.source("spin", 1, |_| Numbers { next: 0, end: 0, per_call: 1 });
-        g.resources(&v, Resources::new(cpu, 0));
-        let e = Plan::new(&g, &w, &RoundRobin).unwrap_err().to_string();
-        assert!(e.contains("vertex 'spin' requests") && e.contains("more than 0"), "{e}");
-    }
-}
-
-/// Counts executions and ticks; can switch strategy after `switch_after` records.
-struct Probe {
-    seen: Arc<Mutex<Vec<u64>>>,
-    ticks: Arc<Mutex<u64>>,
-    switch_to: Option<(usize, Strategy)>,
-}
-
-impl Compute for Probe {
-    type In = u64;
-    type Out = ();
-    fn execute(&mut self, ctx: &mut Context<'_, ()>, x: u64) -> Result<()> {
-        self.seen.lock().unwrap().push(x);
-        if let Some((after, s)) = self.switch_to {
-            if self.seen.lock().unwrap().len() == after {
-                ctx.set_strategy(s);
-            }
-        }
-        Ok(())
-    }
-    fn tick(&mut self, _: &mut Context<'_, ()>) -> Result<()> {
-        *self.ticks.lock().unwrap() += 1;
-        Ok(())
-    }
-}
-
-/// A source that emits one number per call, every `period` (a periodic source).
-fn probe_job(
-    strategy: Strategy,
-    source_strategy: Option<Strategy>,
-    n: u64,
-    switch_to: Option<(usize, Strategy)>,
-) -> (Vec<u64>, u64, heddle_task::Report) {
-    let comm = heddle_comm::solo(CommConfig::default()).unwrap();
-    let (seen, ticks) = (Arc::new(Mutex::new(Vec::new())), Arc::new(Mutex::new(0)));
-    let mut g = TaskGraph::new();
-    // Timed sources emit one record per run; others many (so tasks run batches).
-    let per_call = if source_strategy.is_some() { 1 } else { 50 };
-    let src = g.source("src", 1, move |_| Numbers { next: 0, end: n, per_call });
-    let (s, t) = (seen.clone(), ticks.clone());
-    let probe =
-        g.compute("probe", 1, move |_| Probe { seen: s.clone(), ticks: t.clone(), switch_to });
-    g.connect(&src, &probe, Edge::direct());
-    g.strategy(&probe, strategy);
-    if let Some(ss) = source_strategy {
-        g.strategy(&src, ss);
-    }
-    let plan = Plan::new(&g, &workers(&comm), &RoundRobin).unwrap();
-    let report = Job::new(&comm, &g, &plan, Options::batch()).unwrap().run().unwrap();
-    let seen = seen.lock().unwrap().clone();
-    let ticks = *ticks.lock().unwrap();
-    (seen, ticks, report)
-}
-
-#[test]
-fn strategy_on_data_runs_every_record() {
-    let (seen, ticks, _) = probe_job(Strategy::on_data(), None, 1000, None);
-    assert_eq!(seen, (0..1000).collect::<Vec<_>>());
-    assert_eq!(ticks, 0);
-}
-
-#[test]
-fn strategy_at_most_k_retires_the_task_and_counts_what_it_dropped() {
-    let (seen, _, report) = probe_job(Strategy::on_data().at_most(5), None, 100, None);
-    assert_eq!(seen, vec![0, 1, 2, 3, 4]);
-    let probe = report.tasks.iter().find(|t| t.task == "probe[0]").unwrap();
-    assert_eq!(probe.executed, 5);
-    assert_eq!(probe.discarded, 95, "everything after retirement is counted as discarded");
-}
-
-#[test]
-fn strategy_periodic_runs_on_a_timer_with_the_waiting_input() {
-    // The source emits a number every 5 ms (20 of them); the task runs every 20 ms only.
-    let (seen, ticks, _) = probe_job(
-        Strategy::periodic(Duration::from_millis(20)),
-        Some(Strategy::periodic(Duration::from_millis(5))),
-        20,
-        None,
-    );
-    assert_eq!(
-        seen,
-        (0..20).collect::<Vec<_>>(),
-        "every record is executed, in order, at the ticks"
-    );
-    assert!(ticks >= 1, "ticks: {ticks}");
-}
-
-#[test]
-fn a_task_changes_its_strategy_while_running() {
-    // After 10 records the task limits itself to 5 more activations.
-    let (seen, _, report) =
-        probe_job(Strategy::on_data(), None, 100, Some((10, Strategy::on_data().at_most(15))));
-    assert_eq!(seen, (0..15).collect::<Vec<_>>());
-    assert_eq!(
-        report.tasks.iter().find(|t| t.task == "probe[0]").unwrap().discarded,
-        85,
-        "{report:?}"
-    );
 }
 
 /// Emits 1..=10 on every pass.

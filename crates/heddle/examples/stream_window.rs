@@ -65,6 +65,10 @@ fn main() {
 
 /// A word and its event time (ms).
 type Event = (u32, u64);
+/// A window result: start, end, word, count, and its lag (µs).
+type Result5 = (u64, u64, u32, u64, u64);
+/// Results kept per chunk.
+const CHUNK: usize = 1 << 16;
 
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let session = Session::new(heddle::init()?)?;
@@ -115,23 +119,30 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         |a, b| (a.0.max(b.0), a.1 + b.1),
     );
     // Each result: the window, the word, its count, and how long after the window's end
-    // it came out (µs).
-    let results: std::sync::Arc<std::sync::Mutex<Vec<(u64, u64, u32, u64, u64)>>> =
-        std::sync::Arc::default();
+    // it came out (µs). Kept in chunks: one growing vector would copy all it holds each
+    // time it doubles, a step long enough to hold up the worker (and its checkpoints).
+    let results: std::sync::Arc<std::sync::Mutex<Vec<Vec<Result5>>>> = std::sync::Arc::default();
     let r = results.clone();
     session.comm().barrier()?;
     let start = Instant::now();
     counts.run(
         move |_, w| {
             let lag = wall_us().saturating_sub(w.end * 1000);
-            r.lock().expect("the results' lock").push((w.start, w.end, w.key, w.value.1, lag));
+            let mut chunks = r.lock().expect("the results' lock");
+            if chunks.last().is_none_or(|c| c.len() == CHUNK) {
+                chunks.push(Vec::with_capacity(CHUNK));
+            }
+            if let Some(c) = chunks.last_mut() {
+                c.push((w.start, w.end, w.key, w.value.1, lag));
+            }
             Ok(())
         },
         None,
     )?;
     let mut job_s = [start.elapsed().as_secs_f64()];
     session.comm().allreduce(&mut job_s, Op::Max)?;
-    let local = std::mem::take(&mut *results.lock().expect("the results' lock"));
+    let local: Vec<Result5> =
+        std::mem::take(&mut *results.lock().expect("the results' lock")).concat();
     let all = session.comm().gather_object(&local, 0)?;
     if let Some(all) = all {
         let mut all: Vec<(u64, u64, u32, u64, u64)> = all.into_iter().flatten().collect();

@@ -11,9 +11,13 @@ use heddle_dataflow::TaskId;
 use super::protocol::Message;
 use super::store::{Commit, Store, TaskFile};
 use super::writer::Writer;
+
+#[path = "coordinate.rs"]
+mod coordinate;
 use super::{CheckpointStats, Checkpointing};
 use crate::exec::barriers::Barriers;
 use crate::{Error, Result};
+use coordinate::{Coordinator, InFlight};
 
 /// Complete checkpoints kept; older ones are removed.
 const KEEP: usize = 2;
@@ -25,36 +29,13 @@ const POLL_EVERY: Duration = Duration::from_micros(200);
 /// A checkpoint's progress on this worker.
 #[derive(Debug, Default)]
 struct Local {
+    /// Snapshots handed in by this worker's tasks (the states then sealed at all tasks).
+    handed: usize,
     written: usize,
     bytes: u64,
     states: Vec<TaskId>,
     unaligned: usize,
     error: Option<String>,
-}
-
-/// A checkpoint's progress at the coordinator.
-#[derive(Debug)]
-struct InFlight {
-    id: u64,
-    last: bool,
-    started: Instant,
-    acks: HashSet<usize>,
-    bytes: u64,
-    states: Vec<TaskId>,
-    unaligned: usize,
-    declined: Option<String>,
-}
-
-/// What only rank 0 keeps.
-#[derive(Debug)]
-struct Coordinator {
-    interval: Option<Duration>,
-    next_due: Instant,
-    next_id: u64,
-    in_flight: Option<InFlight>,
-    finished: HashSet<usize>,
-    last_triggered: bool,
-    stats: Vec<CheckpointStats>,
 }
 
 /// Opens the store of `kind` checkpoints in `dir` and finds the newest complete one
@@ -141,7 +122,7 @@ impl Checkpoints {
         let from = restored.map_or(0, |c| c.checkpoint);
         // States of checkpoints after it never completed: an earlier attempt's.
         store.prune(&tasks, &|id| id > from, None);
-        let writer = Writer::start(store.clone()).map_err(|e| Error::Checkpoint {
+        let writer = Writer::start(store.clone(), comm.waker()).map_err(|e| Error::Checkpoint {
             path: config.dir.display().to_string(),
             message: e.to_string(),
         })?;
@@ -237,10 +218,14 @@ impl Checkpoints {
     /// A lost peer, or the last checkpoint failing (the job's output is not committed).
     pub(crate) fn poll(&mut self) -> Result<bool> {
         let mut moved = false;
+        let mut sealed = Vec::new();
         for taken in self.barriers.take() {
             moved = true;
-            if taken.inflight.is_some() {
-                self.local.entry(taken.checkpoint).or_default().unaligned += 1;
+            let local = self.local.entry(taken.checkpoint).or_default();
+            local.handed += 1;
+            local.unaligned += usize::from(taken.inflight.is_some());
+            if local.handed == self.tasks.len() {
+                sealed.push(taken.checkpoint);
             }
             tracing::debug!(checkpoint = taken.checkpoint, task = %taken.task, "snapshot taken");
             match (taken.error, taken.state, taken.inflight) {
@@ -250,6 +235,9 @@ impl Checkpoints {
                     self.writer.write(taken.checkpoint, taken.task, (state, inflight))
                 }
             }
+        }
+        for id in sealed {
+            self.writer.seal(id);
         }
         for w in self.writer.written() {
             moved = true;
@@ -381,84 +369,6 @@ impl Checkpoints {
 
     fn in_flight(&mut self, id: u64) -> Option<&mut InFlight> {
         self.coordinator.as_mut()?.in_flight.as_mut().filter(|f| f.id == id)
-    }
-
-    /// Rank 0: completes the checkpoint in flight once every worker answered, and
-    /// triggers the next one when due.
-    fn coordinate(&mut self) -> Result<bool> {
-        let workers = self.world.len();
-        let Some(c) = &mut self.coordinator else { return Ok(false) };
-        let mut to_all = Vec::new();
-        if c.in_flight.as_ref().is_some_and(|f| f.acks.len() >= workers) {
-            let f = c.in_flight.take().expect("checked");
-            let duration_ms = f.started.elapsed().as_secs_f64() * 1e3;
-            let mut states = f.states;
-            states.sort_unstable();
-            let commit = Commit {
-                job: self.job.clone(),
-                graph: self.graph.clone(),
-                checkpoint: f.id,
-                last: f.last,
-                states,
-                bytes: f.bytes,
-                duration_ms,
-                unaligned_tasks: f.unaligned,
-            };
-            let outcome = match f.declined {
-                Some(reason) => Err(reason),
-                None => self.store.commit(&commit).map_err(|e| e.to_string()),
-            };
-            match outcome {
-                Ok(()) => {
-                    tracing::debug!(checkpoint = f.id, duration_ms, "checkpoint complete");
-                    self.store.append_history(&commit);
-                    self.store.prune(&[], &|_| false, Some(KEEP));
-                    heddle_comm::metrics::checkpoint(f.started.elapsed(), f.bytes);
-                    c.stats.push(CheckpointStats {
-                        checkpoint: f.id,
-                        duration_ms,
-                        bytes: f.bytes,
-                        last: f.last,
-                        unaligned_tasks: f.unaligned,
-                    });
-                    to_all.push(Message::Complete { id: f.id });
-                }
-                Err(reason) => to_all.push(Message::Abort { id: f.id, reason }),
-            }
-        }
-        if c.in_flight.is_none() {
-            let now = Instant::now();
-            let all_finished = c.finished.len() >= workers;
-            // Workers whose tasks have ended still take part (their tasks snapshot their
-            // final states at once), so checkpoints go on until every worker has ended.
-            let due = c.interval.is_some() && now >= c.next_due && !c.last_triggered;
-            if (all_finished && !c.last_triggered) || due {
-                let id = c.next_id;
-                c.next_id += 1;
-                c.last_triggered |= all_finished;
-                if let Some(i) = c.interval {
-                    c.next_due = now + i;
-                }
-                c.in_flight = Some(InFlight {
-                    id,
-                    last: all_finished,
-                    started: now,
-                    acks: HashSet::new(),
-                    bytes: 0,
-                    states: Vec::new(),
-                    unaligned: 0,
-                    declined: None,
-                });
-                to_all.push(Message::Trigger { id, last: all_finished });
-            }
-        }
-        let moved = !to_all.is_empty();
-        for m in to_all {
-            for r in 0..workers {
-                self.send(r, m.clone());
-            }
-        }
-        Ok(moved)
     }
 
     /// Queues `m` for rank `to` (handled at once when it is this worker).

@@ -61,7 +61,7 @@ pub struct Checkpointing {
 
 impl Checkpointing {
     /// The default [`Checkpointing::alignment_timeout`].
-    pub const DEFAULT_ALIGNMENT_TIMEOUT: Duration = Duration::from_millis(20);
+    pub const DEFAULT_ALIGNMENT_TIMEOUT: Duration = Duration::from_millis(5);
 
     /// Checkpoints of job `job` in `dir`, every `interval`, unaligned after the default
     /// alignment timeout.

@@ -100,10 +100,7 @@ impl Store {
         self.dir.join(format!("{}-{checkpoint:012}.ckpt", self.kind))
     }
 
-    /// Writes task `task`'s state at `checkpoint`.
-    ///
-    /// # Errors
-    /// The file system's (a full disk).
+    /// Writes task `task`'s state at `checkpoint` (staged, then published at once).
     pub(crate) fn write_state(
         &self,
         checkpoint: u64,
@@ -111,6 +108,20 @@ impl Store {
         state: Option<&[u8]>,
         inflight: Option<&[u8]>,
     ) -> Result<()> {
+        let staged = self.stage_state(checkpoint, task, state, inflight)?;
+        publish(vec![staged])
+    }
+
+    /// Writes task `task`'s state at `checkpoint` under a temporary name, not yet synced:
+    /// [`publish`] makes a worker's states of one checkpoint durable together (one sync of
+    /// the directory for all of them).
+    pub(crate) fn stage_state(
+        &self,
+        checkpoint: u64,
+        task: TaskId,
+        state: Option<&[u8]>,
+        inflight: Option<&[u8]>,
+    ) -> Result<Staged> {
         let (state, inflight) = (state.unwrap_or_default(), inflight.unwrap_or_default());
         let mut digest = Sha256::new();
         digest.update(state);
@@ -126,13 +137,22 @@ impl Store {
         };
         let header = serde_json::to_string(&header).map_err(io::Error::other);
         let path = self.state_path(checkpoint, task);
-        write_atomically(&path, &|f| {
-            f.write_all(
-                format!("{STATE_MAGIC}\n{}\n", header.as_ref().map_err(clone_err)?).as_bytes(),
-            )?;
-            f.write_all(state)?;
-            f.write_all(inflight)
-        })
+        let temp = temp_path(&path);
+        let _ = std::fs::remove_file(&temp); // a failed attempt's, of this process
+        let written = (|| -> io::Result<File> {
+            let mut file = heddle_comm::private::create_file(&temp)?;
+            file.write_all(format!("{STATE_MAGIC}\n{}\n", header?).as_bytes())?;
+            file.write_all(state)?;
+            file.write_all(inflight)?;
+            Ok(file)
+        })();
+        match written {
+            Ok(file) => Ok(Staged { file, temp, path }),
+            Err(e) => {
+                let _ = std::fs::remove_file(&temp);
+                Err(io_err(&path, e))
+            }
+        }
     }
 
     pub(crate) fn read_state(&self, checkpoint: u64, task: TaskId) -> Result<TaskFile> {
@@ -318,26 +338,70 @@ fn clone_err(e: &io::Error) -> io::Error {
     io::Error::new(e.kind(), e.to_string())
 }
 
-/// Writes `path` under a temporary name, syncs it and renames it into place.
-fn write_atomically(path: &Path, write: &dyn Fn(&mut File) -> io::Result<()>) -> Result<()> {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("checkpoint");
-    let temp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let _ = std::fs::remove_file(&temp);
-    let written = (|| -> io::Result<()> {
-        let mut file = heddle_comm::private::create_file(&temp)?;
-        write(&mut file)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)?;
-        match path.parent() {
-            Some(dir) => File::open(dir)?.sync_all(),
-            None => Ok(()),
+/// A file written under a temporary name, to be synced and renamed by [`publish`].
+#[derive(Debug)]
+pub(crate) struct Staged {
+    file: File,
+    temp: PathBuf,
+    path: PathBuf,
+}
+
+impl Staged {
+    /// Removes the file: its checkpoint will not be published.
+    pub(crate) fn discard(self) {
+        let _ = std::fs::remove_file(&self.temp);
+    }
+}
+
+/// Syncs staged files, renames them into place and syncs their directories once; on an
+/// error the temporary files left are removed and the first error names its file.
+pub(crate) fn publish(staged: Vec<Staged>) -> Result<()> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    let mut failed = None;
+    for s in &staged {
+        if failed.is_none() {
+            if let Err(e) = s.file.sync_all().and_then(|()| std::fs::rename(&s.temp, &s.path)) {
+                failed = Some(io_err(&s.path, e));
+                continue;
+            }
+            let dir = s.path.parent().unwrap_or(Path::new(".")).to_path_buf();
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
         }
-    })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&temp);
-        return Err(io_err(path, e));
+        if failed.is_some() {
+            let _ = std::fs::remove_file(&s.temp);
+        }
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    for dir in dirs {
+        File::open(&dir).and_then(|d| d.sync_all()).map_err(|e| io_err(&dir, e))?;
     }
     Ok(())
+}
+
+fn temp_path(path: &Path) -> PathBuf {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("checkpoint");
+    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
+
+/// Writes `path` under a temporary name, syncs it and renames it into place.
+fn write_atomically(path: &Path, write: &dyn Fn(&mut File) -> io::Result<()>) -> Result<()> {
+    let temp = temp_path(path);
+    let _ = std::fs::remove_file(&temp);
+    let staged = heddle_comm::private::create_file(&temp).and_then(|mut file| {
+        write(&mut file)?;
+        Ok(file)
+    });
+    match staged {
+        Ok(file) => publish(vec![Staged { file, temp, path: path.to_path_buf() }]),
+        Err(e) => {
+            let _ = std::fs::remove_file(&temp);
+            Err(io_err(path, e))
+        }
+    }
 }
 
 /// A file's header (after its magic line) and the bytes after it.
@@ -403,74 +467,5 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn store(name: &str) -> Store {
-        let dir = std::env::temp_dir().join(format!("heddle-store-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        Store::open(&dir, "job", "graph", "stream").expect("a store")
-    }
-
-    #[test]
-    fn pruning_removes_old_states_and_a_killed_writers_temporary_files() {
-        let s = store("prune");
-        for id in [1, 2] {
-            s.write_state(id, 3, Some(b"state"), None).unwrap();
-        }
-        s.write_state(1, 4, Some(b"another worker's"), None).unwrap();
-        let temp = s.dir().join(".stream-000000000001.task-3.state.999.tmp");
-        std::fs::write(&temp, b"half").unwrap();
-        s.prune(&[3], &|id| id < 2, None);
-        assert!(!temp.exists() && !s.state_path(1, 3).exists());
-        assert!(s.state_path(2, 3).exists() && s.state_path(1, 4).exists());
-        assert_eq!(s.read_state(2, 3).unwrap(), (Some(b"state".to_vec()), None));
-        std::fs::remove_dir_all(s.dir()).unwrap();
-    }
-
-    #[test]
-    fn records_in_flight_are_kept_beside_the_state_and_checked() {
-        let s = store("inflight");
-        s.write_state(1, 3, Some(b"state"), Some(b"records")).unwrap();
-        s.write_state(1, 4, None, Some(b"only records")).unwrap();
-        s.write_state(1, 5, Some(b""), None).unwrap();
-        assert_eq!(
-            s.read_state(1, 3).unwrap(),
-            (Some(b"state".to_vec()), Some(b"records".to_vec()))
-        );
-        assert_eq!(s.read_state(1, 4).unwrap(), (None, Some(b"only records".to_vec())));
-        assert_eq!(s.read_state(1, 5).unwrap(), (Some(Vec::new()), None));
-        // A flipped byte in the records is found.
-        let path = s.state_path(1, 3);
-        let mut bytes = std::fs::read(&path).unwrap();
-        let last = bytes.len() - 1;
-        bytes[last] ^= 1;
-        std::fs::write(&path, bytes).unwrap();
-        assert!(s.read_state(1, 3).unwrap_err().to_string().contains("checksum"));
-        std::fs::remove_dir_all(s.dir()).unwrap();
-    }
-
-    #[test]
-    fn the_newest_commit_is_found_and_a_damaged_one_refused() {
-        let s = store("latest");
-        assert_eq!(s.latest().unwrap(), None);
-        let commit = |id| Commit {
-            job: "job".into(),
-            graph: "graph".into(),
-            checkpoint: id,
-            last: false,
-            states: vec![],
-            bytes: 0,
-            duration_ms: 1.0,
-            unaligned_tasks: 0,
-        };
-        s.commit(&commit(4)).unwrap();
-        s.commit(&commit(5)).unwrap();
-        assert_eq!(s.latest().unwrap(), Some(commit(5)));
-        let mut f = heddle_comm::private::create_file(&s.commit_path(6)).unwrap();
-        f.write_all(b"HEDDLE-STREAM-CHECKPOINT 1\n{not json\n").unwrap();
-        let e = s.latest().unwrap_err().to_string();
-        assert!(e.contains("stream-000000000006.ckpt") && e.contains("damaged"), "{e}");
-        std::fs::remove_dir_all(s.dir()).unwrap();
-    }
-}
+#[path = "store_tests.rs"]
+mod tests;

@@ -289,8 +289,8 @@ fn drive_edges(
 /// timer), so the limit only bounds a sleep nothing will end.
 const SLEEP_WOKEN: Duration = Duration::from_secs(1);
 
-/// The same with checkpoints taken: the coordinator's interval, the control edge's own
-/// polls and the state writer's completions ring no bell, and are looked at this often.
+/// The same with checkpoints taken: the coordinator's interval and the control edge's own
+/// polls ring no bell (the state writer's completions do), and are looked at this often.
 const NAP_CHECKPOINTS: Duration = Duration::from_millis(50);
 
 /// Sleeps an executor that found nothing to do for `quiet`: see [`nap`]. `due` is the

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use heddle_comm::{local_world, CommConfig, Communicator};
 use heddle_task::ports::Dispatcher;
-use heddle_task::{Context, Produced, Result, Source};
+use heddle_task::{Compute, Context, Produced, Result, Source};
 
 /// Runs `body(comm)` on every worker of an in-process world of `n` (threads) and returns
 /// their results in rank order. A failure shows as a timeout in seconds, not minutes.
@@ -56,5 +56,19 @@ impl Source for Numbers {
         }
         self.next = stop;
         Ok(if self.next == self.end { Produced::Done } else { Produced::More })
+    }
+}
+
+/// Emits `(x % keys, 1)`.
+pub struct Keyed {
+    pub keys: u64,
+}
+
+impl Compute for Keyed {
+    type In = u64;
+    type Out = (u64, u64);
+    fn execute(&mut self, ctx: &mut Context<'_, (u64, u64)>, x: u64) -> Result<()> {
+        ctx.emit((x % self.keys, 1));
+        Ok(())
     }
 }
