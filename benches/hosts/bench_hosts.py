@@ -46,11 +46,23 @@ def sh(cmd: str, check: bool = True) -> None:
 
 
 class Net:
-    def __init__(self) -> None:
+    """HOSTS network namespaces on a bridge; with ``rate`` (tc's units, "10gbit") each host
+    sends at most that fast (a token bucket of 64 KiB), like a host's network card."""
+
+    def __init__(self, rate: str | None = None) -> None:
+        self.rate = rate
         self.tag = str(os.getpid() % 10000)
         self.names = [f"hbn{self.tag}{chr(97 + h)}" for h in range(HOSTS)]
 
     def __enter__(self) -> Self:
+        try:
+            self._create()
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _create(self) -> None:
         t = self.tag
         sh(f"ip link add hbb{t} type bridge && ip addr add {SUBNET}.254/24 dev hbb{t}")
         sh(f"ip link set hbb{t} up")
@@ -62,7 +74,11 @@ class Net:
                 f"&& ip -n {ns} addr add {SUBNET}.{h + 1}/24 dev eth0 "
                 f"&& ip -n {ns} link set eth0 up && ip -n {ns} link set lo up"
             )
-        return self
+            if self.rate:
+                sh(
+                    f"ip netns exec {ns} tc qdisc add dev eth0 root tbf rate {self.rate} "
+                    "burst 64kb latency 50ms"
+                )
 
     def __exit__(self, *exc: object) -> None:
         for ns in self.names:

@@ -6,7 +6,8 @@ mode over plaintext; --json writes them.
 
 Needs root and iproute2. Run from the repository root after `make build`::
 
-    python3 benches/hosts/bench_security.py [--sizes 65536,1048576] [--rounds 5] [--json out.json]
+    python3 benches/hosts/bench_security.py [--sizes 65536,1048576] [--rounds 5] \
+        [--rate 10gbit] [--json out.json]
 """
 
 from __future__ import annotations
@@ -31,13 +32,18 @@ def main() -> None:
     ap.add_argument(
         "--algorithms", default="", help="HEDDLE_ALGORITHMS for every run (default: the table's)"
     )
+    ap.add_argument(
+        "--rate",
+        help="shape each host's link to this rate (tc units, e.g. 10gbit): a network slower "
+        "than memory, as between real hosts (default: unshaped veth, memory speed)",
+    )
     ap.add_argument("--json")
     args = ap.parse_args()
     flags = ["--sizes", args.sizes, "--collectives", args.collectives]
     sizes = [int(s) for s in args.sizes.split(",")]
     colls = args.collectives.split(",")
     runs: dict[str, list[list[dict]]] = {m: [] for m in MODES}
-    with Net() as net:
+    with Net(args.rate) as net:
         for _ in range(args.rounds):
             for mode in MODES:
                 runs[mode].append(heddle(net, flags, args.algorithms, {"HEDDLE_SECURITY": mode}))

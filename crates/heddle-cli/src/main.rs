@@ -138,8 +138,8 @@ struct RunArgs {
     /// temporary directory).
     #[arg(long)]
     checkpoint_dir: Option<std::path::PathBuf>,
-    /// What protects the job's TCP connections: tls (TLS 1.3, a per-job CA), mac (an
-    /// HMAC per frame, not encrypted) or none (default: TLS between hosts, plaintext on
+    /// What protects the job's TCP connections: tls (TLS 1.3, a per-job CA), mac (a
+    /// MAC per frame, not encrypted) or none (default: TLS between hosts, plaintext on
     /// loopback; or HEDDLE_SECURITY).
     #[arg(long, value_parser = manual::parse_security)]
     security: Option<heddle_runtime::Security>,

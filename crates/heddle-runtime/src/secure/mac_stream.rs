@@ -1,15 +1,15 @@
 //! `HEDDLE_SECURITY=mac`: links authenticated but not encrypted. Every write becomes a
-//! record — length, bytes, and a 16-byte HMAC-SHA256 tag over a sequence number, the
-//! length and the bytes, under a key for that direction of that link derived from the job
-//! token — so a tampered, replayed, reordered or foreign frame is refused. A link writes
-//! one frame per write, so this is an HMAC per frame.
+//! record — length, bytes, and a 16-byte tag over a sequence number, the length and the
+//! bytes, under a key for that direction of that link derived from the job token — so a
+//! tampered, replayed, reordered or foreign frame is refused. A link writes one frame per
+//! write, so this is a MAC per frame. The MAC is keyed BLAKE3 (its keyed mode is a PRF,
+//! as HMAC is): 7.4 GB/s on 256 KiB frames here against HMAC-SHA256's 1.9 GB/s with
+//! SHA-NI, which made `mac` dearer than TLS's AES-GCM.
 
 use std::io::{self, ErrorKind, IoSlice, Read, Write};
 use std::net::TcpStream;
 
 use heddle_comm::transport::LinkStream;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
 
 /// Bytes of a record's length field.
 const LEN: usize = 4;
@@ -20,11 +20,11 @@ const MAX_RECORD: usize = (16 << 20) + 4096;
 /// Most sealed bytes held before writes answer `WouldBlock`.
 const SEALED_LIMIT: usize = 4 << 20;
 
-/// A socket whose bytes travel in HMAC-sealed records.
+/// A socket whose bytes travel in MAC-sealed records.
 pub(crate) struct MacStream {
     sock: TcpStream,
-    send: Hmac<Sha256>,
-    recv: Hmac<Sha256>,
+    send: blake3::Hasher,
+    recv: blake3::Hasher,
     send_seq: u64,
     recv_seq: u64,
     out: Vec<u8>,
@@ -49,11 +49,11 @@ impl MacStream {
     /// Seals `sock` with `send_key` one way and checks `recv_key` the other.
     pub(crate) fn new(
         sock: TcpStream,
-        send_key: &[u8],
-        recv_key: &[u8],
+        send_key: &[u8; 32],
+        recv_key: &[u8; 32],
         peer: impl Into<String>,
     ) -> MacStream {
-        let key = |k: &[u8]| Hmac::<Sha256>::new_from_slice(k).expect("HMAC takes any key");
+        let key = blake3::Hasher::new_keyed;
         MacStream {
             sock,
             send: key(send_key),
@@ -71,16 +71,19 @@ impl MacStream {
         }
     }
 
-    fn tag(mac: &Hmac<Sha256>, seq: u64, len: &[u8], parts: &[&[u8]]) -> [u8; TAG] {
+    /// The tag of a record: keyed BLAKE3 of its bytes, then its sequence number and length
+    /// (the bytes first, so that they start a BLAKE3 chunk and hash in parallel lanes:
+    /// 8.0 GB/s for 32 KiB records here, 4.7 GB/s with the 12 bytes in front).
+    fn tag(mac: &blake3::Hasher, seq: u64, len: &[u8], parts: &[&[u8]]) -> [u8; TAG] {
         let mut m = mac.clone();
-        m.update(&seq.to_le_bytes());
-        m.update(len);
         for p in parts {
             m.update(p);
         }
-        let full = m.finalize().into_bytes();
+        m.update(&seq.to_le_bytes());
+        m.update(len);
+        let full = m.finalize();
         let mut tag = [0u8; TAG];
-        tag.copy_from_slice(&full[..TAG]);
+        tag.copy_from_slice(&full.as_bytes()[..TAG]);
         tag
     }
 
@@ -108,7 +111,7 @@ impl MacStream {
         let tag = &self.inb[body.end..body.end + TAG];
         // Constant time: the comparison does not stop at the first differing byte.
         if tag.iter().zip(expected).fold(0u8, |d, (a, b)| d | (a ^ b)) != 0 {
-            return Err(self.refused("a record failed its HMAC check"));
+            return Err(self.refused("a record failed its MAC check"));
         }
         self.recv_seq += 1;
         (self.plain, self.plain_end) = (body.start, body.end);
@@ -192,9 +195,26 @@ impl Write for MacStream {
         let len_bytes = (len as u32).to_le_bytes();
         let tag = Self::tag(&self.send, self.send_seq, &len_bytes, &parts);
         self.send_seq += 1;
-        self.out.extend_from_slice(&len_bytes);
-        parts.iter().for_each(|p| self.out.extend_from_slice(p));
-        self.out.extend_from_slice(&tag);
+        let mut record: Vec<&[u8]> = Vec::with_capacity(parts.len() + 2);
+        record.push(&len_bytes);
+        record.extend(&parts);
+        record.push(&tag);
+        // Nothing queued: the record goes straight from the caller's buffers, and only
+        // what the socket did not take is copied.
+        let mut sent = 0;
+        if self.out_pos == self.out.len() {
+            let slices: Vec<IoSlice<'_>> = record.iter().map(|r| IoSlice::new(r)).collect();
+            match self.sock.write_vectored(&slices) {
+                Ok(k) => sent = k,
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        for r in record {
+            let skip = sent.min(r.len());
+            sent -= skip;
+            self.out.extend_from_slice(&r[skip..]);
+        }
         match LinkStream::push(self) {
             Err(e) if e.kind() != ErrorKind::WouldBlock => Err(e),
             _ => Ok(len),
@@ -236,16 +256,19 @@ mod tests {
 
     use super::*;
 
-    fn pair(key_b: &[u8]) -> (MacStream, MacStream) {
+    const K1: &[u8; 32] = &[1; 32];
+    const K2: &[u8; 32] = &[2; 32];
+
+    fn pair(key_b: &[u8; 32]) -> (MacStream, MacStream) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (b, _) = l.accept().unwrap();
-        (MacStream::new(a, b"k1", b"k2", "b"), MacStream::new(b, b"k2", key_b, "a"))
+        (MacStream::new(a, K1, K2, "b"), MacStream::new(b, K2, key_b, "a"))
     }
 
     #[test]
     fn records_arrive_whole_and_in_order() {
-        let (mut a, mut b) = pair(b"k1");
+        let (mut a, mut b) = pair(K1);
         let big: Vec<u8> = (0..300_000u32).map(|i| i as u8).collect();
         a.write_all(b"hello").unwrap();
         let n = a.write_vectored(&[IoSlice::new(b" "), IoSlice::new(&big)]).unwrap();
@@ -259,14 +282,14 @@ mod tests {
 
     #[test]
     fn a_wrong_key_or_a_flipped_bit_is_refused() {
-        let (mut a, mut b) = pair(b"other key");
+        let (mut a, mut b) = pair(&[9; 32]);
         a.write_all(b"hello").unwrap();
         let err = b.read(&mut [0u8; 16]).unwrap_err();
-        assert!(err.to_string().contains("HMAC check"), "{err}");
+        assert!(err.to_string().contains("MAC check"), "{err}");
 
-        let (a, mut b) = pair(b"k1");
+        let (a, mut b) = pair(K1);
         let mut raw = a.sock.try_clone().unwrap();
-        let mut sealed = MacStream::new(a.sock.try_clone().unwrap(), b"k1", b"k2", "b");
+        let mut sealed = MacStream::new(a.sock.try_clone().unwrap(), K1, K2, "b");
         sealed.write_all(b"hello").unwrap();
         // A record written by hand with one payload bit flipped.
         let len = 5u32.to_le_bytes();

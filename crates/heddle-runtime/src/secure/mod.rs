@@ -30,7 +30,7 @@ pub enum Security {
     Auto,
     /// TLS on every TCP connection.
     Tls,
-    /// An HMAC per frame on every TCP connection.
+    /// A MAC (keyed BLAKE3) per frame on every TCP connection.
     Mac,
     /// Plaintext.
     None,
@@ -106,7 +106,7 @@ impl Security {
 pub(crate) enum LinkMode {
     /// TLS 1.3.
     Tls,
-    /// HMAC-sealed records.
+    /// MAC-sealed records (keyed BLAKE3).
     Mac,
     /// Plaintext.
     Plain,
