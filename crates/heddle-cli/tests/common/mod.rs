@@ -7,6 +7,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub mod net;
+pub mod redis;
 
 pub fn heddle() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_heddle"))
