@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -165,3 +167,47 @@ __all__ = [
     "alive",
     "signal",
 ]
+
+
+# A real redis-server of the test (the Redis source and sink, the streaming benchmark).
+
+
+@pytest.fixture
+def redis_url(tmp_path):
+    if not (shutil.which("redis-server") and shutil.which("redis-cli")):
+        pytest.skip("redis-server is not installed (make test-deps installs it)")
+    # The port is free when picked, but another process may take it first: a server that
+    # cannot bind it exits, and one that is not ours answers with another process id.
+    for _ in range(10):
+        port, server = _start_redis(tmp_path)
+        if _wait_own_redis(port, server):
+            break
+        server.kill()
+        server.wait()
+    else:
+        pytest.fail("redis-server did not start on any of 10 free ports")
+    yield port
+    server.kill()
+    server.wait()
+
+
+def _start_redis(tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1"]
+    argv += ["--save", "", "--appendonly", "no", "--dir", str(tmp_path)]
+    return port, subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+
+
+def _wait_own_redis(port, server):
+    """Whether `server` came to answer on `port` (False: it exited, or another did)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and server.poll() is None:
+        info = subprocess.run(
+            ["redis-cli", "-p", str(port), "info", "server"], check=False, capture_output=True
+        )
+        if info.returncode == 0 and b"process_id:" in info.stdout:
+            return f"process_id:{server.pid}\r".encode() in info.stdout
+        time.sleep(0.05)
+    return False

@@ -3,7 +3,6 @@ growing file followed to its end marker, and a real redis-server's streams as so
 sink (windows and the rest: test_stream.py)."""
 
 import operator
-import shutil
 import socket
 import subprocess
 import threading
@@ -82,47 +81,6 @@ def test_a_growing_file_is_followed_until_its_end_marker(s, tmp_path):
     writer.join()
     lines = [x for p in sorted((tmp_path / "out").iterdir()) for x in p.read_text().splitlines()]
     assert sorted(lines) == sorted(f"event {i}" for i in range(200) if i % 10 == 7)
-
-
-@pytest.fixture
-def redis_url(tmp_path):
-    if not (shutil.which("redis-server") and shutil.which("redis-cli")):
-        pytest.skip("redis-server is not installed (make test-deps installs it)")
-    # The port is free when picked, but another process may take it first: a server that
-    # cannot bind it exits, and one that is not ours answers with another process id.
-    for _ in range(10):
-        port, server = _start_redis(tmp_path)
-        if _wait_own_redis(port, server):
-            break
-        server.kill()
-        server.wait()
-    else:
-        pytest.fail("redis-server did not start on any of 10 free ports")
-    yield port
-    server.kill()
-    server.wait()
-
-
-def _start_redis(tmp_path):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1"]
-    argv += ["--save", "", "--appendonly", "no", "--dir", str(tmp_path)]
-    return port, subprocess.Popen(argv, stdout=subprocess.DEVNULL)
-
-
-def _wait_own_redis(port, server):
-    """Whether `server` came to answer on `port` (False: it exited, or another did)."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and server.poll() is None:
-        info = subprocess.run(
-            ["redis-cli", "-p", str(port), "info", "server"], check=False, capture_output=True
-        )
-        if info.returncode == 0 and b"process_id:" in info.stdout:
-            return f"process_id:{server.pid}\r".encode() in info.stdout
-        time.sleep(0.05)
-    return False
 
 
 def test_redis_stream_source(s, redis_url):
