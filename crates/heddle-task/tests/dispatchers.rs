@@ -11,30 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{dispatcher, wait_until, PATIENCE};
+use common::{all_exactly_once, counters, dispatcher, post_concurrently, wait_until, PATIENCE};
 use heddle_task::ports::{Dispatcher, Port};
-
-fn counters(n: usize) -> Arc<Vec<AtomicU32>> {
-    Arc::new((0..n).map(|_| AtomicU32::new(0)).collect())
-}
-
-fn all_exactly_once(seen: &[AtomicU32]) -> bool {
-    seen.iter().all(|count| count.load(Ordering::SeqCst) == 1)
-}
-
-/// Posts `posters × each` distinct numbers to `port` from `posters` threads at once.
-fn post_concurrently(port: &Port<usize>, posters: usize, each: usize, offset: usize) {
-    thread::scope(|scope| {
-        for poster in 0..posters {
-            let port = port.clone();
-            scope.spawn(move || {
-                for k in 0..each {
-                    port.post(offset + poster * each + k);
-                }
-            });
-        }
-    });
-}
 
 #[test]
 fn handlers_chained_through_ports_run_a_pipeline() {

@@ -4,35 +4,13 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-use common::{dispatcher, wait_until, PATIENCE};
+use common::{all_exactly_once, counters, dispatcher, post_concurrently, wait_until, PATIENCE};
 use heddle_task::ports::{Choice, Port};
-
-fn counters(n: usize) -> Arc<Vec<AtomicU32>> {
-    Arc::new((0..n).map(|_| AtomicU32::new(0)).collect())
-}
-
-fn all_exactly_once(seen: &[AtomicU32]) -> bool {
-    seen.iter().all(|count| count.load(Ordering::SeqCst) == 1)
-}
-
-/// Posts `posters × each` distinct numbers to `port` from `posters` threads at once.
-fn post_concurrently(port: &Port<usize>, posters: usize, each: usize, offset: usize) {
-    thread::scope(|scope| {
-        for poster in 0..posters {
-            let port = port.clone();
-            scope.spawn(move || {
-                for k in 0..each {
-                    port.post(offset + poster * each + k);
-                }
-            });
-        }
-    });
-}
 
 #[test]
 fn persistent_receive_handles_every_post_exactly_once() {

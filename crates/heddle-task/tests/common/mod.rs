@@ -72,3 +72,30 @@ impl Compute for Keyed {
         Ok(())
     }
 }
+
+pub fn counters(n: usize) -> std::sync::Arc<Vec<std::sync::atomic::AtomicU32>> {
+    std::sync::Arc::new((0..n).map(|_| std::sync::atomic::AtomicU32::new(0)).collect())
+}
+
+pub fn all_exactly_once(seen: &[std::sync::atomic::AtomicU32]) -> bool {
+    seen.iter().all(|count| count.load(std::sync::atomic::Ordering::SeqCst) == 1)
+}
+
+/// Posts `posters × each` distinct numbers to `port` from `posters` threads at once.
+pub fn post_concurrently(
+    port: &heddle_task::ports::Port<usize>,
+    posters: usize,
+    each: usize,
+    offset: usize,
+) {
+    thread::scope(|scope| {
+        for poster in 0..posters {
+            let port = port.clone();
+            scope.spawn(move || {
+                for k in 0..each {
+                    port.post(offset + poster * each + k);
+                }
+            });
+        }
+    });
+}
