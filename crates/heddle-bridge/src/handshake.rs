@@ -9,7 +9,7 @@ use std::time::Instant;
 use crate::control::{ErrorBody, FilterMsg, HostMsg, PROTOCOL_VERSION};
 use crate::framing::{FrameReader, FrameWriter, Incoming, TAG_RESULTS};
 use crate::host::Bridge;
-use crate::reader::Reader;
+use crate::reader::{Frames, Reader};
 use crate::transport::{read_first_message, Channel, Endpoint};
 use crate::{Error, Result, Transport};
 
@@ -29,7 +29,8 @@ impl Bridge {
                 }
                 _ => endpoint.accept(deadline, limit, self.pid(), &mut || self.check_alive())?,
             };
-            let (reader, msg) = self.first_message(channel.read, channel.read_fd, deadline)?;
+            let (frames, msg) = self.first_message(channel.read, channel.read_fd, deadline)?;
+            let reader = Reader { frames, probe: channel.probe };
             endpoint.handshake_done();
             let mut fw =
                 FrameWriter::new(channel.write, self.cfg.bridge_id, self.cfg.frame_payload);
@@ -78,7 +79,7 @@ impl Bridge {
         read: Box<dyn Read + Send>,
         fd: RawFd,
         deadline: Instant,
-    ) -> Result<(Reader, FilterMsg)> {
+    ) -> Result<(Frames, FilterMsg)> {
         if fd < 0 {
             // Shared memory: the reader itself waits, until the deadline the endpoint set
             // or the filter's exit; nothing is read ahead of the first message.

@@ -100,7 +100,12 @@ impl Bridge {
         let env = [("HEDDLE_BRIDGE", endpoint.env_value()), ("HEDDLE_BRIDGE_TOKEN", token.clone())];
         let (process, stdin, stdout) = FilterProcess::spawn(command, &label, &env)?;
         let pipe_fd = stdout.as_raw_fd();
-        let pipe = Channel { read: Box::new(stdout), write: Box::new(stdin), read_fd: pipe_fd };
+        let pipe = Channel {
+            read: Box::new(stdout),
+            write: Box::new(stdin),
+            read_fd: pipe_fd,
+            probe: None,
+        };
         let (tx, rx) = crossbeam_channel::bounded::<Reader>(1);
         let writer = Writer {
             fw: FrameWriter::new(Box::new(std::io::sink()), cfg.bridge_id, cfg.frame_payload),

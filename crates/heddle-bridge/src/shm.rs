@@ -104,15 +104,24 @@ impl ShmFile {
 }
 
 /// Waits with a spin, then growing sleeps on `pidfd` (readable when the peer exits).
-struct Backoff {
-    start: Instant,
+pub(crate) struct Backoff {
+    /// When the wait began: the first look, so that a read or write that finds its ring
+    /// ready reads no clock.
+    start: Option<Instant>,
     sleep: Duration,
     spins: u32,
 }
 
 impl Backoff {
-    fn new() -> Backoff {
-        Backoff { start: Instant::now(), sleep: Duration::from_micros(5), spins: 0 }
+    pub(crate) fn new() -> Backoff {
+        Backoff { start: None, sleep: Duration::from_micros(5), spins: 0 }
+    }
+
+    /// A back-off that sleeps from its first step, never spinning: for a thread that
+    /// only drains a ring while nobody waits on it.
+    pub(crate) fn sleeping() -> Backoff {
+        let start = Instant::now().checked_sub(SPIN).unwrap_or_else(Instant::now);
+        Backoff { start: Some(start), sleep: Duration::from_micros(5), spins: 0 }
     }
 
     /// Sleeps on the futex of the low half of the position `word` while it still holds
@@ -120,7 +129,7 @@ impl Backoff {
     /// one that does not, when the step is up); then looks at `pidfd`. Returns `true` when
     /// the peer has exited.
     fn sleep_on(&mut self, word: &AtomicU64, seen: u64, sleeps: &AtomicU32, pidfd: i32) -> bool {
-        if self.start.elapsed() < SPIN {
+        if self.spent() < SPIN {
             return self.wait(pidfd);
         }
         sleeps.store(1, Ordering::SeqCst);
@@ -147,8 +156,12 @@ impl Backoff {
     }
 
     /// Returns `true` when the peer has exited.
+    fn spent(&mut self) -> Duration {
+        self.start.get_or_insert_with(Instant::now).elapsed()
+    }
+
     fn wait(&mut self, pidfd: i32) -> bool {
-        if self.start.elapsed() < SPIN {
+        if self.spent() < SPIN {
             // Yield now and then: on a machine with fewer free cores than spinners, the
             // peer may be waiting for this very core.
             self.spins += 1;
@@ -232,6 +245,10 @@ pub struct ShmWriter {
     file: Arc<ShmFile>,
     ring: usize,
     peer: Arc<PidFd>,
+    /// The consumer's position when last looked at: it only grows, so the room it shows
+    /// is never more than there is, and the consumer's cache line is fetched only when
+    /// that room runs out (one transfer between cores fewer per write).
+    tail_seen: u64,
 }
 
 /// Two rings between this process and a child it is about to fork, in a shared mapping
@@ -280,7 +297,7 @@ impl ForkRings {
                 peer: peer.clone(),
                 deadline: Arc::default(),
             },
-            ShmWriter { file: file.clone(), ring: file.ring(1), peer },
+            ShmWriter { file: file.clone(), ring: file.ring(1), peer, tail_seen: 0 },
         )
     }
 }
@@ -293,11 +310,50 @@ pub(crate) fn host_halves(
 ) -> (ShmReader, ShmWriter) {
     (
         ShmReader { file: file.clone(), ring: file.ring(1), peer: peer.clone(), deadline },
-        ShmWriter { file: file.clone(), ring: file.ring(0), peer },
+        ShmWriter { file: file.clone(), ring: file.ring(0), peer, tail_seen: 0 },
     )
 }
 
+/// Says without blocking whether the consuming end of a ring would find something: bytes,
+/// the ring's close, or the peer's exit; and waits for that one back-off step at a time.
+/// Any thread may look; one at a time reads (see `reader.rs`).
+#[derive(Debug, Clone)]
+pub(crate) struct Probe {
+    file: Arc<ShmFile>,
+    ring: usize,
+    peer: Arc<PidFd>,
+}
+
+impl Probe {
+    /// Whether bytes are published or the ring is closed.
+    pub(crate) fn ready(&self) -> bool {
+        let f = &self.file;
+        f.word(self.ring + WRITE).load(Ordering::Acquire)
+            != f.word(self.ring + READ).load(Ordering::Relaxed)
+            || f.flag(self.ring + CLOSED).load(Ordering::Acquire) != 0
+    }
+
+    /// Whether `other` looks at the same ring.
+    pub(crate) fn same(&self, other: &Probe) -> bool {
+        Arc::ptr_eq(&self.file, &other.file) && self.ring == other.ring
+    }
+
+    /// One step of `backoff` while nothing is published; `true` when the peer has
+    /// exited (a read then returns what is left and the end).
+    pub(crate) fn wait(&self, backoff: &mut Backoff) -> bool {
+        let f = &self.file;
+        let w = f.word(self.ring + WRITE);
+        let seen = w.load(Ordering::Acquire);
+        backoff.sleep_on(w, seen, f.flag(self.ring + READER_SLEEPS), self.peer.0)
+    }
+}
+
 impl ShmReader {
+    /// What tells, without reading, whether a read would find something.
+    pub(crate) fn probe(&self) -> Probe {
+        Probe { file: self.file.clone(), ring: self.ring, peer: self.peer.clone() }
+    }
+
     /// Makes a read that waits past `at` fail (`TimedOut`); `None`: reads wait as long as
     /// the peer lives.
     pub fn deadline(&self, at: Option<Instant>) {
@@ -358,7 +414,10 @@ impl Write for ShmWriter {
         let mut backoff = Backoff::new();
         loop {
             let head = w.load(Ordering::Relaxed);
-            let tail = r.load(Ordering::Acquire);
+            if f.capacity - ((head - self.tail_seen) as usize) < buf.len() {
+                self.tail_seen = r.load(Ordering::Acquire);
+            }
+            let tail = self.tail_seen;
             let free = f.capacity - (head - tail) as usize;
             if free > 0 {
                 let at = head as usize & (f.capacity - 1);
@@ -392,59 +451,4 @@ impl Drop for ShmWriter {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A forked child echoes 200 KiB through 4 KiB rings (each wraps 50 times, both
-    /// sides sleeping on the doorbell in turn) and exits: the parent's read then ends, and
-    /// no file is left.
-    #[test]
-    fn fork_rings_carry_a_stream_both_ways_and_end_with_the_child() {
-        let rings = ForkRings::new(4096).unwrap();
-        let data: Vec<u8> = (0..200 << 10).map(|i: u32| (i * 7 % 251) as u8).collect();
-        // SAFETY: the child only uses the rings (no lock another thread holds) and `_exit`s.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0);
-        if pid == 0 {
-            // SAFETY: getppid reads.
-            let (mut r, mut w) = rings.child(unsafe { libc::getppid() } as u32);
-            let mut buf = vec![0u8; 1000];
-            let code = loop {
-                match r.read(&mut buf) {
-                    Ok(0) => break 0,
-                    Ok(n) if w.write_all(&buf[..n]).is_ok() => {}
-                    _ => break 1,
-                }
-            };
-            // SAFETY: leaves without the test harness's destructors.
-            unsafe { libc::_exit(code) };
-        }
-        let (mut r, mut w) = rings.parent(pid as u32);
-        let reader = std::thread::spawn(move || {
-            let mut got = Vec::new();
-            r.read_to_end(&mut got).map(|_| got)
-        });
-        w.write_all(&data).unwrap();
-        drop(w); // the child's read ends, and it exits
-        let got = reader.join().unwrap().unwrap();
-        assert!(got == data, "{} bytes back of {}", got.len(), data.len());
-        let mut status = 0;
-        // SAFETY: our own child.
-        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-        assert_eq!(libc::WEXITSTATUS(status), 0);
-        // Nothing of this process's is left where the rings were made.
-        let ours = format!("{}{}-", heddle_comm::scratch::SCRATCH_PREFIX, std::process::id());
-        let root = if Path::new("/dev/shm").is_dir() {
-            PathBuf::from("/dev/shm")
-        } else {
-            std::env::temp_dir()
-        };
-        let left: Vec<String> = std::fs::read_dir(root)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with(&ours))
-            .collect();
-        assert!(left.is_empty(), "left behind: {left:?}");
-    }
-}
+mod tests;

@@ -45,7 +45,8 @@ impl Bridge {
         } else {
             endpoint.accept(deadline, self.cfg.start_timeout, self.pid(), &mut || Ok(()))?
         };
-        let (reader, hello) = self
+        let probe = channel.probe;
+        let (frames, hello) = self
             .first_message(channel.read, channel.read_fd, deadline)
             .map_err(|e| self.fail_with(e))?;
         endpoint.handshake_done();
@@ -58,14 +59,19 @@ impl Bridge {
                 )))
             }
         }
-        let mut reader = reader;
-        reader.set_next_seq(next_seq);
+        let mut frames = frames;
+        frames.set_next_seq(next_seq);
+        let reader = crate::reader::Reader { frames, probe };
         let new_fw = FrameWriter::new(channel.write, self.cfg.bridge_id, self.cfg.frame_payload);
         let old_fw = std::mem::replace(&mut w.fw, new_fw);
         let old_write = old_fw.into_inner().map_err(|e| self.fail_with(e))?;
         if w.transport == Transport::Pipe {
-            w.parked_pipe =
-                Some(Channel { read: old_read, write: old_write, read_fd: self.pipe_fd });
+            w.parked_pipe = Some(Channel {
+                read: old_read,
+                write: old_write,
+                read_fd: self.pipe_fd,
+                probe: None,
+            });
         }
         if self.next_reader.send(reader).is_err() {
             return Err(self.fail_with(Error::protocol(

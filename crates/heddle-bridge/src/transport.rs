@@ -68,6 +68,8 @@ pub(crate) struct Channel {
     pub(crate) read: Box<dyn Read + Send>,
     pub(crate) write: Box<dyn Write + Send>,
     pub(crate) read_fd: RawFd,
+    /// Looks at the reading half without reading (shared memory only).
+    pub(crate) probe: Option<crate::shm::Probe>,
 }
 
 impl std::fmt::Debug for Channel {
@@ -208,7 +210,8 @@ impl Endpoint {
                     first.set(Some(deadline));
                     let peer = std::sync::Arc::new(crate::shm::PidFd(crate::shm::pidfd(pid)));
                     let (r, w) = crate::shm::host_halves(file, peer, first.clone());
-                    Some(Channel { read: Box::new(r), write: Box::new(w), read_fd: -1 })
+                    let probe = Some(r.probe());
+                    Some(Channel { read: Box::new(r), write: Box::new(w), read_fd: -1, probe })
                 }
                 Endpoint::Fifo { dir, from_filter } => {
                     match open_fifo(&dir.join("to-filter"), libc::O_WRONLY) {
@@ -220,7 +223,12 @@ impl Endpoint {
                             wait_readable(from.as_raw_fd(), deadline, limit, alive)?;
                             set_blocking(from.as_raw_fd())?;
                             let read_fd = from.as_raw_fd();
-                            Some(Channel { read: Box::new(from), write: Box::new(to), read_fd })
+                            Some(Channel {
+                                read: Box::new(from),
+                                write: Box::new(to),
+                                read_fd,
+                                probe: None,
+                            })
                         }
                         Err(Error::Io { source, .. })
                             if source.raw_os_error() == Some(libc::ENXIO) =>
@@ -277,7 +285,7 @@ fn split_tcp(s: TcpStream) -> Result<Channel> {
     s.set_nodelay(true).map_err(e)?;
     let r = s.try_clone().map_err(e)?;
     let read_fd = r.as_raw_fd();
-    Ok(Channel { read: Box::new(r), write: Box::new(s), read_fd })
+    Ok(Channel { read: Box::new(r), write: Box::new(s), read_fd, probe: None })
 }
 
 fn split_unix(s: UnixStream) -> Result<Channel> {
@@ -285,7 +293,7 @@ fn split_unix(s: UnixStream) -> Result<Channel> {
     s.set_nonblocking(false).map_err(e)?;
     let r = s.try_clone().map_err(e)?;
     let read_fd = r.as_raw_fd();
-    Ok(Channel { read: Box::new(r), write: Box::new(s), read_fd })
+    Ok(Channel { read: Box::new(r), write: Box::new(s), read_fd, probe: None })
 }
 
 fn cpath(p: &Path) -> Result<CString> {

@@ -40,10 +40,12 @@ static uint64_t *pos(hb_channel *c, size_t ring, size_t at) {
 static int backoff(hb_channel *c, struct timespec *start, long *nap_us) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
+    if (start->tv_sec < 0) *start = now; /* the first wait: a ready ring reads no clock */
     long spent = (now.tv_sec - start->tv_sec) * 1000000L + (now.tv_nsec - start->tv_nsec) / 1000;
     if (spent < 50) {
         static unsigned spins;
-        if (++spins % 16 == 0) sched_yield(); /* the host may be waiting for this core */
+        /* Now and then the host may be waiting for this core; a yield is a system call. */
+        if (++spins % 1024 == 0) sched_yield();
         return 0;
     }
     if (*nap_us < 1000) {
@@ -64,9 +66,8 @@ static int backoff(hb_channel *c, struct timespec *start, long *nap_us) {
 
 /* Reads what is available (at least one byte, waiting for it): >0, 0 at the end. */
 static ssize_t ring_read(hb_channel *c, void *dst, size_t n) {
-    struct timespec start;
+    struct timespec start = {-1, 0};
     long nap = 20;
-    clock_gettime(CLOCK_MONOTONIC, &start);
     for (;;) {
         uint64_t head = __atomic_load_n(pos(c, c->rx, POS_WRITE), __ATOMIC_ACQUIRE);
         uint64_t tail = __atomic_load_n(pos(c, c->rx, POS_READ), __ATOMIC_RELAXED);
@@ -90,9 +91,8 @@ static ssize_t ring_read(hb_channel *c, void *dst, size_t n) {
 }
 
 static int ring_write(hb_channel *c, const uint8_t *p, size_t n) {
-    struct timespec start;
+    struct timespec start = {-1, 0};
     long nap = 20;
-    clock_gettime(CLOCK_MONOTONIC, &start);
     while (n) {
         uint64_t head = __atomic_load_n(pos(c, c->tx, POS_WRITE), __ATOMIC_RELAXED);
         uint64_t tail = __atomic_load_n(pos(c, c->tx, POS_READ), __ATOMIC_ACQUIRE);
@@ -111,7 +111,7 @@ static int ring_write(hb_channel *c, const uint8_t *p, size_t n) {
         __atomic_store_n(pos(c, c->tx, POS_WRITE), head + put, __ATOMIC_RELEASE);
         p += put;
         n -= put;
-        clock_gettime(CLOCK_MONOTONIC, &start);
+        start.tv_sec = -1;
         nap = 20;
     }
     return 0;
