@@ -5,7 +5,8 @@ ranks with Heddle's collectives.
 rank passes the same dissimilarity matrix, keeps its block of rows, and gets the same
 coordinates back. :func:`procrustes` turns one embedding onto another (MDS fixes
 coordinates only up to a rotation or reflection), for sequences of embeddings such as
-the segments of a time series.
+the segments of a time series. :func:`slam` is Rao-Blackwellized particle-filter SLAM of a
+simulated robot (``heddle::apps::slam``), its particles spread over the ranks.
 
 >>> import numpy as np
 >>> from heddle.apps import mds
@@ -19,13 +20,14 @@ the segments of a time series.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from heddle._heddle import apps as _apps
 
-__all__ = ["mds", "procrustes"]
+__all__ = ["SlamRun", "mds", "procrustes", "slam"]
 
 PathLike = str | os.PathLike[str]
 
@@ -107,3 +109,73 @@ def procrustes(coords: np.ndarray, reference: np.ndarray) -> np.ndarray:
     u, _, vt = np.linalg.svd(xc.T @ yc)
     result: np.ndarray = xc @ (u @ vt) + y.mean(0)
     return result
+
+
+@dataclass(frozen=True)
+class SlamRun:
+    """What :func:`slam` found. On rank 0 every field is filled; the other ranks get empty
+    arrays, ``nan`` errors and no map.
+
+    ``poses``, ``truth`` and ``odometry`` are ``scans × 3`` arrays of (x, y, θ) in metres
+    and radians: the estimate after each scan, the simulator's true pose, and dead
+    reckoning (the odometry alone); ``latencies_ms`` runs from each scan's release to its
+    estimate; ``map`` is the heaviest particle's occupancy map as log-odds (``int8``, row
+    ``j`` is ``y = j × 0.05`` m: positive walls, negative free, 0 unseen)."""
+
+    poses: np.ndarray
+    truth: np.ndarray
+    odometry: np.ndarray
+    latencies_ms: np.ndarray
+    rmse_m: float
+    odometry_rmse_m: float
+    resamples: int
+    map: np.ndarray | None
+
+
+def slam(
+    particles: int = 100,
+    beams: int = 180,
+    scans: int = 200,
+    rate_hz: float = 10.0,
+    max_range: float = 8.0,
+    seed: int = 1,
+    comm: Any | None = None,
+) -> SlamRun:
+    """Particle-filter SLAM of a simulated robot: rank 0 streams ``scans`` laser scans of
+    ``beams`` beams at ``rate_hz`` per second (0: as fast as they are done), the
+    ``particles`` are split over the ranks, each moved by the odometry, matched to its own
+    map and weighed; weights and poses are gathered every scan and maps move between ranks
+    at resampling. Collective over ``comm`` (the world by default): every rank calls it
+    with the same arguments. Bad settings raise ``heddle.ArgumentError`` naming them.
+
+    >>> from heddle.apps import slam
+    >>> run = slam(particles=8, beams=90, scans=20, rate_hz=0)
+    >>> run.poses.shape, bool(run.rmse_m < run.odometry_rmse_m)
+    ((20, 3), True)
+    """
+    if comm is None:
+        import heddle
+
+        comm = heddle.init()
+    poses, truth, odo, ms, rmse, odo_rmse, resamples, cells = _apps.slam_run(
+        comm, particles, beams, scans, float(rate_hz), float(max_range), seed
+    )
+    grid = None
+    if cells is not None:
+        side = round(len(cells) ** 0.5)
+        grid = np.frombuffer(cells, dtype=np.int8).reshape(side, side).copy()
+
+    def as3(v: list[float]) -> np.ndarray:
+        return np.asarray(v, dtype=np.float64).reshape(-1, 3)
+
+    first = grid is not None
+    return SlamRun(
+        poses=as3(poses),
+        truth=as3(truth),
+        odometry=as3(odo),
+        latencies_ms=np.asarray(ms, dtype=np.float64),
+        rmse_m=rmse if first else float("nan"),
+        odometry_rmse_m=odo_rmse if first else float("nan"),
+        resamples=resamples,
+        map=grid,
+    )

@@ -1,9 +1,12 @@
 //! The applications' entry points for Python (`heddle.apps` wraps them): MDS over the
-//! rows of a dissimilarity matrix that every rank passes whole.
+//! rows of a dissimilarity matrix that every rank passes whole, and particle-filter SLAM
+//! of the simulated robot.
 
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 use heddle_apps::mds::{self, Options, Rows};
+use heddle_apps::slam;
 
 use crate::buffer::{Buffer, Dtype};
 use crate::comm::PyComm;
@@ -84,6 +87,48 @@ fn mds_into(
     Ok((fit.stress, fit.iterations, fit.temperatures))
 }
 
+/// What `slam_run` returns: poses, truth and dead reckoning (x, y, θ per scan, flat),
+/// latencies in ms, the two RMSEs, the resamplings and the map's cells (worker 0; the
+/// other workers get empty lists and `None`).
+type SlamRun<'py> = (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>, f64, f64, usize, Option<Bound<'py, PyBytes>>);
+
+/// ``slam_run(comm, particles, beams, scans, rate_hz, max_range, seed)``: RBPF SLAM of
+/// the simulated robot (``heddle::apps::slam``). Collective over ``comm``; the GIL is
+/// released meanwhile.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)] // Python keyword arguments
+fn slam_run<'py>(
+    py: Python<'py>,
+    comm: &PyComm,
+    particles: usize,
+    beams: usize,
+    scans: usize,
+    rate_hz: f64,
+    max_range: f64,
+    seed: u64,
+) -> PyResult<SlamRun<'py>> {
+    let c = comm.comm();
+    let opts = slam::Options { particles, beams, scans, rate_hz, max_range, seed };
+    let run = py.detach(|| slam::slam(c, &opts)).map_err(errors::slam)?;
+    let flat = |v: &[slam::Pose]| v.iter().flat_map(|p| [p.x, p.y, p.theta]).collect::<Vec<_>>();
+    let ms = run.latencies.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+    let map = run.map.as_ref().map(|g| {
+        let bytes: Vec<u8> = g.cells().iter().map(|&c| c as u8).collect();
+        PyBytes::new(py, &bytes)
+    });
+    Ok((
+        flat(&run.poses),
+        flat(&run.truth),
+        flat(&run.odometry),
+        ms,
+        run.rmse_m,
+        run.odometry_rmse_m,
+        run.resamples,
+        map,
+    ))
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(mds_into, m)?)
+    m.add_function(wrap_pyfunction!(mds_into, m)?)?;
+    m.add_function(wrap_pyfunction!(slam_run, m)?)
 }

@@ -199,6 +199,15 @@ pub(crate) fn apps(e: heddle_apps::mds::Error) -> PyErr {
     }
 }
 
+/// Maps a SLAM error to its exception.
+pub(crate) fn slam(e: heddle_apps::slam::Error) -> PyErr {
+    use heddle_apps::slam::Error as E;
+    match e {
+        E::Comm(inner) => comm(inner),
+        E::InvalidArgument(_) => Kind::Argument.err(e.to_string()),
+    }
+}
+
 /// Maps a data-API error to its exception.
 pub(crate) fn data(e: heddle_data::Error) -> PyErr {
     use heddle_data::Error as E;

@@ -4,7 +4,7 @@ from typing import Any
 
 from heddle._heddle.comm import Comm
 
-__all__ = ["mds_into"]
+__all__ = ["mds_into", "slam_run"]
 
 def mds_into(
     comm: Comm,
@@ -20,3 +20,12 @@ def mds_into(
     tol: float,
     seed: int,
 ) -> tuple[float, int, int]: ...
+def slam_run(
+    comm: Comm,
+    particles: int,
+    beams: int,
+    scans: int,
+    rate_hz: float,
+    max_range: float,
+    seed: int,
+) -> tuple[list[float], list[float], list[float], list[float], float, float, int, bytes | None]: ...
