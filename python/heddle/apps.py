@@ -116,12 +116,15 @@ class SlamRun:
     """What :func:`slam` found. On rank 0 every field is filled; the other ranks get empty
     arrays, ``nan`` errors and no map.
 
-    ``poses``, ``truth`` and ``odometry`` are ``scans × 3`` arrays of (x, y, θ) in metres
-    and radians: the estimate after each scan, the simulator's true pose, and dead
-    reckoning (the odometry alone); ``latencies_ms`` runs from each scan's release to its
+    ``scans`` numbers the scans used, in order; ``poses``, ``truth`` and ``odometry`` are
+    ``len(scans) × 3`` arrays of (x, y, θ) in metres and radians: the estimate after each
+    scan, the simulator's true pose, and dead reckoning (the odometer's reading);
+    ``missing`` counts scans that never arrived and ``out_of_order`` those that arrived
+    after a newer one (dropped); ``latencies_ms`` runs from each scan's release to its
     estimate; ``map`` is the heaviest particle's occupancy map as log-odds (``int8``, row
     ``j`` is ``y = j × 0.05`` m: positive walls, negative free, 0 unseen)."""
 
+    scans: np.ndarray
     poses: np.ndarray
     truth: np.ndarray
     odometry: np.ndarray
@@ -129,6 +132,8 @@ class SlamRun:
     rmse_m: float
     odometry_rmse_m: float
     resamples: int
+    missing: int
+    out_of_order: int
     map: np.ndarray | None
 
 
@@ -139,14 +144,18 @@ def slam(
     rate_hz: float = 10.0,
     max_range: float = 8.0,
     seed: int = 1,
+    lose: float = 0.0,
+    reorder: float = 0.0,
     comm: Any | None = None,
 ) -> SlamRun:
     """Particle-filter SLAM of a simulated robot: rank 0 streams ``scans`` laser scans of
     ``beams`` beams at ``rate_hz`` per second (0: as fast as they are done), the
     ``particles`` are split over the ranks, each moved by the odometry, matched to its own
     map and weighed; weights and poses are gathered every scan and maps move between ranks
-    at resampling. Collective over ``comm`` (the world by default): every rank calls it
-    with the same arguments. Bad settings raise ``heddle.ArgumentError`` naming them.
+    at resampling. ``lose`` and ``reorder`` are the chances that the simulated network
+    loses a scan or delivers it after the next one. Collective over ``comm`` (the world by
+    default): every rank calls it with the same arguments. Bad settings raise
+    ``heddle.ArgumentError`` naming them.
 
     >>> from heddle.apps import slam
     >>> run = slam(particles=8, beams=90, scans=20, rate_hz=0)
@@ -157,8 +166,8 @@ def slam(
         import heddle
 
         comm = heddle.init()
-    poses, truth, odo, ms, rmse, odo_rmse, resamples, cells = _apps.slam_run(
-        comm, particles, beams, scans, float(rate_hz), float(max_range), seed
+    used, poses, truth, odo, ms, (rmse, odo_rmse), counts, cells = _apps.slam_run(
+        comm, particles, beams, scans, float(rate_hz), float(max_range), seed, lose, reorder
     )
     grid = None
     if cells is not None:
@@ -170,12 +179,15 @@ def slam(
 
     first = grid is not None
     return SlamRun(
+        scans=np.asarray(used, dtype=np.int64),
         poses=as3(poses),
         truth=as3(truth),
         odometry=as3(odo),
         latencies_ms=np.asarray(ms, dtype=np.float64),
         rmse_m=rmse if first else float("nan"),
         odometry_rmse_m=odo_rmse if first else float("nan"),
-        resamples=resamples,
+        resamples=counts[0],
+        missing=counts[1],
+        out_of_order=counts[2],
         map=grid,
     )

@@ -20,17 +20,24 @@ HEDDLE = ROOT / "target" / "release" / "heddle"
 JOB = Path(__file__).resolve().parent / "jobs" / "apps_slam.py"
 
 
-def test_slam_on_two_processes_matches_numpy(tmp_path: Path) -> None:
+def job(out: Path, scans: int, lose: float = 0.0) -> dict:
     if not HEDDLE.exists():
         pytest.skip("LOUD SKIP: target/release/heddle is not built (make build)")
-    out = tmp_path / "run.npz"
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEDDLE_")}
-    cmd = [str(HEDDLE), "run", "-n", "2", "--", sys.executable, str(JOB), "80", "12", str(out)]
+    args = [str(scans), "12", str(out), str(lose)]
+    cmd = [str(HEDDLE), "run", "-n", "2", "--", sys.executable, str(JOB), *args]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, check=False)
     assert p.returncode == 0, p.stderr
     line = next(ln.split("] ", 1)[1] for ln in p.stdout.splitlines() if "] {" in ln)
-    s = json.loads(line)
+    result: dict = json.loads(line)
+    return result
+
+
+def test_slam_on_two_processes_matches_numpy(tmp_path: Path) -> None:
+    out = tmp_path / "run.npz"
+    s = job(out, 80)
     got = np.load(out)
+    assert (got["scans"] == np.arange(80)).all() and s["missing"] == s["out_of_order"] == 0
     poses, truth, odo = got["poses"], got["truth"], got["odometry"]
     assert poses.shape == truth.shape == odo.shape == (80, 3)
     err = np.hypot(*(poses[:, :2] - truth[:, :2]).T)
@@ -55,9 +62,22 @@ def test_slam_on_two_processes_matches_numpy(tmp_path: Path) -> None:
     assert outer.any(axis=1).mean() > 0.5
 
 
+def test_a_lossy_stream_is_counted_and_tracked(tmp_path: Path) -> None:
+    out = tmp_path / "run.npz"
+    s = job(out, 120, lose=0.1)
+    used = np.load(out)["scans"]
+    # Increasing numbers; every number up to the last used is used, late or missing.
+    assert (np.diff(used) > 0).all()
+    assert s["missing"] + s["out_of_order"] == used[-1] + 1 - len(used), s
+    assert s["missing"] > 0 and s["out_of_order"] > 0, s
+    assert s["rmse_m"] * 5 < s["odometry_rmse_m"], s
+
+
 def test_bad_settings_name_the_setting() -> None:
     comm = heddle.init()
     with pytest.raises(heddle.ArgumentError, match="beams = 1"):
         slam(beams=1, scans=3, rate_hz=0, comm=comm)
     with pytest.raises(heddle.ArgumentError, match="particles = 0"):
         slam(particles=0, scans=3, rate_hz=0, comm=comm)
+    with pytest.raises(heddle.ArgumentError, match="reorder = 2"):
+        slam(reorder=2, scans=3, rate_hz=0, comm=comm)

@@ -3,7 +3,7 @@
 //! does not depend on how many workers share the particles' work in kind, and bad
 //! settings are refused naming the setting.
 
-use heddle_apps::slam::{slam, Options, Run, Simulator, World};
+use heddle_apps::slam::{slam, Feed, Options, Run, Simulator, World};
 use heddle_comm::{local_world, CommConfig};
 
 /// Runs `opts` on `workers` threads of one process; worker 0's run.
@@ -81,6 +81,39 @@ fn resampling_moves_maps_between_workers() {
 }
 
 #[test]
+fn lost_and_overtaken_scans_are_counted_and_the_path_holds() {
+    let opts = Options { lose: 0.1, reorder: 0.1, ..small(150) };
+    let r = run(2, &opts);
+    // What arrived, replayed from the same seeded feed: every number once, in order of
+    // arrival; a number below the highest seen so far is out of order.
+    let mut feed =
+        Feed::new(Simulator::new(opts.seed, opts.beams), opts.scans, 0.1, 0.1, opts.seed);
+    let (mut used, mut late) = (Vec::new(), 0);
+    while let Some(s) = feed.next_scan() {
+        if used.last().is_some_and(|&l| s.index <= l) {
+            late += 1;
+        } else {
+            used.push(s.index);
+        }
+    }
+    assert_eq!(r.scans, used, "the scans used, in order");
+    assert_eq!(r.out_of_order, late);
+    let passed = used.last().unwrap() + 1;
+    assert_eq!(
+        r.missing,
+        passed - used.len() - late,
+        "each number up to the last used: used, late or missing"
+    );
+    assert!(
+        late > 3 && r.missing > 3,
+        "{late} late, {} missing: the feed should do both",
+        r.missing
+    );
+    assert!(r.scans.windows(2).all(|w| w[0] < w[1]));
+    assert!(r.rmse_m < 0.15 && r.rmse_m * 5.0 < r.odometry_rmse_m, "RMSE {} m", r.rmse_m);
+}
+
+#[test]
 fn the_simulator_is_seeded_and_its_laser_sees_the_walls() {
     let (mut a, mut b) = (Simulator::new(3, 180), Simulator::new(3, 180));
     for _ in 0..5 {
@@ -99,6 +132,7 @@ fn bad_settings_are_refused_naming_the_setting() {
         (Options { beams: 1, ..small(5) }, "beams = 1"),
         (Options { scans: 0, ..small(5) }, "scans = 0"),
         (Options { rate_hz: -1.0, ..small(5) }, "rate = -1"),
+        (Options { lose: 1.0, ..small(5) }, "lose = 1"),
     ];
     for (opts, want) in cases {
         let errs: Vec<String> = std::thread::scope(|s| {

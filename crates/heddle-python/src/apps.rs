@@ -87,14 +87,23 @@ fn mds_into(
     Ok((fit.stress, fit.iterations, fit.temperatures))
 }
 
-/// What `slam_run` returns: poses, truth and dead reckoning (x, y, θ per scan, flat),
-/// latencies in ms, the two RMSEs, the resamplings and the map's cells (worker 0; the
-/// other workers get empty lists and `None`).
-type SlamRun<'py> = (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>, f64, f64, usize, Option<Bound<'py, PyBytes>>);
+/// What `slam_run` returns: the scans used, poses, truth and dead reckoning (x, y, θ per
+/// scan, flat), latencies in ms, the two RMSEs, (resamplings, missing, out of order) and
+/// the map's cells (worker 0; the other workers get empty lists and `None`).
+type SlamRun<'py> = (
+    Vec<usize>,
+    Vec<f64>,
+    Vec<f64>,
+    Vec<f64>,
+    Vec<f64>,
+    (f64, f64),
+    (usize, usize, usize),
+    Option<Bound<'py, PyBytes>>,
+);
 
-/// ``slam_run(comm, particles, beams, scans, rate_hz, max_range, seed)``: RBPF SLAM of
-/// the simulated robot (``heddle::apps::slam``). Collective over ``comm``; the GIL is
-/// released meanwhile.
+/// ``slam_run(comm, particles, beams, scans, rate_hz, max_range, seed, lose, reorder)``:
+/// RBPF SLAM of the simulated robot (``heddle::apps::slam``). Collective over ``comm``;
+/// the GIL is released meanwhile.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)] // Python keyword arguments
 fn slam_run<'py>(
@@ -106,9 +115,11 @@ fn slam_run<'py>(
     rate_hz: f64,
     max_range: f64,
     seed: u64,
+    lose: f64,
+    reorder: f64,
 ) -> PyResult<SlamRun<'py>> {
     let c = comm.comm();
-    let opts = slam::Options { particles, beams, scans, rate_hz, max_range, seed };
+    let opts = slam::Options { particles, beams, scans, rate_hz, max_range, seed, lose, reorder };
     let run = py.detach(|| slam::slam(c, &opts)).map_err(errors::slam)?;
     let flat = |v: &[slam::Pose]| v.iter().flat_map(|p| [p.x, p.y, p.theta]).collect::<Vec<_>>();
     let ms = run.latencies.iter().map(|d| d.as_secs_f64() * 1e3).collect();
@@ -117,13 +128,13 @@ fn slam_run<'py>(
         PyBytes::new(py, &bytes)
     });
     Ok((
+        run.scans.clone(),
         flat(&run.poses),
         flat(&run.truth),
         flat(&run.odometry),
         ms,
-        run.rmse_m,
-        run.odometry_rmse_m,
-        run.resamples,
+        (run.rmse_m, run.odometry_rmse_m),
+        (run.resamples, run.missing, run.out_of_order),
         map,
     ))
 }

@@ -3,7 +3,9 @@
 //! estimate is the heaviest particle's pose. Prints one JSON line: the position error
 //! against the simulator's truth (`rmse_m`, and `odometry_rmse_m` of dead reckoning), the
 //! latency from a scan's release to its estimate (`latency_p50_ms`, `latency_p99_ms`), the
-//! scans, resamplings and the job time.
+//! scans used, resamplings, scans lost (`missing`) and dropped for arriving late
+//! (`out_of_order`; `--lose P` and `--reorder P` make the simulated network do both) and
+//! the job time.
 //!
 //! ```text
 //! heddle run -n 2 -- target/release/examples/slam --beams 180 --particles 100 --scans 300 --rate 10
@@ -37,6 +39,12 @@ struct Args {
     /// Seeds the world, the noise and the filter.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// The chance that a scan is lost on its way.
+    #[arg(long, default_value_t = 0.0)]
+    lose: f64,
+    /// The chance that a scan arrives after the next one (then it is dropped).
+    #[arg(long, default_value_t = 0.0)]
+    reorder: f64,
     /// The largest position error (RMSE, metres) the check accepts.
     #[arg(long, default_value_t = 0.25)]
     max_rmse: f64,
@@ -63,6 +71,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         scans: args.scans,
         rate_hz: args.rate,
         seed: args.seed,
+        lose: args.lose,
+        reorder: args.reorder,
         ..Options::default()
     };
     comm.barrier()?;
@@ -101,7 +111,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         "{{\"example\": \"slam\", \"ok\": {ok}, \"rmse_m\": {:.4}, \"odometry_rmse_m\": {:.4}, \
          \"latency_p50_ms\": {:.2}, \"latency_p99_ms\": {:.2}, \"scans\": {}, \
          \"particles\": {}, \"beams\": {}, \"rate_hz\": {}, \"resamples\": {}, \
-         \"job_s\": {job_s:.3}, \"workers\": {}}}",
+         \"missing\": {}, \"out_of_order\": {}, \"job_s\": {job_s:.3}, \"workers\": {}}}",
         run.rmse_m,
         run.odometry_rmse_m,
         q(0.5),
@@ -111,6 +121,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         args.beams,
         args.rate,
         run.resamples,
+        run.missing,
+        run.out_of_order,
         comm.size()
     );
     if ok {

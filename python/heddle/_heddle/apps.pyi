@@ -28,4 +28,15 @@ def slam_run(
     rate_hz: float,
     max_range: float,
     seed: int,
-) -> tuple[list[float], list[float], list[float], list[float], float, float, int, bytes | None]: ...
+    lose: float,
+    reorder: float,
+) -> tuple[
+    list[int],
+    list[float],
+    list[float],
+    list[float],
+    list[float],
+    tuple[float, float],
+    tuple[int, int, int],
+    bytes | None,
+]: ...

@@ -12,10 +12,18 @@ from heddle.apps import slam
 
 comm = heddle.init()
 scans, particles = int(sys.argv[1]), int(sys.argv[2])
-run = slam(particles=particles, beams=120, scans=scans, rate_hz=0, seed=5)
+lose = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
+run = slam(particles=particles, beams=120, scans=scans, rate_hz=0, seed=5, lose=lose, reorder=lose)
 if comm.rank == 0:
     assert run.map is not None
-    np.savez(sys.argv[3], poses=run.poses, truth=run.truth, odometry=run.odometry, map=run.map)
+    np.savez(
+        sys.argv[3],
+        scans=run.scans,
+        poses=run.poses,
+        truth=run.truth,
+        odometry=run.odometry,
+        map=run.map,
+    )
     print(
         json.dumps(
             {
@@ -23,6 +31,8 @@ if comm.rank == 0:
                 "odometry_rmse_m": run.odometry_rmse_m,
                 "latencies": len(run.latencies_ms),
                 "resamples": run.resamples,
+                "missing": run.missing,
+                "out_of_order": run.out_of_order,
                 "workers": comm.size,
             }
         )

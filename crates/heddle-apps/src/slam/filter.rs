@@ -29,7 +29,6 @@ pub(crate) struct Filter<'c> {
     /// Drawn alike on every worker (resampling).
     shared_rng: StdRng,
     opts: Options,
-    scans: usize,
 }
 
 /// The filter's answer to one scan.
@@ -51,13 +50,13 @@ impl<'c> Filter<'c> {
             rng: StdRng::seed_from_u64(opts.seed ^ ((comm.rank() as u64 + 1) * 0x9e37_79b9)),
             shared_rng: StdRng::seed_from_u64(opts.seed ^ 0x00c0_ffee),
             opts: opts.clone(),
-            scans: 0,
         }
     }
 
     /// Moves every particle by the odometry (with noise), matches the scan to its map,
     /// weighs it by the match, adds the scan to its map; then estimates and resamples.
-    pub(crate) fn step(&mut self, odometry: &Pose, ranges: &[f32]) -> Result<Estimate> {
+    /// `motion`: the odometer's motion since the last scan used (`None` for the first).
+    pub(crate) fn step(&mut self, motion: Option<&Pose>, ranges: &[f32]) -> Result<Estimate> {
         let max_range = self.opts.max_range;
         let mut beams = Beams::default();
         for (i, &r) in ranges.iter().enumerate() {
@@ -69,9 +68,8 @@ impl<'c> Filter<'c> {
             }
         }
         let stride = (beams.hits.len() / 90).max(1);
-        let first = self.scans == 0;
         for p in &mut self.mine {
-            if !first {
+            if let Some(odometry) = motion {
                 let n = |rng: &mut StdRng, sd: f64| gaussian(rng) * sd;
                 let moved = Pose {
                     x: odometry.x + n(&mut self.rng, 0.02 + 0.1 * odometry.x.abs()),
@@ -88,7 +86,6 @@ impl<'c> Filter<'c> {
             }
             p.grid.integrate(&p.pose, &beams, max_range);
         }
-        self.scans += 1;
         // Everyone's weights and poses, in particle order.
         let send: Vec<f64> =
             self.mine.iter().flat_map(|p| [p.log_w, p.pose.x, p.pose.y, p.pose.theta]).collect();

@@ -6,8 +6,12 @@
 //! their weights and poses gathered with `allgatherv`, and resampling moves maps between
 //! workers with `alltoallv`. The estimate is the heaviest particle's pose.
 //!
-//! Worker 0 runs the simulator: it releases scan `i` at `i / rate` seconds and broadcasts
-//! it; the latency of a scan runs from its release to the estimate.
+//! Worker 0 runs the simulator: it releases the `k`-th scan to arrive at `k / rate` seconds
+//! and broadcasts it; the latency of a scan runs from its release to the estimate. Scans
+//! carry the odometer's reading, so the motion between two scans survives lost ones in
+//! between (counted as `missing`); a scan older than one already used is dropped
+//! (counted as `out_of_order`). [`Options::lose`] and [`Options::reorder`] make the
+//! simulated network do both.
 //!
 //! ```
 //! use heddle_apps::slam::{slam, Options};
@@ -27,6 +31,7 @@
 //! # Ok::<(), heddle_comm::Error>(())
 //! ```
 
+mod feed;
 mod filter;
 mod grid;
 pub mod world;
@@ -35,6 +40,7 @@ use std::time::{Duration, Instant};
 
 use heddle_comm::Communicator;
 
+pub use feed::Feed;
 pub use grid::{Beams, Grid};
 pub use world::{Scan, Simulator, World};
 
@@ -97,23 +103,43 @@ pub struct Options {
     pub max_range: f64,
     /// Seeds the world, the robot's noise and the filter.
     pub seed: u64,
+    /// The chance that a scan is lost on its way (0 to 1).
+    pub lose: f64,
+    /// The chance that a scan arrives after the next one (0 to 1).
+    pub reorder: f64,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { particles: 100, beams: 180, scans: 200, rate_hz: 10.0, max_range: 8.0, seed: 1 }
+        Options {
+            particles: 100,
+            beams: 180,
+            scans: 200,
+            rate_hz: 10.0,
+            max_range: 8.0,
+            seed: 1,
+            lose: 0.0,
+            reorder: 0.0,
+        }
     }
 }
 
 /// What a run found (complete on worker 0; the others hold only their counts).
 #[derive(Debug, Clone, Default)]
 pub struct Run {
-    /// The estimated pose after each scan.
+    /// The scans used, by number, in order.
+    pub scans: Vec<usize>,
+    /// The estimated pose after each scan used.
     pub poses: Vec<Pose>,
     /// The true poses.
     pub truth: Vec<Pose>,
-    /// Dead reckoning: the odometry alone, added up.
+    /// Dead reckoning: the odometer's readings.
     pub odometry: Vec<Pose>,
+    /// Scans that never arrived (numbers passed over and not seen later; a loss after
+    /// the last scan used is not known).
+    pub missing: usize,
+    /// Scans that arrived after a newer one and were dropped.
+    pub out_of_order: usize,
     /// From each scan's release to its estimate.
     pub latencies: Vec<Duration>,
     /// Root mean square of the position error of `poses` (metres).
@@ -134,48 +160,62 @@ pub struct Run {
 /// 2 beams, no scans or a negative rate; [`Error::Comm`] when a collective fails.
 pub fn slam(comm: &Communicator, opts: &Options) -> Result<Run> {
     check(comm, opts)?;
-    let mut sim = (comm.rank() == 0).then(|| Simulator::new(opts.seed, opts.beams));
-    if let Some(s) = sim.as_mut() {
-        s.max_range = opts.max_range;
-    }
+    let mut feed = (comm.rank() == 0).then(|| {
+        let mut sim = Simulator::new(opts.seed, opts.beams);
+        sim.max_range = opts.max_range;
+        Feed::new(sim, opts.scans, opts.lose, opts.reorder, opts.seed)
+    });
     let start_pose = Simulator::new(opts.seed, 2).next_scan().truth;
     let mut filter = filter::Filter::new(comm, opts, start_pose);
     let mut run = Run::default();
-    let mut reckoned = start_pose;
-    let mut msg = vec![0f64; 3 + opts.beams];
+    // [more scans follow (1) or not (0), odometer x, y, θ, ranges…]
+    let mut msg = vec![0f64; 4 + opts.beams];
+    let mut last: Option<(usize, Pose)> = None;
     let t0 = Instant::now();
-    for i in 0..opts.scans {
+    for k in 0.. {
         let release = if opts.rate_hz > 0.0 {
-            t0 + Duration::from_secs_f64(i as f64 / opts.rate_hz)
+            t0 + Duration::from_secs_f64(k as f64 / opts.rate_hz)
         } else {
             Instant::now()
         };
-        let mut truth = None;
-        if let Some(s) = sim.as_mut() {
+        let mut scan = None;
+        if let Some(f) = feed.as_mut() {
             if let Some(wait) = release.checked_duration_since(Instant::now()) {
                 std::thread::sleep(wait);
             }
-            let scan = s.next_scan();
-            msg[..3].copy_from_slice(&[scan.odometry.x, scan.odometry.y, scan.odometry.theta]);
-            for (m, r) in msg[3..].iter_mut().zip(&scan.ranges) {
-                *m = f64::from(*r);
+            scan = f.next_scan();
+            msg[0] = 0.0;
+            if let Some(s) = &scan {
+                if last.is_some_and(|(i, _)| s.index <= i) {
+                    // Counted missing when its number was passed; it came, only late.
+                    run.out_of_order += 1;
+                    run.missing = run.missing.saturating_sub(1);
+                    continue;
+                }
+                run.missing += s.index - last.map_or(0, |(i, _)| i + 1);
+                msg[0] = 1.0;
+                msg[1..4].copy_from_slice(&[s.odometry.x, s.odometry.y, s.odometry.theta]);
+                for (m, r) in msg[4..].iter_mut().zip(&s.ranges) {
+                    *m = f64::from(*r);
+                }
             }
-            truth = Some(scan.truth);
         }
         comm.broadcast(&mut msg, 0)?;
-        let odometry = Pose { x: msg[0], y: msg[1], theta: msg[2] };
-        let ranges: Vec<f32> = msg[3..].iter().map(|&r| r as f32).collect();
-        let est = filter.step(&odometry, &ranges)?;
+        if msg[0] == 0.0 {
+            break;
+        }
+        let reading = Pose { x: msg[1], y: msg[2], theta: msg[3] };
+        let motion = last.map(|(_, before)| before.delta_to(&reading));
+        let ranges: Vec<f32> = msg[4..].iter().map(|&r| r as f32).collect();
+        let est = filter.step(motion.as_ref(), &ranges)?;
         run.resamples += usize::from(est.resampled);
-        if let Some(truth) = truth {
-            let released = release.max(t0);
-            run.latencies.push(released.elapsed());
-            if i > 0 {
-                reckoned = reckoned.compose(&odometry);
-            }
+        last = Some((scan.as_ref().map_or(0, |s| s.index), reading));
+        if let Some(s) = scan {
+            run.latencies.push(release.max(t0).elapsed());
+            run.scans.push(s.index);
             run.poses.push(est.pose);
-            run.truth.push(truth);
-            run.odometry.push(reckoned);
+            run.truth.push(s.truth);
+            run.odometry.push(s.odometry);
         }
     }
     if comm.rank() == 0 {
@@ -203,6 +243,11 @@ fn check(comm: &Communicator, o: &Options) -> Result<()> {
     }
     if !(o.rate_hz >= 0.0 && o.rate_hz.is_finite()) {
         return bad(format!("rate = {}: give scans per second (0: as fast as it goes)", o.rate_hz));
+    }
+    for (name, p) in [("lose", o.lose), ("reorder", o.reorder)] {
+        if !(0.0..1.0).contains(&p) {
+            return bad(format!("{name} = {p}: give a chance from 0 up to (not including) 1"));
+        }
     }
     if !(o.max_range > 0.0 && o.max_range.is_finite()) {
         return bad(format!("max_range = {}: give the laser's range in metres", o.max_range));

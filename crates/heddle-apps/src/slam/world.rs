@@ -92,7 +92,8 @@ impl World {
 pub struct Scan {
     /// The scan's number, from 0.
     pub index: usize,
-    /// Odometry since the previous scan in the robot's frame: forward, left, turn.
+    /// The odometer's reading: where the wheels say the robot is (it drifts). The filter
+    /// uses the motion between two readings, so a lost scan loses no motion.
     pub odometry: Pose,
     /// Ranges in metres, beams evenly over 180° from −90° (right) to +90° (left).
     pub ranges: Vec<f32>,
@@ -106,6 +107,7 @@ pub struct Simulator {
     world: World,
     rng: StdRng,
     pose: Pose,
+    odometer: Pose,
     beams: usize,
     /// The longest range the laser reports.
     pub max_range: f64,
@@ -126,6 +128,7 @@ impl Simulator {
             world: World::generate(seed),
             rng: StdRng::seed_from_u64(seed ^ 0x5eed),
             pose: Pose { x: WAYPOINTS[0].0, y: WAYPOINTS[0].1, theta: 0.0 },
+            odometer: Pose { x: WAYPOINTS[0].0, y: WAYPOINTS[0].1, theta: 0.0 },
             beams,
             max_range: 8.0,
             next: 0,
@@ -145,7 +148,6 @@ impl Simulator {
 
     /// Drives one step (none before the first scan) and scans.
     pub fn next_scan(&mut self) -> Scan {
-        let mut odometry = Pose::default();
         if self.next > 0 {
             let (tx, ty) = WAYPOINTS[self.waypoint];
             let (dx, dy) = (tx - self.pose.x, ty - self.pose.y);
@@ -162,11 +164,12 @@ impl Simulator {
             let truth = before.delta_to(&self.pose);
             // Wheel odometry: errors proportional to the motion, and a steady bias in turning.
             let noise = |rng: &mut StdRng, sd: f64| gaussian(rng) * sd;
-            odometry = Pose {
+            let measured = Pose {
                 x: truth.x * (1.0 + noise(&mut self.rng, 0.08)),
                 y: truth.y + noise(&mut self.rng, 0.01),
                 theta: truth.theta * (1.0 + noise(&mut self.rng, 0.1)) + 0.012,
             };
+            self.odometer = self.odometer.compose(&measured);
         }
         let p = self.pose;
         let ranges = (0..self.beams)
@@ -178,7 +181,7 @@ impl Simulator {
             })
             .collect();
         self.next += 1;
-        Scan { index: self.next - 1, odometry, ranges, truth: p }
+        Scan { index: self.next - 1, odometry: self.odometer, ranges, truth: p }
     }
 }
 
