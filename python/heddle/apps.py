@@ -7,6 +7,8 @@ coordinates back. :func:`procrustes` turns one embedding onto another (MDS fixes
 coordinates only up to a rotation or reflection), for sequences of embeddings such as
 the segments of a time series. :func:`slam` is Rao-Blackwellized particle-filter SLAM of a
 simulated robot (``heddle::apps::slam``), its particles spread over the ranks.
+:func:`ad_benchmark` is the Yahoo streaming benchmark's pipeline over a Redis server
+(``heddle::apps::ad_benchmark``).
 
 >>> import numpy as np
 >>> from heddle.apps import mds
@@ -27,7 +29,7 @@ import numpy as np
 
 from heddle._heddle import apps as _apps
 
-__all__ = ["SlamRun", "mds", "procrustes", "slam"]
+__all__ = ["AdBenchmarkReport", "SlamRun", "ad_benchmark", "mds", "procrustes", "slam"]
 
 PathLike = str | os.PathLike[str]
 
@@ -191,3 +193,52 @@ def slam(
         out_of_order=counts[2],
         map=grid,
     )
+
+
+@dataclass(frozen=True)
+class AdBenchmarkReport:
+    """What :func:`ad_benchmark` measured and checked (on rank 0): the events produced and
+    read, the ``view`` events among them, the (campaign, window) results written, the
+    throughput (events over the time from the first event to the job's end), the lag of
+    the window results that fired while events flowed (ms, ``None`` when none did), the
+    job's seconds, and whether every window count equals the generator's own tally."""
+
+    events: int
+    views: int
+    windows: int
+    throughput_eps: float
+    latency_p50_ms: int | None
+    latency_p99_ms: int | None
+    job_s: float
+    correct: bool
+
+
+def ad_benchmark(
+    redis: str,
+    rate: float = 10_000.0,
+    seconds: float = 30.0,
+    campaigns: int = 100,
+    ads_per_campaign: int = 10,
+    window_s: float = 10.0,
+    key: str = "ad-events",
+    output_key: str = "ad-counts",
+    seed: int = 1,
+    comm: Any | None = None,
+) -> AdBenchmarkReport | None:
+    """The Yahoo streaming benchmark's pipeline against the Redis server at ``redis``
+    (``redis://host:port/``): rank 0 produces ``rate`` JSON ad events per second for
+    ``seconds`` into the stream ``key``; a native Heddle stream on every rank filters the
+    views, joins them with the campaign table (the hash ``KEY:campaigns``), counts them per
+    campaign in ``window_s`` event-time windows and writes ``campaign start count lag_ms``
+    lines to ``output_key``; rank 0 then checks them against its tally. Collective over
+    ``comm`` (the world by default); the report on rank 0, ``None`` elsewhere. An
+    unreachable server raises ``heddle.DataError`` naming it. The Python-API version of the
+    same pipeline is ``examples/python/ad_benchmark.py``."""
+    if comm is None:
+        import heddle
+
+        comm = heddle.init()
+    r = _apps.ad_benchmark_run(
+        comm, redis, rate, seconds, campaigns, ads_per_campaign, window_s, key, output_key, seed
+    )
+    return None if r is None else AdBenchmarkReport(*r)

@@ -15,6 +15,7 @@ import redis
 from conftest import run_job
 
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "python" / "ad_benchmark.py")
+LIBRARY_JOB = str(Path(__file__).resolve().parent / "jobs" / "apps_ad_benchmark.py")
 
 
 def views_in_input(r: redis.Redis, window_ms: int) -> collections.Counter:
@@ -51,6 +52,19 @@ def test_ad_events_are_counted_per_campaign_and_window_exactly(redis_url):
         want = views_in_input(r, 500)
         assert len(want) >= 20 * 4
         assert results(r) == dict(want)
+
+
+def test_the_library_entry_point_counts_exactly(redis_url):
+    """heddle.apps.ad_benchmark (the native pipeline) on 2 ranks, recounted from Redis."""
+    url = f"redis://127.0.0.1:{redis_url}/"
+    r = redis.Redis.from_url(url, decode_responses=True)
+    job = run_job(2, LIBRARY_JOB, url)
+    assert job.returncode == 0, job
+    report = job.reports[0]
+    assert report["correct"] is True and report["events"] == 6000, job
+    want = views_in_input(r, 500)
+    assert report["views"] == sum(want.values()) and report["windows"] == len(want)
+    assert results(r) == dict(want)
 
 
 def test_an_unreachable_redis_is_named_in_the_error():

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use heddle_apps::mds::{self, Options, Rows};
-use heddle_apps::slam;
+use heddle_apps::{ad_benchmark, slam};
 
 use crate::buffer::{Buffer, Dtype};
 use crate::comm::PyComm;
@@ -139,7 +139,69 @@ fn slam_run<'py>(
     ))
 }
 
+/// What `ad_benchmark_run` returns on worker 0: events, views, windows, throughput
+/// (events/s), latency p50 and p99 (ms, `None` when no window fired while events flowed),
+/// job seconds, and whether every count was right.
+type AdReport = (u64, u64, usize, f64, Option<i64>, Option<i64>, f64, bool);
+
+/// ``ad_benchmark_run(comm, redis, rate, seconds, campaigns, ads_per_campaign, window_s,
+/// key, output_key, seed)``: the streaming benchmark over Redis
+/// (``heddle::apps::ad_benchmark``) on a copy of ``comm``; the report on rank 0, ``None``
+/// elsewhere. The GIL is released meanwhile.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)] // Python keyword arguments
+fn ad_benchmark_run(
+    py: Python<'_>,
+    comm: &PyComm,
+    redis: String,
+    rate: f64,
+    seconds: f64,
+    campaigns: u32,
+    ads_per_campaign: u32,
+    window_s: f64,
+    key: String,
+    output_key: String,
+    seed: u64,
+) -> PyResult<Option<AdReport>> {
+    if !(window_s >= 0.001 && window_s.is_finite()) {
+        return Err(argument(format!("window_s = {window_s}: at least 0.001")));
+    }
+    let opts = ad_benchmark::Options {
+        rate,
+        seconds,
+        campaigns,
+        ads_per_campaign,
+        window: std::time::Duration::from_secs_f64(window_s),
+        key,
+        output_key,
+        seed,
+        ..ad_benchmark::Options::new(redis)
+    };
+    let c = comm.comm();
+    let report = py
+        .detach(|| {
+            let own = c.split(Some(0), c.rank() as i64)?.ok_or_else(|| {
+                ad_benchmark::Error::InvalidArgument("no copy of the communicator".into())
+            })?;
+            ad_benchmark::run(own, &opts)
+        })
+        .map_err(errors::ad_benchmark)?;
+    Ok(report.map(|r| {
+        (
+            r.events,
+            r.views,
+            r.windows,
+            r.throughput_eps,
+            r.latency_p50_ms,
+            r.latency_p99_ms,
+            r.job_s,
+            r.correct,
+        )
+    }))
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mds_into, m)?)?;
-    m.add_function(wrap_pyfunction!(slam_run, m)?)
+    m.add_function(wrap_pyfunction!(slam_run, m)?)?;
+    m.add_function(wrap_pyfunction!(ad_benchmark_run, m)?)
 }

@@ -208,6 +208,17 @@ pub(crate) fn slam(e: heddle_apps::slam::Error) -> PyErr {
     }
 }
 
+/// Maps a streaming benchmark's error to its exception.
+pub(crate) fn ad_benchmark(e: heddle_apps::ad_benchmark::Error) -> PyErr {
+    use heddle_apps::ad_benchmark::Error as E;
+    match e {
+        E::Comm(inner) => comm(inner),
+        E::Data(inner) => data(inner),
+        E::InvalidArgument(_) => Kind::Argument.err(e.to_string()),
+        E::Redis(_) | E::Output(_) => Kind::Data.err(e.to_string()),
+    }
+}
+
 /// Maps a data-API error to its exception.
 pub(crate) fn data(e: heddle_data::Error) -> PyErr {
     use heddle_data::Error as E;

@@ -4,7 +4,7 @@ from typing import Any
 
 from heddle._heddle.comm import Comm
 
-__all__ = ["mds_into", "slam_run"]
+__all__ = ["ad_benchmark_run", "mds_into", "slam_run"]
 
 def mds_into(
     comm: Comm,
@@ -40,3 +40,15 @@ def slam_run(
     tuple[int, int, int],
     bytes | None,
 ]: ...
+def ad_benchmark_run(
+    comm: Comm,
+    redis: str,
+    rate: float,
+    seconds: float,
+    campaigns: int,
+    ads_per_campaign: int,
+    window_s: float,
+    key: str,
+    output_key: str,
+    seed: int,
+) -> tuple[int, int, int, float, int | None, int | None, float, bool] | None: ...
