@@ -59,7 +59,10 @@ pub enum Control {
     PeerHello {
         /// Connecting rank.
         rank: usize,
-        /// HMAC-SHA256(token, "peer|" + nonce + "|" + rank), hex.
+        /// A fresh nonce of the connecting worker's: `mac` links key each connection from
+        /// both ends' nonces, so neither end alone can make it repeat an earlier one's keys.
+        nonce: String,
+        /// HMAC-SHA256(token, "peer|" + challenge + "|" + nonce + "|" + rank), hex.
         mac: String,
     },
     /// The proof was accepted.

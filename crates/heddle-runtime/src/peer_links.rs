@@ -40,9 +40,15 @@ impl LinkSecurity {
         })
     }
 
-    /// The link label both ends derive `mac` keys from.
-    fn label(nonce: &str, low: usize, high: usize) -> String {
-        format!("peer|{nonce}|{high}|{low}")
+    /// The link label both ends derive `mac` keys from: the accepting end's challenge and
+    /// the connecting end's nonce, both fresh for this connection.
+    fn label(challenge: &str, nonce: &str, low: usize, high: usize) -> String {
+        format!("peer|{challenge}|{nonce}|{high}|{low}")
+    }
+
+    /// What a connecting `rank` proves with the token.
+    fn hello_proof(challenge: &str, nonce: &str, rank: usize) -> String {
+        format!("peer|{challenge}|{nonce}|{rank}")
     }
 }
 
@@ -71,14 +77,19 @@ pub(crate) fn connect_peer(
         LinkMode::Tls => Error::Auth(format!("rank {} refused this worker's TLS: {e}", p.rank)),
         _ => e,
     };
-    let Control::Challenge { nonce } = control::recv(&mut opening.stream).map_err(refused)? else {
+    let Control::Challenge { nonce: challenge } =
+        control::recv(&mut opening.stream).map_err(refused)?
+    else {
         return Err(Error::Protocol(format!("rank {} did not send a challenge", p.rank)));
     };
-    let mac = control::mac(&sec.token, &format!("peer|{nonce}|{my_rank}"));
-    control::send(&mut opening.stream, &Control::PeerHello { rank: my_rank, mac })?;
+    let nonce = control::nonce();
+    let proof = LinkSecurity::hello_proof(&challenge, &nonce, my_rank);
+    let mac = control::mac(&sec.token, &proof);
+    let hello = Control::PeerHello { rank: my_rank, nonce: nonce.clone(), mac };
+    control::send(&mut opening.stream, &hello)?;
     match control::recv(&mut opening.stream).map_err(refused)? {
         Control::Accepted => {
-            let label = LinkSecurity::label(&nonce, p.rank, my_rank);
+            let label = LinkSecurity::label(&challenge, &nonce, p.rank, my_rank);
             Ok(opening.finish(&sec.token, &label, true, format!("rank {}", p.rank)))
         }
         Control::Refused { reason } => {
@@ -188,18 +199,22 @@ fn peer_handshake(
         LinkMode::Mac | LinkMode::Plain => (Box::new(s), None),
     };
     let mut opening = Opening { stream, sock: bare, mode, fingerprint: String::new() };
-    let nonce = control::nonce();
-    control::send(&mut opening.stream, &Control::Challenge { nonce: nonce.clone() })?;
+    let challenge = control::nonce();
+    control::send(&mut opening.stream, &Control::Challenge { nonce: challenge.clone() })?;
     let (reason, rank) = match control::recv_handshake(&mut opening.stream)? {
-        Control::PeerHello { rank, mac }
+        Control::PeerHello { rank, nonce, mac }
             if expected.contains(&rank)
-                && control::verify(&sec.token, &format!("peer|{nonce}|{rank}"), &mac) =>
+                && control::verify(
+                    &sec.token,
+                    &LinkSecurity::hello_proof(&challenge, &nonce, rank),
+                    &mac,
+                ) =>
         {
             let own = sec.certs.get(rank).cloned().flatten();
             if mode != LinkMode::Tls || (presented.is_some() && presented == own) {
                 control::send(&mut opening.stream, &Control::Accepted)?;
                 set_deadline(&opening.sock, deadline)?;
-                let label = LinkSecurity::label(&nonce, sec.rank, rank);
+                let label = LinkSecurity::label(&challenge, &nonce, sec.rank, rank);
                 let stream = opening.finish(&sec.token, &label, false, format!("rank {rank}"));
                 return Ok((rank, stream));
             }

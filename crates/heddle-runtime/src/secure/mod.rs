@@ -30,7 +30,7 @@ pub enum Security {
     Auto,
     /// TLS on every TCP connection.
     Tls,
-    /// A MAC (keyed BLAKE3) per frame on every TCP connection.
+    /// A MAC (AES-256-GMAC) per record on every TCP connection.
     Mac,
     /// Plaintext.
     None,
@@ -106,7 +106,7 @@ impl Security {
 pub(crate) enum LinkMode {
     /// TLS 1.3.
     Tls,
-    /// MAC-sealed records (keyed BLAKE3).
+    /// MAC-sealed records (AES-256-GMAC).
     Mac,
     /// Plaintext.
     Plain,
