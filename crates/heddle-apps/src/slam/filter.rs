@@ -133,7 +133,7 @@ impl<'c> Filter<'c> {
             v.dedup();
             v
         };
-        let cells = Grid::default().cells().len();
+        let cells = Grid::CELLS;
         let mut send = Vec::new();
         let mut send_counts = vec![0; size];
         for (r, count) in send_counts.iter_mut().enumerate() {
@@ -191,7 +191,7 @@ impl<'c> Filter<'c> {
         let mut cells = if owner == me {
             self.mine[best - first].grid.cells().to_vec()
         } else {
-            vec![0i8; Grid::default().cells().len()]
+            vec![0i8; Grid::CELLS]
         };
         comm.broadcast(&mut cells, owner)?;
         Ok((me == 0).then(|| Grid::from_cells(&cells)))

@@ -19,10 +19,12 @@ pub struct Grid {
     cells: Vec<i8>,
 }
 
+/// Cells along a side of every map.
+const SIDE_CELLS: usize = (SIDE / RESOLUTION) as usize;
+
 impl Default for Grid {
     fn default() -> Self {
-        let n = (SIDE / RESOLUTION) as usize;
-        Grid { n, cells: vec![0; n * n] }
+        Grid { n: SIDE_CELLS, cells: vec![0; Grid::CELLS] }
     }
 }
 
@@ -36,6 +38,9 @@ pub struct Beams {
 }
 
 impl Grid {
+    /// Cells in every map.
+    pub const CELLS: usize = SIDE_CELLS * SIDE_CELLS;
+
     /// The cells, for sending a map to another worker.
     pub fn cells(&self) -> &[i8] {
         &self.cells

@@ -165,8 +165,7 @@ pub fn slam(comm: &Communicator, opts: &Options) -> Result<Run> {
         sim.max_range = opts.max_range;
         Feed::new(sim, opts.scans, opts.lose, opts.reorder, opts.seed)
     });
-    let start_pose = Simulator::new(opts.seed, 2).next_scan().truth;
-    let mut filter = filter::Filter::new(comm, opts, start_pose);
+    let mut filter = filter::Filter::new(comm, opts, world::START);
     let mut run = Run::default();
     // [more scans follow (1) or not (0), odometer x, y, θ, ranges…]
     let mut msg = vec![0f64; 4 + opts.beams];

@@ -117,6 +117,9 @@ pub struct Simulator {
 
 /// The loop's corners, in metres, driven counter-clockwise.
 const WAYPOINTS: [(f64, f64); 4] = [(2.2, 2.2), (9.8, 2.2), (9.8, 9.8), (2.2, 9.8)];
+
+/// Where the robot starts (its first waypoint, facing along x), in every world.
+pub const START: Pose = Pose { x: WAYPOINTS[0].0, y: WAYPOINTS[0].1, theta: 0.0 };
 /// Metres driven and radians turned at most per scan (at 10 Hz: 1 m/s, 1.5 rad/s).
 const STEP: f64 = 0.1;
 const TURN: f64 = 0.15;
@@ -127,8 +130,8 @@ impl Simulator {
         Simulator {
             world: World::generate(seed),
             rng: StdRng::seed_from_u64(seed ^ 0x5eed),
-            pose: Pose { x: WAYPOINTS[0].0, y: WAYPOINTS[0].1, theta: 0.0 },
-            odometer: Pose { x: WAYPOINTS[0].0, y: WAYPOINTS[0].1, theta: 0.0 },
+            pose: START,
+            odometer: START,
             beams,
             max_range: 8.0,
             next: 0,
@@ -202,4 +205,17 @@ pub fn gaussian(rng: &mut StdRng) -> f64 {
     let u: f64 = rng.gen_range(f64::EPSILON..1.0);
     let v: f64 = rng.gen();
     (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_run_starts_at_start() {
+        for seed in [0, 7, 99] {
+            let first = Simulator::new(seed, 2).next_scan();
+            assert_eq!((first.truth, first.odometry), (START, START), "seed {seed}");
+        }
+    }
 }
