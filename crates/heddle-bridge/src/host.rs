@@ -175,7 +175,7 @@ impl Bridge {
         let end = Instant::now() + Duration::from_millis(300);
         let mut g = self.shared.lock();
         while g.ended.is_none() && Instant::now() < end {
-            g = self.shared.wait(g, Duration::from_millis(20));
+            g = self.shared.wait(g, Instant::now(), Duration::from_millis(20));
         }
         g.controls.iter().find_map(|m| match m {
             FilterMsg::Error(b) => Some(Error::Ended(describe_error(b))),
@@ -220,6 +220,7 @@ impl Bridge {
                 return Err(self.fail_with(e));
             }
             let now = Instant::now();
+            self.shared.note_heard(&mut g, now);
             let idle_end = g.last_heard + self.cfg.idle_timeout;
             let end = deadline.map_or(idle_end, |d| d.min(idle_end));
             if now >= end {
@@ -231,7 +232,7 @@ impl Bridge {
                 };
                 return Err(self.fail_with(Error::Timeout { what: what.to_owned(), limit }));
             }
-            g = self.shared.wait(g, (end - now).min(Duration::from_millis(100)));
+            g = self.shared.wait(g, now, (end - now).min(Duration::from_millis(100)));
         }
     }
 
@@ -353,6 +354,11 @@ impl Bridge {
     /// [`Error::Filter`] when the filter fails or is silent past `idle_timeout`.
     pub fn recv(&self, limit: Duration) -> Result<Option<Record>> {
         self.flush()?;
+        let ready = self.shared.lock().results.pop_front();
+        if let Some(r) = ready {
+            self.granted(1)?;
+            return Ok(Some(r));
+        }
         let deadline = Instant::now() + limit;
         let got = self.wait_for(Some(deadline + self.cfg.idle_timeout), "a result", |s| {
             if let Some(r) = s.results.pop_front() {

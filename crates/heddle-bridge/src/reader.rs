@@ -54,8 +54,11 @@ pub(crate) struct State {
     pub(crate) ended: Option<End>,
     /// Measurements.
     pub(crate) meter: Meter,
-    /// When the filter last sent anything.
+    /// When a waiter last saw that the filter had sent something (the reader does not
+    /// read the clock per message: a waiter that reads it anyway notes it).
     pub(crate) last_heard: Instant,
+    /// The generation `last_heard` was noted at.
+    pub(crate) heard: u64,
 }
 
 impl std::fmt::Debug for State {
@@ -106,6 +109,7 @@ impl Shared {
                 ended: None,
                 meter: Meter::new(),
                 last_heard: Instant::now(),
+                heard: 0,
             }),
             changed: Condvar::new(),
             generation: AtomicU64::new(0),
@@ -123,16 +127,26 @@ impl Shared {
         self.reader.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Waits for a change, at most `limit`: on shared memory by reading the ring, else
-    /// spinning briefly without the lock, then sleeping.
+    /// Notes `now` as when the filter was last heard from if anything arrived since the
+    /// last note.
+    pub(crate) fn note_heard(&self, g: &mut State, now: Instant) {
+        let generation = self.generation.load(Ordering::Acquire);
+        if generation != g.heard {
+            (g.heard, g.last_heard) = (generation, now);
+        }
+    }
+
+    /// Waits for a change, at most `limit` from `start` (the caller's reading of the
+    /// clock): on shared memory by reading the ring, else spinning briefly without the
+    /// lock, then sleeping.
     pub(crate) fn wait<'a>(
         &'a self,
         g: MutexGuard<'a, State>,
+        start: Instant,
         limit: Duration,
     ) -> MutexGuard<'a, State> {
         let seen = self.generation.load(Ordering::Acquire);
         drop(g);
-        let start = Instant::now();
         let probe = match self.reader.try_lock() {
             Ok(r) => r.as_ref().and_then(|r| r.probe.clone()),
             Err(_) => None,
@@ -216,7 +230,6 @@ impl Shared {
 
     fn update(&self, f: impl FnOnce(&mut State)) {
         let mut g = self.lock();
-        g.last_heard = Instant::now();
         f(&mut g);
         self.generation.fetch_add(1, Ordering::Release);
         drop(g);

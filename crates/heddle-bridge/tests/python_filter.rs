@@ -97,6 +97,37 @@ fn a_hung_filter_times_out_and_is_killed() {
     assert!(s.contains("hung#0") && s.contains("signal"), "{s}");
 }
 
+/// A filter that answers, then goes silent in the middle of a record: the host's wait
+/// ends at `idle_timeout` after the filter was last heard from, not at the caller's limit.
+#[test]
+fn a_filter_silent_past_the_idle_timeout_fails_the_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("silent.py");
+    let body = format!(
+        "import sys, time\nsys.path.insert(0, {:?})\nimport heddle_bridge as hb\n\
+         class Silent(hb.Filter):\n    def process(self, record, emit):\n        \
+         if bytes(record.payload) == b'hang':\n            time.sleep(30)\n        \
+         emit(hb.Record(record.payload, record.codec, record.key))\n\
+         hb.run(Silent())\n",
+        sdk().display().to_string()
+    );
+    std::fs::write(&script, body).unwrap();
+    let cmd = FilterCommand::new("python3").arg(script.display().to_string());
+    for t in [Transport::Pipe, Transport::Shm] {
+        let mut cfg = BridgeConfig::new("silent").transport(t);
+        cfg.idle_timeout = Duration::from_millis(700);
+        let bridge = Bridge::start(&cmd, cfg).unwrap();
+        bridge.send(Record::bytes(b"one".to_vec()), &mut |_| {}).unwrap();
+        let got = bridge.recv(Duration::from_secs(10)).unwrap().expect("a result");
+        assert_eq!(got.payload, b"one");
+        bridge.send(Record::bytes(b"hang".to_vec()), &mut |_| {}).unwrap();
+        let t0 = std::time::Instant::now();
+        let e = bridge.recv(Duration::from_secs(20)).expect_err("the filter hangs").to_string();
+        assert!(t0.elapsed() < Duration::from_secs(5), "{t}: took {:?}", t0.elapsed());
+        assert!(e.contains("silent#0") && e.contains("a result"), "{t}: {e}");
+    }
+}
+
 #[test]
 fn a_record_above_the_limit_is_refused_before_sending() {
     let (cmd, cfg) = reference(&[]);
