@@ -174,8 +174,12 @@ impl Bridge {
     fn reported_error(&self) -> Option<Error> {
         let end = Instant::now() + Duration::from_millis(300);
         let mut g = self.shared.lock();
-        while g.ended.is_none() && Instant::now() < end {
-            g = self.shared.wait(g, Instant::now(), Duration::from_millis(20));
+        loop {
+            let now = Instant::now();
+            if g.ended.is_some() || now >= end {
+                break;
+            }
+            g = self.shared.wait(g, now, Duration::from_millis(20));
         }
         g.controls.iter().find_map(|m| match m {
             FilterMsg::Error(b) => Some(Error::Ended(describe_error(b))),
